@@ -3,3 +3,8 @@ module github.com/monagent/monagent
 go 1.26.8
 
 require golang.org/x/sys v0.49.0
+
+require (
+	github.com/facebook/time v0.0.0-20260822211804-f81aedc1c1e3
+	github.com/sirupsen/logrus v1.9.1 // indirect
+)

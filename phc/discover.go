@@ -1,0 +1,162 @@
+package phc
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Info describes a PHC as sysfs shows it (/sys/class/ptp/ptpN).
+type Info struct {
+	Index      int      `json:"index"`
+	Device     string   `json:"device"`     // /dev/ptpN under the configured dev root
+	Name       string   `json:"clock_name"` // driver's clock name, e.g. "e1000e", "cpts"
+	MaxAdjPPB  int64    `json:"max_adjustment_ppb"`
+	ExtTS      int      `json:"n_external_timestamps"`
+	PerOut     int      `json:"n_periodic_outputs"`
+	Pins       int      `json:"n_programmable_pins"`
+	PPS        bool     `json:"pps_available"`
+	Interfaces []string `json:"interfaces"` // network interfaces whose device owns this PHC
+}
+
+// Timestamping is an interface's ethtool timestamping info.
+type Timestamping struct {
+	PHCIndex  int    `json:"phc_index"` // -1: no PHC
+	SOFlags   uint32 `json:"so_timestamping"`
+	TxTypes   uint32 `json:"tx_types"`
+	RxFilters uint32 `json:"rx_filters"`
+}
+
+var soNames = []string{
+	"tx_hardware", "tx_software", "rx_hardware", "rx_software", "software", "sys_hardware", "raw_hardware",
+}
+
+// Capabilities names the SOF_TIMESTAMPING_* capability bits.
+func (t Timestamping) Capabilities() []string {
+	var out []string
+	for i, n := range soNames {
+		if t.SOFlags&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Hardware reports whether the interface can timestamp packets in hardware.
+func (t Timestamping) Hardware() bool { return t.SOFlags&(1<<2) != 0 && t.PHCIndex >= 0 }
+
+// Paths are the roots of sysfs and /dev, configurable so that tests run on
+// fixture trees.
+type Paths struct {
+	Sys string
+	Dev string
+}
+
+// DefaultPaths are the real system's.
+var DefaultPaths = Paths{Sys: "/sys", Dev: "/dev"}
+
+// Discover lists the PHCs in sysfs with the interfaces they belong to. No
+// /sys/class/ptp (no PHC driver loaded) is an empty list, not an error.
+func Discover(p Paths) ([]Info, error) {
+	dir := filepath.Join(p.Sys, "class", "ptp")
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("phc discover: %w", err)
+	}
+	owners := interfacesByPHC(p.Sys)
+	var out []Info
+	for _, e := range entries {
+		idx, err := indexFromPath(e.Name())
+		if err != nil {
+			continue
+		}
+		base := filepath.Join(dir, e.Name())
+		info := Info{Index: idx, Device: filepath.Join(p.Dev, e.Name()), Interfaces: owners[idx]}
+		info.Name, err = readString(base, "clock_name")
+		if err != nil {
+			return out, err
+		}
+		for _, f := range []struct {
+			name string
+			dst  *int64
+		}{{"max_adjustment", &info.MaxAdjPPB}} {
+			if *f.dst, err = readInt(base, f.name); err != nil {
+				return out, err
+			}
+		}
+		for _, f := range []struct {
+			name string
+			dst  *int
+		}{{"n_external_timestamps", &info.ExtTS}, {"n_periodic_outputs", &info.PerOut}, {"n_programmable_pins", &info.Pins}} {
+			v, err := readInt(base, f.name)
+			if err != nil {
+				return out, err
+			}
+			*f.dst = int(v)
+		}
+		pps, err := readInt(base, "pps_available")
+		if err != nil {
+			return out, err
+		}
+		info.PPS = pps != 0
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out, nil
+}
+
+// interfacesByPHC maps PHC index -> interfaces via /sys/class/net/IF/device/ptp/ptpN.
+func interfacesByPHC(sys string) map[int][]string {
+	out := map[int][]string{}
+	matches, _ := filepath.Glob(filepath.Join(sys, "class", "net", "*", "device", "ptp", "ptp*"))
+	for _, m := range matches {
+		idx, err := indexFromPath(m)
+		if err != nil {
+			continue
+		}
+		iface := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(m))))
+		out[idx] = append(out[idx], iface)
+	}
+	for _, v := range out {
+		sort.Strings(v)
+	}
+	return out
+}
+
+// indexFromPath parses N from "ptpN" or ".../ptpN".
+func indexFromPath(path string) (int, error) {
+	rest, ok := strings.CutPrefix(filepath.Base(path), "ptp")
+	n, err := strconv.Atoi(rest)
+	if !ok || err != nil || n < 0 {
+		return 0, fmt.Errorf("phc %s: not a /dev/ptpN path", path)
+	}
+	return n, nil
+}
+
+func readString(dir, name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return "", fmt.Errorf("phc sysfs: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func readInt(dir, name string) (int64, error) {
+	s, err := readString(dir, name)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("phc sysfs %s: %q is not an integer", filepath.Join(dir, name), s)
+	}
+	return v, nil
+}

@@ -1,0 +1,15 @@
+// Package phc reads PTP hardware clocks (PHCs): discovery through sysfs, the
+// interface a PHC belongs to (ethtool's timestamping info), capabilities, and the
+// offset between a PHC and a system clock sampled with the ioctls of
+// Documentation/driver-api/ptp.rst and include/uapi/linux/ptp_clock.h:
+// PTP_SYS_OFFSET_PRECISE (cross-timestamp, where the driver has it),
+// PTP_SYS_OFFSET_EXTENDED (best of N reads bracketed by system clock reads) and
+// PTP_SYS_OFFSET (the oldest, REALTIME only).
+//
+// Every reading names the system clock it was taken against and the method used.
+// facebook/time/phc chooses MONOTONIC_RAW or REALTIME through a package global;
+// this package always asks for the clock id the caller wants and, when the kernel
+// refuses it, says which clock it fell back to.
+//
+// It never adjusts a clock: no PTP_CLOCK_ADJTIME, no clock_settime.
+package phc
