@@ -1,0 +1,83 @@
+package sink
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestEncodeGolden(t *testing.T) {
+	recs := []Record{
+		{
+			Measurement: "phc_offset",
+			Tags:        []Tag{{"host", "bbb-1"}, {"device", "ptp0"}, {"clock", "realtime"}},
+			Fields:      []Field{Int("offset_ns", -37000000312), Int("delay_ns", 1520), String("method", "extended"), Uint("samples", 9), Bool("ok", true), Float("rate_ppb", 12.5)},
+			TimeNS:      1795000000123456789,
+		},
+		{
+			Measurement: "odd name,x",
+			Tags:        []Tag{{"k y", "v=1,2"}, {"empty", ""}},
+			Fields:      []Field{String("msg", `say "hi"\`)},
+			TimeNS:      -5,
+		},
+	}
+	var e Encoder
+	got, rejected, err := e.Append(nil, recs)
+	if err != nil || rejected != 0 {
+		t.Fatalf("rejected %d: %v", rejected, err)
+	}
+	want := `phc_offset,clock=realtime,device=ptp0,host=bbb-1 offset_ns=-37000000312i,delay_ns=1520i,method="extended",samples=9u,ok=true,rate_ppb=12.5 1795000000123456789
+odd\ name\,x,k\ y=v\=1\,2 msg="say \"hi\"\\" -5
+`
+	if string(got) != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestEncodeRejectsBadRecordsButKeepsTheRest(t *testing.T) {
+	good := Record{Measurement: "m", Fields: []Field{Int("v", 1)}, TimeNS: 1}
+	recs := []Record{
+		good,
+		{Measurement: "m", Fields: []Field{Float("v", math.NaN())}, TimeNS: 2},
+		{Measurement: "m", TimeNS: 3},
+		{Measurement: "m\x01", Fields: []Field{Int("v", 1)}, TimeNS: 4},
+		{Measurement: "m", Tags: []Tag{{"t", "a\nb"}}, Fields: []Field{Int("v", 1)}, TimeNS: 5},
+		{Measurement: "m", Fields: []Field{String("s", "\xff")}, TimeNS: 6},
+		good,
+	}
+	var e Encoder
+	got, rejected, err := e.Append([]byte("prefix\n"), recs)
+	if rejected != 5 {
+		t.Fatalf("rejected %d, want 5 (err %v)", rejected, err)
+	}
+	if want := "prefix\nm v=1i 1\nm v=1i 1\n"; string(got) != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	var re *RejectError
+	if !errors.As(err, &re) || re.Index != 1 || !strings.Contains(err.Error(), "non-finite") {
+		t.Fatalf("error %v does not name the first bad record", err)
+	}
+}
+
+func TestEncodeDoesNotAllocate(t *testing.T) {
+	recs := []Record{{
+		Measurement: "clock_offset",
+		Tags:        []Tag{{"host", "h"}, {"clock", "realtime"}, {"ref", "monotonic_raw"}},
+		Fields:      []Field{Int("offset_ns", 123), Int("window_ns", 80), String("method", "bracket")},
+		TimeNS:      1795000000000000000,
+	}}
+	var e Encoder
+	buf := make([]byte, 0, 4096)
+	if a := testing.AllocsPerRun(1000, func() { buf, _, _ = e.Append(buf[:0], recs) }); a != 0 {
+		t.Fatalf("Append allocates %v times per record", a)
+	}
+}
+
+func TestEncodeRejectsCommentMeasurement(t *testing.T) {
+	var e Encoder
+	out, rejected, err := e.Append(nil, []Record{{Measurement: "#m", Fields: []Field{Int("v", 1)}, TimeNS: 1}})
+	if rejected != 1 || len(out) != 0 || err == nil {
+		t.Fatalf("'#m' encoded as %q (rejected %d, %v); every reader would drop it as a comment", out, rejected, err)
+	}
+}

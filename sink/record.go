@@ -1,0 +1,95 @@
+package sink
+
+import "strconv"
+
+// Record is one InfluxDB point. TimeNS is UTC (CLOCK_REALTIME) nanoseconds, the
+// only time InfluxDB indexes by; times in other clock domains travel as fields
+// named for their domain (e.g. phc_ns).
+type Record struct {
+	Measurement string
+	Tags        []Tag // low-cardinality labels; encoding sorts them in place
+	Fields      []Field
+	TimeNS      int64
+}
+
+// Tag is a key=value label.
+type Tag struct{ Key, Value string }
+
+// Kind is a field's value type.
+type Kind uint8
+
+// Field value kinds.
+const (
+	KindInt Kind = iota
+	KindUint
+	KindFloat
+	KindBool
+	KindString
+)
+
+// Field is one field of a record. Build fields with Int, Uint, Float, Bool and
+// String.
+type Field struct {
+	Key  string
+	Kind Kind
+	I    int64 // KindInt, KindBool (0/1)
+	U    uint64
+	F    float64
+	S    string
+}
+
+// Int returns an integer field.
+func Int(key string, v int64) Field { return Field{Key: key, Kind: KindInt, I: v} }
+
+// Uint returns an unsigned integer field.
+func Uint(key string, v uint64) Field { return Field{Key: key, Kind: KindUint, U: v} }
+
+// Float returns a float field.
+func Float(key string, v float64) Field { return Field{Key: key, Kind: KindFloat, F: v} }
+
+// Bool returns a boolean field.
+func Bool(key string, v bool) Field {
+	f := Field{Key: key, Kind: KindBool}
+	if v {
+		f.I = 1
+	}
+	return f
+}
+
+// String returns a string field.
+func String(key, v string) Field { return Field{Key: key, Kind: KindString, S: v} }
+
+// Value returns the field's value as Go would print it (for messages and tests).
+func (f Field) Value() string {
+	switch f.Kind {
+	case KindInt:
+		return strconv.FormatInt(f.I, 10)
+	case KindUint:
+		return strconv.FormatUint(f.U, 10)
+	case KindFloat:
+		return strconv.FormatFloat(f.F, 'g', -1, 64)
+	case KindBool:
+		return strconv.FormatBool(f.I != 0)
+	}
+	return f.S
+}
+
+// Tag returns the value of tag key, or "".
+func (r *Record) Tag(key string) string {
+	for _, t := range r.Tags {
+		if t.Key == key {
+			return t.Value
+		}
+	}
+	return ""
+}
+
+// Field returns the field named key.
+func (r *Record) Field(key string) (Field, bool) {
+	for _, f := range r.Fields {
+		if f.Key == key {
+			return f, true
+		}
+	}
+	return Field{}, false
+}

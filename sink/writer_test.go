@@ -1,0 +1,52 @@
+package sink
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var time0 = time.Unix(0, 0)
+
+func TestFileSinkAppends(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "data", "out.lp")
+	for i := 0; i < 2; i++ {
+		s, err := OpenFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Write([]Record{{Measurement: "m", Fields: []Field{Int("i", int64(i))}, TimeNS: int64(i)}}); err != nil {
+			t.Fatal(err)
+		}
+		if st := s.Stats(); st.Records != 1 || st.Bytes != 9 {
+			t.Fatalf("stats %+v", st)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(path)
+	if string(b) != "m i=0i 0\nm i=1i 1\n" {
+		t.Fatalf("file holds %q", b)
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk on fire") }
+
+func TestMultiKeepsWritingWhenOneFails(t *testing.T) {
+	var sb strings.Builder
+	good := NewWriter("mem", &sb)
+	m := Multi{NewWriter("bad", failWriter{}), good}
+	err := m.Write([]Record{{Measurement: "m", Fields: []Field{Bool("b", false)}, TimeNS: 7}})
+	if err == nil || !strings.Contains(err.Error(), "bad: disk on fire") {
+		t.Fatalf("error %v", err)
+	}
+	if sb.String() != "m b=false 7\n" {
+		t.Fatalf("good sink got %q", sb.String())
+	}
+}
