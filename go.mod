@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/influxdata/line-protocol/v2 v2.2.1
 	golang.org/x/sys v0.49.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

@@ -106,3 +106,7 @@ func (f PinFunc) String() string {
 // ErrMethodUnsupported wraps the kernel's refusal of one read method (EOPNOTSUPP,
 // ENOTTY, EINVAL for an unknown clock id); the sampler then tries the next one.
 var ErrMethodUnsupported = errors.New("read method not supported by this PHC or kernel")
+
+// MaxSamples is the most reads one PTP_SYS_OFFSET(_EXTENDED) call takes
+// (PTP_MAX_SAMPLES of the uapi).
+const MaxSamples = 25

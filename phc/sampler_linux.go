@@ -47,9 +47,6 @@ type refusalKey struct {
 	sys timebase.Domain
 }
 
-// MaxSamples is the most reads one PTP_SYS_OFFSET(_EXTENDED) call takes.
-const MaxSamples = unix.PTP_MAX_SAMPLES
-
 func newSampler(dev ioctls, caps Caps, samples int, prefer Method, readSys func(timebase.SystemClock) (int64, error)) *Sampler {
 	return &Sampler{
 		dev: dev, caps: caps, samples: min(max(samples, 1), MaxSamples), prefer: prefer, readSys: readSys,

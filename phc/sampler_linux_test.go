@@ -265,3 +265,9 @@ type samplerCase struct {
 	wantBracket bool
 	wantFallbk  uint64
 }
+
+func TestMaxSamplesMatchesUAPI(t *testing.T) {
+	if MaxSamples != unix.PTP_MAX_SAMPLES {
+		t.Fatalf("MaxSamples %d, uapi PTP_MAX_SAMPLES %d", MaxSamples, unix.PTP_MAX_SAMPLES)
+	}
+}

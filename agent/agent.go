@@ -1,0 +1,237 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/timebase"
+)
+
+// Agent runs the configured sources and hands their records to a sink.
+type Agent struct {
+	cfg         Config
+	log         *slog.Logger
+	out         sink.Sink
+	sources     []*running
+	translators *Translators
+	host        string
+	start       int64
+
+	queue        chan []sink.Record
+	batches      atomic.Uint64
+	droppedBatch atomic.Uint64
+	droppedRecs  atomic.Uint64
+	written      atomic.Uint64
+	writeErrors  atomic.Uint64
+}
+
+// running is a source with its self-metrics.
+type running struct {
+	src         Source
+	collections atomic.Uint64
+	records     atomic.Uint64
+	errors      atomic.Uint64
+	nodata      atomic.Uint64
+	lastDur     atomic.Int64
+	mu          sync.Mutex
+	lastErr     string
+}
+
+// queueBatches is how many batches may wait for the sink; beyond that a batch is
+// dropped and counted rather than making a source wait.
+const queueBatches = 256
+
+// New builds the sources of cfg. out receives every batch; the agent closes it
+// when Run returns.
+func New(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
+	host := cfg.Host
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	a := &Agent{cfg: cfg, log: log, out: out, translators: NewTranslators(), host: host, queue: make(chan []sink.Record, queueBatches)}
+	env := &Env{Config: &a.cfg, Log: log, Translators: a.translators}
+	for _, r := range registrations() {
+		if !r.enabled(&a.cfg) {
+			continue
+		}
+		srcs, err := r.build(env)
+		if err != nil {
+			a.closeSources()
+			return nil, fmt.Errorf("source %s: %w", r.name, err)
+		}
+		for _, s := range srcs {
+			a.sources = append(a.sources, &running{src: s})
+		}
+	}
+	return a, nil
+}
+
+// newWithSources is New with given sources, for tests.
+func newWithSources(cfg Config, log *slog.Logger, out sink.Sink, srcs ...Source) *Agent {
+	a := &Agent{cfg: cfg, log: log, out: out, translators: NewTranslators(), host: cfg.Host, queue: make(chan []sink.Record, queueBatches)}
+	for _, s := range srcs {
+		a.sources = append(a.sources, &running{src: s})
+	}
+	return a
+}
+
+// Translators are the clock models the sources maintain.
+func (a *Agent) Translators() *Translators { return a.translators }
+
+// Sources names the running sources.
+func (a *Agent) Sources() []string {
+	var n []string
+	for _, r := range a.sources {
+		n = append(n, r.src.Name())
+	}
+	return n
+}
+
+// Run collects until ctx is done, then stops every source, writes what is
+// queued and the final self-metrics, and closes the sink.
+func (a *Agent) Run(ctx context.Context) error {
+	a.start, _ = timebase.Realtime.Now()
+	var wg sync.WaitGroup
+	for _, r := range a.sources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.loop(ctx, r)
+		}()
+	}
+	if a.cfg.SelfMetrics.Enabled {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(a.cfg.SelfMetrics.Interval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					a.enqueue(a.selfMetrics())
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { // the only writer to the sink
+		defer close(done)
+		for recs := range a.queue {
+			a.write(recs)
+		}
+	}()
+	wg.Wait()
+	if a.cfg.SelfMetrics.Enabled {
+		a.enqueue(a.selfMetrics())
+	}
+	close(a.queue)
+	<-done
+	return errors.Join(a.closeSources(), a.out.Close())
+}
+
+func (a *Agent) loop(ctx context.Context, r *running) {
+	t := time.NewTicker(r.src.Interval())
+	defer t.Stop()
+	for {
+		a.collect(ctx, r)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (a *Agent) collect(ctx context.Context, r *running) {
+	b := &Batch{host: a.host}
+	start := time.Now()
+	err := r.src.Collect(ctx, b)
+	r.lastDur.Store(int64(time.Since(start)))
+	r.collections.Add(1)
+	r.records.Add(uint64(len(b.Records)))
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrNoData):
+		r.nodata.Add(1)
+	default:
+		r.errors.Add(1)
+		r.mu.Lock()
+		first := r.lastErr != err.Error()
+		r.lastErr = err.Error()
+		r.mu.Unlock()
+		if first { // log a changed error once, not every interval
+			a.log.Warn("collection failed", "source", r.src.Name(), "err", err)
+		}
+	}
+	if len(b.Records) > 0 {
+		a.enqueue(b.Records)
+	}
+}
+
+// enqueue hands a batch to the writer without waiting.
+func (a *Agent) enqueue(recs []sink.Record) {
+	select {
+	case a.queue <- recs:
+		a.batches.Add(1)
+	default:
+		a.droppedBatch.Add(1)
+		a.droppedRecs.Add(uint64(len(recs)))
+	}
+}
+
+func (a *Agent) write(recs []sink.Record) {
+	if err := a.out.Write(recs); err != nil {
+		a.writeErrors.Add(1)
+		a.log.Warn("output", "err", err)
+	}
+	a.written.Add(uint64(len(recs)))
+}
+
+// selfMetrics returns the agent's own records: one per source and one overall.
+func (a *Agent) selfMetrics() []sink.Record {
+	now, _ := timebase.Realtime.Now()
+	b := &Batch{host: a.host}
+	for _, r := range a.sources {
+		r.mu.Lock()
+		lastErr := r.lastErr
+		r.mu.Unlock()
+		f := []sink.Field{
+			sink.Uint("collections", r.collections.Load()),
+			sink.Uint("records", r.records.Load()),
+			sink.Uint("errors", r.errors.Load()),
+			sink.Uint("no_data", r.nodata.Load()),
+			sink.Int("last_duration_ns", r.lastDur.Load()),
+			sink.String("last_error", lastErr),
+		}
+		if sr, ok := r.src.(SelfReporter); ok {
+			f = append(f, sr.SelfFields()...)
+		}
+		b.Add("monagent_source", now, []sink.Tag{{Key: "source", Value: r.src.Name()}}, f...)
+	}
+	b.Add("monagent", now, nil,
+		sink.Int("uptime_ns", now-a.start),
+		sink.Uint("batches", a.batches.Load()),
+		sink.Uint("records_out", a.written.Load()),
+		sink.Uint("dropped_batches", a.droppedBatch.Load()),
+		sink.Uint("dropped_records", a.droppedRecs.Load()),
+		sink.Uint("output_errors", a.writeErrors.Load()),
+	)
+	return b.Records
+}
+
+func (a *Agent) closeSources() error {
+	var errs []error
+	for _, r := range a.sources {
+		errs = append(errs, r.src.Close())
+	}
+	return errors.Join(errs...)
+}

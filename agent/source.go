@@ -1,0 +1,116 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/timebase"
+)
+
+// Source is one kind of measurement. The agent calls Collect every Interval from
+// one goroutine; Collect appends records to the batch.
+type Source interface {
+	Name() string
+	Interval() time.Duration
+	// Collect measures once. It returns ErrNoData when there is nothing to
+	// measure by design (not an error), and may return an error together with
+	// records it did collect.
+	Collect(ctx context.Context, b *Batch) error
+	Close() error
+}
+
+// SelfReporter is implemented by sources with counters of their own beyond the
+// agent's per-source ones (e.g. PHC read-method fallbacks).
+type SelfReporter interface {
+	SelfFields() []sink.Field
+}
+
+// ErrNoData means a source had nothing to measure, by design.
+var ErrNoData = errors.New("no data")
+
+// Batch collects the records of one collection.
+type Batch struct {
+	host    string
+	Records []sink.Record
+}
+
+// Add appends a record; the host tag is added to every record.
+func (b *Batch) Add(measurement string, timeNS int64, tags []sink.Tag, fields ...sink.Field) {
+	t := make([]sink.Tag, 0, len(tags)+1)
+	t = append(t, sink.Tag{Key: "host", Value: b.host})
+	t = append(t, tags...)
+	b.Records = append(b.Records, sink.Record{Measurement: measurement, Tags: t, Fields: fields, TimeNS: timeNS})
+}
+
+// Env is what a source gets when it is built.
+type Env struct {
+	Config      *Config
+	Log         *slog.Logger
+	Translators *Translators
+}
+
+// registration builds the sources of one configuration section.
+type registration struct {
+	name    string
+	enabled func(*Config) bool
+	build   func(*Env) ([]Source, error)
+}
+
+// registrations lists every source kind; later sections add theirs here.
+func registrations() []registration {
+	return []registration{
+		{"clock", func(c *Config) bool { return c.Clock.Enabled }, buildClockSource},
+		{"phc", func(c *Config) bool { return c.PHC.Enabled }, buildPHCSources},
+	}
+}
+
+// Translators holds the clock translators sources maintain, keyed by domains, so
+// that event sources can move kernel timestamps between clock domains.
+type Translators struct {
+	mu sync.RWMutex
+	m  map[[2]timebase.Domain]*timebase.Translator
+}
+
+// NewTranslators returns an empty set.
+func NewTranslators() *Translators {
+	return &Translators{m: map[[2]timebase.Domain]*timebase.Translator{}}
+}
+
+// Get returns the translator from -> to, creating it with window samples.
+func (t *Translators) Get(from, to timebase.Domain, window int) *timebase.Translator {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := [2]timebase.Domain{from, to}
+	tr := t.m[k]
+	if tr == nil {
+		tr = timebase.NewTranslator(from, to, window)
+		t.m[k] = tr
+	}
+	return tr
+}
+
+// Lookup returns the translator between two domains in either direction.
+func (t *Translators) Lookup(a, b timebase.Domain) (*timebase.Translator, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if tr := t.m[[2]timebase.Domain{a, b}]; tr != nil {
+		return tr, true
+	}
+	tr := t.m[[2]timebase.Domain{b, a}]
+	return tr, tr != nil
+}
+
+// ResetDomain forgets every model involving d (after a step of that clock).
+func (t *Translators) ResetDomain(d timebase.Domain) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for k, tr := range t.m {
+		if k[0] == d || k[1] == d {
+			tr.Reset()
+		}
+	}
+}

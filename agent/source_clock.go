@@ -1,0 +1,194 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/timebase"
+)
+
+// clockSource measures the system clocks against a reference clock
+// (MONOTONIC_RAW by default, which no NTP or PTP daemon steers), the kernel's
+// adjtimex state, and detects clock steps.
+type clockSource struct {
+	cfg         ClockConfig
+	ref         timebase.SystemClock
+	clocks      []*clockTrack
+	read        func(timebase.SystemClock) (int64, error)
+	timex       func() (timebase.KernelState, error)
+	translators *Translators
+	window      int
+}
+
+type clockTrack struct {
+	clk        timebase.SystemClock
+	tags       []sink.Tag
+	have       bool
+	prevMid    int64
+	prevOffset int64
+	prevWindow int64
+	steps      uint64
+}
+
+func buildClockSource(env *Env) ([]Source, error) {
+	s, err := newClockSource(env.Config.Clock, func(c timebase.SystemClock) (int64, error) { return c.Now() }, timebase.ReadKernelState, env.Translators)
+	if err != nil {
+		return nil, err
+	}
+	return []Source{s}, nil
+}
+
+func newClockSource(cfg ClockConfig, read func(timebase.SystemClock) (int64, error), timex func() (timebase.KernelState, error), tr *Translators) (*clockSource, error) {
+	refDomain, err := timebase.ParseDomain(cfg.Reference)
+	if err != nil {
+		return nil, keyErr("clock.reference", "%v", err)
+	}
+	ref, _ := timebase.SystemClockFor(refDomain)
+	if tr == nil {
+		tr = NewTranslators()
+	}
+	s := &clockSource{cfg: cfg, ref: ref, read: read, timex: timex, translators: tr, window: 32}
+	for _, name := range cfg.Clocks {
+		d, err := timebase.ParseDomain(name)
+		if err != nil {
+			return nil, keyErr("clock.clocks", "%v", err)
+		}
+		c, _ := timebase.SystemClockFor(d)
+		s.clocks = append(s.clocks, &clockTrack{clk: c, tags: []sink.Tag{{Key: "clock", Value: c.Domain().String()}, {Key: "ref", Value: ref.Domain().String()}}})
+	}
+	return s, nil
+}
+
+func (s *clockSource) Name() string            { return "clock" }
+func (s *clockSource) Interval() time.Duration { return s.cfg.Interval }
+func (s *clockSource) Close() error            { return nil }
+
+// bracketReads is how many ref/clk/ref brackets a reading takes the best of: a
+// read preempted by the scheduler has a wide window and loses.
+const bracketReads = 5
+
+// bracket reads ref, clk, ref bracketReads times and, from the narrowest window,
+// returns the reference time at its middle, the clock's offset from the
+// reference there, and the window.
+func (s *clockSource) bracket(ref, clk timebase.SystemClock) (mid, offset, window int64, err error) {
+	window = -1
+	for i := 0; i < bracketReads; i++ {
+		a, err := s.read(ref)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		c, err := s.read(clk)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		b, err := s.read(ref)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if w := b - a; w >= 0 && (window < 0 || w < window) {
+			window, mid = w, a+w/2
+			offset = c - mid
+		}
+	}
+	if window < 0 {
+		return 0, 0, 0, fmt.Errorf("%s went backwards in every read", ref.Domain())
+	}
+	return mid, offset, window, nil
+}
+
+func (s *clockSource) Collect(ctx context.Context, b *Batch) error {
+	now, err := s.read(timebase.Realtime)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	hasTAI, hasRT := false, false
+	for _, t := range s.clocks {
+		mid, off, win, err := s.bracket(s.ref, t.clk)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("clock %s: %w", t.clk.Domain(), err))
+			continue
+		}
+		hasTAI = hasTAI || t.clk == timebase.TAI
+		hasRT = hasRT || t.clk == timebase.Realtime
+		fields := []sink.Field{sink.Int("offset_ns", off), sink.Int("window_ns", win)}
+		tr := s.translators.Get(s.ref.Domain(), t.clk.Domain(), s.window)
+		if t.have {
+			if step, ok := s.isStep(t, tr, mid-t.prevMid, off-t.prevOffset, win); ok {
+				t.steps++
+				b.Add("clock_step", now, t.tags,
+					sink.Int("step_ns", step), sink.Int("offset_before_ns", t.prevOffset),
+					sink.Int("offset_after_ns", off), sink.Int("interval_ns", mid-t.prevMid), sink.Uint("steps", t.steps))
+				s.translators.ResetDomain(t.clk.Domain())
+			}
+		}
+		t.have, t.prevMid, t.prevOffset, t.prevWindow = true, mid, off, win
+		tr.Add(timebase.Sample{Local: mid, Ref: mid + off, DelayNS: win})
+		if m, err := tr.Model(); err == nil && m.N >= 3 {
+			// The model's offset is ref - clk, so its slope is minus the rate.
+			fields = append(fields, sink.Float("rate_ppb", -m.Slope*1e9), sink.Float("rate_err_ppb", m.SlopeErr*1e9))
+		}
+		b.Add("clock_offset", now, t.tags, fields...)
+	}
+	if hasTAI && hasRT {
+		// TAI - UTC as the clocks show it, from a direct bracket.
+		if _, off, win, err := s.bracket(timebase.Realtime, timebase.TAI); err == nil {
+			b.Add("clock_offset", now, []sink.Tag{{Key: "clock", Value: "tai"}, {Key: "ref", Value: "realtime"}},
+				sink.Int("offset_ns", off), sink.Int("window_ns", win))
+		}
+	}
+	if s.cfg.Timex && s.timex != nil {
+		k, err := s.timex()
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			b.Add("timex", now, nil, timexFields(k)...)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isStep decides whether the offset moved more than the clock's last rate, the
+// allowed slew and the read windows explain. It returns the unexplained part.
+func (s *clockSource) isStep(t *clockTrack, tr *timebase.Translator, elapsed, delta, window int64) (int64, bool) {
+	predicted := 0.0
+	if m, err := tr.Model(); err == nil && m.N >= 2 {
+		predicted = -m.Slope * float64(elapsed)
+	}
+	dev := float64(delta) - predicted
+	allowed := float64(s.cfg.StepThreshold) + s.cfg.MaxSlewPPM*1e-6*math.Abs(float64(elapsed)) + float64(window+t.prevWindow)
+	if math.Abs(dev) > allowed {
+		return int64(math.Round(dev)), true
+	}
+	return 0, false
+}
+
+func timexFields(k timebase.KernelState) []sink.Field {
+	return []sink.Field{
+		sink.Int("state", int64(k.State)),
+		sink.Int("status", int64(k.Status)),
+		sink.String("status_flags", k.StatusString()),
+		sink.Bool("synced", k.Synced()),
+		sink.Int("offset_ns", k.OffsetNS),
+		sink.Int("freq_ppb", k.FreqPPB),
+		sink.Int("maxerror_ns", k.MaxErrorNS),
+		sink.Int("esterror_ns", k.EstErrorNS),
+		sink.Int("constant", k.Constant),
+		sink.Int("precision_ns", k.PrecisionNS),
+		sink.Int("tolerance_ppb", k.ToleranceP),
+		sink.Int("tick_ns", k.TickNS),
+		sink.Int("tai_offset_s", k.TAIOffsetS),
+		sink.Int("pps_freq_ppb", k.PPSFreqPPB),
+		sink.Int("pps_jitter_ns", k.JitterNS),
+		sink.Int("pps_shift", k.Shift),
+		sink.Int("pps_stability_ppb", k.StabilPPB),
+		sink.Int("pps_jitter_count", k.JitCnt),
+		sink.Int("pps_calibration_count", k.CalCnt),
+		sink.Int("pps_error_count", k.ErrCnt),
+		sink.Int("pps_stability_exceeded_count", k.StbCnt),
+	}
+}

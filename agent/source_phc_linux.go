@@ -1,0 +1,165 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/monagent/monagent/phc"
+	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/timebase"
+)
+
+// phcSource samples one PTP hardware clock against the system clocks (the figures
+// phc2sys works from, without adjusting anything) and keeps the translators from
+// each system clock to the PHC.
+type phcSource struct {
+	cfg     PHCConfig
+	path    string
+	name    string // driver's clock name
+	open    func(string) (*phc.Device, error)
+	method  phc.Method
+	against []timebase.Domain
+	tr      *Translators
+	log     *slog.Logger
+
+	dev     *phc.Device
+	sampler *phc.Sampler
+	domain  timebase.Domain
+	reopens uint64
+}
+
+func buildPHCSources(env *Env) ([]Source, error) {
+	cfg := env.Config.PHC
+	paths, err := resolvePHCs(env.Config, phc.Discover, phc.InterfacePHC)
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		env.Log.Info("no PTP hardware clock found; phc source idle", "sysfs", env.Config.Paths.Sys+"/class/ptp")
+		return nil, nil
+	}
+	method, _ := phc.ParseMethod(cfg.Method)
+	var against []timebase.Domain
+	for _, a := range cfg.Against {
+		d, _ := timebase.ParseDomain(a)
+		against = append(against, d)
+	}
+	infos, _ := phc.Discover(phc.Paths{Sys: env.Config.Paths.Sys, Dev: env.Config.Paths.Dev})
+	var out []Source
+	for _, p := range paths {
+		s := &phcSource{cfg: cfg, path: p, open: phc.Open, method: method, against: against, tr: env.Translators, log: env.Log}
+		for _, info := range infos {
+			if info.Device == p {
+				s.name = info.Name
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// resolvePHCs lists the PHC device paths to measure: the configured devices, the
+// PHCs of the configured interfaces, or every PHC found when neither is set.
+func resolvePHCs(c *Config, discover func(phc.Paths) ([]phc.Info, error), ifacePHC func(string) (int, error)) ([]string, error) {
+	var paths []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			paths = append(paths, p)
+		}
+	}
+	for _, d := range c.PHC.Devices {
+		add(d)
+	}
+	for i, iface := range c.PHC.Interfaces {
+		idx, err := ifacePHC(iface)
+		if err != nil {
+			return nil, keyErr(fmt.Sprintf("phc.interfaces[%d]", i), "%v", err)
+		}
+		if idx < 0 {
+			return nil, keyErr(fmt.Sprintf("phc.interfaces[%d]", i), "interface %s has no PTP hardware clock", iface)
+		}
+		add(fmt.Sprintf("%s/ptp%d", c.Paths.Dev, idx))
+	}
+	if len(c.PHC.Devices) == 0 && len(c.PHC.Interfaces) == 0 {
+		infos, err := discover(phc.Paths{Sys: c.Paths.Sys, Dev: c.Paths.Dev})
+		if err != nil {
+			return nil, err
+		}
+		for _, info := range infos {
+			add(info.Device)
+		}
+	}
+	return paths, nil
+}
+
+func (s *phcSource) Name() string            { return "phc:" + s.path }
+func (s *phcSource) Interval() time.Duration { return s.cfg.Interval }
+
+func (s *phcSource) Close() error {
+	if s.dev == nil {
+		return nil
+	}
+	err := s.dev.Close()
+	s.dev, s.sampler = nil, nil
+	return err
+}
+
+func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
+	if s.dev == nil {
+		d, err := s.open(s.path)
+		if err != nil {
+			return err
+		}
+		if s.sampler != nil || s.reopens > 0 {
+			s.log.Info("phc reopened", "device", s.path)
+		}
+		s.reopens++
+		s.dev, s.domain = d, d.Domain()
+		s.sampler = d.NewSampler(s.cfg.Samples, s.method)
+	}
+	now, err := timebase.Realtime.Now()
+	if err != nil {
+		return err
+	}
+	dev := s.domain.String()
+	for _, sys := range s.against {
+		var r phc.Reading
+		if err := s.sampler.Sample(sys, &r); err != nil {
+			if !errors.Is(err, phc.ErrMethodUnsupported) {
+				// The device failed (vanished, I/O error): reopen next time.
+				s.Close()
+			}
+			return fmt.Errorf("phc %s against %s: %w", s.path, sys, err)
+		}
+		b.Add("phc_offset", now, []sink.Tag{{Key: "device", Value: dev}, {Key: "clock", Value: sys.String()}, {Key: "clock_name", Value: s.name}},
+			sink.Int("offset_ns", r.OffsetNS),
+			sink.Int("delay_ns", r.DelayNS),
+			sink.Int("phc_ns", r.PHCNS),
+			sink.Int("sys_ns", r.SysNS),
+			sink.Int("samples", int64(r.Samples)),
+			sink.String("method", r.Method.String()),
+			sink.Int("bracket_ns", r.BracketNS),
+		)
+		if s.tr != nil {
+			s.tr.Get(sys, s.domain, s.cfg.Window).Add(r.Sample())
+		}
+	}
+	return nil
+}
+
+// SelfFields reports read-method fallbacks and why methods were refused.
+func (s *phcSource) SelfFields() []sink.Field {
+	if s.sampler == nil {
+		return []sink.Field{sink.Uint("reopens", s.reopens)}
+	}
+	f := []sink.Field{sink.Uint("method_fallbacks", s.sampler.Fallbacks()), sink.Uint("reopens", s.reopens)}
+	if r := s.sampler.Refusals(); len(r) > 0 {
+		f = append(f, sink.String("method_refusals", fmt.Sprint(r)))
+	}
+	return f
+}
