@@ -101,12 +101,13 @@ type ProbeEnv struct {
 	Timestamping func(iface string) (phc.Timestamping, error)
 	ReadPHC      func(path string) PHCProbe // opens and measures one PHC
 	Timex        func() (timebase.KernelState, error)
-	Clocks       bool // read the real system clocks
+	Clocks       bool   // read the real system clocks
+	ChronyUDP    string // chronyd's command port, "" to skip
 }
 
 // DefaultProbeEnv probes the real machine under paths.
 func DefaultProbeEnv(p PathsConfig) ProbeEnv {
-	return ProbeEnv{Paths: p, Timestamping: phc.InterfaceTimestamping, ReadPHC: readPHC, Timex: timebase.ReadKernelState, Clocks: true}
+	return ProbeEnv{Paths: p, Timestamping: phc.InterfaceTimestamping, ReadPHC: readPHC, Timex: timebase.ReadKernelState, Clocks: true, ChronyUDP: "127.0.0.1:323"}
 }
 
 // Probe inventories the machine.
@@ -152,11 +153,11 @@ func Probe(ctx context.Context, env ProbeEnv) Inventory {
 	for _, d := range glob(filepath.Join(p.Sys, "class", "thermal", "thermal_zone*")) {
 		inv.Thermal = append(inv.Thermal, DeviceProbe{Path: d, Name: readTrim(filepath.Join(d, "type"))})
 	}
-	inv.Daemons = []SocketProbe{
-		probeUnixgram(ctx, "chronyd", filepath.Join(p.Run, "chrony", "chronyd.sock")),
-		probeUDP(ctx, "chronyd", "127.0.0.1:323"),
-		probeUnixgram(ctx, "ptp4l", filepath.Join(p.Run, "ptp4l")),
+	inv.Daemons = []SocketProbe{probeUnixgram(ctx, "chronyd", filepath.Join(p.Run, "chrony", "chronyd.sock"))}
+	if env.ChronyUDP != "" {
+		inv.Daemons = append(inv.Daemons, probeUDP(ctx, "chronyd", env.ChronyUDP))
 	}
+	inv.Daemons = append(inv.Daemons, probeUnixgram(ctx, "ptp4l", filepath.Join(p.Run, "ptp4l")))
 	return inv
 }
 

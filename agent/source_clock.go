@@ -31,6 +31,8 @@ type clockTrack struct {
 	prevMid    int64
 	prevOffset int64
 	prevWindow int64
+	rate       float64 // offset change per reference ns over the last interval
+	haveRate   bool
 	steps      uint64
 }
 
@@ -118,12 +120,15 @@ func (s *clockSource) Collect(ctx context.Context, b *Batch) error {
 		fields := []sink.Field{sink.Int("offset_ns", off), sink.Int("window_ns", win)}
 		tr := s.translators.Get(s.ref.Domain(), t.clk.Domain(), s.window)
 		if t.have {
-			if step, ok := s.isStep(t, tr, mid-t.prevMid, off-t.prevOffset, win); ok {
+			elapsed, delta := mid-t.prevMid, off-t.prevOffset
+			if step, ok := s.isStep(t, elapsed, delta, win); ok {
 				t.steps++
 				b.Add("clock_step", now, t.tags,
 					sink.Int("step_ns", step), sink.Int("offset_before_ns", t.prevOffset),
 					sink.Int("offset_after_ns", off), sink.Int("interval_ns", mid-t.prevMid), sink.Uint("steps", t.steps))
 				s.translators.ResetDomain(t.clk.Domain())
+			} else if elapsed > 0 {
+				t.rate, t.haveRate = float64(delta)/float64(elapsed), true
 			}
 		}
 		t.have, t.prevMid, t.prevOffset, t.prevWindow = true, mid, off, win
@@ -154,10 +159,14 @@ func (s *clockSource) Collect(ctx context.Context, b *Batch) error {
 
 // isStep decides whether the offset moved more than the clock's last rate, the
 // allowed slew and the read windows explain. It returns the unexplained part.
-func (s *clockSource) isStep(t *clockTrack, tr *timebase.Translator, elapsed, delta, window int64) (int64, bool) {
+//
+// The prediction uses the rate over the previous interval, not the fitted slope:
+// a fit over many samples lags when a daemon changes its slew, and the read jitter
+// in a one-interval rate (the bracket windows) is far below any step threshold.
+func (s *clockSource) isStep(t *clockTrack, elapsed, delta, window int64) (int64, bool) {
 	predicted := 0.0
-	if m, err := tr.Model(); err == nil && m.N >= 2 {
-		predicted = -m.Slope * float64(elapsed)
+	if t.haveRate {
+		predicted = t.rate * float64(elapsed)
 	}
 	dev := float64(delta) - predicted
 	allowed := float64(s.cfg.StepThreshold) + s.cfg.MaxSlewPPM*1e-6*math.Abs(float64(elapsed)) + float64(window+t.prevWindow)

@@ -75,7 +75,7 @@ func (f Field) Value() string {
 }
 
 // Tag returns the value of tag key, or "".
-func (r *Record) Tag(key string) string {
+func (r Record) Tag(key string) string {
 	for _, t := range r.Tags {
 		if t.Key == key {
 			return t.Value
@@ -85,7 +85,7 @@ func (r *Record) Tag(key string) string {
 }
 
 // Field returns the field named key.
-func (r *Record) Field(key string) (Field, bool) {
+func (r Record) Field(key string) (Field, bool) {
 	for _, f := range r.Fields {
 		if f.Key == key {
 			return f, true

@@ -1,0 +1,150 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/monagent/monagent/sink"
+)
+
+// memSink keeps what it is given.
+type memSink struct {
+	mu     sync.Mutex
+	recs   []sink.Record
+	closed bool
+}
+
+func (m *memSink) Write(r []sink.Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recs = append(m.recs, r...)
+	return nil
+}
+
+func (m *memSink) Close() error { m.closed = true; return nil }
+
+func (m *memSink) count(meas string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, r := range m.recs {
+		if r.Measurement == meas {
+			n++
+		}
+	}
+	return n
+}
+
+// countingSource emits one record per collection, or fails, or has no data.
+type countingSource struct {
+	name  string
+	mode  string // ok, fail, nodata
+	n     int
+	close bool
+}
+
+func (c *countingSource) Name() string            { return c.name }
+func (c *countingSource) Interval() time.Duration { return 10 * time.Millisecond }
+func (c *countingSource) Close() error            { c.close = true; return nil }
+func (c *countingSource) Collect(ctx context.Context, b *Batch) error {
+	c.n++
+	switch c.mode {
+	case "fail":
+		return errors.New("sensor on fire")
+	case "nodata":
+		return ErrNoData
+	}
+	b.Add("tick", int64(c.n), []sink.Tag{{Key: "source", Value: c.name}}, sink.Int("n", int64(c.n)))
+	return nil
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestAgentRunsSourcesAndStopsCleanly(t *testing.T) {
+	cfg := Default()
+	cfg.Host = "test-host"
+	cfg.SelfMetrics.Interval = 50 * time.Millisecond
+	ok := &countingSource{name: "ok"}
+	bad := &countingSource{name: "bad", mode: "fail"}
+	idle := &countingSource{name: "idle", mode: "nodata"}
+	out := &memSink{}
+	a := newWithSources(cfg, quietLog(), out, ok, bad, idle)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := a.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Run took %v to stop", d)
+	}
+	if !out.closed || !ok.close || !bad.close || !idle.close {
+		t.Fatal("sink or sources not closed")
+	}
+	// Every record the ok source produced reached the sink.
+	if got := out.count("tick"); got != ok.n || got < 5 {
+		t.Fatalf("sink has %d tick records, source made %d", got, ok.n)
+	}
+	if out.count("monagent_source") < 3 || out.count("monagent") < 1 {
+		t.Fatal("no self-metrics")
+	}
+	// The final self-metrics tell the truth about each source.
+	var last = map[string]sink.Record{}
+	for _, r := range out.recs {
+		if r.Measurement == "monagent_source" {
+			last[r.Tag("source")] = r
+		}
+		if r.Tag("host") != "test-host" {
+			t.Fatalf("record without host tag: %+v", r)
+		}
+	}
+	check := func(src, field string, want uint64) {
+		t.Helper()
+		f, _ := last[src].Field(field)
+		if f.U != want {
+			t.Errorf("%s %s = %d, want %d", src, field, f.U, want)
+		}
+	}
+	check("ok", "records", uint64(ok.n))
+	check("bad", "errors", uint64(bad.n))
+	check("idle", "no_data", uint64(idle.n))
+	check("idle", "errors", 0)
+	if f, _ := last["bad"].Field("last_error"); f.S != "sensor on fire" {
+		t.Errorf("last_error %q", f.S)
+	}
+}
+
+// blockedSink never returns until released: the agent must not make sources wait.
+type blockedSink struct {
+	release chan struct{}
+	memSink
+}
+
+func (b *blockedSink) Write(r []sink.Record) error {
+	<-b.release
+	return b.memSink.Write(r)
+}
+
+func TestAgentCountsDropsInsteadOfBlocking(t *testing.T) {
+	cfg := Default()
+	cfg.SelfMetrics.Enabled = false
+	src := &countingSource{name: "fast"}
+	out := &blockedSink{release: make(chan struct{})}
+	a := newWithSources(cfg, quietLog(), out, src)
+	// Fill the queue far beyond its size without a writer.
+	for i := 0; i < queueBatches+50; i++ {
+		a.collect(context.Background(), a.sources[0])
+	}
+	if got := a.droppedBatch.Load(); got != 50 {
+		t.Fatalf("dropped %d batches, want 50", got)
+	}
+	if got := a.droppedRecs.Load(); got != 50 {
+		t.Fatalf("dropped %d records, want 50", got)
+	}
+	close(out.release)
+}

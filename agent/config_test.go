@@ -1,0 +1,107 @@
+package agent
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestShippedConfigsLoad(t *testing.T) {
+	files, _ := filepath.Glob("../configs/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no configs/*.yaml")
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfigErrorsNameFileLineKeyAndReason(t *testing.T) {
+	cases := []struct {
+		name, yaml, want string
+	}{
+		{"unknown key", "clock:\n  intervall: 1s\n", "x.yaml:2: clock.intervall: unknown key (known here: enabled, interval,"},
+		{"unknown section", "ntpp: {}\n", "x.yaml:1: ntpp: unknown key"},
+		{"negative interval", "clock:\n  interval: -1s\n", "x.yaml:2: clock.interval: must be positive, got -1s"},
+		{"zero interval", "phc:\n  interval: 0s\n", "x.yaml:2: phc.interval: must be positive, got 0s"},
+		{"duration without unit", "phc:\n  interval: 5\n", `x.yaml:2: phc.interval: "5" is not a duration (write it with a unit`},
+		{"wrong type int", "phc:\n  samples: many\n", `x.yaml:2: phc.samples: want an integer, got "many"`},
+		{"wrong type bool", "clock:\n  timex: yes please\n", `x.yaml:2: clock.timex: want true or false, got "yes please"`},
+		{"list expected", "phc:\n  devices: /dev/ptp0\n", `x.yaml:2: phc.devices: want a list, got "/dev/ptp0"`},
+		{"mapping expected", "clock: fast\n", `x.yaml:1: clock: want a mapping of keys, got "fast"`},
+		{"bad clock in list", "clock:\n  clocks:\n    - realtime\n    - sundial\n", `x.yaml:4: clock.clocks[1]: "sundial" is not a system clock`},
+		{"reference measured against itself", "clock:\n  clocks: [monotonic_raw]\n", `x.yaml:2: clock.clocks[0]: "monotonic_raw" is the reference clock itself`},
+		{"samples out of range", "phc:\n  samples: 26\n", "x.yaml:2: phc.samples: must be within 1..25 (PTP_MAX_SAMPLES), got 26"},
+		{"bad method", "phc:\n  method: fastest\n", `x.yaml:2: phc.method: unknown PHC read method "fastest"`},
+		{"phc against tai", "phc:\n  against: [tai]\n", `x.yaml:2: phc.against[0]: "tai": a PHC is read against`},
+		{"no output", "output:\n  stdout: false\n  file: \"\"\n", "x.yaml:1: output: nowhere to write"},
+		{"bad log level", "log:\n  level: loud\n", `x.yaml:2: log.level: "loud" is not one of debug, info, warn, error`},
+		{"number as string", "host: 42\n", `x.yaml:1: host: want a string, got int "42" (quote it)`},
+		{"yaml syntax", "clock:\n  interval: [1s\n", "x.yaml: "},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("x.yaml", []byte(c.yaml))
+			if err == nil {
+				t.Fatalf("accepted:\n%s", c.yaml)
+			}
+			if !strings.HasPrefix(err.Error(), c.want) {
+				t.Fatalf("error\n  %s\nwant prefix\n  %s", err, c.want)
+			}
+			if strings.Contains(strings.TrimSpace(err.Error()), "\n") {
+				t.Fatalf("error is more than one line: %q", err)
+			}
+		})
+	}
+}
+
+func TestConfigOverridesDefaultsOnlyWhereSet(t *testing.T) {
+	c, err := Parse("x.yaml", []byte("phc:\n  samples: 5\nclock:\n  interval: 250ms\n  timex: ~\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Default()
+	if c.PHC.Samples != 5 || c.Clock.Interval != 250*time.Millisecond || c.PHC.Interval != d.PHC.Interval || !c.Clock.Timex {
+		t.Fatalf("got %+v", c)
+	}
+	if c, err := Parse("empty.yaml", nil); err != nil || c.Clock.Interval != d.Clock.Interval {
+		t.Fatalf("empty file: %v", err)
+	}
+}
+
+func TestPreflightMissingDevice(t *testing.T) {
+	c, err := Parse("x.yaml", []byte("phc:\n  devices: [/dev/ptp-does-not-exist]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Preflight()
+	var ke *KeyError
+	if !errors.As(err, &ke) || ke.Key != "phc.devices[0]" || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("preflight: %v", err)
+	}
+	c.Paths.Sys = t.TempDir()
+	c.PHC.Devices = nil
+	c.PHC.Interfaces = []string{"eth9"}
+	if err := c.Preflight(); err == nil || !strings.Contains(err.Error(), `phc.interfaces[0]: no network interface "eth9"`) {
+		t.Fatalf("preflight interfaces: %v", err)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "nope.yaml") {
+		t.Fatalf("missing file: %v", err)
+	}
+}
