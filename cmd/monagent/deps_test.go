@@ -1,0 +1,40 @@
+package main
+
+import (
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// allowedModules are the modules the monagent binary may link. A new one must be
+// added here on purpose: every module costs flash and RAM on a 512 MB board.
+var allowedModules = map[string]bool{
+	"github.com/monagent/monagent":           true,
+	"golang.org/x/sys":                       true,
+	"gopkg.in/yaml.v3":                       true,
+	"github.com/influxdata/line-protocol/v2": true,
+}
+
+func TestBinaryDependencies(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{with .Module}}{{.Path}}{{end}}", ".")
+	cmd.Env = append(cmd.Environ(), "GOOS=linux", "GOARCH=arm", "GOARM=7", "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, m := range strings.Fields(string(out)) {
+		seen[m] = true
+	}
+	var unexpected []string
+	for m := range seen {
+		if !allowedModules[m] {
+			unexpected = append(unexpected, m)
+		}
+	}
+	sort.Strings(unexpected)
+	if len(unexpected) > 0 {
+		t.Fatalf("the linux/arm binary links modules not in allowedModules: %v", unexpected)
+	}
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it. Installs what it needs (qemu-user-static)
+# and runs: go vet (amd64 and arm), static builds for amd64/arm64/armv7, unit and
+# integration tests with -race on amd64, every package's tests again as
+# linux/arm GOARM=7 under qemu-arm-static, short fuzz runs and a one-iteration
+# pass over every benchmark.
+#
+#   ./scripts/test.sh            everything
+#   FUZZTIME=30s ./scripts/test.sh   longer fuzzing
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FUZZTIME=${FUZZTIME:-10s}
+step() { printf '\n=== %s\n' "$*"; }
+
+need_apt=()
+command -v qemu-arm-static >/dev/null || need_apt+=(qemu-user-static)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  step "installing ${need_apt[*]}"
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    sudo apt-get update -qq
+    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  fi
+fi
+
+step "go vet (linux/amd64, linux/arm)"
+CGO_ENABLED=0 go vet ./...
+GOOS=linux GOARCH=arm GOARM=7 CGO_ENABLED=0 go vet ./...
+
+step "static builds"
+for target in linux/amd64 linux/arm64 linux/arm; do
+  os=${target%/*} arch=${target#*/}
+  GOOS=$os GOARCH=$arch GOARM=7 CGO_ENABLED=0 go build -o /dev/null ./cmd/monagent
+  echo "ok  $target"
+done
+
+step "tests with -race (linux/amd64)"
+# The race detector needs cgo; the binaries themselves are built with CGO_ENABLED=0.
+CGO_ENABLED=1 go test -race -count=1 ./...
+
+step "tests as linux/arm GOARM=7 under qemu-arm-static"
+GOOS=linux GOARCH=arm GOARM=7 CGO_ENABLED=0 go test -count=1 -exec qemu-arm-static ./...
+
+step "fuzz targets, $FUZZTIME each"
+for pkg in $(go list ./...); do
+  dir=$(go list -f '{{.Dir}}' "$pkg")
+  for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //'); do
+    echo "--- $pkg $target"
+    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1 | tail -n 2
+  done
+done
+
+step "benchmarks, one iteration each (figures: docs/performance.md)"
+go test -run '^$' -bench . -benchtime 1x ./... >/dev/null
+echo "ok"
+
+step "done"
