@@ -1,6 +1,9 @@
 package timebase
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Clock is anything that tells the time in one domain.
 type Clock interface {
@@ -58,8 +61,15 @@ func (c SystemClock) Domain() Domain { return c.domain }
 // ID is the clockid_t of the clock.
 func (c SystemClock) ID() int32 { return c.id }
 
-// Now implements Clock.
-func (c SystemClock) Now() (int64, error) { return clockGettime(c.id) }
+// Now implements Clock. REALTIME is read through the Go runtime's vDSO path
+// (time.Now), about ten times cheaper than the clock_gettime system call the
+// other clocks need.
+func (c SystemClock) Now() (int64, error) {
+	if c.id == clockRealtime {
+		return time.Now().UnixNano(), nil
+	}
+	return clockGettime(c.id)
+}
 
 // Resolution returns the clock's resolution as clock_getres(2) reports it.
 func (c SystemClock) Resolution() (int64, error) { return clockGetres(c.id) }

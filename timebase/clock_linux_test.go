@@ -45,3 +45,16 @@ func TestReadKernelState(t *testing.T) {
 	}
 	t.Logf("kernel state %s status %s freq %d ppb maxerror %d ns synced %v", k.StateString(), k.StatusString(), k.FreqPPB, k.MaxErrorNS, k.Synced())
 }
+
+// TestRealtimeFastPathIsCLOCK_REALTIME checks the vDSO path against the system
+// call: both must read the same clock.
+func TestRealtimeFastPathIsCLOCK_REALTIME(t *testing.T) {
+	for i := 0; i < 100; i++ {
+		a, _ := clockGettime(clockRealtime)
+		b, _ := Realtime.Now()
+		c, _ := clockGettime(clockRealtime)
+		if b < a || b > c {
+			t.Fatalf("time.Now %d outside the CLOCK_REALTIME bracket [%d, %d]", b, a, c)
+		}
+	}
+}
