@@ -18,22 +18,9 @@ func bestExtended(x *unix.PtpSysOffsetExtended, sys timebase.Domain, r *Reading)
 	}
 	best := int64(-1)
 	for i := 0; i < n; i++ {
-		t1, tp, t2 := clockTimeNS(x.Ts[i][0]), clockTimeNS(x.Ts[i][1]), clockTimeNS(x.Ts[i][2])
-		d := t2 - t1
-		if d < 0 {
-			continue // a system clock step inside the read: not a usable sample
-		}
-		if best < 0 || d < best {
-			best = d
-			*r = Reading{SysNS: t1 + d/2, PHCNS: tp, SysDomain: sys, DelayNS: d, Method: MethodExtended}
-		}
+		keepNarrowest(&best, r, x.Ts[i][0], x.Ts[i][1], x.Ts[i][2], sys, MethodExtended)
 	}
-	if best < 0 {
-		return false
-	}
-	r.OffsetNS = r.SysNS - r.PHCNS
-	r.Samples = n
-	return true
+	return finish(best, r, n)
 }
 
 // bestBasic does the same for PTP_SYS_OFFSET: ts = sys, phc, sys, phc, ..., sys
@@ -45,16 +32,25 @@ func bestBasic(x *unix.PtpSysOffset, r *Reading) bool {
 	}
 	best := int64(-1)
 	for i := 0; i < n; i++ {
-		t1, tp, t2 := clockTimeNS(x.Ts[2*i]), clockTimeNS(x.Ts[2*i+1]), clockTimeNS(x.Ts[2*i+2])
-		d := t2 - t1
-		if d < 0 {
-			continue
-		}
-		if best < 0 || d < best {
-			best = d
-			*r = Reading{SysNS: t1 + d/2, PHCNS: tp, SysDomain: timebase.DomainRealtime, DelayNS: d, Method: MethodBasic}
-		}
+		keepNarrowest(&best, r, x.Ts[2*i], x.Ts[2*i+1], x.Ts[2*i+2], timebase.DomainRealtime, MethodBasic)
 	}
+	return finish(best, r, n)
+}
+
+// keepNarrowest replaces *r with the read (sys before, phc, sys after) when its
+// window is narrower than *best. A negative window (the system clock stepped
+// inside the read) is never used.
+func keepNarrowest(best *int64, r *Reading, before, phcT, after unix.PtpClockTime, sys timebase.Domain, m Method) {
+	t1, tp, t2 := clockTimeNS(before), clockTimeNS(phcT), clockTimeNS(after)
+	d := t2 - t1
+	if d < 0 || (*best >= 0 && d >= *best) {
+		return
+	}
+	*best = d
+	*r = Reading{SysNS: t1 + d/2, PHCNS: tp, SysDomain: sys, DelayNS: d, Method: m}
+}
+
+func finish(best int64, r *Reading, n int) bool {
 	if best < 0 {
 		return false
 	}
