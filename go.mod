@@ -9,6 +9,15 @@ require (
 )
 
 require (
+	github.com/apapsch/go-jsonmerge/v2 v2.0.0 // indirect
+	github.com/google/uuid v1.3.1 // indirect
+	github.com/influxdata/influxdb-client-go/v2 v2.14.0 // indirect
+	github.com/influxdata/line-protocol v0.0.0-20200327222509-2487e7298839 // indirect
+	github.com/oapi-codegen/runtime v1.0.0 // indirect
+	golang.org/x/net v0.55.0 // indirect
+)
+
+require (
 	github.com/facebook/time v0.0.0-20260822211804-f81aedc1c1e3
 	github.com/sirupsen/logrus v1.9.1 // indirect
 )
