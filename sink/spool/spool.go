@@ -2,8 +2,8 @@ package spool
 
 import (
 	"bytes"
-	"context"
 	"compress/gzip"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -119,7 +119,7 @@ type Spool struct {
 	stop chan struct{}
 	done chan struct{}
 
-	appended, rejected, acknowledged, deadLettered atomic.Uint64
+	appended, rejected, acknowledged, deadLettered  atomic.Uint64
 	droppedCap, droppedBuffer, recovered, truncated atomic.Uint64
 	writeErrors, fsyncs                             atomic.Uint64
 }
