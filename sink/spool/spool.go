@@ -425,20 +425,18 @@ type Batch struct {
 	Points            int
 }
 
-// Ack resolves every point up to b.LastSeq: delivered, or dead-lettered by the
-// shipper. Fully resolved segments are deleted and the position is persisted.
-func (s *Spool) Ack(b Batch, deadLettered bool) error {
+// Ack resolves every point up to b.LastSeq: delivered, except deadLettered of
+// them that the shipper set aside. Fully resolved segments are deleted and the
+// position is persisted.
+func (s *Spool) Ack(b Batch, deadLettered int) error {
 	s.io.Lock()
 	defer s.io.Unlock()
 	if b.LastSeq <= s.acked {
 		return nil
 	}
 	s.acked = b.LastSeq
-	if deadLettered {
-		s.deadLettered.Add(uint64(b.Points))
-	} else {
-		s.acknowledged.Add(uint64(b.Points))
-	}
+	s.deadLettered.Add(uint64(deadLettered))
+	s.acknowledged.Add(uint64(b.Points - deadLettered))
 	for len(s.segs) > 1 && s.segs[0].last <= s.acked {
 		os.Remove(s.segs[0].path)
 		s.dirDirty = true

@@ -131,7 +131,7 @@ func TestReopenReplaysUnacknowledged(t *testing.T) {
 			t.Fatal(ok, err)
 		}
 		acked = Batch{FirstSeq: e.FirstSeq, LastSeq: e.LastSeq(), Points: int(e.Points)}
-		if err := s.Ack(acked, false); err != nil {
+		if err := s.Ack(acked, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -240,7 +240,7 @@ func TestCapDropsWholeOldestSegmentsAndCountsExactly(t *testing.T) {
 		t.Fatalf("spool holds %d bytes over a 16384 cap", st.Bytes)
 	}
 	// The in-flight entry is delivered and acknowledged.
-	s.Ack(Batch{FirstSeq: inflight.FirstSeq, LastSeq: inflight.LastSeq(), Points: int(inflight.Points)}, false)
+	s.Ack(Batch{FirstSeq: inflight.FirstSeq, LastSeq: inflight.LastSeq(), Points: int(inflight.Points)}, 0)
 	lines, _ := drain(t, r)
 	st = s.Stats()
 	if st.DroppedCap == 0 {

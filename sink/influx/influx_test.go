@@ -1,0 +1,185 @@
+package influx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ihttp "github.com/influxdata/influxdb-client-go/v2/api/http"
+
+	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/sink/spool"
+)
+
+// fakeServer fails the first failFirst requests with status failStatus, and
+// rejects (400) any request containing a line with "bad".
+type fakeServer struct {
+	mu         sync.Mutex
+	failFirst  int
+	failStatus int
+	requests   int
+	got        []string
+}
+
+func (f *fakeServer) WriteRecord(ctx context.Context, lines ...string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests++
+	if f.requests <= f.failFirst {
+		if f.failStatus == 0 {
+			return ihttp.NewError(errors.New("dial tcp 127.0.0.1:1: connect: connection refused"))
+		}
+		return &ihttp.Error{StatusCode: f.failStatus, Code: "unavailable", Message: "try later"}
+	}
+	body := strings.Join(lines, "\n")
+	if strings.Contains(body, "bad") {
+		return &ihttp.Error{StatusCode: 400, Code: "invalid", Message: "partial write: field type conflict: dropped=1"}
+	}
+	for _, l := range strings.Split(strings.TrimSpace(body), "\n") {
+		f.got = append(f.got, l)
+	}
+	return nil
+}
+
+func (f *fakeServer) lines() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.got...)
+}
+
+func point(i int, field string) sink.Record {
+	return sink.Record{Measurement: "m", Fields: []sink.Field{sink.String(field, fmt.Sprint(i))}, TimeNS: int64(i + 1)}
+}
+
+func shipWith(t *testing.T, srv writer, cfg Config, recs []sink.Record) (*spool.Spool, *Shipper) {
+	t.Helper()
+	sp, err := spool.Open(spool.Options{Dir: t.TempDir(), FlushInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sp.Close() })
+	cfg.MinBackoff = time.Millisecond
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = 5 * time.Millisecond
+	}
+	cfg.BatchInterval = 20 * time.Millisecond
+	sh := newShipper(cfg, sp, srv)
+	if err := sp.Append(recs); err != nil {
+		t.Fatal(err)
+	}
+	return sp, sh
+}
+
+func runUntil(t *testing.T, sh *Shipper, done func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- sh.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !done() {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("not done in 10 s; stats %+v", sh.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRetriesUntilTheServerAccepts(t *testing.T) {
+	for _, status := range []int{0, 429, 500, 503} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			srv := &fakeServer{failFirst: 5, failStatus: status}
+			var recs []sink.Record
+			for i := 0; i < 100; i++ {
+				recs = append(recs, point(i, "v"))
+			}
+			sp, sh := shipWith(t, srv, Config{URL: "x", Bucket: "b"}, recs)
+			runUntil(t, sh, func() bool { return sp.Stats().Acknowledged == 100 })
+			if st := sh.Stats(); st.Retries != 5 || st.DeadLettered != 0 || len(srv.lines()) != 100 {
+				t.Fatalf("stats %+v, server got %d lines", st, len(srv.lines()))
+			}
+		})
+	}
+}
+
+func TestRejectedLinesAreBisectedAndDeadLettered(t *testing.T) {
+	srv := &fakeServer{}
+	var recs []sink.Record
+	for i := 0; i < 1000; i++ {
+		field := "v"
+		if i == 17 || i == 503 {
+			field = "bad"
+		}
+		recs = append(recs, point(i, field))
+	}
+	sp, sh := shipWith(t, srv, Config{URL: "x", Bucket: "b"}, recs)
+	runUntil(t, sh, func() bool { st := sp.Stats(); return st.Acknowledged+st.DeadLettered == 1000 })
+	st := sp.Stats()
+	if st.DeadLettered != 2 || st.Acknowledged != 998 || len(srv.lines()) != 998 {
+		t.Fatalf("spool %+v, server got %d", st, len(srv.lines()))
+	}
+	b, err := os.ReadFile(filepath.Join(sp.Dir(), "deadletter.lp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if strings.Count(text, "# ") != 2 || !strings.Contains(text, `bad="17"`) || !strings.Contains(text, `bad="503"`) || !strings.Contains(text, "partial write") {
+		t.Fatalf("dead-letter file:\n%s", text)
+	}
+	if r := srv.requests; r > 60 {
+		t.Fatalf("%d requests to isolate 2 bad lines in 1000", r)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		err   error
+		code  int
+		retry bool
+	}{
+		{&ihttp.Error{StatusCode: 400}, 400, false},
+		{&ihttp.Error{StatusCode: 401}, 401, false},
+		{&ihttp.Error{StatusCode: 404}, 404, false},
+		{&ihttp.Error{StatusCode: 413}, 413, false},
+		{&ihttp.Error{StatusCode: 429, RetryAfter: 3}, 429, true},
+		{&ihttp.Error{StatusCode: 503}, 503, true},
+		{ihttp.NewError(context.DeadlineExceeded), 0, true},
+		{errors.New("anything else"), 0, true},
+	}
+	for _, c := range cases {
+		code, _ := classify(c.err)
+		if code != c.code || retryable(code) != c.retry {
+			t.Errorf("%v: code %d retry %v", c.err, code, retryable(code))
+		}
+	}
+	if _, ra := classify(&ihttp.Error{StatusCode: 429, RetryAfter: 3}); ra != 3*time.Second {
+		t.Errorf("retry-after %v", ra)
+	}
+}
+
+func TestRunStopsPromptlyDuringRetries(t *testing.T) {
+	srv := &fakeServer{failFirst: 1 << 30, failStatus: 503}
+	_, sh := shipWith(t, srv, Config{URL: "x", Bucket: "b", MaxBackoff: time.Second}, []sink.Record{point(1, "v")})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- sh.Run(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Fatalf("Run took %v to stop", d)
+	}
+}
