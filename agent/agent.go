@@ -19,6 +19,7 @@ type Agent struct {
 	cfg         Config
 	log         *slog.Logger
 	out         sink.Sink
+	outputs     *Outputs // nil when a test hands in a bare sink
 	sources     []*running
 	translators *Translators
 	host        string
@@ -48,9 +49,23 @@ type running struct {
 // dropped and counted rather than making a source wait.
 const queueBatches = 256
 
-// New builds the sources of cfg. out receives every batch; the agent closes it
+// New opens the outputs and builds the sources of cfg. The agent closes both
 // when Run returns.
-func New(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
+func New(cfg Config, log *slog.Logger) (*Agent, error) {
+	out, err := OpenOutputs(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	a, err := newAgent(cfg, log, out.Sink)
+	if err != nil {
+		out.Close()
+		return nil, err
+	}
+	a.outputs = out
+	return a, nil
+}
+
+func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 	host := cfg.Host
 	if host == "" {
 		host, _ = os.Hostname()
@@ -81,6 +96,9 @@ func newWithSources(cfg Config, log *slog.Logger, out sink.Sink, srcs ...Source)
 	}
 	return a
 }
+
+// Outputs are the agent's outputs (nil in tests that hand in a sink).
+func (a *Agent) Outputs() *Outputs { return a.outputs }
 
 // Translators are the clock models the sources maintain.
 func (a *Agent) Translators() *Translators { return a.translators }
@@ -122,6 +140,17 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	shipped := make(chan struct{})
+	if a.outputs != nil && a.outputs.Shipper != nil {
+		go func() {
+			defer close(shipped)
+			if err := a.outputs.Shipper.Run(ctx); err != nil {
+				a.log.Error("influx shipper stopped", "err", err)
+			}
+		}()
+	} else {
+		close(shipped)
+	}
 	done := make(chan struct{})
 	go func() { // the only writer to the sink
 		defer close(done)
@@ -135,6 +164,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	close(a.queue)
 	<-done
+	<-shipped // the shipper reads the spool: stop it before the spool closes
 	return errors.Join(a.closeSources(), a.out.Close())
 }
 
@@ -216,6 +246,9 @@ func (a *Agent) selfMetrics() []sink.Record {
 			f = append(f, sr.SelfFields()...)
 		}
 		b.Add("monagent_source", now, []sink.Tag{{Key: "source", Value: r.src.Name()}}, f...)
+	}
+	if a.outputs != nil {
+		a.outputs.selfRecords(b, now)
 	}
 	b.Add("monagent", now, nil,
 		sink.Int("uptime_ns", now-a.start),

@@ -3,7 +3,9 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/monagent/monagent/phc"
@@ -19,8 +21,50 @@ type Config struct {
 	Log         LogConfig         `yaml:"log"`
 	Clock       ClockConfig       `yaml:"clock"`
 	PHC         PHCConfig         `yaml:"phc"`
+	Loadgen     LoadgenConfig     `yaml:"loadgen"`
 	Output      OutputConfig      `yaml:"output"`
+	Spool       SpoolConfig       `yaml:"spool"`
+	Influx      InfluxConfig      `yaml:"influx"`
 	SelfMetrics SelfMetricsConfig `yaml:"self_metrics"`
+}
+
+// SpoolConfig is the durable on-disk store every record goes through. With no
+// InfluxDB configured it is the embedded store the report reads.
+type SpoolConfig struct {
+	Enabled       bool          `yaml:"enabled"`
+	Dir           string        `yaml:"dir"`
+	SegmentBytes  int64         `yaml:"segment_bytes"`
+	MaxBytes      int64         `yaml:"max_bytes"` // whole oldest segments are dropped beyond this, and counted
+	FlushInterval time.Duration `yaml:"flush_interval"`
+	FsyncInterval time.Duration `yaml:"fsync_interval"`
+	Compress      bool          `yaml:"compress"`
+}
+
+// InfluxConfig ships the spool to InfluxDB's v2 write API (1.8: bucket "db/rp",
+// token "user:pass"; 2.x/3.x: org, bucket, API token).
+type InfluxConfig struct {
+	Enabled bool   `yaml:"enabled"`
+	URL     string `yaml:"url"`
+	Org     string `yaml:"org"`
+	Bucket  string `yaml:"bucket"`
+	// The token comes from a file or an environment variable, never from this
+	// file, and is never logged.
+	TokenFile     string        `yaml:"token_file"`
+	TokenEnv      string        `yaml:"token_env"`
+	BatchPoints   int           `yaml:"batch_points"`
+	BatchInterval time.Duration `yaml:"batch_interval"`
+	Timeout       time.Duration `yaml:"timeout"`
+	MaxBackoff    time.Duration `yaml:"max_backoff"`
+	Gzip          bool          `yaml:"gzip"`
+	DeadLetter    string        `yaml:"dead_letter"` // default: <spool.dir>/deadletter.lp
+}
+
+// LoadgenConfig is a synthetic source of sequence-numbered points, for checking
+// delivery end to end and measuring throughput.
+type LoadgenConfig struct {
+	Enabled  bool          `yaml:"enabled"`
+	Rate     int           `yaml:"rate"` // points per second
+	Interval time.Duration `yaml:"interval"`
 }
 
 // PathsConfig moves the kernel's file systems, for tests and containers.
@@ -92,7 +136,16 @@ func Default() Config {
 			Enabled: true, Interval: time.Second, Samples: 9, Method: "auto",
 			Against: []string{"realtime", "monotonic_raw"}, Window: 32,
 		},
-		Output:      OutputConfig{Stdout: false, File: "./data/monagent.lp"},
+		Loadgen: LoadgenConfig{Rate: 1000, Interval: 100 * time.Millisecond},
+		Output:  OutputConfig{},
+		Spool: SpoolConfig{
+			Enabled: true, Dir: "./data/spool", SegmentBytes: 4 << 20, MaxBytes: 256 << 20,
+			FlushInterval: 100 * time.Millisecond, FsyncInterval: time.Second, Compress: true,
+		},
+		Influx: InfluxConfig{
+			TokenEnv: "MONAGENT_INFLUX_TOKEN", BatchPoints: 5000, BatchInterval: time.Second,
+			Timeout: 10 * time.Second, MaxBackoff: time.Second, Gzip: true,
+		},
 		SelfMetrics: SelfMetricsConfig{Enabled: true, Interval: 10 * time.Second},
 	}
 }
@@ -122,7 +175,7 @@ func keyErr(key, format string, a ...any) error {
 
 // Validate checks every section and returns the first problem as a *KeyError.
 func (c *Config) Validate() error {
-	for _, v := range []func() error{c.Paths.Validate, c.Log.Validate, c.Clock.Validate, c.PHC.Validate, c.Output.Validate, c.SelfMetrics.Validate} {
+	for _, v := range []func() error{c.Paths.Validate, c.Log.Validate, c.Clock.Validate, c.PHC.Validate, c.Loadgen.Validate, c.validateOutputs, c.Spool.Validate, c.Influx.Validate, c.SelfMetrics.Validate} {
 		if err := v(); err != nil {
 			return err
 		}
@@ -211,12 +264,88 @@ func (p *PHCConfig) Validate() error {
 	return nil
 }
 
-// Validate checks the output section.
-func (o *OutputConfig) Validate() error {
-	if !o.Stdout && o.File == "" {
-		return keyErr("output", "nowhere to write: set stdout: true or a file")
+// validateOutputs checks that records go somewhere.
+func (c *Config) validateOutputs() error {
+	if !c.Output.Stdout && c.Output.File == "" && !c.Spool.Enabled {
+		return keyErr("output", "nowhere to write: enable the spool, stdout or a file")
+	}
+	if c.Influx.Enabled && !c.Spool.Enabled {
+		return keyErr("influx.enabled", "InfluxDB is fed from the spool: set spool.enabled: true")
 	}
 	return nil
+}
+
+// Validate checks the spool section.
+func (s *SpoolConfig) Validate() error {
+	if !s.Enabled {
+		return nil
+	}
+	if s.Dir == "" {
+		return keyErr("spool.dir", "must not be empty")
+	}
+	if s.SegmentBytes < 4096 {
+		return keyErr("spool.segment_bytes", "must be at least 4096, got %d", s.SegmentBytes)
+	}
+	if s.MaxBytes < 2*s.SegmentBytes {
+		return keyErr("spool.max_bytes", "must hold at least two segments (%d), got %d", 2*s.SegmentBytes, s.MaxBytes)
+	}
+	if err := positive("spool.flush_interval", s.FlushInterval); err != nil {
+		return err
+	}
+	return positive("spool.fsync_interval", s.FsyncInterval)
+}
+
+// Validate checks the influx section.
+func (i *InfluxConfig) Validate() error {
+	if !i.Enabled {
+		return nil
+	}
+	u, err := url.Parse(i.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return keyErr("influx.url", "%q is not an http:// or https:// URL", i.URL)
+	}
+	if i.Bucket == "" {
+		return keyErr("influx.bucket", `must be set ("db/rp" for InfluxDB 1.8)`)
+	}
+	if i.BatchPoints < 1 {
+		return keyErr("influx.batch_points", "must be positive, got %d", i.BatchPoints)
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"influx.batch_interval", i.BatchInterval}, {"influx.timeout", i.Timeout}, {"influx.max_backoff", i.MaxBackoff}} {
+		if err := positive(d.key, d.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Token reads the InfluxDB token from token_file, else from the token_env
+// variable; "" when neither is set (an InfluxDB without authentication).
+func (i *InfluxConfig) Token() (string, error) {
+	if i.TokenFile != "" {
+		b, err := os.ReadFile(i.TokenFile)
+		if err != nil {
+			return "", keyErr("influx.token_file", "%v", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	if i.TokenEnv != "" {
+		return os.Getenv(i.TokenEnv), nil
+	}
+	return "", nil
+}
+
+// Validate checks the loadgen section.
+func (l *LoadgenConfig) Validate() error {
+	if !l.Enabled {
+		return nil
+	}
+	if l.Rate < 1 || l.Rate > 10_000_000 {
+		return keyErr("loadgen.rate", "must be within 1..10000000 points/s, got %d", l.Rate)
+	}
+	return positive("loadgen.interval", l.Interval)
 }
 
 // Validate checks the self_metrics section.
@@ -234,6 +363,11 @@ func positive(key string, d time.Duration) error {
 // Preflight checks the configuration against the machine: devices it names must
 // exist. Config check and run both call it.
 func (c *Config) Preflight() error {
+	if c.Influx.Enabled {
+		if _, err := c.Influx.Token(); err != nil {
+			return err
+		}
+	}
 	if !c.PHC.Enabled {
 		return nil
 	}

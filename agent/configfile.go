@@ -51,10 +51,13 @@ func locate(err error, file string, lines map[string]int) error {
 	var ke *KeyError
 	if errors.As(err, &ke) {
 		ke.File = file
-		if ke.Line == 0 {
-			ke.Line = lines[ke.Key]
-			if ke.Line == 0 { // a list element: fall back to the list's line
-				ke.Line = lines[strings.SplitN(ke.Key, "[", 2)[0]]
+		// The key's own line; for a key the file leaves out, its section's.
+		for k := ke.Key; ke.Line == 0 && k != ""; {
+			ke.Line = lines[k]
+			if i := strings.LastIndexAny(k, ".["); i >= 0 {
+				k = k[:i]
+			} else {
+				k = ""
 			}
 		}
 		return ke

@@ -65,6 +65,7 @@ func registrations() []registration {
 	return []registration{
 		{"clock", func(c *Config) bool { return c.Clock.Enabled }, buildClockSource},
 		{"phc", func(c *Config) bool { return c.PHC.Enabled }, buildPHCSources},
+		{"loadgen", func(c *Config) bool { return c.Loadgen.Enabled }, buildLoadgen},
 	}
 }
 

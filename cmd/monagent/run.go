@@ -10,7 +10,6 @@ import (
 	"syscall"
 
 	"github.com/monagent/monagent/agent"
-	"github.com/monagent/monagent/sink"
 )
 
 func runCmd(args []string) error {
@@ -42,13 +41,8 @@ func runCmd(args []string) error {
 		return fileErr(*path, err)
 	}
 	log := newLogger(cfg.Log)
-	out, files, err := openOutputs(cfg.Output)
+	a, err := agent.New(cfg, log)
 	if err != nil {
-		return err
-	}
-	a, err := agent.New(cfg, log, out)
-	if err != nil {
-		out.Close()
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -58,31 +52,12 @@ func runCmd(args []string) error {
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
-	log.Info("monagent running", "version", versionString(), "config", *path, "sources", a.Sources())
+	log.Info("monagent running", "version", versionString(), "config", *path, "sources", a.Sources(), "spool", cfg.Spool.Dir, "influx", cfg.Influx.URL)
 	err = a.Run(ctx)
-	for _, f := range files {
-		st := f.Stats()
-		fmt.Fprintf(os.Stderr, "monagent: wrote %d records (%d bytes) to %s\n", st.Records, st.Bytes, f.Name())
+	for _, line := range a.Outputs().Summary() {
+		fmt.Fprintln(os.Stderr, "monagent:", line)
 	}
 	return err
-}
-
-func openOutputs(o agent.OutputConfig) (sink.Sink, []*sink.Writer, error) {
-	var m sink.Multi
-	var files []*sink.Writer
-	if o.Stdout {
-		m = append(m, sink.NewWriter("stdout", os.Stdout))
-	}
-	if o.File != "" {
-		f, err := sink.OpenFile(o.File)
-		if err != nil {
-			m.Close()
-			return nil, nil, err
-		}
-		m = append(m, f)
-		files = append(files, f)
-	}
-	return m, files, nil
 }
 
 func newLogger(c agent.LogConfig) *slog.Logger {

@@ -93,8 +93,8 @@ type Shipper struct {
 	stopped chan struct{}
 
 	batches, points, bytes, retries, deadLettered, requests atomic.Uint64
-	lastLatency                                            atomic.Int64
-	lastErr                                                atomic.Value // string
+	lastLatency                                             atomic.Int64
+	lastErr                                                 atomic.Value // string
 }
 
 // New returns a shipper for sp.

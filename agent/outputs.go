@@ -1,0 +1,126 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/sink/influx"
+	"github.com/monagent/monagent/sink/spool"
+)
+
+// Outputs are where records go: standard output, a line-protocol file, the
+// durable spool, and the InfluxDB shipper that drains the spool.
+type Outputs struct {
+	Sink    sink.Sink
+	Files   []*sink.Writer
+	Spool   *spool.Spool
+	Shipper *influx.Shipper
+}
+
+// OpenOutputs opens the outputs cfg asks for.
+func OpenOutputs(cfg *Config) (*Outputs, error) {
+	o := &Outputs{}
+	var m sink.Multi
+	fail := func(err error) (*Outputs, error) {
+		m.Close()
+		return nil, err
+	}
+	if cfg.Output.Stdout {
+		m = append(m, sink.NewWriter("stdout", os.Stdout))
+	}
+	if cfg.Output.File != "" {
+		f, err := sink.OpenFile(cfg.Output.File)
+		if err != nil {
+			return fail(keyErr("output.file", "%v", err))
+		}
+		m = append(m, f)
+		o.Files = append(o.Files, f)
+	}
+	if cfg.Spool.Enabled {
+		sc := cfg.Spool
+		sp, err := spool.Open(spool.Options{
+			Dir: sc.Dir, SegmentBytes: sc.SegmentBytes, MaxBytes: sc.MaxBytes,
+			FlushInterval: sc.FlushInterval, FsyncInterval: sc.FsyncInterval, Compress: sc.Compress,
+		})
+		if err != nil {
+			return fail(keyErr("spool.dir", "%v", err))
+		}
+		m = append(m, sp)
+		o.Spool = sp
+		if cfg.Influx.Enabled {
+			ic := cfg.Influx
+			token, err := ic.Token()
+			if err != nil {
+				return fail(err)
+			}
+			sh, err := influx.New(influx.Config{
+				URL: ic.URL, Org: ic.Org, Bucket: ic.Bucket, Token: token,
+				BatchPoints: ic.BatchPoints, BatchInterval: ic.BatchInterval, Timeout: ic.Timeout,
+				MaxBackoff: ic.MaxBackoff, Gzip: ic.Gzip, DeadLetter: ic.DeadLetter,
+			}, sp)
+			if err != nil {
+				return fail(keyErr("influx", "%v", err))
+			}
+			o.Shipper = sh
+		}
+	}
+	o.Sink = m
+	return o, nil
+}
+
+// Summary says where records went, for the end of a run.
+func (o *Outputs) Summary() []string {
+	var out []string
+	for _, f := range o.Files {
+		st := f.Stats()
+		out = append(out, fmt.Sprintf("wrote %d records (%d bytes) to %s", st.Records, st.Bytes, f.Name()))
+	}
+	if o.Spool != nil {
+		st := o.Spool.Stats()
+		out = append(out, fmt.Sprintf("spool %s: %d points appended, %d acknowledged by InfluxDB, %d pending, %d dropped (cap %d, buffer %d), %d dead-lettered, %d bytes on disk",
+			o.Spool.Dir(), st.Appended, st.Acknowledged, st.Pending, st.DroppedCap+st.DroppedBuffer, st.DroppedCap, st.DroppedBuffer, st.DeadLettered, st.Bytes))
+	}
+	return out
+}
+
+// Close flushes and closes every output; the spool fsyncs what it holds.
+func (o *Outputs) Close() error {
+	return errors.Join(o.Sink.Close())
+}
+
+// selfRecords are the outputs' own counters.
+func (o *Outputs) selfRecords(b *Batch, now int64) {
+	if o.Spool != nil {
+		st := o.Spool.Stats()
+		b.Add("monagent_spool", now, nil,
+			sink.Uint("appended", st.Appended),
+			sink.Uint("rejected", st.Rejected),
+			sink.Uint("acknowledged", st.Acknowledged),
+			sink.Uint("pending", st.Pending),
+			sink.Uint("dropped_cap", st.DroppedCap),
+			sink.Uint("dropped_buffer", st.DroppedBuffer),
+			sink.Uint("dead_lettered", st.DeadLettered),
+			sink.Uint("recovered", st.Recovered),
+			sink.Uint("truncated_bytes", st.TruncatedBytes),
+			sink.Uint("write_errors", st.WriteErrors),
+			sink.Uint("fsyncs", st.Fsyncs),
+			sink.Int("spool_bytes", st.Bytes),
+			sink.Int("segments", int64(st.Segments)),
+		)
+	}
+	if o.Shipper != nil {
+		st := o.Shipper.Stats()
+		b.Add("monagent_influx", now, nil,
+			sink.Uint("batches", st.Batches),
+			sink.Uint("points", st.Points),
+			sink.Uint("bytes", st.Bytes),
+			sink.Uint("requests", st.Requests),
+			sink.Uint("retries", st.Retries),
+			sink.Uint("dead_lettered", st.DeadLettered),
+			sink.Int("last_latency_ns", int64(st.LastLatency)),
+			sink.String("last_error", st.LastError),
+		)
+	}
+}
