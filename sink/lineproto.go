@@ -3,6 +3,7 @@ package sink
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 	"unsafe"
 
@@ -86,7 +87,12 @@ func value(f *Field) (lineprotocol.Value, error) {
 	case KindInt:
 		return lineprotocol.IntValue(f.I), nil
 	case KindUint:
-		return lineprotocol.UintValue(f.U), nil
+		// Written as an integer: InfluxDB 1.x OSS refuses the "u" suffix (400
+		// "invalid number"), and counters never reach 2^63.
+		if f.U > math.MaxInt64 {
+			return lineprotocol.Value{}, fmt.Errorf("field %q: unsigned %d does not fit an InfluxDB integer", f.Key, f.U)
+		}
+		return lineprotocol.IntValue(int64(f.U)), nil
 	case KindFloat:
 		v, ok := lineprotocol.FloatValue(f.F)
 		if !ok {

@@ -27,7 +27,7 @@ func TestEncodeGolden(t *testing.T) {
 	if err != nil || rejected != 0 {
 		t.Fatalf("rejected %d: %v", rejected, err)
 	}
-	want := `phc_offset,clock=realtime,device=ptp0,host=bbb-1 offset_ns=-37000000312i,delay_ns=1520i,method="extended",samples=9u,ok=true,rate_ppb=12.5 1795000000123456789
+	want := `phc_offset,clock=realtime,device=ptp0,host=bbb-1 offset_ns=-37000000312i,delay_ns=1520i,method="extended",samples=9i,ok=true,rate_ppb=12.5 1795000000123456789
 odd\ name\,x,k\ y=v\=1\,2 msg="say \"hi\"\\" -5
 `
 	if string(got) != want {
@@ -44,12 +44,13 @@ func TestEncodeRejectsBadRecordsButKeepsTheRest(t *testing.T) {
 		{Measurement: "m\x01", Fields: []Field{Int("v", 1)}, TimeNS: 4},
 		{Measurement: "m", Tags: []Tag{{"t", "a\nb"}}, Fields: []Field{Int("v", 1)}, TimeNS: 5},
 		{Measurement: "m", Fields: []Field{String("s", "\xff")}, TimeNS: 6},
+		{Measurement: "m", Fields: []Field{Uint("u", math.MaxUint64)}, TimeNS: 7},
 		good,
 	}
 	var e Encoder
 	got, rejected, err := e.Append([]byte("prefix\n"), recs)
-	if rejected != 5 {
-		t.Fatalf("rejected %d, want 5 (err %v)", rejected, err)
+	if rejected != 6 {
+		t.Fatalf("rejected %d, want 6 (err %v)", rejected, err)
 	}
 	if want := "prefix\nm v=1i 1\nm v=1i 1\n"; string(got) != want {
 		t.Fatalf("got %q, want %q", got, want)

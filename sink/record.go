@@ -41,7 +41,8 @@ type Field struct {
 // Int returns an integer field.
 func Int(key string, v int64) Field { return Field{Key: key, Kind: KindInt, I: v} }
 
-// Uint returns an unsigned integer field.
+// Uint returns an unsigned integer field. It is written as a line-protocol
+// integer, which every InfluxDB version accepts; values above 2^63-1 are refused.
 func Uint(key string, v uint64) Field { return Field{Key: key, Kind: KindUint, U: v} }
 
 // Float returns a float field.

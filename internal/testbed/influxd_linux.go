@@ -184,9 +184,10 @@ func (i *Influxd) Addr() string { return "127.0.0.1:" + strconv.Itoa(i.port) }
 type QueryResult struct {
 	Results []struct {
 		Series []struct {
-			Name    string          `json:"name"`
-			Columns []string        `json:"columns"`
-			Values  [][]json.Number `json:"values"`
+			Name    string            `json:"name"`
+			Tags    map[string]string `json:"tags"`
+			Columns []string          `json:"columns"`
+			Values  [][]json.Number   `json:"values"`
 		} `json:"series"`
 		Error string `json:"error"`
 	} `json:"results"`
