@@ -26,6 +26,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   fi
 fi
 
+step "test peers: influxd v1.8.10 (built once into the cache)"
+go test -count=1 -run 'TestInfluxdBinary$' ./internal/testbed
+
 step "go vet (linux/amd64, linux/arm)"
 CGO_ENABLED=0 go vet ./...
 GOOS=linux GOARCH=arm GOARM=7 CGO_ENABLED=0 go vet ./...

@@ -168,4 +168,3 @@ func TestSIGTERMDuringOutage(t *testing.T) {
 		}
 	}
 }
-
