@@ -18,7 +18,7 @@ func bestExtended(x *unix.PtpSysOffsetExtended, sys timebase.Domain, r *Reading)
 	}
 	best := int64(-1)
 	for i := 0; i < n; i++ {
-		keepNarrowest(&best, r, x.Ts[i][0], x.Ts[i][1], x.Ts[i][2], sys, MethodExtended)
+		keepNarrowest(&best, r, &x.Ts[i][0], &x.Ts[i][1], &x.Ts[i][2], sys, MethodExtended)
 	}
 	return finish(best, r, n)
 }
@@ -32,7 +32,7 @@ func bestBasic(x *unix.PtpSysOffset, r *Reading) bool {
 	}
 	best := int64(-1)
 	for i := 0; i < n; i++ {
-		keepNarrowest(&best, r, x.Ts[2*i], x.Ts[2*i+1], x.Ts[2*i+2], timebase.DomainRealtime, MethodBasic)
+		keepNarrowest(&best, r, &x.Ts[2*i], &x.Ts[2*i+1], &x.Ts[2*i+2], timebase.DomainRealtime, MethodBasic)
 	}
 	return finish(best, r, n)
 }
@@ -40,8 +40,8 @@ func bestBasic(x *unix.PtpSysOffset, r *Reading) bool {
 // keepNarrowest replaces *r with the read (sys before, phc, sys after) when its
 // window is narrower than *best. A negative window (the system clock stepped
 // inside the read) is never used.
-func keepNarrowest(best *int64, r *Reading, before, phcT, after unix.PtpClockTime, sys timebase.Domain, m Method) {
-	t1, tp, t2 := clockTimeNS(before), clockTimeNS(phcT), clockTimeNS(after)
+func keepNarrowest(best *int64, r *Reading, before, phcT, after *unix.PtpClockTime, sys timebase.Domain, m Method) {
+	t1, tp, t2 := clockTimeNS(*before), clockTimeNS(*phcT), clockTimeNS(*after)
 	d := t2 - t1
 	if d < 0 || (*best >= 0 && d >= *best) {
 		return
