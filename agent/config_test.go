@@ -111,3 +111,22 @@ func TestLoadMissingFile(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+func TestInfluxTokenFromFileOrEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "token")
+	os.WriteFile(file, []byte("user:pass\n"), 0o600)
+	c := InfluxConfig{TokenFile: file, TokenEnv: "MONAGENT_TEST_TOKEN"}
+	t.Setenv("MONAGENT_TEST_TOKEN", "from-env")
+	if tok, err := c.Token(); err != nil || tok != "user:pass" {
+		t.Fatalf("file token %q, %v", tok, err)
+	}
+	c.TokenFile = ""
+	if tok, _ := c.Token(); tok != "from-env" {
+		t.Fatalf("env token %q", tok)
+	}
+	c.TokenFile = filepath.Join(dir, "missing")
+	if _, err := c.Token(); err == nil || !strings.Contains(err.Error(), "influx.token_file") {
+		t.Fatalf("missing token file: %v", err)
+	}
+}
