@@ -1,0 +1,299 @@
+package sockts
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/monagent/monagent/timebase"
+)
+
+// Options configure a timestamping socket.
+type Options struct {
+	// Hardware asks the NIC of Interface for timestamps (SIOCSHWTSTAMP, all
+	// received packets); software timestamps stay on as a fallback.
+	Hardware  bool
+	Interface string
+	// TxWait is how long a send waits for its transmit timestamp on the error
+	// queue (default 10 ms; slow boards need more than 1 ms).
+	TxWait time.Duration
+}
+
+// ErrTimeout is returned by ReadFrom when nothing arrived in time.
+var ErrTimeout = errors.New("timed out")
+
+// Conn is a UDP socket with kernel timestamps. It is not safe for concurrent
+// use; each prober owns one.
+type Conn struct {
+	fd         int
+	v6         bool
+	opts       Options
+	layout     Layout
+	oob        []byte
+	errBuf     []byte
+	sent       uint32 // sends so far: the OPT_ID key of the next send
+	ctrl       Control
+	oobn       int
+	option     string // the timestamping option in use
+	noTSReason error  // why there are no kernel timestamps, when option is "none"
+}
+
+// ListenUDP opens a UDP socket bound to laddr (port 0 for any) with receive and
+// transmit timestamps.
+func ListenUDP(laddr netip.AddrPort, o Options) (*Conn, error) {
+	if o.TxWait <= 0 {
+		o.TxWait = 10 * time.Millisecond
+	}
+	family := unix.AF_INET
+	if laddr.Addr().Is6() && !laddr.Addr().Is4In6() {
+		family = unix.AF_INET6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("sockts: socket: %w", err)
+	}
+	c := &Conn{fd: fd, v6: family == unix.AF_INET6, opts: o, layout: NativeLayout(), oob: make([]byte, 512), errBuf: make([]byte, 64), option: "SO_TIMESTAMPING_NEW"}
+	if err := c.setup(laddr); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Conn) setup(laddr netip.AddrPort) error {
+	flags := unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE |
+		unix.SOF_TIMESTAMPING_OPT_ID | unix.SOF_TIMESTAMPING_OPT_TSONLY
+	if c.opts.Hardware {
+		if c.opts.Interface == "" {
+			return errors.New("sockts: hardware timestamps need an interface")
+		}
+		cfg := unix.HwTstampConfig{Tx_type: unix.HWTSTAMP_TX_ON, Rx_filter: unix.HWTSTAMP_FILTER_ALL}
+		if err := unix.IoctlSetHwTstamp(c.fd, c.opts.Interface, &cfg); err != nil {
+			return fmt.Errorf("sockts: interface %s has no hardware timestamping (SIOCSHWTSTAMP: %w)", c.opts.Interface, err)
+		}
+		if err := unix.BindToDevice(c.fd, c.opts.Interface); err != nil {
+			return fmt.Errorf("sockts: SO_BINDTODEVICE %s: %w", c.opts.Interface, err)
+		}
+		flags |= unix.SOF_TIMESTAMPING_RX_HARDWARE | unix.SOF_TIMESTAMPING_TX_HARDWARE | unix.SOF_TIMESTAMPING_RAW_HARDWARE
+	}
+	// SO_TIMESTAMPING_NEW (Linux 5.1+) has 64-bit seconds everywhere; older
+	// kernels (BeagleBone images with 4.19) and qemu-user only know the old
+	// option, whose 32-bit ARM timespecs the parser reads too.
+	if err := unix.SetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING_NEW, flags); err != nil {
+		if !errors.Is(err, unix.ENOPROTOOPT) {
+			return fmt.Errorf("sockts: SO_TIMESTAMPING_NEW: %w", err)
+		}
+		err := unix.SetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, flags)
+		switch {
+		case err == nil:
+			c.option = "SO_TIMESTAMPING"
+		case errors.Is(err, unix.ENOPROTOOPT) && !c.opts.Hardware:
+			// No kernel timestamps at all (qemu-user, exotic kernels): measure
+			// with user-space timestamps, each labelled SourceUser.
+			c.option = "none"
+			c.noTSReason = fmt.Errorf("sockts: the kernel refuses SO_TIMESTAMPING_NEW and SO_TIMESTAMPING: %w", err)
+		default:
+			return fmt.Errorf("sockts: SO_TIMESTAMPING: %w", err)
+		}
+	}
+	sa, err := sockaddr(laddr, c.v6)
+	if err != nil {
+		return err
+	}
+	if err := unix.Bind(c.fd, sa); err != nil {
+		return fmt.Errorf("sockts: bind %s: %w", laddr, err)
+	}
+	return nil
+}
+
+func sockaddr(a netip.AddrPort, v6 bool) (unix.Sockaddr, error) {
+	if v6 {
+		return &unix.SockaddrInet6{Port: int(a.Port()), Addr: a.Addr().As16()}, nil
+	}
+	if !a.Addr().Is4() && !a.Addr().Is4In6() {
+		return nil, fmt.Errorf("sockts: %s is not an IPv4 address", a)
+	}
+	return &unix.SockaddrInet4{Port: int(a.Port()), Addr: a.Addr().Unmap().As4()}, nil
+}
+
+// Option names the socket option in use: SO_TIMESTAMPING_NEW, SO_TIMESTAMPING on
+// kernels without it, or "none" with the reason when the kernel gives no packet
+// timestamps (every timestamp is then SourceUser).
+func (c *Conn) Option() (string, error) { return c.option, c.noTSReason }
+
+// LocalAddr returns the bound address.
+func (c *Conn) LocalAddr() (netip.AddrPort, error) {
+	sa, err := unix.Getsockname(c.fd)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	switch s := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(s.Addr), uint16(s.Port)), nil
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(s.Addr), uint16(s.Port)), nil
+	}
+	return netip.AddrPort{}, errors.New("sockts: unknown socket address")
+}
+
+// Close closes the socket.
+func (c *Conn) Close() error { return unix.Close(c.fd) }
+
+// WriteTo sends b to addr and returns its transmit timestamp: hardware or
+// software from the error queue when it arrives within TxWait, else the user-space
+// time just before the send.
+func (c *Conn) WriteTo(b []byte, to netip.AddrPort) (Timestamp, error) {
+	var rsa4 unix.RawSockaddrInet4
+	var rsa6 unix.RawSockaddrInet6
+	var ptr unsafe.Pointer
+	var salen uintptr
+	if c.v6 {
+		rsa6.Family = unix.AF_INET6
+		rsa6.Port = htons(to.Port())
+		rsa6.Addr = to.Addr().As16()
+		ptr, salen = unsafe.Pointer(&rsa6), unsafe.Sizeof(rsa6)
+	} else {
+		rsa4.Family = unix.AF_INET
+		rsa4.Port = htons(to.Port())
+		rsa4.Addr = to.Addr().Unmap().As4()
+		ptr, salen = unsafe.Pointer(&rsa4), unsafe.Sizeof(rsa4)
+	}
+	key := c.sent
+	user, _ := timebase.Realtime.Now()
+	for {
+		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(c.fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), 0, uintptr(ptr), salen)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return Timestamp{}, fmt.Errorf("sockts: sendto %s: %w", to, e)
+		}
+		break
+	}
+	c.sent++
+	if c.noTSReason != nil {
+		return Timestamp{NS: user, Source: SourceUser}, nil
+	}
+	if ts, ok := c.txTimestamp(key); ok {
+		return ts, nil
+	}
+	return Timestamp{NS: user, Source: SourceUser}, nil
+}
+
+// txTimestamp waits up to TxWait for the error-queue timestamp of send key.
+func (c *Conn) txTimestamp(key uint32) (Timestamp, bool) {
+	deadline := time.Now().Add(c.opts.TxWait)
+	for {
+		n, _, _, err := c.recvmsg(c.errBuf, unix.MSG_ERRQUEUE)
+		if err == nil {
+			_ = n
+			if perr := c.layout.Parse(c.oob[:c.oobn], &c.ctrl); perr == nil && c.ctrl.HaveTxKey && c.ctrl.TxKey == key {
+				if c.ctrl.Hardware != 0 {
+					return Timestamp{NS: c.ctrl.Hardware, Source: SourceHardware}, true
+				}
+				if c.ctrl.Software != 0 {
+					return Timestamp{NS: c.ctrl.Software, Source: SourceSoftware}, true
+				}
+			}
+			continue // an older send's timestamp, or another kind: keep reading
+		}
+		if !errors.Is(err, unix.EAGAIN) {
+			return Timestamp{}, false
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return Timestamp{}, false
+		}
+		// The error queue is signalled as POLLERR, which poll reports always.
+		fds := [1]unix.PollFd{{Fd: int32(c.fd)}}
+		if _, err := unix.Poll(fds[:], int(max(left/time.Millisecond, 1))); err != nil && !errors.Is(err, unix.EINTR) {
+			return Timestamp{}, false
+		}
+	}
+}
+
+// ReadFrom waits up to timeout for a datagram and returns its length, sender and
+// receive timestamp (user space just after the read when the kernel gave none).
+func (c *Conn) ReadFrom(b []byte, timeout time.Duration) (int, netip.AddrPort, Timestamp, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		n, from, _, err := c.recvmsg(b, 0)
+		if err == nil {
+			user, _ := timebase.Realtime.Now()
+			ts := Timestamp{NS: user, Source: SourceUser}
+			if perr := c.layout.Parse(c.oob[:c.oobn], &c.ctrl); perr == nil {
+				if c.ctrl.Hardware != 0 {
+					ts = Timestamp{NS: c.ctrl.Hardware, Source: SourceHardware}
+				} else if c.ctrl.Software != 0 {
+					ts = Timestamp{NS: c.ctrl.Software, Source: SourceSoftware}
+				}
+			}
+			return n, from, ts, nil
+		}
+		if !errors.Is(err, unix.EAGAIN) {
+			return 0, netip.AddrPort{}, Timestamp{}, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return 0, netip.AddrPort{}, Timestamp{}, ErrTimeout
+		}
+		fds := [1]unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds[:], int(max(left/time.Millisecond, 1))); err != nil && !errors.Is(err, unix.EINTR) {
+			return 0, netip.AddrPort{}, Timestamp{}, fmt.Errorf("sockts: poll: %w", err)
+		}
+	}
+}
+
+// recvmsg reads one message (or one error-queue entry) into b and c.oob.
+func (c *Conn) recvmsg(b []byte, flags int) (int, netip.AddrPort, int, error) {
+	var rsa unix.RawSockaddrAny
+	var iov unix.Iovec
+	iov.Base = unsafe.SliceData(b)
+	iov.SetLen(len(b))
+	var msg unix.Msghdr
+	msg.Name = (*byte)(unsafe.Pointer(&rsa))
+	msg.Namelen = uint32(unsafe.Sizeof(rsa))
+	msg.Iov = &iov
+	msg.Iovlen = 1
+	msg.Control = unsafe.SliceData(c.oob)
+	msg.SetControllen(len(c.oob))
+	n, _, e := unix.Syscall(unix.SYS_RECVMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&msg)), uintptr(flags|unix.MSG_DONTWAIT))
+	if e != 0 {
+		if e == unix.EINTR {
+			return c.recvmsg(b, flags)
+		}
+		return 0, netip.AddrPort{}, 0, e
+	}
+	c.oobn = int(msg.Controllen)
+	return int(n), addrPort(&rsa), int(msg.Flags), nil
+}
+
+func addrPort(rsa *unix.RawSockaddrAny) netip.AddrPort {
+	switch rsa.Addr.Family {
+	case unix.AF_INET:
+		p := (*unix.RawSockaddrInet4)(unsafe.Pointer(rsa))
+		return netip.AddrPortFrom(netip.AddrFrom4(p.Addr), ntohs(p.Port))
+	case unix.AF_INET6:
+		p := (*unix.RawSockaddrInet6)(unsafe.Pointer(rsa))
+		return netip.AddrPortFrom(netip.AddrFrom16(p.Addr), ntohs(p.Port))
+	}
+	return netip.AddrPort{}
+}
+
+// htons returns v in network byte order as a sockaddr's port field holds it.
+func htons(v uint16) uint16 {
+	var b [2]byte
+	binary.BigEndian.PutUint16(b[:], v)
+	return binary.NativeEndian.Uint16(b[:])
+}
+
+func ntohs(v uint16) uint16 {
+	var b [2]byte
+	binary.NativeEndian.PutUint16(b[:], v)
+	return binary.BigEndian.Uint16(b[:])
+}
