@@ -1,0 +1,211 @@
+package ntp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/monagent/monagent/sockts"
+)
+
+// Conn is the timestamping socket a probe uses (sockts.Conn; fakes in tests).
+type Conn interface {
+	WriteTo(b []byte, to netip.AddrPort) (sockts.Timestamp, error)
+	ReadFrom(b []byte, timeout time.Duration) (int, netip.AddrPort, sockts.Timestamp, error)
+}
+
+// ProbeConfig configures probing one server.
+type ProbeConfig struct {
+	Server       netip.AddrPort
+	Burst        int           // requests per poll; the minimum-delay sample is kept (default 1)
+	BurstSpacing time.Duration // between requests of a burst (default 2 s, chrony's burst spacing)
+	Timeout      time.Duration // wait for each reply (default 1 s)
+}
+
+// Sample is one exchange.
+type Sample struct {
+	T1, T2, T3, T4 int64 // client send, server receive, server send, client receive (Unix ns)
+	OffsetNS       int64 // local - server
+	DelayNS        int64
+	TxSource       sockts.Source
+	RxSource       sockts.Source
+	Header         Header
+}
+
+// Result is one poll: every sample of the burst and the one kept.
+type Result struct {
+	Samples []Sample
+	Best    int // index of the minimum-delay sample, -1 when none
+	Errors  []error
+}
+
+// Counters of a probe; safe to read while it runs.
+type Counters struct {
+	Requests, Replies, Timeouts atomic.Uint64
+	BytesSent, BytesReceived    atomic.Uint64 // Ethernet frame bytes (NTP + UDP + IP + Ethernet headers, no FCS)
+	Rejects                     [numRejects]atomic.Uint64
+	KissRate, KissDeny          atomic.Uint64
+}
+
+// Ethernet + IPv4 + UDP header bytes around an NTP packet on the wire (the
+// reference study's 90-byte frames for 48-byte packets).
+const (
+	overheadV4 = 14 + 20 + 8
+	overheadV6 = 14 + 40 + 8
+)
+
+// Prober polls one server.
+type Prober struct {
+	cfg  ProbeConfig
+	conn Conn
+	rng  *rand.Rand
+	C    Counters
+	req  [48]byte
+	buf  [1024]byte
+
+	// Kiss-o'-Death state: the interval multiplier (RATE) and a hold-off (DENY/RSTR).
+	rateFactor int
+	holdUntil  time.Time
+}
+
+// KoD back-offs.
+const (
+	maxRateFactor = 64
+	denyHoldOff   = time.Hour
+)
+
+// NewProber returns a prober of cfg.Server over conn.
+func NewProber(cfg ProbeConfig, conn Conn) *Prober {
+	if cfg.Burst <= 0 {
+		cfg.Burst = 1
+	}
+	if cfg.BurstSpacing <= 0 {
+		cfg.BurstSpacing = 2 * time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = time.Second
+	}
+	return &Prober{cfg: cfg, conn: conn, rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), rateFactor: 1}
+}
+
+// RateFactor is how much a RATE kiss has stretched the poll interval (1 = none).
+func (p *Prober) RateFactor() int { return p.rateFactor }
+
+// ErrHeldOff is returned while the server has told us to go away (DENY, RSTR).
+var ErrHeldOff = errors.New("server denied access (kiss-o'-death); holding off")
+
+// Poll runs one burst.
+func (p *Prober) Poll(ctx context.Context) (Result, error) {
+	if time.Now().Before(p.holdUntil) {
+		return Result{Best: -1}, fmt.Errorf("ntp %s: %w until %s", p.cfg.Server, ErrHeldOff, p.holdUntil.Format(time.RFC3339))
+	}
+	res := Result{Best: -1}
+	for i := 0; i < p.cfg.Burst; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return res, ctx.Err()
+			case <-time.After(p.cfg.BurstSpacing):
+			}
+		}
+		s, err := p.exchange()
+		if err != nil {
+			res.Errors = append(res.Errors, err)
+			if r := RejectOf(err); r == RejectKoD {
+				break // do not keep knocking within the burst
+			}
+			continue
+		}
+		res.Samples = append(res.Samples, s)
+		if res.Best < 0 || s.DelayNS < res.Samples[res.Best].DelayNS {
+			res.Best = len(res.Samples) - 1
+		}
+	}
+	if res.Best < 0 {
+		return res, fmt.Errorf("ntp %s: no usable reply: %w", p.cfg.Server, errors.Join(res.Errors...))
+	}
+	if p.rateFactor > 1 && len(res.Errors) == 0 {
+		p.rateFactor /= 2 // the server is content again: come back slowly
+	}
+	return res, nil
+}
+
+func (p *Prober) overhead() uint64 {
+	if p.cfg.Server.Addr().Is4() || p.cfg.Server.Addr().Is4In6() {
+		return overheadV4
+	}
+	return overheadV6
+}
+
+// exchange sends one request and waits for its reply.
+func (p *Prober) exchange() (Sample, error) {
+	cookie := p.rng.Uint64()
+	req, err := NewRequest(p.req[:0], cookie)
+	if err != nil {
+		return Sample{}, err
+	}
+	tx, err := p.conn.WriteTo(req, p.cfg.Server)
+	if err != nil {
+		return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, err)
+	}
+	p.C.Requests.Add(1)
+	p.C.BytesSent.Add(uint64(len(req)) + p.overhead())
+	deadline := time.Now().Add(p.cfg.Timeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			p.C.Timeouts.Add(1)
+			return Sample{}, fmt.Errorf("ntp %s: no reply within %v", p.cfg.Server, p.cfg.Timeout)
+		}
+		n, from, rx, err := p.conn.ReadFrom(p.buf[:], left)
+		if errors.Is(err, sockts.ErrTimeout) {
+			continue
+		}
+		if err != nil {
+			return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, err)
+		}
+		p.C.BytesReceived.Add(uint64(n) + p.overhead())
+		var h Header
+		err = nil
+		if from != p.cfg.Server && from.Addr().Unmap() != p.cfg.Server.Addr().Unmap() {
+			err = reject(RejectSource, "reply from %s", from)
+		} else {
+			err = ParseReply(p.buf[:n], cookie, tx.NS, &h)
+		}
+		if err != nil {
+			r := RejectOf(err)
+			p.C.Rejects[r].Add(1)
+			if r == RejectOrigin || r == RejectSource {
+				continue // not the answer to this request: keep waiting for it
+			}
+			if r == RejectKoD {
+				p.kiss(h.KissCode)
+			}
+			return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, err)
+		}
+		p.C.Replies.Add(1)
+		s := Sample{T1: tx.NS, T2: h.ReceiveNS, T3: h.TransmitNS, T4: rx.NS, TxSource: tx.Source, RxSource: rx.Source, Header: h}
+		s.OffsetNS = Offset(s.T1, s.T2, s.T3, s.T4)
+		s.DelayNS = Delay(s.T1, s.T2, s.T3, s.T4)
+		if s.DelayNS < 0 {
+			p.C.Rejects[RejectBogus].Add(1)
+			return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, reject(RejectBogus, "negative delay %d ns", s.DelayNS))
+		}
+		return s, nil
+	}
+}
+
+func (p *Prober) kiss(code string) {
+	switch code {
+	case "RATE":
+		p.C.KissRate.Add(1)
+		p.rateFactor = min(2*p.rateFactor, maxRateFactor)
+	case "DENY", "RSTR":
+		p.C.KissDeny.Add(1)
+		p.holdUntil = time.Now().Add(denyHoldOff)
+	}
+}
