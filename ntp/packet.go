@@ -14,17 +14,17 @@ type Reject uint8
 
 // Reject reasons; each has a counter.
 const (
-	RejectNone         Reject = iota
-	RejectShort               // fewer than 48 bytes
-	RejectMalformed           // the trailer (extension fields, MAC) does not parse
-	RejectMode                // not mode 4 (server)
-	RejectVersion             // version outside 1..4
-	RejectOrigin              // origin timestamp is not our cookie: stale, duplicate or spoofed
-	RejectKoD                 // Kiss-o'-Death (stratum 0)
-	RejectUnsynced            // leap 3 (alarm) or stratum 16
-	RejectZeroTimestamp       // receive or transmit timestamp is zero
-	RejectBogus               // server transmit before its receive, or a negative delay
-	RejectSource              // the reply came from another address
+	RejectNone          Reject = iota
+	RejectShort                // fewer than 48 bytes
+	RejectMalformed            // the trailer (extension fields, MAC) does not parse
+	RejectMode                 // not mode 4 (server)
+	RejectVersion              // version outside 1..4
+	RejectOrigin               // origin timestamp is not our cookie: stale, duplicate or spoofed
+	RejectKoD                  // Kiss-o'-Death (stratum 0)
+	RejectUnsynced             // leap 3 (alarm) or stratum 16
+	RejectZeroTimestamp        // receive or transmit timestamp is zero
+	RejectBogus                // server transmit before its receive, or a negative delay
+	RejectSource               // the reply came from another address
 	numRejects
 )
 
@@ -43,7 +43,9 @@ type RejectError struct {
 	Detail string
 }
 
-func (e *RejectError) Error() string { return "ntp reply rejected (" + e.Reason.String() + "): " + e.Detail }
+func (e *RejectError) Error() string {
+	return "ntp reply rejected (" + e.Reason.String() + "): " + e.Detail
+}
 
 func reject(r Reject, format string, a ...any) error {
 	return &RejectError{Reason: r, Detail: fmt.Sprintf(format, a...)}
@@ -73,6 +75,12 @@ type Header struct {
 	TransmitNS     int64 // T3 (Unix ns, server clock)
 	KissCode       string
 	ExtensionBytes int
+	// ReceiveRaw is the receive timestamp as sent (NTP format): an interleaved
+	// request echoes it as its origin.
+	ReceiveRaw uint64
+	// Interleaved says the reply answered an interleaved request: its transmit
+	// timestamp belongs to the server's previous reply.
+	Interleaved bool
 }
 
 // RefIDString renders the reference id: the ASCII code of a stratum 0/1 server
@@ -131,12 +139,19 @@ func FromUnixNS(ns int64) (sec, frac uint32) {
 func shortToNS(v uint32) int64 { return int64((uint64(v)*1_000_000_000 + 1<<15) >> 16) }
 
 // NewRequest writes a client-mode NTPv4 request carrying cookie as its transmit
-// timestamp into b (48 bytes) and returns it.
-func NewRequest(b []byte, cookie uint64) ([]byte, error) {
+// timestamp into b (48 bytes) and returns it. For an interleaved request, origin
+// is the receive timestamp of the server's previous reply and xcookie our receive
+// time of it (the server echoes xcookie as the reply's origin); both 0 for a
+// basic request.
+func NewRequest(b []byte, cookie, origin, xcookie uint64) ([]byte, error) {
 	p := protocol.Packet{
-		Settings:   0<<6 | 4<<3 | 3, // leap 0, version 4, mode 3 (client)
-		TxTimeSec:  uint32(cookie >> 32),
-		TxTimeFrac: uint32(cookie),
+		Settings:     0<<6 | 4<<3 | 3, // leap 0, version 4, mode 3 (client)
+		OrigTimeSec:  uint32(origin >> 32),
+		OrigTimeFrac: uint32(origin),
+		RxTimeSec:    uint32(xcookie >> 32),
+		RxTimeFrac:   uint32(xcookie),
+		TxTimeSec:    uint32(cookie >> 32),
+		TxTimeFrac:   uint32(cookie),
 	}
 	out, err := p.Bytes()
 	if err != nil {
@@ -145,10 +160,12 @@ func NewRequest(b []byte, cookie uint64) ([]byte, error) {
 	return append(b[:0], out...), nil
 }
 
-// ParseReply checks a server reply to the request that carried cookie and
-// returns what it says. pivot (Unix ns, the send time) places timestamps in the
-// right NTP era. Every refusal is a *RejectError.
-func ParseReply(b []byte, cookie uint64, pivot int64, h *Header) error {
+// ParseReply checks a server reply to the request that carried cookie as its
+// transmit timestamp (and, for an interleaved request, xcookie as its receive
+// timestamp; 0 for a basic request) and returns what it says. pivot (Unix ns, the
+// send time) places timestamps in the right NTP era. Every refusal is a
+// *RejectError.
+func ParseReply(b []byte, cookie, xcookie uint64, pivot int64, h *Header) error {
 	var p protocol.Packet
 	if len(b) < protocol.PacketSizeBytes {
 		return reject(RejectShort, "%d bytes", len(b))
@@ -163,10 +180,14 @@ func ParseReply(b []byte, cookie uint64, pivot int64, h *Header) error {
 	if version < 1 || version > 4 {
 		return reject(RejectVersion, "version %d", version)
 	}
-	if origin := uint64(p.OrigTimeSec)<<32 | uint64(p.OrigTimeFrac); origin != cookie {
+	origin := uint64(p.OrigTimeSec)<<32 | uint64(p.OrigTimeFrac)
+	interleaved := xcookie != 0 && origin == xcookie
+	if origin != cookie && !interleaved {
 		return reject(RejectOrigin, "origin %016x, sent %016x", origin, cookie)
 	}
 	*h = Header{
+		Interleaved: interleaved,
+		ReceiveRaw:  uint64(p.RxTimeSec)<<32 | uint64(p.RxTimeFrac),
 		Leap: leap, Version: version, Stratum: p.Stratum, Poll: p.Poll, Precision: p.Precision,
 		RootDelayNS: shortToNS(p.RootDelay), RootDispNS: shortToNS(p.RootDispersion), RefID: p.ReferenceID,
 		ExtensionBytes: len(b) - protocol.PacketSizeBytes,
@@ -188,7 +209,10 @@ func ParseReply(b []byte, cookie uint64, pivot int64, h *Header) error {
 	if p.RefTimeSec != 0 || p.RefTimeFrac != 0 {
 		h.ReferenceNS = ToUnixNS(p.RefTimeSec, p.RefTimeFrac, pivot)
 	}
-	if h.TransmitNS < h.ReceiveNS {
+	// In an interleaved reply the transmit timestamp is the previous reply's, so
+	// it precedes this receive timestamp; the prober checks it against the
+	// previous exchange instead.
+	if !interleaved && h.TransmitNS < h.ReceiveNS {
 		return reject(RejectBogus, "server transmit %d before its receive %d", h.TransmitNS, h.ReceiveNS)
 	}
 	return nil

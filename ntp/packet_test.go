@@ -29,11 +29,12 @@ func golden(t testing.TB) []byte {
 
 func TestParseGoldenChronydReply(t *testing.T) {
 	var h Header
-	if err := ParseReply(golden(t), goldenCookie, goldenT1, &h); err != nil {
+	if err := ParseReply(golden(t), goldenCookie, 0, goldenT1, &h); err != nil {
 		t.Fatal(err)
 	}
 	want := Header{Leap: 0, Version: 4, Stratum: 1, Poll: 0, Precision: -26, RefID: 0x7f7f0101,
-		ReferenceNS: 1795347497212822868, ReceiveNS: 1795347499209028836, TransmitNS: 1795347499209144336}
+		ReferenceNS: 1795347497212822868, ReceiveNS: 1795347499209028836, TransmitNS: 1795347499209144336,
+		ReceiveRaw: 0xeead52ab3582e9ef}
 	if h != want {
 		t.Fatalf("got  %+v\nwant %+v", h, want)
 	}
@@ -82,7 +83,7 @@ func TestParseRejects(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var h Header
-			err := ParseReply(c.b, goldenCookie, goldenT1, &h)
+			err := ParseReply(c.b, goldenCookie, 0, goldenT1, &h)
 			if got := RejectOf(err); got != c.want {
 				t.Fatalf("reject %v (%v), want %v", got, err, c.want)
 			}
@@ -90,6 +91,23 @@ func TestParseRejects(t *testing.T) {
 				t.Fatalf("kiss code %q", h.KissCode)
 			}
 		})
+	}
+}
+
+func TestParseInterleavedReply(t *testing.T) {
+	const xcookie = uint64(0x1122334455667788)
+	b := mutate(t, func(b []byte) { binary.BigEndian.PutUint64(b[24:], xcookie) })
+	var h Header
+	if err := ParseReply(b, goldenCookie, 0, goldenT1, &h); RejectOf(err) != RejectOrigin {
+		t.Fatalf("interleaved origin accepted for a basic request: %v", err)
+	}
+	if err := ParseReply(b, goldenCookie, xcookie, goldenT1, &h); err != nil || !h.Interleaved {
+		t.Fatalf("interleaved reply: %v %+v", err, h)
+	}
+	// Its transmit timestamp (the previous reply's) may precede its receive.
+	early := mutate(t, func(b []byte) { binary.BigEndian.PutUint64(b[24:], xcookie); copy(b[40:48], b[16:24]) })
+	if err := ParseReply(early, goldenCookie, xcookie, goldenT1, &h); err != nil {
+		t.Fatalf("interleaved reply with an earlier transmit timestamp: %v", err)
 	}
 }
 
@@ -114,7 +132,7 @@ func TestNTPTimeConversion(t *testing.T) {
 }
 
 func TestNewRequest(t *testing.T) {
-	b, err := NewRequest(nil, 0x0102030405060708)
+	b, err := NewRequest(nil, 0x0102030405060708, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +149,7 @@ func TestNewRequest(t *testing.T) {
 func TestParseReplyDoesNotAllocate(t *testing.T) {
 	b := golden(t)
 	var h Header
-	if n := testing.AllocsPerRun(1000, func() { ParseReply(b, goldenCookie, goldenT1, &h) }); n != 0 {
+	if n := testing.AllocsPerRun(1000, func() { ParseReply(b, goldenCookie, 0, goldenT1, &h) }); n != 0 {
 		t.Fatalf("ParseReply allocates %v times", n)
 	}
 }
@@ -142,7 +160,7 @@ func FuzzParseReply(f *testing.F) {
 	f.Add(append(golden(f), make([]byte, 20)...), goldenCookie)
 	f.Fuzz(func(t *testing.T, b []byte, cookie uint64) {
 		var h Header
-		err := ParseReply(b, cookie, goldenT1, &h)
+		err := ParseReply(b, cookie, 0, goldenT1, &h)
 		if err == nil {
 			if h.Stratum == 0 || h.Stratum >= 16 || h.TransmitNS < h.ReceiveNS || binary.BigEndian.Uint64(b[24:32]) != cookie || b[0]&7 != 4 {
 				t.Fatalf("accepted a bad reply %x: %+v", b, h)
@@ -158,7 +176,7 @@ func BenchmarkParseReply(b *testing.B) {
 	var h Header
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := ParseReply(pkt, goldenCookie, goldenT1, &h); err != nil {
+		if err := ParseReply(pkt, goldenCookie, 0, goldenT1, &h); err != nil {
 			b.Fatal(err)
 		}
 	}

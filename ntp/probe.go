@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/sockts"
+	"github.com/monagent/monagent/timebase"
 )
 
 // Conn is the timestamping socket a probe uses (sockts.Conn; fakes in tests).
@@ -24,6 +25,12 @@ type ProbeConfig struct {
 	Burst        int           // requests per poll; the minimum-delay sample is kept (default 1)
 	BurstSpacing time.Duration // between requests of a burst (default 2 s, chrony's burst spacing)
 	Timeout      time.Duration // wait for each reply (default 1 s)
+	// Basic turns interleaved mode off. In interleaved mode (the default) each
+	// request asks the server for the kernel transmit timestamp of its previous
+	// reply, which completes the previous exchange with an accurate T3 (chronyd
+	// serves this to any client; other servers answer in basic mode, which the
+	// probe then uses).
+	Basic bool
 }
 
 // Sample is one exchange.
@@ -33,6 +40,7 @@ type Sample struct {
 	DelayNS        int64
 	TxSource       sockts.Source
 	RxSource       sockts.Source
+	Interleaved    bool // T3 is the server's transmit timestamp of its reply, sent afterwards
 	Header         Header
 }
 
@@ -49,6 +57,7 @@ type Counters struct {
 	BytesSent, BytesReceived    atomic.Uint64 // Ethernet frame bytes (NTP + UDP + IP + Ethernet headers, no FCS)
 	Rejects                     [numRejects]atomic.Uint64
 	KissRate, KissDeny          atomic.Uint64
+	Interleaved                 atomic.Uint64 // samples completed by an interleaved reply
 }
 
 // Ethernet + IPv4 + UDP header bytes around an NTP packet on the wire (the
@@ -70,6 +79,17 @@ type Prober struct {
 	// Kiss-o'-Death state: the interval multiplier (RATE) and a hold-off (DENY/RSTR).
 	rateFactor int
 	holdUntil  time.Time
+
+	prev exchangeState // the last exchange, for interleaved mode
+}
+
+// exchangeState is what an interleaved reply needs of the previous exchange.
+type exchangeState struct {
+	valid      bool
+	t1, t2, t4 int64
+	t3         int64  // the basic transmit timestamp of that reply (0 when interleaved)
+	t2raw      uint64 // the server's receive timestamp as it sent it
+	tx, rx     sockts.Source
 }
 
 // KoD back-offs.
@@ -141,10 +161,27 @@ func (p *Prober) overhead() uint64 {
 	return overheadV6
 }
 
+// cookie is the transmit timestamp of a request: the current time with the low
+// 32 bits of the fraction (below 0.25 ns... 1 s/2^32) random, as chrony does.
+func (p *Prober) cookie() uint64 {
+	now, _ := timebase.Realtime.Now()
+	sec, frac := FromUnixNS(now)
+	return uint64(sec)<<32 | uint64(frac&^0xffffff) | uint64(p.rng.Uint32()&0xffffff)
+}
+
 // exchange sends one request and waits for its reply.
 func (p *Prober) exchange() (Sample, error) {
-	cookie := p.rng.Uint64()
-	req, err := NewRequest(p.req[:0], cookie)
+	cookie := p.cookie()
+	var origin, xcookie uint64
+	if !p.cfg.Basic && p.prev.valid {
+		origin = p.prev.t2raw
+		sec, frac := FromUnixNS(p.prev.t4)
+		xcookie = uint64(sec)<<32 | uint64(frac&^0xffffff) | uint64(p.rng.Uint32()&0xffffff)
+		if xcookie == cookie {
+			xcookie ^= 1
+		}
+	}
+	req, err := NewRequest(p.req[:0], cookie, origin, xcookie)
 	if err != nil {
 		return Sample{}, err
 	}
@@ -174,7 +211,7 @@ func (p *Prober) exchange() (Sample, error) {
 		if from != p.cfg.Server && from.Addr().Unmap() != p.cfg.Server.Addr().Unmap() {
 			err = reject(RejectSource, "reply from %s", from)
 		} else {
-			err = ParseReply(p.buf[:n], cookie, tx.NS, &h)
+			err = ParseReply(p.buf[:n], cookie, xcookie, tx.NS, &h)
 		}
 		if err != nil {
 			r := RejectOf(err)
@@ -189,6 +226,25 @@ func (p *Prober) exchange() (Sample, error) {
 		}
 		p.C.Replies.Add(1)
 		s := Sample{T1: tx.NS, T2: h.ReceiveNS, T3: h.TransmitNS, T4: rx.NS, TxSource: tx.Source, RxSource: rx.Source, Header: h}
+		// An interleaved reply whose transmit timestamp is the previous reply's
+		// basic one means the server had no kernel timestamp for it: then it is
+		// no better than a basic sample of the previous exchange.
+		if h.Interleaved && !(h.TransmitNS == p.prev.t3 && p.prev.valid) {
+			// The transmit timestamp completes the previous exchange.
+			s = Sample{T1: p.prev.t1, T2: p.prev.t2, T3: h.TransmitNS, T4: p.prev.t4, TxSource: p.prev.tx, RxSource: p.prev.rx, Interleaved: true, Header: h}
+			p.C.Interleaved.Add(1)
+		}
+		if h.Interleaved && h.TransmitNS == p.prev.t3 && p.prev.valid {
+			s = Sample{T1: p.prev.t1, T2: p.prev.t2, T3: h.TransmitNS, T4: p.prev.t4, TxSource: p.prev.tx, RxSource: p.prev.rx, Header: h}
+		}
+		p.prev = exchangeState{valid: true, t1: tx.NS, t2: h.ReceiveNS, t4: rx.NS, t2raw: h.ReceiveRaw, tx: tx.Source, rx: rx.Source}
+		if !h.Interleaved {
+			p.prev.t3 = h.TransmitNS
+		}
+		if s.T3 < s.T2 {
+			p.C.Rejects[RejectBogus].Add(1)
+			return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, reject(RejectBogus, "server transmit %d before its receive %d", s.T3, s.T2))
+		}
 		s.OffsetNS = Offset(s.T1, s.T2, s.T3, s.T4)
 		s.DelayNS = Delay(s.T1, s.T2, s.T3, s.T4)
 		if s.DelayNS < 0 {

@@ -1,0 +1,148 @@
+package testbed
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Chronyd is a chronyd started by a test in a namespace. It always runs with -x:
+// it never touches the host's clock.
+type Chronyd struct {
+	Dir    string
+	Socket string // command socket (chronyc -h Socket)
+	cmd    *exec.Cmd
+	exited chan struct{}
+	t      testing.TB
+}
+
+// ChronydServerConf makes chronyd an NTP server of its own (free-running)
+// clock at stratum 1, answering everyone on its namespace's link.
+const ChronydServerConf = `local stratum 1
+allow all
+`
+
+// ChronydClientConf makes chronyd a client of server polling every 2^poll s that
+// logs every measurement; it serves no NTP itself. bind, when not empty, is the
+// local address its requests come from (bindacqaddress).
+func ChronydClientConf(server string, poll int, bind string) string {
+	c := fmt.Sprintf("server %s iburst minpoll %d maxpoll %d\nport 0\nlog measurements\n", server, poll, poll)
+	if bind != "" {
+		c += "bindacqaddress " + bind + "\n"
+	}
+	return c
+}
+
+// StartChronyd starts chronyd -x in host with conf plus its own pid file, command
+// socket and log directory; it is stopped when the test ends.
+func StartChronyd(t testing.TB, host *Host, conf string) *Chronyd {
+	t.Helper()
+	if _, err := exec.LookPath("chronyd"); err != nil {
+		t.Skip("chronyd is not installed (Debian package chrony)")
+	}
+	dir := t.TempDir()
+	// chronyd refuses a command socket in a directory others can enter.
+	runDir := filepath.Join(dir, "run")
+	if err := os.Mkdir(runDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c := &Chronyd{Dir: dir, Socket: filepath.Join(runDir, "chronyd.sock"), t: t}
+	full := conf + fmt.Sprintf("cmdport 0\nbindcmdaddress %s\npidfile %s\nlogdir %s\ndriftfile %s\n",
+		c.Socket, filepath.Join(dir, "chronyd.pid"), dir, filepath.Join(dir, "drift"))
+	path := filepath.Join(dir, "chrony.conf")
+	if err := os.WriteFile(path, []byte(full), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// -x: never adjust the clock; -u root: no privilege drop, so the command
+	// socket can live in the test's directory; -d: foreground, log to stderr.
+	c.cmd = host.Command("chronyd", "-x", "-u", "root", "-d", "-f", path)
+	logf, _ := os.Create(filepath.Join(dir, "chronyd.log"))
+	c.cmd.Stdout, c.cmd.Stderr = logf, logf
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c.exited = make(chan struct{})
+	go func() { c.cmd.Wait(); logf.Close(); close(c.exited) }()
+	t.Cleanup(c.Stop)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(c.Socket); err == nil {
+			return c
+		}
+		select {
+		case <-c.exited:
+			b, _ := os.ReadFile(filepath.Join(dir, "chronyd.log"))
+			t.Fatalf("chronyd exited at start:\n%s", b)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("chronyd made no command socket within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop stops chronyd.
+func (c *Chronyd) Stop() {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return
+	}
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(5 * time.Second):
+		c.cmd.Process.Kill()
+		<-c.exited
+	}
+	c.cmd = nil
+}
+
+// Chronyc runs chronyc against this chronyd's command socket.
+func (c *Chronyd) Chronyc(args ...string) (string, error) {
+	out, err := exec.Command("chronyc", append([]string{"-h", c.Socket}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// Measurement is one line of chronyd's measurements.log.
+type Measurement struct {
+	Time     time.Time
+	OffsetNS int64 // local - source (chrony's sign)
+	DelayNS  int64
+}
+
+// Measurements reads measurements.log: every sample chronyd took.
+func (c *Chronyd) Measurements() ([]Measurement, error) {
+	f, err := os.Open(filepath.Join(c.Dir, "measurements.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Measurement
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// Date Time IP L St 123 567 ABCD LP RP Score Offset Peer-del Peer-disp Root-del Root-disp Refid ...
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 14 || strings.HasPrefix(sc.Text(), "=") || fs[0] == "Date" {
+			continue
+		}
+		ts, err := time.Parse("2006-01-02 15:04:05", fs[0]+" "+fs[1])
+		if err != nil {
+			continue
+		}
+		off, err1 := strconv.ParseFloat(fs[11], 64)
+		del, err2 := strconv.ParseFloat(fs[12], 64)
+		if err1 != nil || err2 != nil {
+			return out, fmt.Errorf("measurements.log: %q", sc.Text())
+		}
+		out = append(out, Measurement{Time: ts, OffsetNS: int64(off * 1e9), DelayNS: int64(del * 1e9)})
+	}
+	return out, sc.Err()
+}
