@@ -188,7 +188,7 @@ func ParseReply(b []byte, cookie, xcookie uint64, pivot int64, h *Header) error 
 	*h = Header{
 		Interleaved: interleaved,
 		ReceiveRaw:  uint64(p.RxTimeSec)<<32 | uint64(p.RxTimeFrac),
-		Leap: leap, Version: version, Stratum: p.Stratum, Poll: p.Poll, Precision: p.Precision,
+		Leap:        leap, Version: version, Stratum: p.Stratum, Poll: p.Poll, Precision: p.Precision,
 		RootDelayNS: shortToNS(p.RootDelay), RootDispNS: shortToNS(p.RootDispersion), RefID: p.ReferenceID,
 		ExtensionBytes: len(b) - protocol.PacketSizeBytes,
 	}

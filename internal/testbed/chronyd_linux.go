@@ -21,6 +21,8 @@ type Chronyd struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	t      testing.TB
+	host   *Host
+	conf   string
 }
 
 // ChronydServerConf makes chronyd an NTP server of its own (free-running)
@@ -60,25 +62,37 @@ func StartChronyd(t testing.TB, host *Host, conf string) *Chronyd {
 	if err := os.WriteFile(path, []byte(full), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	c.host, c.conf = host, path
+	c.Start()
+	t.Cleanup(c.Stop)
+	return c
+}
+
+// Start (re)starts chronyd with the same configuration, socket and logs.
+func (c *Chronyd) Start() {
+	t := c.t
+	t.Helper()
 	// -x: never adjust the clock; -u root: no privilege drop, so the command
 	// socket can live in the test's directory; -d: foreground, log to stderr.
-	c.cmd = host.Command("chronyd", "-x", "-u", "root", "-d", "-f", path)
-	logf, _ := os.Create(filepath.Join(dir, "chronyd.log"))
+	c.cmd = c.host.Command("chronyd", "-x", "-u", "root", "-d", "-f", c.conf)
+	logf, _ := os.OpenFile(filepath.Join(c.Dir, "chronyd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c.exited = make(chan struct{})
-	go func() { c.cmd.Wait(); logf.Close(); close(c.exited) }()
-	t.Cleanup(c.Stop)
+	exited := make(chan struct{})
+	c.exited = exited
+	cmd := c.cmd
+	go func() { cmd.Wait(); logf.Close(); close(exited) }()
+	dir := c.Dir
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := os.Stat(c.Socket); err == nil {
-			return c
+			return
 		}
 		select {
-		case <-c.exited:
+		case <-exited:
 			b, _ := os.ReadFile(filepath.Join(dir, "chronyd.log"))
 			t.Fatalf("chronyd exited at start:\n%s", b)
 		default:
@@ -103,6 +117,7 @@ func (c *Chronyd) Stop() {
 		<-c.exited
 	}
 	c.cmd = nil
+	os.Remove(c.Socket)
 }
 
 // Chronyc runs chronyc against this chronyd's command socket.

@@ -1,0 +1,226 @@
+package ntp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/facebook/time/ntp/chrony"
+)
+
+// Chrony monitors chronyd over its command protocol, through the Unix command
+// socket (an absolute path; needed for ntpdata and serverstats, which chronyd
+// answers only there) or UDP (host:port, usually 127.0.0.1:323). A failed
+// request drops the connection; the next request reconnects, so a restarted
+// chronyd is picked up again.
+type Chrony struct {
+	addr    string
+	timeout time.Duration
+	conn    net.Conn
+	local   string // our bound socket path (Unix only)
+	client  *chrony.Client
+
+	Reconnects atomic.Uint64
+}
+
+var localSeq atomic.Uint64
+
+// NewChrony returns a monitor of the chronyd at addr (not yet connected).
+func NewChrony(addr string, timeout time.Duration) *Chrony {
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	return &Chrony{addr: addr, timeout: timeout}
+}
+
+// Unix reports whether the monitor uses the command socket.
+func (m *Chrony) Unix() bool { return strings.HasPrefix(m.addr, "/") }
+
+func (m *Chrony) connect() error {
+	if m.conn != nil {
+		return nil
+	}
+	var err error
+	if m.Unix() {
+		// chronyd answers to the sender's address: bind a socket of our own,
+		// writable by chronyd after it drops privileges (as chronyc does).
+		m.local = filepath.Join(os.TempDir(), fmt.Sprintf("monagent-chronyc-%d-%d.sock", os.Getpid(), localSeq.Add(1)))
+		os.Remove(m.local)
+		var c *net.UnixConn
+		c, err = net.DialUnix("unixgram", &net.UnixAddr{Name: m.local, Net: "unixgram"}, &net.UnixAddr{Name: m.addr, Net: "unixgram"})
+		if err == nil {
+			os.Chmod(m.local, 0o666)
+			m.conn = c
+		}
+	} else {
+		m.conn, err = net.DialTimeout("udp", m.addr, m.timeout)
+	}
+	if err != nil {
+		m.conn = nil
+		return fmt.Errorf("chronyd %s: %w", m.addr, err)
+	}
+	m.Reconnects.Add(1)
+	m.client = &chrony.Client{Connection: m.conn}
+	return nil
+}
+
+// Close drops the connection.
+func (m *Chrony) Close() error {
+	if m.conn == nil {
+		return nil
+	}
+	err := m.conn.Close()
+	m.conn = nil
+	if m.local != "" {
+		os.Remove(m.local)
+	}
+	return err
+}
+
+// sequenceOf returns the sequence number of the replies this monitor asks for.
+func sequenceOf(r chrony.ResponsePacket) (uint32, bool) {
+	switch p := r.(type) {
+	case *chrony.ReplyTracking:
+		return p.Sequence, true
+	case *chrony.ReplySources:
+		return p.Sequence, true
+	case *chrony.ReplySourceData:
+		return p.Sequence, true
+	case *chrony.ReplySourceStats:
+		return p.Sequence, true
+	case *chrony.ReplyNTPData:
+		return p.Sequence, true
+	case *chrony.ReplyServerStats:
+		return p.Sequence, true
+	case *chrony.ReplyServerStats2:
+		return p.Sequence, true
+	case *chrony.ReplyServerStats3:
+		return p.Sequence, true
+	case *chrony.ReplyServerStats4:
+		return p.Sequence, true
+	}
+	return 0, false
+}
+
+// ErrStale is a reply to an earlier request (its sequence number is not ours).
+var ErrStale = errors.New("reply to another request")
+
+func (m *Chrony) do(req chrony.RequestPacket) (chrony.ResponsePacket, error) {
+	if err := m.connect(); err != nil {
+		return nil, err
+	}
+	m.conn.SetDeadline(time.Now().Add(m.timeout))
+	for attempt := 0; ; attempt++ {
+		resp, err := m.client.Communicate(req)
+		if err != nil {
+			m.Close() // reconnect next time: chronyd may have restarted
+			return nil, fmt.Errorf("chronyd %s: %w", m.addr, err)
+		}
+		if seq, ok := sequenceOf(resp); ok && seq != m.client.Sequence {
+			if attempt < 2 {
+				continue // a late answer to a request that timed out: ask again
+			}
+			return nil, fmt.Errorf("chronyd %s: %w (sequence %d, sent %d)", m.addr, ErrStale, seq, m.client.Sequence)
+		}
+		return resp, nil
+	}
+}
+
+// Tracking is chronyc tracking.
+func (m *Chrony) Tracking() (chrony.Tracking, error) {
+	resp, err := m.do(chrony.NewTrackingPacket())
+	if err != nil {
+		return chrony.Tracking{}, err
+	}
+	t, ok := resp.(*chrony.ReplyTracking)
+	if !ok {
+		return chrony.Tracking{}, fmt.Errorf("chronyd %s: tracking answered with %T", m.addr, resp)
+	}
+	return t.Tracking, nil
+}
+
+// Source is one of chronyd's sources with its statistics and, over the command
+// socket, the last NTP exchange's data.
+type Source struct {
+	Data    chrony.SourceData
+	Stats   *chrony.SourceStats // nil when chronyd has none yet
+	NTPData *chrony.NTPData     // nil over UDP, for reference clocks, or when refused
+}
+
+// Sources is chronyc sources, sourcestats and ntpdata for every source.
+func (m *Chrony) Sources() ([]Source, error) {
+	resp, err := m.do(chrony.NewSourcesPacket())
+	if err != nil {
+		return nil, err
+	}
+	n, ok := resp.(*chrony.ReplySources)
+	if !ok {
+		return nil, fmt.Errorf("chronyd %s: sources answered with %T", m.addr, resp)
+	}
+	var out []Source
+	for i := 0; i < n.NSources; i++ {
+		resp, err := m.do(chrony.NewSourceDataPacket(int32(i)))
+		if err != nil {
+			return out, err
+		}
+		sd, ok := resp.(*chrony.ReplySourceData)
+		if !ok {
+			return out, fmt.Errorf("chronyd %s: source data answered with %T", m.addr, resp)
+		}
+		s := Source{Data: sd.SourceData}
+		if resp, err := m.do(chrony.NewSourceStatsPacket(int32(i))); err == nil {
+			if st, ok := resp.(*chrony.ReplySourceStats); ok {
+				s.Stats = &st.SourceStats
+			}
+		} else if m.conn == nil {
+			return out, err
+		}
+		if m.Unix() && sd.Mode != chrony.SourceModeRef {
+			if resp, err := m.do(chrony.NewNTPDataPacket(sd.IPAddr)); err == nil {
+				if nd, ok := resp.(*chrony.ReplyNTPData); ok {
+					s.NTPData = &nd.NTPData
+				}
+			} else if m.conn == nil {
+				return out, err
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// ServerStats are chronyd's server counters (NTP and command requests, drops).
+type ServerStats struct {
+	NTPHits, NKEHits, CMDHits, NTPDrops, NKEDrops, CMDDrops, LogDrops uint64
+	NTPAuthHits, NTPInterleavedHits, NTPTimestamps, NTPSpanSeconds    uint64
+}
+
+// ServerStats is chronyc serverstats (command socket only); chronyd versions
+// answer with different reply formats, all mapped here.
+func (m *Chrony) ServerStats() (ServerStats, error) {
+	resp, err := m.do(chrony.NewServerStatsPacket())
+	if err != nil {
+		return ServerStats{}, err
+	}
+	switch r := resp.(type) {
+	case *chrony.ReplyServerStats:
+		return ServerStats{NTPHits: uint64(r.NTPHits), CMDHits: uint64(r.CMDHits), NTPDrops: uint64(r.NTPDrops), CMDDrops: uint64(r.CMDDrops), LogDrops: uint64(r.LogDrops)}, nil
+	case *chrony.ReplyServerStats2:
+		return ServerStats{NTPHits: uint64(r.NTPHits), NKEHits: uint64(r.NKEHits), CMDHits: uint64(r.CMDHits), NTPDrops: uint64(r.NTPDrops),
+			NKEDrops: uint64(r.NKEDrops), CMDDrops: uint64(r.CMDDrops), LogDrops: uint64(r.LogDrops), NTPAuthHits: uint64(r.NTPAuthHits)}, nil
+	case *chrony.ReplyServerStats3:
+		return ServerStats{NTPHits: uint64(r.NTPHits), NKEHits: uint64(r.NKEHits), CMDHits: uint64(r.CMDHits), NTPDrops: uint64(r.NTPDrops),
+			NKEDrops: uint64(r.NKEDrops), CMDDrops: uint64(r.CMDDrops), LogDrops: uint64(r.LogDrops), NTPAuthHits: uint64(r.NTPAuthHits),
+			NTPInterleavedHits: uint64(r.NTPInterleavedHits), NTPTimestamps: uint64(r.NTPTimestamps), NTPSpanSeconds: uint64(r.NTPSpanSeconds)}, nil
+	case *chrony.ReplyServerStats4:
+		return ServerStats{NTPHits: r.NTPHits, NKEHits: r.NKEHits, CMDHits: r.CMDHits, NTPDrops: r.NTPDrops,
+			NKEDrops: r.NKEDrops, CMDDrops: r.CMDDrops, LogDrops: r.LogDrops, NTPAuthHits: r.NTPAuthHits,
+			NTPInterleavedHits: r.NTPInterleavedHits, NTPTimestamps: r.NTPTimestamps, NTPSpanSeconds: r.NTPSpanSeconds}, nil
+	}
+	return ServerStats{}, fmt.Errorf("chronyd %s: serverstats answered with %T", m.addr, resp)
+}
