@@ -21,6 +21,7 @@ type Config struct {
 	Log         LogConfig         `yaml:"log"`
 	Clock       ClockConfig       `yaml:"clock"`
 	PHC         PHCConfig         `yaml:"phc"`
+	NTP         NTPConfig         `yaml:"ntp"`
 	Loadgen     LoadgenConfig     `yaml:"loadgen"`
 	Output      OutputConfig      `yaml:"output"`
 	Spool       SpoolConfig       `yaml:"spool"`
@@ -57,6 +58,102 @@ type InfluxConfig struct {
 	MaxBackoff    time.Duration `yaml:"max_backoff"`
 	Gzip          bool          `yaml:"gzip"`
 	DeadLetter    string        `yaml:"dead_letter"` // default: <spool.dir>/deadletter.lp
+}
+
+// NTPConfig is the NTP section: our own SNTP probe of each server, and
+// chronyd's view of its sources.
+type NTPConfig struct {
+	Enabled bool              `yaml:"enabled"`
+	Servers []NTPServerConfig `yaml:"servers"`
+	Timeout time.Duration     `yaml:"timeout"` // wait for each reply
+	TxWait  time.Duration     `yaml:"tx_wait"` // wait for a kernel transmit timestamp
+	// Timestamping is software (kernel) or hardware (the NIC of Interface; its
+	// PHC must be measured by the phc source so timestamps can be translated).
+	Timestamping string       `yaml:"timestamping"`
+	Interface    string       `yaml:"interface"`
+	Chrony       ChronyConfig `yaml:"chrony"`
+}
+
+// NTPServerConfig is one server the probe measures.
+type NTPServerConfig struct {
+	Address      string        `yaml:"address"`  // host or host:port (port 123)
+	Interval     time.Duration `yaml:"interval"` // between polls, at least 1 s
+	Burst        int           `yaml:"burst"`    // requests per poll; the minimum-delay one is kept
+	BurstSpacing time.Duration `yaml:"burst_spacing"`
+	Basic        bool          `yaml:"basic"` // no interleaved mode
+}
+
+// ChronyConfig monitors a local chronyd.
+type ChronyConfig struct {
+	Enabled  bool          `yaml:"enabled"`
+	Socket   string        `yaml:"socket"`  // command socket (tracking, sources, ntpdata, serverstats)
+	Address  string        `yaml:"address"` // or UDP host:port (tracking, sources only)
+	Interval time.Duration `yaml:"interval"`
+}
+
+// fillDefaults gives list elements the defaults a YAML list cannot carry.
+func (c *Config) fillDefaults() {
+	for i := range c.NTP.Servers {
+		s := &c.NTP.Servers[i]
+		if s.Interval == 0 {
+			s.Interval = 8 * time.Second // the reference study's best NTP setting
+		}
+		if s.Burst == 0 {
+			s.Burst = 1
+		}
+		if s.BurstSpacing == 0 {
+			s.BurstSpacing = 2 * time.Second
+		}
+	}
+}
+
+// Validate checks the ntp section.
+func (n *NTPConfig) Validate() error {
+	if !n.Enabled {
+		return nil
+	}
+	if len(n.Servers) == 0 && !n.Chrony.Enabled {
+		return keyErr("ntp.servers", "no server to probe and the chrony monitor is off")
+	}
+	for i, s := range n.Servers {
+		key := fmt.Sprintf("ntp.servers[%d]", i)
+		if s.Address == "" {
+			return keyErr(key+".address", "must be set")
+		}
+		if s.Interval < time.Second {
+			return keyErr(key+".interval", "must be at least 1s (servers rate-limit faster clients), got %s", s.Interval)
+		}
+		if s.Burst < 1 || s.Burst > 16 {
+			return keyErr(key+".burst", "must be within 1..16, got %d", s.Burst)
+		}
+		if s.Burst > 1 && (s.BurstSpacing <= 0 || time.Duration(s.Burst-1)*s.BurstSpacing >= s.Interval) {
+			return keyErr(key+".burst_spacing", "a burst of %d spaced %s does not fit the %s interval", s.Burst, s.BurstSpacing, s.Interval)
+		}
+	}
+	if err := positive("ntp.timeout", n.Timeout); err != nil {
+		return err
+	}
+	if err := positive("ntp.tx_wait", n.TxWait); err != nil {
+		return err
+	}
+	switch n.Timestamping {
+	case "software":
+	case "hardware":
+		if n.Interface == "" {
+			return keyErr("ntp.interface", "hardware timestamping needs the interface")
+		}
+	default:
+		return keyErr("ntp.timestamping", "%q is not software or hardware", n.Timestamping)
+	}
+	if n.Chrony.Enabled {
+		if n.Chrony.Socket == "" && n.Chrony.Address == "" {
+			return keyErr("ntp.chrony.socket", "set the command socket or a UDP address")
+		}
+		if err := positive("ntp.chrony.interval", n.Chrony.Interval); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LoadgenConfig is a synthetic source of sequence-numbered points, for checking
@@ -136,6 +233,10 @@ func Default() Config {
 			Enabled: true, Interval: time.Second, Samples: 9, Method: "auto",
 			Against: []string{"realtime", "monotonic_raw"}, Window: 32,
 		},
+		NTP: NTPConfig{
+			Timeout: time.Second, TxWait: 10 * time.Millisecond, Timestamping: "software",
+			Chrony: ChronyConfig{Socket: "/run/chrony/chronyd.sock", Interval: 8 * time.Second},
+		},
 		Loadgen: LoadgenConfig{Rate: 1000, Interval: 100 * time.Millisecond},
 		Output:  OutputConfig{},
 		Spool: SpoolConfig{
@@ -175,7 +276,7 @@ func keyErr(key, format string, a ...any) error {
 
 // Validate checks every section and returns the first problem as a *KeyError.
 func (c *Config) Validate() error {
-	for _, v := range []func() error{c.Paths.Validate, c.Log.Validate, c.Clock.Validate, c.PHC.Validate, c.Loadgen.Validate, c.validateOutputs, c.Spool.Validate, c.Influx.Validate, c.SelfMetrics.Validate} {
+	for _, v := range []func() error{c.Paths.Validate, c.Log.Validate, c.Clock.Validate, c.PHC.Validate, c.NTP.Validate, c.Loadgen.Validate, c.validateOutputs, c.Spool.Validate, c.Influx.Validate, c.SelfMetrics.Validate} {
 		if err := v(); err != nil {
 			return err
 		}

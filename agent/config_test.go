@@ -130,3 +130,24 @@ func TestInfluxTokenFromFileOrEnvironment(t *testing.T) {
 		t.Fatalf("missing token file: %v", err)
 	}
 }
+
+func TestNTPSection(t *testing.T) {
+	c, err := Parse("x.yaml", []byte("ntp:\n  enabled: true\n  servers:\n    - address: 10.0.0.1\n    - address: ntp.example:1123\n      interval: 16s\n      burst: 4\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.NTP.Servers
+	if c.NTP.Timeout != time.Second || c.NTP.Chrony.Socket != "/run/chrony/chronyd.sock" || s[0].Interval != 8*time.Second || s[0].Burst != 1 || s[1].Burst != 4 || s[1].BurstSpacing != 2*time.Second {
+		t.Fatalf("ntp section %+v", c.NTP)
+	}
+	for _, bad := range []struct{ yaml, want string }{
+		{"ntp:\n  enabled: true\n  servers:\n    - address: 10.0.0.1\n      interval: 500ms\n", "x.yaml:5: ntp.servers[0].interval: must be at least 1s"},
+		{"ntp:\n  enabled: true\n  servers:\n    - address: 10.0.0.1\n      burst: 8\n      interval: 8s\n", "x.yaml:4: ntp.servers[0].burst_spacing: a burst of 8 spaced 2s does not fit the 8s interval"},
+		{"ntp:\n  enabled: true\n", "x.yaml:1: ntp.servers: no server to probe and the chrony monitor is off"},
+		{"ntp:\n  enabled: true\n  timestamping: hardware\n  servers:\n    - address: 10.0.0.1\n", "x.yaml:1: ntp.interface: hardware timestamping needs the interface"},
+	} {
+		if _, err := Parse("x.yaml", []byte(bad.yaml)); err == nil || !strings.HasPrefix(err.Error(), bad.want) {
+			t.Errorf("%q: %v, want %q", bad.yaml, err, bad.want)
+		}
+	}
+}

@@ -40,6 +40,7 @@ func Parse(name string, data []byte) (Config, error) {
 			return cfg, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
 		}
 	}
+	cfg.fillDefaults()
 	if err := cfg.Validate(); err != nil {
 		return cfg, locate(err, name, lines)
 	}

@@ -65,6 +65,8 @@ func registrations() []registration {
 	return []registration{
 		{"clock", func(c *Config) bool { return c.Clock.Enabled }, buildClockSource},
 		{"phc", func(c *Config) bool { return c.PHC.Enabled }, buildPHCSources},
+		{"ntp", func(c *Config) bool { return c.NTP.Enabled && len(c.NTP.Servers) > 0 }, buildNTPSources},
+		{"chrony", func(c *Config) bool { return c.NTP.Enabled && c.NTP.Chrony.Enabled }, buildChronySource},
 		{"loadgen", func(c *Config) bool { return c.Loadgen.Enabled }, buildLoadgen},
 	}
 }

@@ -13,17 +13,28 @@ cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-10s}
 step() { printf '\n=== %s\n' "$*"; }
 
+# Real peers for the integration tests: chronyd (chrony), ptp4l (linuxptp),
+# ip netns (iproute2); qemu-arm-static for the 32-bit ARM pass.
 need_apt=()
 command -v qemu-arm-static >/dev/null || need_apt+=(qemu-user-static)
+command -v chronyd >/dev/null || need_apt+=(chrony)
+command -v ptp4l >/dev/null || need_apt+=(linuxptp)
+command -v ip >/dev/null || need_apt+=(iproute2)
 if [ ${#need_apt[@]} -gt 0 ]; then
   step "installing ${need_apt[*]}"
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
-  else
-    sudo apt-get update -qq
-    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  # Never let a package start its daemon: a chronyd started by the install would
+  # discipline this machine's clock. policy-rc.d refuses every service start.
+  made_policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+    $sudo chmod +x /usr/sbin/policy-rc.d
+    made_policy=1
   fi
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  [ -z "$made_policy" ] || $sudo rm -f /usr/sbin/policy-rc.d
 fi
 
 step "test peers: influxd v1.8.10 (built once into the cache)"

@@ -22,6 +22,10 @@ var allowedModules = map[string]bool{
 	"github.com/apapsch/go-jsonmerge/v2":          true,
 	"github.com/google/uuid":                      true,
 	"golang.org/x/net":                            true,
+	// facebook/time: ntp/protocol (NTP packets) and ntp/chrony (chronyd's
+	// command protocol); never its timestamp or sptp packages, which do not
+	// build for 32-bit ARM.
+	"github.com/facebook/time": true,
 }
 
 func TestBinaryDependencies(t *testing.T) {

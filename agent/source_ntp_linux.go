@@ -1,0 +1,268 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/monagent/monagent/ntp"
+	"github.com/monagent/monagent/phc"
+	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/sockts"
+	"github.com/monagent/monagent/timebase"
+)
+
+// ntpSource probes one NTP server with kernel (or hardware) timestamps. It
+// polls every interval, stretched by the server's RATE kisses and backed off
+// exponentially while the server does not answer.
+type ntpSource struct {
+	cfg       NTPServerConfig
+	server    netip.AddrPort
+	conn      *sockts.Conn
+	prober    *ntp.Prober
+	tags      []sink.Tag
+	tr        *Translators
+	phcDomain timebase.Domain // hardware timestamps' domain, when used
+	start     time.Time
+	lastPoll  time.Time
+	failures  int
+}
+
+func buildNTPSources(env *Env) ([]Source, error) {
+	n := env.Config.NTP
+	var out []Source
+	var phcDomain timebase.Domain
+	if n.Timestamping == "hardware" {
+		idx, err := phc.InterfacePHC(n.Interface)
+		if err != nil || idx < 0 {
+			return nil, keyErr("ntp.interface", "%s has no PTP hardware clock for hardware timestamps (%v)", n.Interface, err)
+		}
+		phcDomain = timebase.PHC(idx)
+	}
+	for i, sc := range n.Servers {
+		addr, err := resolveNTP(sc.Address)
+		if err != nil {
+			return nil, keyErr(fmt.Sprintf("ntp.servers[%d].address", i), "%v", err)
+		}
+		laddr := netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+		if addr.Addr().Is6() && !addr.Addr().Is4In6() {
+			laddr = netip.AddrPortFrom(netip.IPv6Unspecified(), 0)
+		}
+		conn, err := sockts.ListenUDP(laddr, sockts.Options{Hardware: n.Timestamping == "hardware", Interface: n.Interface, TxWait: n.TxWait})
+		if err != nil {
+			return nil, keyErr(fmt.Sprintf("ntp.servers[%d]", i), "%v", err)
+		}
+		if opt, why := conn.Option(); why != nil {
+			env.Log.Warn("no kernel packet timestamps: NTP samples use user-space timestamps", "server", addr, "option", opt, "reason", why)
+		}
+		p := ntp.NewProber(ntp.ProbeConfig{Server: addr, Burst: sc.Burst, BurstSpacing: sc.BurstSpacing, Timeout: n.Timeout, Basic: sc.Basic}, conn)
+		out = append(out, &ntpSource{cfg: sc, server: addr, conn: conn, prober: p, tr: env.Translators, phcDomain: phcDomain,
+			tags: []sink.Tag{{Key: "server", Value: addr.String()}}, start: time.Now()})
+	}
+	return out, nil
+}
+
+// resolveNTP turns "host" or "host:port" into an address (port 123 by default).
+func resolveNTP(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap, nil
+	}
+	host, port := s, "123"
+	if h, p, err := net.SplitHostPort(s); err == nil {
+		host, port = h, p
+	}
+	a, err := net.ResolveUDPAddr("udp", net.JoinHostPort(host, port))
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	ap := a.AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
+}
+
+func (s *ntpSource) Name() string            { return "ntp:" + s.server.String() }
+func (s *ntpSource) Interval() time.Duration { return time.Second }
+func (s *ntpSource) Close() error            { return s.conn.Close() }
+
+// Collect polls when the (stretched) interval has passed.
+func (s *ntpSource) Collect(ctx context.Context, b *Batch) error {
+	wait := s.cfg.Interval * time.Duration(s.prober.RateFactor())
+	if s.failures > 0 {
+		wait *= time.Duration(1 << min(s.failures, 6)) // up to 64x while unreachable
+	}
+	if !s.lastPoll.IsZero() && time.Since(s.lastPoll) < wait {
+		return ErrNoData
+	}
+	s.lastPoll = time.Now()
+	res, err := s.prober.Poll(ctx)
+	now, _ := timebase.Realtime.Now()
+	if err != nil {
+		s.failures++
+		s.probeRecord(b, now, nil)
+		return err
+	}
+	s.failures = 0
+	for i := range res.Samples {
+		if err := s.translate(&res.Samples[i]); err != nil {
+			return err
+		}
+	}
+	for i, smp := range res.Samples {
+		b.Add("ntp_sample", now, s.sampleTags(smp),
+			sink.Int("offset_ns", smp.OffsetNS), sink.Int("delay_ns", smp.DelayNS),
+			sink.Int("t1_ns", smp.T1), sink.Int("t4_ns", smp.T4), sink.Bool("kept", i == res.Best))
+	}
+	best := res.Samples[res.Best]
+	s.probeRecord(b, now, &best)
+	return nil
+}
+
+func (s *ntpSource) sampleTags(smp ntp.Sample) []sink.Tag {
+	mode := "basic"
+	if smp.Interleaved {
+		mode = "interleaved"
+	}
+	return append(append([]sink.Tag{}, s.tags...), sink.Tag{Key: "mode", Value: mode},
+		sink.Tag{Key: "timestamps", Value: smp.TxSource.String() + "/" + smp.RxSource.String()})
+}
+
+// translate moves hardware timestamps (PHC domain) to REALTIME.
+func (s *ntpSource) translate(smp *ntp.Sample) error {
+	if smp.TxSource != sockts.SourceHardware && smp.RxSource != sockts.SourceHardware {
+		return nil
+	}
+	tr, ok := s.tr.Lookup(timebase.DomainRealtime, s.phcDomain)
+	if !ok {
+		return fmt.Errorf("ntp %s: hardware timestamps in %s but no %s<->realtime model (enable the phc source)", s.server, s.phcDomain, s.phcDomain)
+	}
+	for _, t := range []*int64{&smp.T1, &smp.T4} {
+		ts, err := tr.Translate(timebase.Timestamp{NS: *t, Domain: s.phcDomain})
+		if err != nil {
+			return fmt.Errorf("ntp %s: %w", s.server, err)
+		}
+		*t = ts.NS
+	}
+	smp.OffsetNS = ntp.Offset(smp.T1, smp.T2, smp.T3, smp.T4)
+	smp.DelayNS = ntp.Delay(smp.T1, smp.T2, smp.T3, smp.T4)
+	return nil
+}
+
+// probeRecord ships the poll's kept sample (if any) with the probe's counters.
+func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
+	c := &s.prober.C
+	elapsed := time.Since(s.start).Seconds()
+	fields := []sink.Field{
+		sink.Uint("requests", c.Requests.Load()), sink.Uint("replies", c.Replies.Load()), sink.Uint("timeouts", c.Timeouts.Load()),
+		sink.Uint("bytes_sent", c.BytesSent.Load()), sink.Uint("bytes_received", c.BytesReceived.Load()),
+		sink.Float("bytes_per_s", float64(c.BytesSent.Load()+c.BytesReceived.Load())/max(elapsed, 1)),
+		sink.Uint("interleaved", c.Interleaved.Load()),
+		sink.Uint("kiss_rate", c.KissRate.Load()), sink.Uint("kiss_deny", c.KissDeny.Load()),
+		sink.Int("rate_factor", int64(s.prober.RateFactor())),
+	}
+	for r := ntp.RejectShort; r < ntp.RejectSource+1; r++ {
+		fields = append(fields, sink.Uint("rejected_"+r.String(), c.Rejects[r].Load()))
+	}
+	tags := s.tags
+	if best != nil {
+		h := best.Header
+		tags = s.sampleTags(*best)
+		fields = append(fields,
+			sink.Int("offset_ns", best.OffsetNS), sink.Int("delay_ns", best.DelayNS),
+			sink.Int("stratum", int64(h.Stratum)), sink.Int("leap", int64(h.Leap)), sink.String("refid", h.RefIDString()),
+			sink.Int("root_delay_ns", h.RootDelayNS), sink.Int("root_dispersion_ns", h.RootDispNS),
+			sink.Int("poll", int64(h.Poll)), sink.Int("precision", int64(h.Precision)),
+			sink.Int("server_processing_ns", best.T3-best.T2),
+		)
+	}
+	b.Add("ntp_probe", now, tags, fields...)
+}
+
+// SelfFields implements SelfReporter.
+func (s *ntpSource) SelfFields() []sink.Field {
+	opt, _ := s.conn.Option()
+	return []sink.Field{sink.String("timestamping", opt), sink.Int("consecutive_failures", int64(s.failures))}
+}
+
+// chronySource ships chronyd's tracking, sources and (over the command socket)
+// server statistics.
+type chronySource struct {
+	cfg ChronyConfig
+	m   *ntp.Chrony
+}
+
+func buildChronySource(env *Env) ([]Source, error) {
+	c := env.Config.NTP.Chrony
+	addr := c.Socket
+	if addr == "" {
+		addr = c.Address
+	}
+	return []Source{&chronySource{cfg: c, m: ntp.NewChrony(addr, env.Config.NTP.Timeout)}}, nil
+}
+
+func (s *chronySource) Name() string            { return "chrony" }
+func (s *chronySource) Interval() time.Duration { return s.cfg.Interval }
+func (s *chronySource) Close() error            { return s.m.Close() }
+
+func secNS(v float64) int64  { return int64(v * 1e9) }
+func ppmPPB(v float64) int64 { return int64(v * 1e3) }
+
+func (s *chronySource) Collect(ctx context.Context, b *Batch) error {
+	now, _ := timebase.Realtime.Now()
+	tr, err := s.m.Tracking()
+	if err != nil {
+		return err
+	}
+	b.Add("chrony_tracking", now, nil,
+		sink.String("reference_id", fmt.Sprintf("%08X", tr.RefID)), sink.String("reference", tr.IPAddr.String()),
+		sink.Int("stratum", int64(tr.Stratum)), sink.Int("leap_status", int64(tr.LeapStatus)),
+		sink.Int("ref_time_ns", tr.RefTime.UnixNano()),
+		sink.Int("system_time_ns", secNS(tr.CurrentCorrection)),
+		sink.Int("last_offset_ns", secNS(tr.LastOffset)), sink.Int("rms_offset_ns", secNS(tr.RMSOffset)),
+		sink.Int("freq_ppb", ppmPPB(tr.FreqPPM)), sink.Int("residual_freq_ppb", ppmPPB(tr.ResidFreqPPM)), sink.Int("skew_ppb", ppmPPB(tr.SkewPPM)),
+		sink.Int("root_delay_ns", secNS(tr.RootDelay)), sink.Int("root_dispersion_ns", secNS(tr.RootDispersion)),
+		sink.Int("update_interval_ns", secNS(tr.LastUpdateInterval)),
+	)
+	srcs, err := s.m.Sources()
+	for _, src := range srcs {
+		d := src.Data
+		f := []sink.Field{
+			sink.Int("poll", int64(d.Poll)), sink.Int("stratum", int64(d.Stratum)), sink.Int("reachability", int64(d.Reachability)),
+			sink.Int("since_sample_s", int64(d.SinceSample)), sink.Int("orig_latest_meas_ns", secNS(d.OrigLatestMeas)),
+			sink.Int("latest_meas_ns", secNS(d.LatestMeas)), sink.Int("latest_meas_err_ns", secNS(d.LatestMeasErr)),
+		}
+		if st := src.Stats; st != nil {
+			f = append(f, sink.Int("samples", int64(st.NSamples)), sink.Int("runs", int64(st.NRuns)), sink.Int("span_s", int64(st.SpanSeconds)),
+				sink.Int("std_dev_ns", secNS(st.StandardDeviation)), sink.Int("est_offset_ns", secNS(st.EstimatedOffset)),
+				sink.Int("est_offset_err_ns", secNS(st.EstimatedOffsetErr)), sink.Int("residual_freq_ppb", ppmPPB(st.ResidFreqPPM)),
+				sink.Int("skew_ppb", ppmPPB(st.SkewPPM)))
+		}
+		if nd := src.NTPData; nd != nil {
+			f = append(f, sink.Int("offset_ns", secNS(nd.Offset)), sink.Int("peer_delay_ns", secNS(nd.PeerDelay)),
+				sink.Int("peer_dispersion_ns", secNS(nd.PeerDispersion)), sink.Int("response_time_ns", secNS(nd.ResponseTime)),
+				sink.Float("jitter_asymmetry", nd.JitterAsymmetry), sink.Int("total_tx", int64(nd.TotalTXCount)),
+				sink.Int("total_rx", int64(nd.TotalRXCount)), sink.Int("total_valid", int64(nd.TotalValidCount)),
+				sink.String("tx_timestamping", string(rune(nd.TXTssChar))), sink.String("rx_timestamping", string(rune(nd.RXTssChar))))
+		}
+		b.Add("chrony_source", now, []sink.Tag{{Key: "source", Value: d.IPAddr.String()}, {Key: "state", Value: d.State.String()}, {Key: "mode", Value: d.Mode.String()}}, f...)
+	}
+	if err != nil {
+		return err
+	}
+	if s.m.Unix() {
+		st, err := s.m.ServerStats()
+		if err != nil {
+			return err
+		}
+		b.Add("chrony_serverstats", now, nil,
+			sink.Uint("ntp_hits", st.NTPHits), sink.Uint("ntp_drops", st.NTPDrops), sink.Uint("cmd_hits", st.CMDHits), sink.Uint("cmd_drops", st.CMDDrops),
+			sink.Uint("log_drops", st.LogDrops), sink.Uint("nke_hits", st.NKEHits), sink.Uint("ntp_auth_hits", st.NTPAuthHits),
+			sink.Uint("ntp_interleaved_hits", st.NTPInterleavedHits), sink.Uint("ntp_timestamps", st.NTPTimestamps))
+	}
+	return nil
+}
+
+// SelfFields implements SelfReporter.
+func (s *chronySource) SelfFields() []sink.Field {
+	return []sink.Field{sink.Uint("reconnects", s.m.Reconnects.Load())}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/monagent/monagent/internal/testbed"
+)
+
+// TestRunNTPAgainstChronyd runs monagent inside a client namespace: its NTP probe
+// measures a chronyd server across a veth pair while its chrony monitor reads a
+// chronyd client (-x) next to it.
+func TestRunNTPAgainstChronyd(t *testing.T) {
+	srv, cli := testbed.NewLink(t)
+	testbed.StartChronyd(t, srv, testbed.ChronydServerConf)
+	client := testbed.StartChronyd(t, cli, testbed.ChronydClientConf(srv.Addr.String(), 0, ""))
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`
+clock:
+  enabled: false
+phc:
+  enabled: false
+ntp:
+  enabled: true
+  servers:
+    - address: %s
+      interval: 1s
+  chrony:
+    enabled: true
+    socket: %s
+    interval: 1s
+output:
+  stdout: true
+spool:
+  enabled: false
+`, srv.Addr, client.Socket))
+	argv := append(append(append([]string{}, prefix...), bin), "run", "--config", cfg, "--duration", "6s")
+	cmd := cli.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("monagent: %v\n%s", err, errb.String())
+	}
+	text := out.String()
+	stamps := "timestamps=software/software"
+	if len(prefix) > 0 { // qemu-user emulates no SO_TIMESTAMPING: labelled user-space timestamps
+		stamps = "timestamps=user/user"
+	}
+	for _, want := range []string{
+		"ntp_probe,host=", "server=" + srv.Addr.String() + ":123", stamps, "offset_ns=", "bytes_per_s=",
+		"ntp_sample,", "chrony_tracking,", "chrony_source,", "chrony_serverstats,",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if strings.Contains(text, "last_error=\"ntp") {
+		t.Errorf("ntp source reported errors:\n%s", text)
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s\nstderr:\n%s", text, errb.String())
+	}
+}
