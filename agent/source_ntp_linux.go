@@ -168,7 +168,7 @@ func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
 		h := best.Header
 		tags = s.sampleTags(*best)
 		fields = append(fields,
-			sink.Int("offset_ns", best.OffsetNS), sink.Int("delay_ns", best.DelayNS),
+			sink.Int("offset_ns", best.OffsetNS), sink.Int("delay_ns", best.DelayNS), sink.Int("dispersion_ns", best.DispersionNS),
 			sink.Int("stratum", int64(h.Stratum)), sink.Int("leap", int64(h.Leap)), sink.String("refid", h.RefIDString()),
 			sink.Int("root_delay_ns", h.RootDelayNS), sink.Int("root_dispersion_ns", h.RootDispNS),
 			sink.Int("poll", int64(h.Poll)), sink.Int("precision", int64(h.Precision)),

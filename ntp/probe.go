@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"sync/atomic"
@@ -41,7 +42,17 @@ type Sample struct {
 	TxSource       sockts.Source
 	RxSource       sockts.Source
 	Interleaved    bool // T3 is the server's transmit timestamp of its reply, sent afterwards
-	Header         Header
+	// DispersionNS is the sample's dispersion (RFC 5905 section 8): the server's
+	// precision plus the frequency tolerance (15 ppm) over the round trip.
+	DispersionNS int64
+	Header       Header
+}
+
+// phi is RFC 5905's frequency tolerance, 15 ppm.
+const phi = 15e-6
+
+func dispersion(precision int8, t1, t4 int64) int64 {
+	return int64(math.Ldexp(1e9, int(precision))) + int64(phi*float64(t4-t1))
 }
 
 // Result is one poll: every sample of the burst and the one kept.
@@ -246,6 +257,7 @@ func (p *Prober) exchange() (Sample, error) {
 			return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, reject(RejectBogus, "server transmit %d before its receive %d", s.T3, s.T2))
 		}
 		s.OffsetNS = Offset(s.T1, s.T2, s.T3, s.T4)
+		s.DispersionNS = dispersion(h.Precision, s.T1, s.T4)
 		s.DelayNS = Delay(s.T1, s.T2, s.T3, s.T4)
 		if s.DelayNS < 0 {
 			p.C.Rejects[RejectBogus].Add(1)

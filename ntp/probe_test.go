@@ -141,3 +141,10 @@ func TestTimeoutIsCountedAndReported(t *testing.T) {
 		t.Fatalf("silent server: %v, timeouts %d", err, p.C.Timeouts.Load())
 	}
 }
+
+func TestDispersion(t *testing.T) {
+	// precision 2^-20 s = 954 ns, plus 15 ppm of a 1 ms round trip = 15 ns.
+	if got := dispersion(-20, 0, 1_000_000); got != 953+15 && got != 954+15 {
+		t.Fatalf("dispersion %d", got)
+	}
+}

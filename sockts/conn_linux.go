@@ -72,7 +72,11 @@ func (c *Conn) setup(laddr netip.AddrPort) error {
 		if c.opts.Interface == "" {
 			return errors.New("sockts: hardware timestamps need an interface")
 		}
-		cfg := unix.HwTstampConfig{Tx_type: unix.HWTSTAMP_TX_ON, Rx_filter: unix.HWTSTAMP_FILTER_ALL}
+		filter, err := rxFilter(c.fd, c.opts.Interface)
+		if err != nil {
+			return err
+		}
+		cfg := unix.HwTstampConfig{Tx_type: unix.HWTSTAMP_TX_ON, Rx_filter: filter}
 		if err := unix.IoctlSetHwTstamp(c.fd, c.opts.Interface, &cfg); err != nil {
 			return fmt.Errorf("sockts: interface %s has no hardware timestamping (SIOCSHWTSTAMP: %w)", c.opts.Interface, err)
 		}
@@ -109,6 +113,25 @@ func (c *Conn) setup(laddr netip.AddrPort) error {
 		return fmt.Errorf("sockts: bind %s: %w", laddr, err)
 	}
 	return nil
+}
+
+// rxFilter picks the receive filter for NTP from the interface's ethtool
+// timestamping capabilities: every packet if it can, else NTP packets.
+func rxFilter(fd int, iface string) (int32, error) {
+	info, err := unix.IoctlGetEthtoolTsInfo(fd, iface)
+	if err != nil {
+		return 0, fmt.Errorf("sockts: interface %s has no hardware timestamping (ETHTOOL_GET_TS_INFO: %w)", iface, err)
+	}
+	need := uint32(unix.SOF_TIMESTAMPING_TX_HARDWARE | unix.SOF_TIMESTAMPING_RX_HARDWARE | unix.SOF_TIMESTAMPING_RAW_HARDWARE)
+	if info.So_timestamping&need != need || info.Tx_types&(1<<unix.HWTSTAMP_TX_ON) == 0 {
+		return 0, fmt.Errorf("sockts: interface %s has no hardware timestamping (capabilities %#x, tx types %#x)", iface, info.So_timestamping, info.Tx_types)
+	}
+	for _, f := range []int32{unix.HWTSTAMP_FILTER_ALL, unix.HWTSTAMP_FILTER_NTP_ALL} {
+		if info.Rx_filters&(1<<uint(f)) != 0 {
+			return f, nil
+		}
+	}
+	return 0, fmt.Errorf("sockts: interface %s cannot timestamp received NTP packets in hardware (rx filters %#x: only PTP)", iface, info.Rx_filters)
 }
 
 func sockaddr(a netip.AddrPort, v6 bool) (unix.Sockaddr, error) {
