@@ -1,0 +1,125 @@
+package testbed
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Ptp4l is a ptp4l started by a test in a namespace. It always runs with
+// free_running 1: it never adjusts a clock.
+type Ptp4l struct {
+	Dir    string
+	Socket string // its management socket (uds_address)
+	Log    string
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Ptp4lOptions configure a ptp4l.
+type Ptp4lOptions struct {
+	Master    bool   // masterOnly 1 and priority1 10; else slaveOnly 1
+	Transport string // UDPv4 (default) or L2
+	Extra     string // more [global] lines
+}
+
+// StartPtp4l starts ptp4l on the host's link interface with software
+// timestamping; it is stopped when the test ends.
+func StartPtp4l(t testing.TB, host *Host, o Ptp4lOptions) *Ptp4l {
+	t.Helper()
+	if _, err := exec.LookPath("ptp4l"); err != nil {
+		t.Skip("ptp4l is not installed (Debian package linuxptp)")
+	}
+	dir := t.TempDir()
+	p := &Ptp4l{Dir: dir, Socket: filepath.Join(dir, "ptp4l.sock"), Log: filepath.Join(dir, "ptp4l.log")}
+	if o.Transport == "" {
+		o.Transport = "UDPv4"
+	}
+	role := "slaveOnly 1\npriority1 128\n"
+	if o.Master {
+		role = "masterOnly 1\npriority1 10\n"
+	}
+	conf := fmt.Sprintf(`[global]
+time_stamping software
+free_running 1
+uds_address %s
+domainNumber 0
+logSyncInterval 0
+logAnnounceInterval 0
+logMinDelayReqInterval 0
+network_transport %s
+summary_interval 0
+%s%s
+[%s]
+`, p.Socket, o.Transport, role, o.Extra, host.If)
+	path := filepath.Join(dir, "ptp4l.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(p.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = host.Command("ptp4l", "-f", path, "-m", "-q")
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.exited = make(chan struct{})
+	go func() { p.cmd.Wait(); logf.Close(); close(p.exited) }()
+	t.Cleanup(p.Stop)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(p.Socket); err == nil {
+			return p
+		}
+		select {
+		case <-p.exited:
+			b, _ := os.ReadFile(p.Log)
+			t.Fatalf("ptp4l exited at start:\n%s", b)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ptp4l made no management socket within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop stops ptp4l.
+func (p *Ptp4l) Stop() {
+	if p.cmd == nil {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.exited
+	}
+	p.cmd = nil
+}
+
+// Pmc runs pmc against this ptp4l's management socket and returns its output.
+func (p *Ptp4l) Pmc(t testing.TB, command string) string {
+	t.Helper()
+	client := filepath.Join(p.Dir, fmt.Sprintf("pmc.%d", time.Now().UnixNano()))
+	out, err := exec.Command("pmc", "-u", "-b", "0", "-d", "0", "-s", p.Socket, "-i", client, command).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pmc %q: %v\n%s", command, err, out)
+	}
+	return string(out)
+}
+
+// LogText returns what ptp4l printed so far.
+func (p *Ptp4l) LogText() string {
+	b, _ := os.ReadFile(p.Log)
+	return strings.TrimSpace(string(b))
+}
