@@ -1,7 +1,6 @@
 package ptp
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -105,6 +104,4 @@ func TestMonitorAgainstPtp4l(t *testing.T) {
 	} else if err != nil {
 		t.Logf("PORT_SERVICE_STATS_NP: %v", err)
 	}
-	reply, _ := mon.get(IDTimeStatusNP)
-	t.Logf("TIME_STATUS_NP reply %s", hex.EncodeToString(reply))
 }
