@@ -103,7 +103,7 @@ func TestChronyMonitorMatchesChronyc(t *testing.T) {
 	}{
 		{"Last offset", tr.LastOffset, 1e-9},
 		{"RMS offset", tr.RMSOffset, 1e-9},
-		{"Frequency", -tr.FreqPPM, 1e-3}, // chronyc prints "slow" for positive FreqPPM
+		{"Frequency", tr.FreqPPM, 1e-3}, // chronyc prints |freq| with "fast" (positive) or "slow" (negative)
 		{"Residual freq", tr.ResidFreqPPM, 1e-3},
 		{"Skew", tr.SkewPPM, 1e-3},
 		{"Root delay", tr.RootDelay, 1e-9},
