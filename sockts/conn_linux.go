@@ -27,18 +27,18 @@ type Options struct {
 // ErrTimeout is returned by ReadFrom when nothing arrived in time.
 var ErrTimeout = errors.New("timed out")
 
-// Conn is a UDP socket with kernel timestamps. It is not safe for concurrent
-// use; each prober owns one.
+// Conn is a UDP socket with kernel timestamps. One goroutine may read
+// (ReadFrom) while another writes (WriteTo): the receive path and the
+// error-queue path have buffers of their own. Two readers or two writers must
+// not share it.
 type Conn struct {
 	fd         int
 	v6         bool
 	opts       Options
 	layout     Layout
-	oob        []byte
+	rx, tx     path
 	errBuf     []byte
 	sent       uint32 // sends so far: the OPT_ID key of the next send
-	ctrl       Control
-	oobn       int
 	option     string // the timestamping option in use
 	noTSReason error  // why there are no kernel timestamps, when option is "none"
 }
@@ -57,7 +57,8 @@ func ListenUDP(laddr netip.AddrPort, o Options) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sockts: socket: %w", err)
 	}
-	c := &Conn{fd: fd, v6: family == unix.AF_INET6, opts: o, layout: NativeLayout(), oob: make([]byte, 512), errBuf: make([]byte, 64), option: "SO_TIMESTAMPING_NEW"}
+	c := &Conn{fd: fd, v6: family == unix.AF_INET6, opts: o, layout: NativeLayout(),
+		rx: path{oob: make([]byte, 512)}, tx: path{oob: make([]byte, 512)}, errBuf: make([]byte, 64), option: "SO_TIMESTAMPING_NEW"}
 	if err := c.setup(laddr); err != nil {
 		unix.Close(fd)
 		return nil, err
@@ -212,15 +213,15 @@ func (c *Conn) WriteTo(b []byte, to netip.AddrPort) (Timestamp, error) {
 func (c *Conn) txTimestamp(key uint32) (Timestamp, bool) {
 	deadline := time.Now().Add(c.opts.TxWait)
 	for {
-		n, _, _, err := c.recvmsg(c.errBuf, unix.MSG_ERRQUEUE)
+		_, _, err := c.recvmsg(&c.tx, c.errBuf, unix.MSG_ERRQUEUE)
 		if err == nil {
-			_ = n
-			if perr := c.layout.Parse(c.oob[:c.oobn], &c.ctrl); perr == nil && c.ctrl.HaveTxKey && c.ctrl.TxKey == key {
-				if c.ctrl.Hardware != 0 {
-					return Timestamp{NS: c.ctrl.Hardware, Source: SourceHardware}, true
+			ctl := &c.tx.ctrl
+			if perr := c.layout.Parse(c.tx.oob[:c.tx.oobn], ctl); perr == nil && ctl.HaveTxKey && ctl.TxKey == key {
+				if ctl.Hardware != 0 {
+					return Timestamp{NS: ctl.Hardware, Source: SourceHardware}, true
 				}
-				if c.ctrl.Software != 0 {
-					return Timestamp{NS: c.ctrl.Software, Source: SourceSoftware}, true
+				if ctl.Software != 0 {
+					return Timestamp{NS: ctl.Software, Source: SourceSoftware}, true
 				}
 			}
 			continue // an older send's timestamp, or another kind: keep reading
@@ -245,15 +246,16 @@ func (c *Conn) txTimestamp(key uint32) (Timestamp, bool) {
 func (c *Conn) ReadFrom(b []byte, timeout time.Duration) (int, netip.AddrPort, Timestamp, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		n, from, _, err := c.recvmsg(b, 0)
+		n, from, err := c.recvmsg(&c.rx, b, 0)
 		if err == nil {
 			user, _ := timebase.Realtime.Now()
 			ts := Timestamp{NS: user, Source: SourceUser}
-			if perr := c.layout.Parse(c.oob[:c.oobn], &c.ctrl); perr == nil {
-				if c.ctrl.Hardware != 0 {
-					ts = Timestamp{NS: c.ctrl.Hardware, Source: SourceHardware}
-				} else if c.ctrl.Software != 0 {
-					ts = Timestamp{NS: c.ctrl.Software, Source: SourceSoftware}
+			ctl := &c.rx.ctrl
+			if perr := c.layout.Parse(c.rx.oob[:c.rx.oobn], ctl); perr == nil {
+				if ctl.Hardware != 0 {
+					ts = Timestamp{NS: ctl.Hardware, Source: SourceHardware}
+				} else if ctl.Software != 0 {
+					ts = Timestamp{NS: ctl.Software, Source: SourceSoftware}
 				}
 			}
 			return n, from, ts, nil
@@ -269,11 +271,22 @@ func (c *Conn) ReadFrom(b []byte, timeout time.Duration) (int, netip.AddrPort, T
 		if _, err := unix.Poll(fds[:], int(max(left/time.Millisecond, 1))); err != nil && !errors.Is(err, unix.EINTR) {
 			return 0, netip.AddrPort{}, Timestamp{}, fmt.Errorf("sockts: poll: %w", err)
 		}
+		if fds[0].Revents&unix.POLLIN == 0 && fds[0].Revents&unix.POLLERR != 0 {
+			// A transmit timestamp waits for the writer; do not spin on it.
+			time.Sleep(200 * time.Microsecond)
+		}
 	}
 }
 
-// recvmsg reads one message (or one error-queue entry) into b and c.oob.
-func (c *Conn) recvmsg(b []byte, flags int) (int, netip.AddrPort, int, error) {
+// path is the control buffer of one direction.
+type path struct {
+	oob  []byte
+	oobn int
+	ctrl Control
+}
+
+// recvmsg reads one message (or one error-queue entry) into b and p's buffer.
+func (c *Conn) recvmsg(p *path, b []byte, flags int) (int, netip.AddrPort, error) {
 	var rsa unix.RawSockaddrAny
 	var iov unix.Iovec
 	iov.Base = unsafe.SliceData(b)
@@ -283,17 +296,17 @@ func (c *Conn) recvmsg(b []byte, flags int) (int, netip.AddrPort, int, error) {
 	msg.Namelen = uint32(unsafe.Sizeof(rsa))
 	msg.Iov = &iov
 	msg.Iovlen = 1
-	msg.Control = unsafe.SliceData(c.oob)
-	msg.SetControllen(len(c.oob))
+	msg.Control = unsafe.SliceData(p.oob)
+	msg.SetControllen(len(p.oob))
 	n, _, e := unix.Syscall(unix.SYS_RECVMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&msg)), uintptr(flags|unix.MSG_DONTWAIT))
 	if e != 0 {
 		if e == unix.EINTR {
-			return c.recvmsg(b, flags)
+			return c.recvmsg(p, b, flags)
 		}
-		return 0, netip.AddrPort{}, 0, e
+		return 0, netip.AddrPort{}, e
 	}
-	c.oobn = int(msg.Controllen)
-	return int(n), addrPort(&rsa), int(msg.Flags), nil
+	p.oobn = int(msg.Controllen)
+	return int(n), addrPort(&rsa), nil
 }
 
 func addrPort(rsa *unix.RawSockaddrAny) netip.AddrPort {

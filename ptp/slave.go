@@ -1,0 +1,362 @@
+package ptp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/facebook/time/ptp/protocol"
+)
+
+// Reject says why a PTP message was not used.
+type Reject uint8
+
+// Reject reasons; each has a counter.
+const (
+	RejectNone      Reject = iota
+	RejectShort            // shorter than its header or body
+	RejectOversized        // longer than any PTP message we take
+	RejectVersion          // not PTPv2
+	RejectDomain           // another domain
+	RejectType             // a message type a slave does not take
+	RejectMaster           // not from the best master
+	RejectSequence         // no pending Sync / Delay_Req with that sequence id
+	RejectForeign          // a Delay_Resp for another port
+	RejectMalformed        // the library could not decode it (bad length, TLVs)
+	numRejects
+)
+
+var rejectNames = [...]string{"none", "short", "oversized", "version", "domain", "type", "master", "sequence", "foreign", "malformed"}
+
+func (r Reject) String() string {
+	if int(r) < len(rejectNames) {
+		return rejectNames[r]
+	}
+	return "reject(" + strconv.Itoa(int(r)) + ")"
+}
+
+// RejectError is a message that was not used, with its reason.
+type RejectError struct {
+	Reason Reject
+	Detail string
+}
+
+func (e *RejectError) Error() string {
+	return "ptp message rejected (" + e.Reason.String() + "): " + e.Detail
+}
+
+func rejectf(r Reject, format string, a ...any) error {
+	return &RejectError{Reason: r, Detail: fmt.Sprintf(format, a...)}
+}
+
+// RejectOf returns the reason of a *RejectError, or RejectNone.
+func RejectOf(err error) Reject {
+	var re *RejectError
+	if errors.As(err, &re) {
+		return re.Reason
+	}
+	return RejectNone
+}
+
+// MaxMessage is the largest PTP message the probe accepts (announces with TLVs
+// fit easily).
+const MaxMessage = 512
+
+const headerSize = 34
+
+// Exchange is one measurement: Sync (t1 master send, t2 our receive) and
+// Delay_Req (t3 our send, t4 master receive), with the correction fields.
+type Exchange struct {
+	Master                  protocol.PortIdentity
+	Seq                     uint16
+	T1, T2, T3, T4          int64
+	CorrSyncNS, CorrDelayNS int64
+	OffsetNS                int64 // our clock minus the master's (ptp4l's sign)
+	DelayNS                 int64 // mean path delay
+}
+
+// Compute fills OffsetNS and DelayNS (IEEE 1588 11.3: E2E with correction).
+func (e *Exchange) Compute() {
+	ms := e.T2 - e.T1 - e.CorrSyncNS  // master to slave
+	sm := e.T4 - e.T3 - e.CorrDelayNS // slave to master
+	e.OffsetNS = (ms - sm) / 2
+	e.DelayNS = (ms + sm) / 2
+}
+
+// Master is a foreign master as its announces describe it.
+type Master struct {
+	Port     protocol.PortIdentity
+	Announce protocol.AnnounceBody
+	Seen     time.Time
+	flags    uint16
+}
+
+// Better reports whether master data set a is better than b (IEEE 1588
+// 9.3.4, the comparison of two foreign masters' announces): priority1, clock
+// class, accuracy, variance, priority2, identity; then fewer steps removed.
+func Better(a, b *protocol.AnnounceBody) bool {
+	type key struct {
+		p1, class, acc uint8
+		v              uint16
+		p2             uint8
+		id             uint64
+		steps          uint16
+	}
+	ka := key{a.GrandmasterPriority1, uint8(a.GrandmasterClockQuality.ClockClass), uint8(a.GrandmasterClockQuality.ClockAccuracy),
+		a.GrandmasterClockQuality.OffsetScaledLogVariance, a.GrandmasterPriority2, uint64(a.GrandmasterIdentity), a.StepsRemoved}
+	kb := key{b.GrandmasterPriority1, uint8(b.GrandmasterClockQuality.ClockClass), uint8(b.GrandmasterClockQuality.ClockAccuracy),
+		b.GrandmasterClockQuality.OffsetScaledLogVariance, b.GrandmasterPriority2, uint64(b.GrandmasterIdentity), b.StepsRemoved}
+	switch {
+	case ka.p1 != kb.p1:
+		return ka.p1 < kb.p1
+	case ka.class != kb.class:
+		return ka.class < kb.class
+	case ka.acc != kb.acc:
+		return ka.acc < kb.acc
+	case ka.v != kb.v:
+		return ka.v < kb.v
+	case ka.p2 != kb.p2:
+		return ka.p2 < kb.p2
+	case ka.id != kb.id:
+		return ka.id < kb.id
+	}
+	return ka.steps < kb.steps
+}
+
+// Flag bits of the header's flagField.
+const (
+	flagTwoStep      = 0x0200
+	flagPTPTimescale = 0x0008
+	flagUTCValid     = 0x0004
+)
+
+func tsNS(t protocol.Timestamp) int64 {
+	return int64(t.Seconds.Seconds())*1_000_000_000 + int64(t.Nanoseconds)
+}
+
+func corrNS(c protocol.Correction) int64 { return int64(c) >> 16 }
+
+// Slave is a measurement-only PTP end-to-end slave: it follows the best master
+// by its announces, pairs each Sync with its Follow_Up (two-step) or takes the
+// Sync's own timestamp (one-step), sends Delay_Req and pairs the Delay_Resp.
+// It never adjusts a clock. Its methods take packets and timestamps, so any
+// transport (UDP, IEEE 802.3) drives it. Not safe for concurrent use.
+type Slave struct {
+	Port            protocol.PortIdentity // ours: the Delay_Req source, matched in Delay_Resp
+	Domain          uint8
+	AnnounceTimeout time.Duration // a master not heard for this long is forgotten (default 6 s)
+
+	masters       map[protocol.PortIdentity]*Master
+	best          *Master
+	MasterChanges uint64
+	Rejects       [numRejects]uint64
+
+	sync  syncState
+	delay struct {
+		pending bool
+		seq     uint16
+		t3      int64
+		sync    syncState // the Sync this Delay_Req measures with
+	}
+	nextSeq uint16
+
+	sm protocol.SyncDelayReq
+	fu protocol.FollowUp
+	dr protocol.DelayResp
+	an protocol.Announce
+}
+
+type syncState struct {
+	valid, haveT1 bool
+	seq           uint16
+	from          protocol.PortIdentity
+	t1, t2        int64
+	corr          int64
+}
+
+// Best returns the master being followed.
+func (s *Slave) Best() (Master, bool) {
+	if s.best == nil {
+		return Master{}, false
+	}
+	return *s.best, true
+}
+
+func (s *Slave) count(err error) error {
+	if err != nil {
+		s.Rejects[RejectOf(err)]++
+	}
+	return err
+}
+
+// header checks what every message must pass and returns its type.
+func (s *Slave) header(b []byte) (protocol.MessageType, protocol.PortIdentity, uint16, error) {
+	var from protocol.PortIdentity
+	if len(b) < headerSize {
+		return 0, from, 0, rejectf(RejectShort, "%d bytes", len(b))
+	}
+	if len(b) > MaxMessage {
+		return 0, from, 0, rejectf(RejectOversized, "%d bytes", len(b))
+	}
+	if v := b[1] & 0x0f; v != 2 {
+		return 0, from, 0, rejectf(RejectVersion, "PTP version %d", v)
+	}
+	if b[4] != s.Domain {
+		return 0, from, 0, rejectf(RejectDomain, "domain %d, following %d", b[4], s.Domain)
+	}
+	from.ClockIdentity = protocol.ClockIdentity(binary.BigEndian.Uint64(b[20:]))
+	from.PortNumber = binary.BigEndian.Uint16(b[28:])
+	return protocol.MessageType(b[0] & 0x0f), from, binary.BigEndian.Uint16(b[30:]), nil
+}
+
+// utcOffset is what to subtract from master timestamps to compare them with
+// CLOCK_REALTIME: TAI - UTC when the master runs the PTP timescale.
+func (s *Slave) utcOffset() int64 {
+	if s.best == nil {
+		return 0
+	}
+	if flags := s.best.flags; flags&flagPTPTimescale != 0 && flags&flagUTCValid != 0 {
+		return int64(s.best.Announce.CurrentUTCOffset) * 1_000_000_000
+	}
+	return 0
+}
+
+// Event takes a message from the event port (319) with its receive timestamp
+// (REALTIME ns, already translated when it came from a PHC). It returns true
+// when a Delay_Req should be sent now.
+func (s *Slave) Event(b []byte, rx int64) (bool, error) {
+	typ, from, seq, err := s.header(b)
+	if err != nil {
+		return false, s.count(err)
+	}
+	if typ != protocol.MessageSync {
+		return false, s.count(rejectf(RejectType, "%v on the event port", typ))
+	}
+	if s.best == nil || from != s.best.Port {
+		return false, s.count(rejectf(RejectMaster, "sync from %v", from))
+	}
+	if err := s.sm.UnmarshalBinary(b); err != nil {
+		return false, s.count(rejectf(RejectMalformed, "%v", err))
+	}
+	s.sync = syncState{valid: true, seq: seq, from: from, t2: rx, corr: corrNS(s.sm.CorrectionField)}
+	if s.sm.FlagField&flagTwoStep == 0 {
+		s.sync.t1 = tsNS(s.sm.OriginTimestamp) - s.utcOffset()
+		s.sync.haveT1 = true
+	}
+	return !s.delay.pending, nil
+}
+
+// General takes a message from the general port (320). A Delay_Resp that
+// completes a measurement returns it.
+func (s *Slave) General(b []byte, now time.Time) (*Exchange, error) {
+	typ, from, seq, err := s.header(b)
+	if err != nil {
+		return nil, s.count(err)
+	}
+	switch typ {
+	case protocol.MessageAnnounce:
+		if err := s.an.UnmarshalBinary(b); err != nil {
+			return nil, s.count(rejectf(RejectMalformed, "%v", err))
+		}
+		s.announce(from, now)
+		return nil, nil
+	case protocol.MessageFollowUp:
+		if !s.sync.valid || from != s.sync.from || seq != s.sync.seq || s.sync.haveT1 {
+			return nil, s.count(rejectf(RejectSequence, "follow_up %d from %v, sync %d", seq, from, s.sync.seq))
+		}
+		if err := s.fu.UnmarshalBinary(b); err != nil {
+			return nil, s.count(rejectf(RejectMalformed, "%v", err))
+		}
+		s.sync.t1 = tsNS(s.fu.PreciseOriginTimestamp) - s.utcOffset()
+		s.sync.corr += corrNS(s.fu.CorrectionField)
+		s.sync.haveT1 = true
+		if s.delay.pending && s.delay.sync.seq == seq && s.delay.sync.from == from {
+			s.delay.sync = s.sync
+		}
+		return nil, nil
+	case protocol.MessageDelayResp:
+		if err := s.dr.UnmarshalBinary(b); err != nil {
+			return nil, s.count(rejectf(RejectMalformed, "%v", err))
+		}
+		if s.dr.RequestingPortIdentity != s.Port {
+			return nil, s.count(rejectf(RejectForeign, "delay_resp for %v", s.dr.RequestingPortIdentity))
+		}
+		if !s.delay.pending || seq != s.delay.seq || s.delay.t3 == 0 {
+			return nil, s.count(rejectf(RejectSequence, "delay_resp %d, pending %d", seq, s.delay.seq))
+		}
+		s.delay.pending = false
+		if !s.delay.sync.haveT1 {
+			return nil, s.count(rejectf(RejectSequence, "sync %d never got its follow_up", s.delay.sync.seq))
+		}
+		e := &Exchange{Master: from, Seq: s.delay.sync.seq, T1: s.delay.sync.t1, T2: s.delay.sync.t2, T3: s.delay.t3,
+			T4: tsNS(s.dr.ReceiveTimestamp) - s.utcOffset(), CorrSyncNS: s.delay.sync.corr, CorrDelayNS: corrNS(s.dr.CorrectionField)}
+		e.Compute()
+		return e, nil
+	}
+	return nil, s.count(rejectf(RejectType, "%v on the general port", typ))
+}
+
+// announce records a master and re-runs the comparison.
+func (s *Slave) announce(from protocol.PortIdentity, now time.Time) {
+	if s.masters == nil {
+		s.masters = map[protocol.PortIdentity]*Master{}
+	}
+	m := s.masters[from]
+	if m == nil {
+		m = &Master{Port: from}
+		s.masters[from] = m
+	}
+	m.Announce, m.Seen, m.flags = s.an.AnnounceBody, now, s.an.FlagField
+	timeout := s.AnnounceTimeout
+	if timeout <= 0 {
+		timeout = 6 * time.Second
+	}
+	var best *Master
+	for id, c := range s.masters {
+		if now.Sub(c.Seen) > timeout {
+			delete(s.masters, id)
+			continue
+		}
+		if best == nil || Better(&c.Announce, &best.Announce) {
+			best = c
+		}
+	}
+	if best != s.best {
+		if s.best != nil || best != nil {
+			s.MasterChanges++
+		}
+		s.best = best
+		s.sync = syncState{}
+		s.delay.pending = false
+	}
+}
+
+// DelayReq writes the next Delay_Req into buf and returns it; call Sent with
+// its transmit timestamp once it is out.
+func (s *Slave) DelayReq(buf []byte) ([]byte, error) {
+	if !s.sync.valid {
+		return nil, errors.New("ptp: no sync to measure against")
+	}
+	s.nextSeq++
+	req := protocol.SyncDelayReq{Header: protocol.Header{
+		SdoIDAndMsgType:    protocol.NewSdoIDAndMsgType(protocol.MessageDelayReq, 0),
+		Version:            protocol.Version,
+		MessageLength:      headerSize + 10,
+		DomainNumber:       s.Domain,
+		SourcePortIdentity: s.Port,
+		SequenceID:         s.nextSeq,
+		ControlField:       1,
+		LogMessageInterval: 0x7f,
+	}}
+	n, err := req.MarshalBinaryTo(buf)
+	if err != nil {
+		return nil, err
+	}
+	s.delay.pending, s.delay.seq, s.delay.t3, s.delay.sync = true, s.nextSeq, 0, s.sync
+	return buf[:n], nil
+}
+
+// Sent records the Delay_Req's transmit timestamp (REALTIME ns).
+func (s *Slave) Sent(t3 int64) { s.delay.t3 = t3 }

@@ -1,0 +1,204 @@
+package ptp
+
+import (
+	"testing"
+	"time"
+
+	"github.com/facebook/time/ptp/protocol"
+)
+
+var (
+	gm    = protocol.PortIdentity{ClockIdentity: 0x0a0b0cfffe0d0e0f, PortNumber: 1}
+	other = protocol.PortIdentity{ClockIdentity: 0x1111fffe222222, PortNumber: 1}
+	us    = protocol.PortIdentity{ClockIdentity: 0x020304fffe050607, PortNumber: 1}
+)
+
+func ptpTS(ns int64) protocol.Timestamp {
+	var t protocol.Timestamp
+	sec := uint64(ns / 1e9)
+	for i := 5; i >= 0; i-- {
+		t.Seconds[i] = byte(sec)
+		sec >>= 8
+	}
+	t.Nanoseconds = uint32(ns % 1e9)
+	return t
+}
+
+func header(typ protocol.MessageType, from protocol.PortIdentity, seq uint16, length uint16) protocol.Header {
+	return protocol.Header{SdoIDAndMsgType: protocol.NewSdoIDAndMsgType(typ, 0), Version: protocol.Version, MessageLength: length,
+		SourcePortIdentity: from, SequenceID: seq}
+}
+
+func announce(from protocol.PortIdentity, prio1 uint8) []byte {
+	a := protocol.Announce{Header: header(protocol.MessageAnnounce, from, 1, 64), AnnounceBody: protocol.AnnounceBody{
+		GrandmasterPriority1: prio1, GrandmasterPriority2: 128, GrandmasterIdentity: from.ClockIdentity,
+		GrandmasterClockQuality: protocol.ClockQuality{ClockClass: 248, ClockAccuracy: 0xfe, OffsetScaledLogVariance: 0xffff}}}
+	b, err := a.MarshalBinary()
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func sync(from protocol.PortIdentity, seq uint16, twoStep bool, t1 int64, corr int64) []byte {
+	s := protocol.SyncDelayReq{Header: header(protocol.MessageSync, from, seq, 44)}
+	s.CorrectionField = protocol.Correction(corr << 16)
+	if twoStep {
+		s.FlagField = flagTwoStep
+	} else {
+		s.OriginTimestamp = ptpTS(t1)
+	}
+	b, _ := s.MarshalBinary()
+	return b
+}
+
+func followUp(from protocol.PortIdentity, seq uint16, t1, corr int64) []byte {
+	f := protocol.FollowUp{Header: header(protocol.MessageFollowUp, from, seq, 44), FollowUpBody: protocol.FollowUpBody{PreciseOriginTimestamp: ptpTS(t1)}}
+	f.CorrectionField = protocol.Correction(corr << 16)
+	b, _ := f.MarshalBinary()
+	return b
+}
+
+func delayResp(from protocol.PortIdentity, seq uint16, to protocol.PortIdentity, t4, corr int64) []byte {
+	d := protocol.DelayResp{Header: header(protocol.MessageDelayResp, from, seq, 54), DelayRespBody: protocol.DelayRespBody{ReceiveTimestamp: ptpTS(t4), RequestingPortIdentity: to}}
+	d.CorrectionField = protocol.Correction(corr << 16)
+	b, _ := d.MarshalBinary()
+	return b
+}
+
+func TestExchangeCompute(t *testing.T) {
+	// Our clock 2500 ns ahead; 10 us path each way; corrections 300 and 200 ns.
+	e := Exchange{T1: 1000, T2: 1000 + 10_000 + 300 + 2500, T3: 50_000, T4: 50_000 + 10_000 + 200 - 2500, CorrSyncNS: 300, CorrDelayNS: 200}
+	e.Compute()
+	if e.OffsetNS != 2500 || e.DelayNS != 10_000 {
+		t.Fatalf("offset %d delay %d", e.OffsetNS, e.DelayNS)
+	}
+}
+
+func TestSlaveTwoStepExchange(t *testing.T) {
+	s := &Slave{Port: us}
+	now := time.Unix(1_795_000_000, 0)
+	if _, err := s.Event(sync(gm, 1, true, 0, 0), 1); RejectOf(err) != RejectMaster {
+		t.Fatalf("sync before any announce: %v", err)
+	}
+	s.General(announce(gm, 128), now)
+	base := int64(1_795_000_000_000_000_000)
+	send, err := s.Event(sync(gm, 7, true, 0, 100), base+12_000) // t2
+	if err != nil || !send {
+		t.Fatalf("sync: %v %v", send, err)
+	}
+	req, err := s.DelayReq(make([]byte, 64))
+	if err != nil || len(req) != 44 || protocol.MessageType(req[0]&0xf) != protocol.MessageDelayReq {
+		t.Fatalf("delay_req %x %v", req, err)
+	}
+	s.Sent(base + 100_000) // t3
+	if ex, err := s.General(followUp(gm, 7, base, 50), now); err != nil || ex != nil {
+		t.Fatalf("follow_up: %v %v", ex, err)
+	}
+	if _, err := s.General(delayResp(gm, 1, other, base+111_000, 0), now); RejectOf(err) != RejectForeign {
+		t.Fatalf("delay_resp for another port: %v", err)
+	}
+	if _, err := s.General(delayResp(gm, 9, us, base+111_000, 0), now); RejectOf(err) != RejectSequence {
+		t.Fatalf("delay_resp with another sequence: %v", err)
+	}
+	ex, err := s.General(delayResp(gm, 1, us, base+111_000, 0), now) // t4
+	if err != nil || ex == nil {
+		t.Fatalf("delay_resp: %v %v", ex, err)
+	}
+	// ms = 12000 - 150 = 11850, sm = 11000: offset 425, delay 11425
+	if ex.OffsetNS != 425 || ex.DelayNS != 11425 || ex.Seq != 7 || ex.Master != gm {
+		t.Fatalf("exchange %+v", ex)
+	}
+}
+
+func TestSlaveOneStepAndRejects(t *testing.T) {
+	s := &Slave{Port: us, Domain: 0}
+	now := time.Unix(1_795_000_000, 0)
+	s.General(announce(gm, 128), now)
+	if send, err := s.Event(sync(gm, 3, false, 5_000, 0), 15_000); err != nil || !send {
+		t.Fatalf("one-step sync: %v", err)
+	}
+	s.DelayReq(make([]byte, 64))
+	s.Sent(20_000)
+	ex, err := s.General(delayResp(gm, 1, us, 30_000, 0), now)
+	if err != nil || ex.OffsetNS != 0 || ex.DelayNS != 10_000 {
+		t.Fatalf("one-step exchange %+v %v", ex, err)
+	}
+	bad := sync(gm, 4, false, 1, 0)
+	bad[1] = 1 // PTPv1
+	if _, err := s.Event(bad, 1); RejectOf(err) != RejectVersion {
+		t.Fatalf("v1: %v", err)
+	}
+	dom := sync(gm, 4, false, 1, 0)
+	dom[4] = 24
+	if _, err := s.Event(dom, 1); RejectOf(err) != RejectDomain {
+		t.Fatalf("domain: %v", err)
+	}
+	if _, err := s.Event(sync(gm, 4, false, 1, 0)[:20], 1); RejectOf(err) != RejectShort {
+		t.Fatalf("short: %v", err)
+	}
+	if _, err := s.Event(make([]byte, MaxMessage+1), 1); RejectOf(err) != RejectOversized {
+		t.Fatalf("oversized: %v", err)
+	}
+	if s.Rejects[RejectVersion] != 1 || s.Rejects[RejectDomain] != 1 {
+		t.Fatalf("reject counters %v", s.Rejects)
+	}
+}
+
+func TestSlaveFollowsTheBestMaster(t *testing.T) {
+	s := &Slave{Port: us}
+	now := time.Unix(1_795_000_000, 0)
+	s.General(announce(other, 200), now)
+	if b, _ := s.Best(); b.Port != other {
+		t.Fatalf("best %v", b.Port)
+	}
+	s.General(announce(gm, 100), now.Add(time.Second))
+	if b, _ := s.Best(); b.Port != gm || s.MasterChanges != 2 {
+		t.Fatalf("best %v after a better announce, changes %d", b.Port, s.MasterChanges)
+	}
+	if _, err := s.Event(sync(other, 1, false, 1, 0), 2); RejectOf(err) != RejectMaster {
+		t.Fatalf("sync from the worse master: %v", err)
+	}
+	// gm goes silent: after the announce timeout the other master takes over.
+	s.General(announce(other, 200), now.Add(10*time.Second))
+	if b, _ := s.Best(); b.Port != other || s.MasterChanges != 3 {
+		t.Fatalf("best %v after gm went silent", b.Port)
+	}
+}
+
+func TestBetter(t *testing.T) {
+	a := protocol.AnnounceBody{GrandmasterPriority1: 128, GrandmasterPriority2: 128, GrandmasterIdentity: 1}
+	b := a
+	b.GrandmasterIdentity = 2
+	if !Better(&a, &b) || Better(&b, &a) {
+		t.Fatal("identity tie-break")
+	}
+	b.GrandmasterPriority1 = 127
+	if Better(&a, &b) {
+		t.Fatal("priority1 first")
+	}
+	c := a
+	c.GrandmasterClockQuality.ClockClass = 6
+	a.GrandmasterClockQuality.ClockClass = 248
+	if !Better(&c, &a) {
+		t.Fatal("clock class")
+	}
+}
+
+func FuzzSlave(f *testing.F) {
+	f.Add(announce(gm, 128), sync(gm, 1, true, 0, 0), followUp(gm, 1, 5, 0), delayResp(gm, 1, us, 9, 0))
+	f.Fuzz(func(t *testing.T, a, s1, fu, dr []byte) {
+		sl := &Slave{Port: us}
+		now := time.Unix(1, 0)
+		sl.General(a, now)
+		if send, _ := sl.Event(s1, 100); send {
+			sl.DelayReq(make([]byte, 64))
+			sl.Sent(200)
+		}
+		sl.General(fu, now)
+		ex, err := sl.General(dr, now)
+		if err == nil && ex != nil && ex.OffsetNS != ((ex.T2-ex.T1-ex.CorrSyncNS)-(ex.T4-ex.T3-ex.CorrDelayNS))/2 {
+			t.Fatalf("exchange %+v", ex)
+		}
+	})
+}
