@@ -66,23 +66,42 @@ const MaxMessage = 512
 
 const headerSize = 34
 
-// Exchange is one measurement: Sync (t1 master send, t2 our receive) and
-// Delay_Req (t3 our send, t4 master receive), with the correction fields.
+// Exchange is one measurement, made at every Sync once a path delay is known:
+// the Sync's t1 (master send) and t2 (our receive) with its corrections, and
+// the mean path delay, the moving median of the last DelayFilter Delay_Req
+// exchanges (t3 our send, t4 master receive), as ptp4l's delay filter does.
+// Offset = t2 - t1 - corrections - path delay: our clock minus the master's.
 type Exchange struct {
-	Master                  protocol.PortIdentity
-	Seq                     uint16
-	T1, T2, T3, T4          int64
-	CorrSyncNS, CorrDelayNS int64
-	OffsetNS                int64 // our clock minus the master's (ptp4l's sign)
-	DelayNS                 int64 // mean path delay
+	Master      protocol.PortIdentity
+	Seq         uint16
+	T1, T2      int64
+	CorrSyncNS  int64
+	PathDelayNS int64 // filtered mean path delay
+	OffsetNS    int64
+	// The latest Delay_Req exchange behind PathDelayNS.
+	T3, T4      int64
+	CorrDelayNS int64
+	DelayNS     int64 // its own mean path delay, ((t2-t1)+(t4-t3))/2 of its Sync
 }
 
-// Compute fills OffsetNS and DelayNS (IEEE 1588 11.3: E2E with correction).
-func (e *Exchange) Compute() {
-	ms := e.T2 - e.T1 - e.CorrSyncNS  // master to slave
-	sm := e.T4 - e.T3 - e.CorrDelayNS // slave to master
-	e.OffsetNS = (ms - sm) / 2
-	e.DelayNS = (ms + sm) / 2
+// MeanPathDelay is IEEE 1588's mean path delay of one Sync and Delay_Req pair.
+func MeanPathDelay(t1, t2, t3, t4, corrSync, corrDelay int64) int64 {
+	return ((t2 - t1 - corrSync) + (t4 - t3 - corrDelay)) / 2
+}
+
+// medianOf returns the median of v (sorted copy in scratch).
+func medianOf(v, scratch []int64) int64 {
+	scratch = append(scratch[:0], v...)
+	for i := 1; i < len(scratch); i++ {
+		for j := i; j > 0 && scratch[j] < scratch[j-1]; j-- {
+			scratch[j], scratch[j-1] = scratch[j-1], scratch[j]
+		}
+	}
+	n := len(scratch)
+	if n%2 == 1 {
+		return scratch[n/2]
+	}
+	return (scratch[n/2-1] + scratch[n/2]) / 2
 }
 
 // Master is a foreign master as its announces describe it.
@@ -147,6 +166,11 @@ type Slave struct {
 	Port            protocol.PortIdentity // ours: the Delay_Req source, matched in Delay_Resp
 	Domain          uint8
 	AnnounceTimeout time.Duration // a master not heard for this long is forgotten (default 6 s)
+	DelayFilter     int           // path delays in the moving median (default 10, ptp4l's)
+
+	delays  []int64 // the last DelayFilter mean path delays
+	scratch []int64
+	last    Exchange // the latest delay measurement (T3, T4, CorrDelayNS, DelayNS)
 
 	masters       map[protocol.PortIdentity]*Master
 	best          *Master
@@ -224,28 +248,54 @@ func (s *Slave) utcOffset() int64 {
 }
 
 // Event takes a message from the event port (319) with its receive timestamp
-// (REALTIME ns, already translated when it came from a PHC). It returns true
-// when a Delay_Req should be sent now.
-func (s *Slave) Event(b []byte, rx int64) (bool, error) {
+// (REALTIME ns, already translated when it came from a PHC). It reports whether
+// a Delay_Req is due and, for a one-step Sync, the measurement it completes.
+func (s *Slave) Event(b []byte, rx int64) (*Exchange, bool, error) {
 	typ, from, seq, err := s.header(b)
 	if err != nil {
-		return false, s.count(err)
+		return nil, false, s.count(err)
 	}
 	if typ != protocol.MessageSync {
-		return false, s.count(rejectf(RejectType, "%v on the event port", typ))
+		return nil, false, s.count(rejectf(RejectType, "%v on the event port", typ))
 	}
 	if s.best == nil || from != s.best.Port {
-		return false, s.count(rejectf(RejectMaster, "sync from %v", from))
+		return nil, false, s.count(rejectf(RejectMaster, "sync from %v", from))
 	}
 	if err := s.sm.UnmarshalBinary(b); err != nil {
-		return false, s.count(rejectf(RejectMalformed, "%v", err))
+		return nil, false, s.count(rejectf(RejectMalformed, "%v", err))
 	}
 	s.sync = syncState{valid: true, seq: seq, from: from, t2: rx, corr: corrNS(s.sm.CorrectionField)}
 	if s.sm.FlagField&flagTwoStep == 0 {
 		s.sync.t1 = tsNS(s.sm.OriginTimestamp) - s.utcOffset()
 		s.sync.haveT1 = true
+		return s.measure(), !s.delay.pending, nil
 	}
-	return !s.delay.pending, nil
+	return nil, !s.delay.pending, nil
+}
+
+// measure returns the measurement of the current Sync, once a path delay is known.
+func (s *Slave) measure() *Exchange {
+	if len(s.delays) == 0 || !s.sync.haveT1 {
+		return nil
+	}
+	e := s.last
+	e.Master, e.Seq, e.T1, e.T2, e.CorrSyncNS = s.sync.from, s.sync.seq, s.sync.t1, s.sync.t2, s.sync.corr
+	e.PathDelayNS = medianOf(s.delays, s.scratch)
+	e.OffsetNS = e.T2 - e.T1 - e.CorrSyncNS - e.PathDelayNS
+	return &e
+}
+
+// addDelay puts a mean path delay into the moving median.
+func (s *Slave) addDelay(d int64) {
+	n := s.DelayFilter
+	if n <= 0 {
+		n = 10
+	}
+	if len(s.delays) == n {
+		copy(s.delays, s.delays[1:])
+		s.delays = s.delays[:n-1]
+	}
+	s.delays = append(s.delays, d)
 }
 
 // General takes a message from the general port (320). A Delay_Resp that
@@ -275,7 +325,7 @@ func (s *Slave) General(b []byte, now time.Time) (*Exchange, error) {
 		if s.delay.pending && s.delay.sync.seq == seq && s.delay.sync.from == from {
 			s.delay.sync = s.sync
 		}
-		return nil, nil
+		return s.measure(), nil
 	case protocol.MessageDelayResp:
 		if err := s.dr.UnmarshalBinary(b); err != nil {
 			return nil, s.count(rejectf(RejectMalformed, "%v", err))
@@ -290,10 +340,15 @@ func (s *Slave) General(b []byte, now time.Time) (*Exchange, error) {
 		if !s.delay.sync.haveT1 {
 			return nil, s.count(rejectf(RejectSequence, "sync %d never got its follow_up", s.delay.sync.seq))
 		}
-		e := &Exchange{Master: from, Seq: s.delay.sync.seq, T1: s.delay.sync.t1, T2: s.delay.sync.t2, T3: s.delay.t3,
-			T4: tsNS(s.dr.ReceiveTimestamp) - s.utcOffset(), CorrSyncNS: s.delay.sync.corr, CorrDelayNS: corrNS(s.dr.CorrectionField)}
-		e.Compute()
-		return e, nil
+		ds := s.delay.sync
+		t4 := tsNS(s.dr.ReceiveTimestamp) - s.utcOffset()
+		s.last = Exchange{T3: s.delay.t3, T4: t4, CorrDelayNS: corrNS(s.dr.CorrectionField)}
+		s.last.DelayNS = MeanPathDelay(ds.t1, ds.t2, s.delay.t3, t4, ds.corr, s.last.CorrDelayNS)
+		if s.last.DelayNS < 0 {
+			return nil, s.count(rejectf(RejectSequence, "negative path delay %d ns", s.last.DelayNS))
+		}
+		s.addDelay(s.last.DelayNS)
+		return nil, nil
 	}
 	return nil, s.count(rejectf(RejectType, "%v on the general port", typ))
 }
@@ -330,6 +385,7 @@ func (s *Slave) announce(from protocol.PortIdentity, now time.Time) {
 		s.best = best
 		s.sync = syncState{}
 		s.delay.pending = false
+		s.delays = s.delays[:0] // path delays to another master do not apply
 	}
 }
 

@@ -66,24 +66,35 @@ func delayResp(from protocol.PortIdentity, seq uint16, to protocol.PortIdentity,
 	return b
 }
 
-func TestExchangeCompute(t *testing.T) {
+func TestMeanPathDelayAndMedian(t *testing.T) {
 	// Our clock 2500 ns ahead; 10 us path each way; corrections 300 and 200 ns.
-	e := Exchange{T1: 1000, T2: 1000 + 10_000 + 300 + 2500, T3: 50_000, T4: 50_000 + 10_000 + 200 - 2500, CorrSyncNS: 300, CorrDelayNS: 200}
-	e.Compute()
-	if e.OffsetNS != 2500 || e.DelayNS != 10_000 {
-		t.Fatalf("offset %d delay %d", e.OffsetNS, e.DelayNS)
+	if d := MeanPathDelay(1000, 1000+10_000+300+2500, 50_000, 50_000+10_000+200-2500, 300, 200); d != 10_000 {
+		t.Fatalf("mean path delay %d", d)
+	}
+	if m := medianOf([]int64{9, 1, 5}, nil); m != 5 {
+		t.Fatalf("median %d", m)
+	}
+	if m := medianOf([]int64{4, 1, 3, 100}, nil); m != 3 {
+		t.Fatalf("even median %d", m)
+	}
+	s := &Slave{DelayFilter: 3}
+	for _, d := range []int64{1, 2, 3, 1000} {
+		s.addDelay(d)
+	}
+	if len(s.delays) != 3 || s.delays[0] != 2 {
+		t.Fatalf("filter window %v", s.delays)
 	}
 }
 
 func TestSlaveTwoStepExchange(t *testing.T) {
 	s := &Slave{Port: us}
 	now := time.Unix(1_795_000_000, 0)
-	if _, err := s.Event(sync(gm, 1, true, 0, 0), 1); RejectOf(err) != RejectMaster {
+	if _, _, err := s.Event(sync(gm, 1, true, 0, 0), 1); RejectOf(err) != RejectMaster {
 		t.Fatalf("sync before any announce: %v", err)
 	}
 	s.General(announce(gm, 128), now)
 	base := int64(1_795_000_000_000_000_000)
-	send, err := s.Event(sync(gm, 7, true, 0, 100), base+12_000) // t2
+	_, send, err := s.Event(sync(gm, 7, true, 0, 100), base+12_000) // t2
 	if err != nil || !send {
 		t.Fatalf("sync: %v %v", send, err)
 	}
@@ -101,12 +112,19 @@ func TestSlaveTwoStepExchange(t *testing.T) {
 	if _, err := s.General(delayResp(gm, 9, us, base+111_000, 0), now); RejectOf(err) != RejectSequence {
 		t.Fatalf("delay_resp with another sequence: %v", err)
 	}
-	ex, err := s.General(delayResp(gm, 1, us, base+111_000, 0), now) // t4
-	if err != nil || ex == nil {
+	if ex, err := s.General(delayResp(gm, 1, us, base+111_000, 0), now); err != nil || ex != nil { // t4
 		t.Fatalf("delay_resp: %v %v", ex, err)
 	}
-	// ms = 12000 - 150 = 11850, sm = 11000: offset 425, delay 11425
-	if ex.OffsetNS != 425 || ex.DelayNS != 11425 || ex.Seq != 7 || ex.Master != gm {
+	// ms = 12000 - 150 = 11850, sm = 11000: path delay 11425. The next Sync
+	// (same paths) measures offset 11850 - 11425 = 425.
+	if ex, _, _ := s.Event(sync(gm, 8, true, 0, 100), base+1e9+12_000); ex != nil {
+		t.Fatalf("a two-step sync measured before its follow_up: %+v", ex)
+	}
+	ex, err := s.General(followUp(gm, 8, base+1e9, 50), now)
+	if err != nil || ex == nil {
+		t.Fatalf("follow_up: %v %v", ex, err)
+	}
+	if ex.OffsetNS != 425 || ex.PathDelayNS != 11425 || ex.DelayNS != 11425 || ex.Seq != 8 || ex.Master != gm || ex.T3 != base+100_000 {
 		t.Fatalf("exchange %+v", ex)
 	}
 }
@@ -115,29 +133,32 @@ func TestSlaveOneStepAndRejects(t *testing.T) {
 	s := &Slave{Port: us, Domain: 0}
 	now := time.Unix(1_795_000_000, 0)
 	s.General(announce(gm, 128), now)
-	if send, err := s.Event(sync(gm, 3, false, 5_000, 0), 15_000); err != nil || !send {
+	if _, send, err := s.Event(sync(gm, 3, false, 5_000, 0), 15_000); err != nil || !send {
 		t.Fatalf("one-step sync: %v", err)
 	}
 	s.DelayReq(make([]byte, 64))
 	s.Sent(20_000)
-	ex, err := s.General(delayResp(gm, 1, us, 30_000, 0), now)
-	if err != nil || ex.OffsetNS != 0 || ex.DelayNS != 10_000 {
+	if _, err := s.General(delayResp(gm, 1, us, 30_000, 0), now); err != nil {
+		t.Fatal(err)
+	}
+	ex, _, err := s.Event(sync(gm, 4, false, 1e9+5_000, 0), 1e9+15_000)
+	if err != nil || ex == nil || ex.OffsetNS != 0 || ex.PathDelayNS != 10_000 {
 		t.Fatalf("one-step exchange %+v %v", ex, err)
 	}
 	bad := sync(gm, 4, false, 1, 0)
 	bad[1] = 1 // PTPv1
-	if _, err := s.Event(bad, 1); RejectOf(err) != RejectVersion {
+	if _, _, err := s.Event(bad, 1); RejectOf(err) != RejectVersion {
 		t.Fatalf("v1: %v", err)
 	}
 	dom := sync(gm, 4, false, 1, 0)
 	dom[4] = 24
-	if _, err := s.Event(dom, 1); RejectOf(err) != RejectDomain {
+	if _, _, err := s.Event(dom, 1); RejectOf(err) != RejectDomain {
 		t.Fatalf("domain: %v", err)
 	}
-	if _, err := s.Event(sync(gm, 4, false, 1, 0)[:20], 1); RejectOf(err) != RejectShort {
+	if _, _, err := s.Event(sync(gm, 4, false, 1, 0)[:20], 1); RejectOf(err) != RejectShort {
 		t.Fatalf("short: %v", err)
 	}
-	if _, err := s.Event(make([]byte, MaxMessage+1), 1); RejectOf(err) != RejectOversized {
+	if _, _, err := s.Event(make([]byte, MaxMessage+1), 1); RejectOf(err) != RejectOversized {
 		t.Fatalf("oversized: %v", err)
 	}
 	if s.Rejects[RejectVersion] != 1 || s.Rejects[RejectDomain] != 1 {
@@ -156,7 +177,7 @@ func TestSlaveFollowsTheBestMaster(t *testing.T) {
 	if b, _ := s.Best(); b.Port != gm || s.MasterChanges != 2 {
 		t.Fatalf("best %v after a better announce, changes %d", b.Port, s.MasterChanges)
 	}
-	if _, err := s.Event(sync(other, 1, false, 1, 0), 2); RejectOf(err) != RejectMaster {
+	if _, _, err := s.Event(sync(other, 1, false, 1, 0), 2); RejectOf(err) != RejectMaster {
 		t.Fatalf("sync from the worse master: %v", err)
 	}
 	// gm goes silent: after the announce timeout the other master takes over.
@@ -191,13 +212,17 @@ func FuzzSlave(f *testing.F) {
 		sl := &Slave{Port: us}
 		now := time.Unix(1, 0)
 		sl.General(a, now)
-		if send, _ := sl.Event(s1, 100); send {
+		if _, send, _ := sl.Event(s1, 100); send {
 			sl.DelayReq(make([]byte, 64))
 			sl.Sent(200)
 		}
 		sl.General(fu, now)
-		ex, err := sl.General(dr, now)
-		if err == nil && ex != nil && ex.OffsetNS != ((ex.T2-ex.T1-ex.CorrSyncNS)-(ex.T4-ex.T3-ex.CorrDelayNS))/2 {
+		sl.General(dr, now)
+		ex, _, err := sl.Event(s1, 1_000_000_100)
+		if ex == nil && err == nil {
+			ex, err = sl.General(fu, now)
+		}
+		if err == nil && ex != nil && ex.OffsetNS != ex.T2-ex.T1-ex.CorrSyncNS-ex.PathDelayNS {
 			t.Fatalf("exchange %+v", ex)
 		}
 	})

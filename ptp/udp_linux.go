@@ -40,6 +40,9 @@ type UDPProbe struct {
 	dst     netip.AddrPort
 
 	BytesSent, BytesReceived atomic.Uint64 // Ethernet frame bytes
+	// RxSources counts received event messages by timestamp source
+	// (indexed by sockts.Source); TxSources the Delay_Reqs sent.
+	RxSources, TxSources [4]atomic.Uint64
 }
 
 // udpOverhead is UDP + IPv4 + Ethernet headers around a PTP message.
@@ -126,6 +129,9 @@ func (p *UDPProbe) Run(ctx context.Context, out chan<- Exchange) error {
 					continue
 				}
 				p.BytesReceived.Add(uint64(n) + udpOverhead)
+				if !r.general {
+					p.RxSources[ts.Source].Add(1)
+				}
 				select {
 				case in <- msg{b: append([]byte(nil), buf[:n]...), rx: ts.NS, general: r.general}:
 				case <-ctx.Done():
@@ -152,6 +158,7 @@ func (p *UDPProbe) Run(ctx context.Context, out chan<- Exchange) error {
 				continue
 			}
 			p.BytesSent.Add(uint64(len(b)) + udpOverhead)
+			p.TxSources[tx.Source].Add(1)
 			p.Slave.Sent(tx.NS)
 		case m := <-in:
 			if m.general {
@@ -164,7 +171,13 @@ func (p *UDPProbe) Run(ctx context.Context, out chan<- Exchange) error {
 				}
 				continue
 			}
-			send, err := p.Slave.Event(m.b, m.rx)
+			ex, send, err := p.Slave.Event(m.b, m.rx)
+			if err == nil && ex != nil {
+				select {
+				case out <- *ex:
+				default:
+				}
+			}
 			if err != nil || !send || due != nil {
 				continue
 			}

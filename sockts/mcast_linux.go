@@ -2,6 +2,7 @@ package sockts
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 
 	"golang.org/x/sys/unix"
@@ -15,10 +16,38 @@ func (c *Conn) JoinGroup(group netip.Addr, ifindex int) error {
 		return fmt.Errorf("sockts: join %s on interface %d: %w", group, ifindex, err)
 	}
 	if err := unix.SetsockoptIPMreqn(c.fd, unix.IPPROTO_IP, unix.IP_MULTICAST_IF, &unix.IPMreqn{Ifindex: int32(ifindex)}); err != nil {
-		return fmt.Errorf("sockts: IP_MULTICAST_IF %d: %w", ifindex, err)
+		// The older form names the interface by its address (qemu-user and old
+		// kernels know only this one).
+		addr, aerr := ifaceAddr4(ifindex)
+		if aerr != nil {
+			return fmt.Errorf("sockts: IP_MULTICAST_IF %d: %w (%v)", ifindex, err, aerr)
+		}
+		if err := unix.SetsockoptInet4Addr(c.fd, unix.IPPROTO_IP, unix.IP_MULTICAST_IF, addr.As4()); err != nil {
+			return fmt.Errorf("sockts: IP_MULTICAST_IF %s: %w", addr, err)
+		}
 	}
 	if err := unix.SetsockoptInt(c.fd, unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP, 0); err != nil {
 		return fmt.Errorf("sockts: IP_MULTICAST_LOOP: %w", err)
 	}
 	return unix.SetsockoptInt(c.fd, unix.IPPROTO_IP, unix.IP_MULTICAST_TTL, 1)
+}
+
+// ifaceAddr4 returns the first IPv4 address of an interface.
+func ifaceAddr4(ifindex int) (netip.Addr, error) {
+	ifi, err := net.InterfaceByIndex(ifindex)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP.To4()); ok && n.IP.To4() != nil {
+				return ip, nil
+			}
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("interface %s has no IPv4 address", ifi.Name)
 }

@@ -1,0 +1,117 @@
+package ptp
+
+import (
+	"context"
+	"math"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/monagent/monagent/internal/testbed"
+	"github.com/monagent/monagent/sockts"
+)
+
+// slaveOffsets reads the per-sample "master offset" figures of a ptp4l log.
+func slaveOffsets(log string) []int64 {
+	re := regexp.MustCompile(`master offset\s+(-?\d+) s\d`)
+	var out []int64
+	for _, l := range strings.Split(log, "\n") {
+		if m := re.FindStringSubmatch(l); m != nil {
+			v, _ := strconv.ParseInt(m[1], 10, 64)
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func meanStd(v []int64) (float64, float64) {
+	var m float64
+	for _, x := range v {
+		m += float64(x)
+	}
+	m /= float64(len(v))
+	var s float64
+	for _, x := range v {
+		s += (float64(x) - m) * (float64(x) - m)
+	}
+	return m, math.Sqrt(s / float64(len(v)-1))
+}
+
+// TestUDPProbeAgainstPtp4l: a ptp4l master, a free-running ptp4l slave and our
+// probe sit on one bridge, each in its own namespace (ptp4l and the probe both
+// need ports 319/320). All share one clock: the true offset is 0.
+//
+// It checks that the probe measures (kernel timestamps, the master followed,
+// the other slave's messages refused, offsets within 100 us of the truth) and
+// prints its figures beside ptp4l's. It does not assert the issue's accuracy
+// criterion (|mean| <= 1 us): on this 2-core VM with software timestamps the
+// reference ptp4l slave itself misses it (means of -1 to +2.4 us, std 1-7 us
+// between runs).
+func TestUDPProbeAgainstPtp4l(t *testing.T) {
+	if c, err := sockts.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), sockts.Options{}); err == nil {
+		opt, why := c.Option()
+		c.Close()
+		if opt == "none" {
+			t.Skipf("no kernel packet timestamps here (%v): the probe is measured with them", why)
+		}
+	}
+	hosts := testbed.NewBridge(t, 3)
+	testbed.StartPtp4l(t, hosts[0], testbed.Ptp4lOptions{Master: true})
+	slave := testbed.StartPtp4l(t, hosts[1], testbed.Ptp4lOptions{})
+	var p *UDPProbe
+	if err := hosts[2].Do(func() (err error) {
+		p, err = ListenUDP(UDPConfig{Interface: hosts[2].If})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out := make(chan Exchange, 128)
+	go p.Run(ctx, out)
+	var offs []int64
+	start := time.Now()
+collect:
+	for len(offs) < 30 {
+		select {
+		case <-ctx.Done():
+			break collect
+		case ex := <-out:
+			if time.Since(start) < 8*time.Second {
+				continue // the master takes ~4 s to claim the role; let both settle
+			}
+			offs = append(offs, ex.OffsetNS)
+
+		}
+	}
+	// The free-running slave logs an offset every other second; drop its first
+	// three (settling, as for the probe).
+	ref := slaveOffsets(slave.LogText())
+	if len(offs) < 30 || len(ref) < 12 {
+		t.Fatalf("probe %d exchanges, ptp4l slave %d samples\n%s", len(offs), len(ref), slave.LogText())
+	}
+	ref = ref[3:]
+	m, s := meanStd(offs)
+	rm, rs := meanStd(ref)
+	t.Logf("UDPv4 multicast over a bridge, 1 Hz sync, true offset 0:")
+	t.Logf("  %-26s %4s %10s %10s", "", "n", "mean", "std")
+	t.Logf("  %-26s %4d %8.0f ns %8.0f ns", "monagent probe", len(offs), m, s)
+	t.Logf("  %-26s %4d %8.0f ns %8.0f ns", "ptp4l slave (free_running)", len(ref), rm, rs)
+	t.Logf("  rejects %v, master changes %d, bytes sent %d received %d, rx sources %d/%d/%d/%d tx %d/%d/%d/%d", p.Slave.Rejects, p.Slave.MasterChanges, p.BytesSent.Load(), p.BytesReceived.Load(),
+		p.RxSources[0].Load(), p.RxSources[1].Load(), p.RxSources[2].Load(), p.RxSources[3].Load(), p.TxSources[0].Load(), p.TxSources[1].Load(), p.TxSources[2].Load(), p.TxSources[3].Load())
+	for i, o := range offs {
+		if o < -100_000 || o > 100_000 {
+			t.Errorf("exchange %d: offset %d ns, the truth is 0", i, o)
+		}
+	}
+	if p.RxSources[2].Load() == 0 || p.RxSources[1].Load() != 0 || p.TxSources[2].Load() == 0 {
+		t.Errorf("timestamps: rx %d software %d user, tx %d software", p.RxSources[2].Load(), p.RxSources[1].Load(), p.TxSources[2].Load())
+	}
+	if p.Slave.MasterChanges != 1 || p.Slave.Rejects[RejectForeign] == 0 {
+		t.Errorf("master changes %d (want 1: the one master), foreign delay_resps refused %d (the ptp4l slave's)", p.Slave.MasterChanges, p.Slave.Rejects[RejectForeign])
+	}
+}
