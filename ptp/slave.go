@@ -171,6 +171,7 @@ type Slave struct {
 	delays  []int64 // the last DelayFilter mean path delays
 	scratch []int64
 	last    Exchange // the latest delay measurement (T3, T4, CorrDelayNS, DelayNS)
+	out     Exchange // the measurement Event and General return a pointer to
 
 	masters       map[protocol.PortIdentity]*Master
 	best          *Master
@@ -249,7 +250,8 @@ func (s *Slave) utcOffset() int64 {
 
 // Event takes a message from the event port (319) with its receive timestamp
 // (REALTIME ns, already translated when it came from a PHC). It reports whether
-// a Delay_Req is due and, for a one-step Sync, the measurement it completes.
+// a Delay_Req is due and, for a one-step Sync, the measurement it completes
+// (valid until the next call: copy it).
 func (s *Slave) Event(b []byte, rx int64) (*Exchange, bool, error) {
 	typ, from, seq, err := s.header(b)
 	if err != nil {
@@ -273,16 +275,21 @@ func (s *Slave) Event(b []byte, rx int64) (*Exchange, bool, error) {
 	return nil, !s.delay.pending, nil
 }
 
-// measure returns the measurement of the current Sync, once a path delay is known.
+// measure returns the measurement of the current Sync, once a path delay is
+// known. It points into the slave and is valid until the next call.
 func (s *Slave) measure() *Exchange {
 	if len(s.delays) == 0 || !s.sync.haveT1 {
 		return nil
 	}
-	e := s.last
+	s.out = s.last
+	e := &s.out
 	e.Master, e.Seq, e.T1, e.T2, e.CorrSyncNS = s.sync.from, s.sync.seq, s.sync.t1, s.sync.t2, s.sync.corr
+	if cap(s.scratch) < len(s.delays) {
+		s.scratch = make([]int64, 0, max(s.DelayFilter, 10))
+	}
 	e.PathDelayNS = medianOf(s.delays, s.scratch)
 	e.OffsetNS = e.T2 - e.T1 - e.CorrSyncNS - e.PathDelayNS
-	return &e
+	return e
 }
 
 // addDelay puts a mean path delay into the moving median.
