@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -22,6 +23,7 @@ type Config struct {
 	Clock       ClockConfig       `yaml:"clock"`
 	PHC         PHCConfig         `yaml:"phc"`
 	NTP         NTPConfig         `yaml:"ntp"`
+	PTP         PTPConfig         `yaml:"ptp"`
 	Loadgen     LoadgenConfig     `yaml:"loadgen"`
 	Output      OutputConfig      `yaml:"output"`
 	Spool       SpoolConfig       `yaml:"spool"`
@@ -156,6 +158,77 @@ func (n *NTPConfig) Validate() error {
 	return nil
 }
 
+// PTPConfig is the PTP section: ptp4l's state through its management socket,
+// and our own measurement-only probe of the master.
+type PTPConfig struct {
+	Enabled bool           `yaml:"enabled"`
+	Ptp4l   Ptp4lConfig    `yaml:"ptp4l"`
+	Probe   PTPProbeConfig `yaml:"probe"`
+}
+
+// Ptp4lConfig monitors a ptp4l.
+type Ptp4lConfig struct {
+	Enabled  bool          `yaml:"enabled"`
+	Socket   string        `yaml:"socket"` // ptp4l's uds_address
+	Domain   int           `yaml:"domain"`
+	Interval time.Duration `yaml:"interval"`
+	Timeout  time.Duration `yaml:"timeout"`
+}
+
+// PTPProbeConfig is the delay-request probe.
+type PTPProbeConfig struct {
+	Enabled   bool          `yaml:"enabled"`
+	Interface string        `yaml:"interface"`
+	Transport string        `yaml:"transport"` // udp (IEEE 802.3 comes later)
+	Master    string        `yaml:"master"`    // unicast Delay_Req to this address; "" multicast
+	Domain    int           `yaml:"domain"`
+	TxWait    time.Duration `yaml:"tx_wait"`
+}
+
+// Validate checks the ptp section.
+func (p *PTPConfig) Validate() error {
+	if !p.Enabled {
+		return nil
+	}
+	if !p.Ptp4l.Enabled && !p.Probe.Enabled {
+		return keyErr("ptp", "enable ptp4l (the monitor) or probe")
+	}
+	if p.Ptp4l.Enabled {
+		if p.Ptp4l.Socket == "" {
+			return keyErr("ptp.ptp4l.socket", "must be set (ptp4l's uds_address)")
+		}
+		if p.Ptp4l.Domain < 0 || p.Ptp4l.Domain > 255 {
+			return keyErr("ptp.ptp4l.domain", "must be within 0..255, got %d", p.Ptp4l.Domain)
+		}
+		if err := positive("ptp.ptp4l.interval", p.Ptp4l.Interval); err != nil {
+			return err
+		}
+		if err := positive("ptp.ptp4l.timeout", p.Ptp4l.Timeout); err != nil {
+			return err
+		}
+	}
+	if p.Probe.Enabled {
+		if p.Probe.Interface == "" {
+			return keyErr("ptp.probe.interface", "must be set")
+		}
+		if p.Probe.Transport != "udp" {
+			return keyErr("ptp.probe.transport", "%q: only udp so far", p.Probe.Transport)
+		}
+		if p.Probe.Domain < 0 || p.Probe.Domain > 255 {
+			return keyErr("ptp.probe.domain", "must be within 0..255, got %d", p.Probe.Domain)
+		}
+		if p.Probe.Master != "" {
+			if _, err := netip.ParseAddr(p.Probe.Master); err != nil {
+				return keyErr("ptp.probe.master", "%q is not an IP address", p.Probe.Master)
+			}
+		}
+		if err := positive("ptp.probe.tx_wait", p.Probe.TxWait); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // LoadgenConfig is a synthetic source of sequence-numbered points, for checking
 // delivery end to end and measuring throughput.
 type LoadgenConfig struct {
@@ -237,6 +310,10 @@ func Default() Config {
 			Timeout: time.Second, TxWait: 10 * time.Millisecond, Timestamping: "software",
 			Chrony: ChronyConfig{Socket: "/run/chrony/chronyd.sock", Interval: 8 * time.Second},
 		},
+		PTP: PTPConfig{
+			Ptp4l: Ptp4lConfig{Socket: "/var/run/ptp4l", Interval: time.Second, Timeout: time.Second},
+			Probe: PTPProbeConfig{Transport: "udp", TxWait: 10 * time.Millisecond},
+		},
 		Loadgen: LoadgenConfig{Rate: 1000, Interval: 100 * time.Millisecond},
 		Output:  OutputConfig{},
 		Spool: SpoolConfig{
@@ -276,7 +353,7 @@ func keyErr(key, format string, a ...any) error {
 
 // Validate checks every section and returns the first problem as a *KeyError.
 func (c *Config) Validate() error {
-	for _, v := range []func() error{c.Paths.Validate, c.Log.Validate, c.Clock.Validate, c.PHC.Validate, c.NTP.Validate, c.Loadgen.Validate, c.validateOutputs, c.Spool.Validate, c.Influx.Validate, c.SelfMetrics.Validate} {
+	for _, v := range []func() error{c.Paths.Validate, c.Log.Validate, c.Clock.Validate, c.PHC.Validate, c.NTP.Validate, c.PTP.Validate, c.Loadgen.Validate, c.validateOutputs, c.Spool.Validate, c.Influx.Validate, c.SelfMetrics.Validate} {
 		if err := v(); err != nil {
 			return err
 		}

@@ -151,3 +151,21 @@ func TestNTPSection(t *testing.T) {
 		}
 	}
 }
+
+func TestPTPSection(t *testing.T) {
+	c, err := Parse("x.yaml", []byte("ptp:\n  enabled: true\n  ptp4l:\n    enabled: true\n"))
+	if err != nil || c.PTP.Ptp4l.Socket != "/var/run/ptp4l" || c.PTP.Ptp4l.Interval != time.Second {
+		t.Fatalf("ptp defaults: %+v %v", c.PTP, err)
+	}
+	for _, bad := range []struct{ yaml, want string }{
+		{"ptp:\n  enabled: true\n", "x.yaml:1: ptp: enable ptp4l (the monitor) or probe"},
+		{"ptp:\n  enabled: true\n  ptp4l:\n    enabled: true\n    domain: 300\n", "x.yaml:5: ptp.ptp4l.domain: must be within 0..255, got 300"},
+		{"ptp:\n  enabled: true\n  probe:\n    enabled: true\n", "x.yaml:3: ptp.probe.interface: must be set"},
+		{"ptp:\n  enabled: true\n  probe:\n    enabled: true\n    interface: eth0\n    transport: l2\n", "x.yaml:6: ptp.probe.transport: \"l2\": only udp so far"},
+		{"ptp:\n  enabled: true\n  probe:\n    enabled: true\n    interface: eth0\n    master: ptp-gm\n", `x.yaml:6: ptp.probe.master: "ptp-gm" is not an IP address`},
+	} {
+		if _, err := Parse("x.yaml", []byte(bad.yaml)); err == nil || !strings.HasPrefix(err.Error(), bad.want) {
+			t.Errorf("%q: %v, want %q", bad.yaml, err, bad.want)
+		}
+	}
+}

@@ -67,6 +67,8 @@ func registrations() []registration {
 		{"phc", func(c *Config) bool { return c.PHC.Enabled }, buildPHCSources},
 		{"ntp", func(c *Config) bool { return c.NTP.Enabled && len(c.NTP.Servers) > 0 }, buildNTPSources},
 		{"chrony", func(c *Config) bool { return c.NTP.Enabled && c.NTP.Chrony.Enabled }, buildChronySource},
+		{"ptp4l", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Ptp4l.Enabled }, buildPtp4lSource},
+		{"ptp_probe", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Probe.Enabled }, buildPTPProbe},
 		{"loadgen", func(c *Config) bool { return c.Loadgen.Enabled }, buildLoadgen},
 	}
 }

@@ -1,0 +1,188 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/monagent/monagent/ptp"
+	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/sockts"
+	"github.com/monagent/monagent/timebase"
+)
+
+// ptp4lSource ships ptp4l's datasets through its management socket.
+type ptp4lSource struct {
+	cfg                Ptp4lConfig
+	m                  *ptp.Monitor
+	serviceUnsupported bool
+}
+
+func buildPtp4lSource(env *Env) ([]Source, error) {
+	c := env.Config.PTP.Ptp4l
+	return []Source{&ptp4lSource{cfg: c, m: ptp.NewMonitor(c.Socket, uint8(c.Domain), c.Timeout)}}, nil
+}
+
+func (s *ptp4lSource) Name() string            { return "ptp4l" }
+func (s *ptp4lSource) Interval() time.Duration { return s.cfg.Interval }
+func (s *ptp4lSource) Close() error            { return s.m.Close() }
+
+func (s *ptp4lSource) Collect(ctx context.Context, b *Batch) error {
+	now, _ := timebase.Realtime.Now()
+	cur, err := s.m.CurrentDataSet()
+	if err != nil {
+		return err
+	}
+	b.Add("ptp4l_current", now, nil,
+		sink.Int("offset_from_master_ns", int64(cur.OffsetFromMaster.Nanoseconds())),
+		sink.Int("mean_path_delay_ns", int64(cur.MeanPathDelay.Nanoseconds())),
+		sink.Int("steps_removed", int64(cur.StepsRemoved)))
+	var errs []error
+	if par, err := s.m.ParentDataSet(); err == nil {
+		q := par.GrandmasterClockQuality
+		b.Add("ptp4l_parent", now, nil,
+			sink.String("parent_port", par.ParentPortIdentity.String()), sink.String("grandmaster", par.GrandmasterIdentity.String()),
+			sink.Int("gm_priority1", int64(par.GrandmasterPriority1)), sink.Int("gm_priority2", int64(par.GrandmasterPriority2)),
+			sink.Int("gm_clock_class", int64(q.ClockClass)), sink.Int("gm_clock_accuracy", int64(q.ClockAccuracy)),
+			sink.Int("gm_offset_scaled_log_variance", int64(q.OffsetScaledLogVariance)))
+	} else {
+		errs = append(errs, err)
+	}
+	if ts, err := s.m.TimeStatusNP(); err == nil {
+		b.Add("ptp4l_time_status", now, nil,
+			sink.Int("master_offset_ns", ts.MasterOffsetNS), sink.Int("ingress_time_ns", ts.IngressTimeNS),
+			sink.Int("cumulative_scaled_rate_offset", int64(ts.CumulativeScaledRateOffset)),
+			sink.Bool("gm_present", ts.GMPresent != 0), sink.String("gm_identity", ts.GMIdentity.String()))
+	} else {
+		errs = append(errs, err)
+	}
+	if pd, err := s.m.PortDataSet(); err == nil {
+		b.Add("ptp4l_port", now, []sink.Tag{{Key: "port", Value: pd.PortIdentity.String()}},
+			sink.String("port_state", pd.PortState.String()), sink.Int("port_state_code", int64(pd.PortState)),
+			sink.Int("log_sync_interval", int64(pd.LogSyncInterval)), sink.Int("log_announce_interval", int64(pd.LogAnnounceInterval)),
+			sink.Int("log_min_delay_req_interval", int64(pd.LogMinDelayReqInterval)), sink.Int("delay_mechanism", int64(pd.DelayMechanism)),
+			sink.Int("peer_mean_path_delay_ns", pd.PeerMeanPathDelayNS))
+	} else {
+		errs = append(errs, err)
+	}
+	if st, err := s.m.PortStatsNP(); err == nil {
+		f := make([]sink.Field, 0, 20)
+		for i, name := range []string{"sync", "delay_req", "pdelay_req", "pdelay_resp"} {
+			f = append(f, sink.Uint("rx_"+name, st.PortStats.RXMsgType[i]), sink.Uint("tx_"+name, st.PortStats.TXMsgType[i]))
+		}
+		for i, name := range map[int]string{8: "follow_up", 9: "delay_resp", 10: "pdelay_resp_follow_up", 11: "announce", 12: "signaling", 13: "management"} {
+			f = append(f, sink.Uint("rx_"+name, st.PortStats.RXMsgType[i]), sink.Uint("tx_"+name, st.PortStats.TXMsgType[i]))
+		}
+		b.Add("ptp4l_port_stats", now, []sink.Tag{{Key: "port", Value: st.PortIdentity.String()}}, f...)
+	} else {
+		errs = append(errs, err)
+	}
+	if !s.serviceUnsupported {
+		if ss, err := s.m.PortServiceStatsNP(); err == nil {
+			v := ss.PortServiceStats
+			b.Add("ptp4l_port_service_stats", now, []sink.Tag{{Key: "port", Value: ss.PortIdentity.String()}},
+				sink.Uint("announce_timeout", v.AnnounceTimeout), sink.Uint("sync_timeout", v.SyncTimeout),
+				sink.Uint("delay_timeout", v.DelayTimeout), sink.Uint("sync_mismatch", v.SyncMismatch),
+				sink.Uint("followup_mismatch", v.FollowupMismatch))
+		} else if errors.Is(err, ptp.ErrUnsupported) {
+			s.serviceUnsupported = true // linuxptp 3.x: degrade, once
+		} else {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SelfFields implements SelfReporter.
+func (s *ptp4lSource) SelfFields() []sink.Field {
+	return []sink.Field{sink.Uint("foreign_replies", s.m.Foreign.Load()), sink.Uint("management_errors", s.m.Errors.Load()),
+		sink.Uint("reconnects", s.m.Reconnects.Load()), sink.Bool("port_service_stats_unsupported", s.serviceUnsupported)}
+}
+
+// ptpProbeSource runs the delay-request probe in the background and ships its
+// measurements at every collection.
+type ptpProbeSource struct {
+	p      *ptp.UDPProbe
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	queue  []ptp.Exchange
+	start  time.Time
+}
+
+func buildPTPProbe(env *Env) ([]Source, error) {
+	c := env.Config.PTP.Probe
+	var master netip.Addr
+	if c.Master != "" {
+		master = netip.MustParseAddr(c.Master)
+	}
+	p, err := ptp.ListenUDP(ptp.UDPConfig{Interface: c.Interface, Master: master, Domain: uint8(c.Domain), TxWait: c.TxWait})
+	if err != nil {
+		return nil, keyErr("ptp.probe", "%v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &ptpProbeSource{p: p, cancel: cancel, done: make(chan struct{}), start: time.Now()}
+	out := make(chan ptp.Exchange, 256)
+	go func() { defer close(s.done); p.Run(ctx, out) }()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ex := <-out:
+				s.mu.Lock()
+				if len(s.queue) < 4096 {
+					s.queue = append(s.queue, ex)
+				}
+				s.mu.Unlock()
+			}
+		}
+	}()
+	return []Source{s}, nil
+}
+
+func (s *ptpProbeSource) Name() string            { return "ptp_probe" }
+func (s *ptpProbeSource) Interval() time.Duration { return time.Second }
+
+func (s *ptpProbeSource) Close() error {
+	s.cancel()
+	<-s.done
+	return s.p.Close()
+}
+
+func (s *ptpProbeSource) Collect(ctx context.Context, b *Batch) error {
+	s.mu.Lock()
+	q := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	now, _ := timebase.Realtime.Now()
+	for _, ex := range q {
+		b.Add("ptp_probe", now, []sink.Tag{{Key: "master", Value: ex.Master.String()}},
+			sink.Int("offset_ns", ex.OffsetNS), sink.Int("path_delay_ns", ex.PathDelayNS), sink.Int("delay_ns", ex.DelayNS),
+			sink.Int("seq", int64(ex.Seq)), sink.Int("t1_ns", ex.T1), sink.Int("t2_ns", ex.T2),
+			sink.Int("correction_ns", ex.CorrSyncNS))
+	}
+	elapsed := max(time.Since(s.start).Seconds(), 1)
+	f := []sink.Field{
+		sink.Uint("bytes_sent", s.p.BytesSent.Load()), sink.Uint("bytes_received", s.p.BytesReceived.Load()),
+		sink.Float("bytes_sent_per_s", float64(s.p.BytesSent.Load())/elapsed),
+		sink.Float("bytes_received_per_s", float64(s.p.BytesReceived.Load())/elapsed),
+		sink.Uint("master_changes", s.p.Slave.MasterChanges), sink.Int("measurements", int64(len(q))),
+		sink.Uint("rx_software", s.p.RxSources[sockts.SourceSoftware].Load()), sink.Uint("rx_user", s.p.RxSources[sockts.SourceUser].Load()),
+	}
+	for r := ptp.RejectShort; r < ptp.RejectMalformed+1; r++ {
+		f = append(f, sink.Uint("rejected_"+r.String(), s.p.Slave.Rejects[r]))
+	}
+	if m, ok := s.p.Slave.Best(); ok {
+		b.Add("ptp_probe_stats", now, []sink.Tag{{Key: "master", Value: m.Port.String()}}, f...)
+	} else {
+		b.Add("ptp_probe_stats", now, nil, f...)
+	}
+	if len(q) == 0 {
+		return fmt.Errorf("ptp probe: no measurement this interval: %w", ErrNoData)
+	}
+	return nil
+}
