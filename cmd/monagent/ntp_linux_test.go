@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -36,15 +35,7 @@ output:
 spool:
   enabled: false
 `, srv.Addr, client.Socket))
-	argv := append(append(append([]string{}, prefix...), bin), "run", "--config", cfg, "--duration", "6s")
-	cmd := cli.Command(argv[0], argv[1:]...)
-	cmd.Dir = dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("monagent: %v\n%s", err, errb.String())
-	}
-	text := out.String()
+	text, stderr := runIn(t, cli, dir, cfg, "6s")
 	stamps := "timestamps=software/software"
 	if len(prefix) > 0 { // qemu-user emulates no SO_TIMESTAMPING: labelled user-space timestamps
 		stamps = "timestamps=user/user"
@@ -61,6 +52,6 @@ spool:
 		t.Errorf("ntp source reported errors:\n%s", text)
 	}
 	if t.Failed() {
-		t.Logf("stdout:\n%s\nstderr:\n%s", text, errb.String())
+		t.Logf("stdout:\n%s\nstderr:\n%s", text, stderr)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -38,14 +37,7 @@ output:
 spool:
   enabled: false
 `, slave.Socket, hosts[2].If))
-	cmd := hosts[2].Command(bin, "run", "--config", cfg, "--duration", "14s")
-	cmd.Dir = dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("monagent: %v\n%s", err, errb.String())
-	}
-	text := out.String()
+	text, stderr := runIn(t, hosts[2], dir, cfg, "14s")
 	for _, want := range []string{
 		"ptp4l_current,host=", "mean_path_delay_ns=", "ptp4l_parent,", "ptp4l_time_status,", "gm_present=",
 		"ptp4l_port,", "port_state=", "ptp4l_port_stats,", "ptp_probe,", "offset_ns=", "path_delay_ns=", "ptp_probe_stats,",
@@ -56,6 +48,6 @@ spool:
 		}
 	}
 	if t.Failed() {
-		t.Logf("stdout:\n%s\nstderr:\n%s", text, errb.String())
+		t.Logf("stdout:\n%s\nstderr:\n%s", text, stderr)
 	}
 }
