@@ -21,4 +21,3 @@ func runIn(t *testing.T, h *testbed.Host, dir, cfg, duration string) (string, st
 	}
 	return out.String(), errb.String()
 }
-
