@@ -83,6 +83,10 @@ type NTPServerConfig struct {
 	Burst        int           `yaml:"burst"`    // requests per poll; the minimum-delay one is kept
 	BurstSpacing time.Duration `yaml:"burst_spacing"`
 	Basic        bool          `yaml:"basic"` // no interleaved mode
+	// MaxDelayDevRatio flags samples whose delay rose more than this many
+	// spreads above the recent minimum (chronyd's maxdelaydevratio; default 10,
+	// negative: off). Flagged samples are shipped with delay_outlier=true.
+	MaxDelayDevRatio float64 `yaml:"max_delay_dev_ratio"`
 }
 
 // ChronyConfig monitors a local chronyd.

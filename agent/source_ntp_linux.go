@@ -57,7 +57,8 @@ func buildNTPSources(env *Env) ([]Source, error) {
 		if opt, why := conn.Option(); why != nil {
 			env.Log.Warn("no kernel packet timestamps: NTP samples use user-space timestamps", "server", addr, "option", opt, "reason", why)
 		}
-		p := ntp.NewProber(ntp.ProbeConfig{Server: addr, Burst: sc.Burst, BurstSpacing: sc.BurstSpacing, Timeout: n.Timeout, Basic: sc.Basic}, conn)
+		p := ntp.NewProber(ntp.ProbeConfig{Server: addr, Burst: sc.Burst, BurstSpacing: sc.BurstSpacing, Timeout: n.Timeout, Basic: sc.Basic,
+			MaxDelayDevRatio: sc.MaxDelayDevRatio}, conn)
 		out = append(out, &ntpSource{cfg: sc, server: addr, conn: conn, prober: p, tr: env.Translators, phcDomain: phcDomain,
 			tags: []sink.Tag{{Key: "server", Value: addr.String()}}, start: time.Now()})
 	}
@@ -111,7 +112,8 @@ func (s *ntpSource) Collect(ctx context.Context, b *Batch) error {
 	for i, smp := range res.Samples {
 		b.Add("ntp_sample", now, s.sampleTags(smp),
 			sink.Int("offset_ns", smp.OffsetNS), sink.Int("delay_ns", smp.DelayNS),
-			sink.Int("t1_ns", smp.T1), sink.Int("t4_ns", smp.T4), sink.Bool("kept", i == res.Best))
+			sink.Int("t1_ns", smp.T1), sink.Int("t4_ns", smp.T4), sink.Bool("kept", i == res.Best),
+			sink.Bool("delay_outlier", smp.DelayOutlier))
 	}
 	best := res.Samples[res.Best]
 	s.probeRecord(b, now, &best)
@@ -156,7 +158,7 @@ func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
 		sink.Uint("requests", c.Requests.Load()), sink.Uint("replies", c.Replies.Load()), sink.Uint("timeouts", c.Timeouts.Load()),
 		sink.Uint("bytes_sent", c.BytesSent.Load()), sink.Uint("bytes_received", c.BytesReceived.Load()),
 		sink.Float("bytes_per_s", float64(c.BytesSent.Load()+c.BytesReceived.Load())/max(elapsed, 1)),
-		sink.Uint("interleaved", c.Interleaved.Load()),
+		sink.Uint("interleaved", c.Interleaved.Load()), sink.Uint("delay_outliers", c.DelayOutliers.Load()),
 		sink.Uint("kiss_rate", c.KissRate.Load()), sink.Uint("kiss_deny", c.KissDeny.Load()),
 		sink.Int("rate_factor", int64(s.prober.RateFactor())),
 	}
@@ -172,7 +174,7 @@ func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
 			sink.Int("stratum", int64(h.Stratum)), sink.Int("leap", int64(h.Leap)), sink.String("refid", h.RefIDString()),
 			sink.Int("root_delay_ns", h.RootDelayNS), sink.Int("root_dispersion_ns", h.RootDispNS),
 			sink.Int("poll", int64(h.Poll)), sink.Int("precision", int64(h.Precision)),
-			sink.Int("server_processing_ns", best.T3-best.T2),
+			sink.Int("server_processing_ns", best.T3-best.T2), sink.Bool("delay_outlier", best.DelayOutlier),
 		)
 	}
 	b.Add("ntp_probe", now, tags, fields...)

@@ -32,6 +32,9 @@ type ProbeConfig struct {
 	// serves this to any client; other servers answer in basic mode, which the
 	// probe then uses).
 	Basic bool
+	// MaxDelayDevRatio is the delay test's ratio (see DelayTest; default 10,
+	// negative turns it off).
+	MaxDelayDevRatio float64
 }
 
 // Sample is one exchange.
@@ -45,6 +48,9 @@ type Sample struct {
 	// DispersionNS is the sample's dispersion (RFC 5905 section 8): the server's
 	// precision plus the frequency tolerance (15 ppm) over the round trip.
 	DispersionNS int64
+	// DelayOutlier: the delay rose far above the recent minimum (DelayTest);
+	// the sample is reported but its offset is not to be trusted.
+	DelayOutlier bool
 	Header       Header
 }
 
@@ -69,6 +75,7 @@ type Counters struct {
 	Rejects                     [numRejects]atomic.Uint64
 	KissRate, KissDeny          atomic.Uint64
 	Interleaved                 atomic.Uint64 // samples completed by an interleaved reply
+	DelayOutliers               atomic.Uint64 // samples flagged by the delay test
 }
 
 // Ethernet + IPv4 + UDP header bytes around an NTP packet on the wire (the
@@ -91,7 +98,8 @@ type Prober struct {
 	rateFactor int
 	holdUntil  time.Time
 
-	prev exchangeState // the last exchange, for interleaved mode
+	prev  exchangeState // the last exchange, for interleaved mode
+	delay DelayTest
 }
 
 // exchangeState is what an interleaved reply needs of the previous exchange.
@@ -120,7 +128,8 @@ func NewProber(cfg ProbeConfig, conn Conn) *Prober {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = time.Second
 	}
-	return &Prober{cfg: cfg, conn: conn, rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), rateFactor: 1}
+	return &Prober{cfg: cfg, conn: conn, rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), rateFactor: 1,
+		delay: DelayTest{Ratio: cfg.MaxDelayDevRatio}}
 }
 
 // RateFactor is how much a RATE kiss has stretched the poll interval (1 = none).
@@ -150,6 +159,9 @@ func (p *Prober) Poll(ctx context.Context) (Result, error) {
 				break // do not keep knocking within the burst
 			}
 			continue
+		}
+		if s.DelayOutlier = p.delay.Check(s.DelayNS); s.DelayOutlier {
+			p.C.DelayOutliers.Add(1)
 		}
 		res.Samples = append(res.Samples, s)
 		if res.Best < 0 || s.DelayNS < res.Samples[res.Best].DelayNS {

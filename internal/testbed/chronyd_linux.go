@@ -131,9 +131,16 @@ type Measurement struct {
 	Time     time.Time
 	OffsetNS int64 // local - source (chrony's sign)
 	DelayNS  int64
+	// Tests is chronyd's column of its maxdelay, maxdelayratio,
+	// maxdelaydevratio and sync-loop tests ("1111": all passed).
+	Tests string
 }
 
-// Measurements reads measurements.log: every sample chronyd took.
+// Passed reports whether chronyd kept the sample (every test passed).
+func (m Measurement) Passed() bool { return m.Tests == "1111" }
+
+// Measurements reads measurements.log: every sample chronyd took that passed
+// RFC 5905's tests 1 to 7, with its own delay tests in Tests.
 func (c *Chronyd) Measurements() ([]Measurement, error) {
 	f, err := os.Open(filepath.Join(c.Dir, "measurements.log"))
 	if err != nil {
@@ -157,7 +164,7 @@ func (c *Chronyd) Measurements() ([]Measurement, error) {
 		if err1 != nil || err2 != nil {
 			return out, fmt.Errorf("measurements.log: %q", sc.Text())
 		}
-		out = append(out, Measurement{Time: ts, OffsetNS: int64(off * 1e9), DelayNS: int64(del * 1e9)})
+		out = append(out, Measurement{Time: ts, OffsetNS: int64(off * 1e9), DelayNS: int64(del * 1e9), Tests: fs[7]})
 	}
 	return out, sc.Err()
 }
