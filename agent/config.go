@@ -183,7 +183,7 @@ type Ptp4lConfig struct {
 type PTPProbeConfig struct {
 	Enabled   bool          `yaml:"enabled"`
 	Interface string        `yaml:"interface"`
-	Transport string        `yaml:"transport"` // udp (IEEE 802.3 comes later)
+	Transport string        `yaml:"transport"` // udp (UDPv4) or l2 (IEEE 802.3, needs CAP_NET_RAW)
 	Master    string        `yaml:"master"`    // unicast Delay_Req to this address; "" multicast
 	Domain    int           `yaml:"domain"`
 	TxWait    time.Duration `yaml:"tx_wait"`
@@ -215,8 +215,11 @@ func (p *PTPConfig) Validate() error {
 		if p.Probe.Interface == "" {
 			return keyErr("ptp.probe.interface", "must be set")
 		}
-		if p.Probe.Transport != "udp" {
-			return keyErr("ptp.probe.transport", "%q: only udp so far", p.Probe.Transport)
+		if p.Probe.Transport != "udp" && p.Probe.Transport != "l2" {
+			return keyErr("ptp.probe.transport", "%q: must be udp or l2", p.Probe.Transport)
+		}
+		if p.Probe.Transport == "l2" && p.Probe.Master != "" {
+			return keyErr("ptp.probe.master", "unicast Delay_Req is for transport udp; l2 sends to 01:1b:19:00:00:00")
 		}
 		if p.Probe.Domain < 0 || p.Probe.Domain > 255 {
 			return keyErr("ptp.probe.domain", "must be within 0..255, got %d", p.Probe.Domain)

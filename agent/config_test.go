@@ -161,7 +161,8 @@ func TestPTPSection(t *testing.T) {
 		{"ptp:\n  enabled: true\n", "x.yaml:1: ptp: enable ptp4l (the monitor) or probe"},
 		{"ptp:\n  enabled: true\n  ptp4l:\n    enabled: true\n    domain: 300\n", "x.yaml:5: ptp.ptp4l.domain: must be within 0..255, got 300"},
 		{"ptp:\n  enabled: true\n  probe:\n    enabled: true\n", "x.yaml:3: ptp.probe.interface: must be set"},
-		{"ptp:\n  enabled: true\n  probe:\n    enabled: true\n    interface: eth0\n    transport: l2\n", "x.yaml:6: ptp.probe.transport: \"l2\": only udp so far"},
+		{"ptp:\n  enabled: true\n  probe:\n    enabled: true\n    interface: eth0\n    transport: l3\n", "x.yaml:6: ptp.probe.transport: \"l3\": must be udp or l2"},
+		{"ptp:\n  enabled: true\n  probe:\n    enabled: true\n    interface: eth0\n    transport: l2\n    master: 10.0.0.1\n", "x.yaml:7: ptp.probe.master: unicast Delay_Req is for transport udp; l2 sends to 01:1b:19:00:00:00"},
 		{"ptp:\n  enabled: true\n  probe:\n    enabled: true\n    interface: eth0\n    master: ptp-gm\n", `x.yaml:6: ptp.probe.master: "ptp-gm" is not an IP address`},
 	} {
 		if _, err := Parse("x.yaml", []byte(bad.yaml)); err == nil || !strings.HasPrefix(err.Error(), bad.want) {

@@ -105,7 +105,7 @@ func (s *ptp4lSource) SelfFields() []sink.Field {
 // ptpProbeSource runs the delay-request probe in the background and ships its
 // measurements at every collection.
 type ptpProbeSource struct {
-	p      *ptp.UDPProbe
+	p      *ptp.Probe
 	cancel context.CancelFunc
 	done   chan struct{}
 	mu     sync.Mutex
@@ -119,7 +119,13 @@ func buildPTPProbe(env *Env) ([]Source, error) {
 	if c.Master != "" {
 		master = netip.MustParseAddr(c.Master)
 	}
-	p, err := ptp.ListenUDP(ptp.UDPConfig{Interface: c.Interface, Master: master, Domain: uint8(c.Domain), TxWait: c.TxWait})
+	var p *ptp.Probe
+	var err error
+	if c.Transport == "l2" {
+		p, err = ptp.ListenL2(ptp.L2Config{Interface: c.Interface, Domain: uint8(c.Domain), TxWait: c.TxWait})
+	} else {
+		p, err = ptp.ListenUDP(ptp.UDPConfig{Interface: c.Interface, Master: master, Domain: uint8(c.Domain), TxWait: c.TxWait})
+	}
 	if err != nil {
 		return nil, keyErr("ptp.probe", "%v", err)
 	}
@@ -166,18 +172,22 @@ func (s *ptpProbeSource) Collect(ctx context.Context, b *Batch) error {
 			sink.Int("correction_ns", ex.CorrSyncNS))
 	}
 	elapsed := max(time.Since(s.start).Seconds(), 1)
+	st := s.p.Stats()
 	f := []sink.Field{
+		sink.String("transport", s.p.Transport), sink.Uint("dropped_frames", s.p.Dropped.Load()),
 		sink.Uint("bytes_sent", s.p.BytesSent.Load()), sink.Uint("bytes_received", s.p.BytesReceived.Load()),
 		sink.Float("bytes_sent_per_s", float64(s.p.BytesSent.Load())/elapsed),
 		sink.Float("bytes_received_per_s", float64(s.p.BytesReceived.Load())/elapsed),
-		sink.Uint("master_changes", s.p.Slave.MasterChanges), sink.Int("measurements", int64(len(q))),
+		sink.Uint("master_changes", st.MasterChanges), sink.Int("measurements", int64(len(q))),
 		sink.Uint("rx_software", s.p.RxSources[sockts.SourceSoftware].Load()), sink.Uint("rx_user", s.p.RxSources[sockts.SourceUser].Load()),
+		sink.Uint("rx_hardware", s.p.RxSources[sockts.SourceHardware].Load()),
+		sink.Uint("tx_software", s.p.TxSources[sockts.SourceSoftware].Load()), sink.Uint("tx_user", s.p.TxSources[sockts.SourceUser].Load()),
 	}
 	for r := ptp.RejectShort; r < ptp.RejectMalformed+1; r++ {
-		f = append(f, sink.Uint("rejected_"+r.String(), s.p.Slave.Rejects[r]))
+		f = append(f, sink.Uint("rejected_"+r.String(), st.Rejects[r]))
 	}
-	if m, ok := s.p.Slave.Best(); ok {
-		b.Add("ptp_probe_stats", now, []sink.Tag{{Key: "master", Value: m.Port.String()}}, f...)
+	if st.HaveMaster {
+		b.Add("ptp_probe_stats", now, []sink.Tag{{Key: "master", Value: st.Master.Port.String()}}, f...)
 	} else {
 		b.Add("ptp_probe_stats", now, nil, f...)
 	}

@@ -40,17 +40,23 @@ func meanStd(v []int64) (float64, float64) {
 	return m, math.Sqrt(s / float64(len(v)-1))
 }
 
-// TestUDPProbeAgainstPtp4l: a ptp4l master, a free-running ptp4l slave and our
-// probe sit on one bridge, each in its own namespace (ptp4l and the probe both
-// need ports 319/320). All share one clock: the true offset is 0.
+// TestProbeAgainstPtp4l: a ptp4l master in one namespace; across a veth pair,
+// a free-running ptp4l slave and our probe side by side in the other (over UDP
+// they share ports 319/320, as on a board that runs ptp4l). Both see the same
+// frames on the same path; the namespaces share one clock: the true offset is
+// 0. It runs once per transport, UDPv4 and IEEE 802.3, with ptp4l on the same.
+//
+// (An earlier version put the three on a bridge, each in a namespace of its
+// own. The bridge floods multicast to its ports in turn, and on this VM a
+// frame after a quiet spell takes ~15 us per hop against ~2 us warm, so the
+// port order alone biased each slave by microseconds.)
 //
 // It checks that the probe measures (kernel timestamps, the master followed,
-// the other slave's messages refused, offsets within 100 us of the truth) and
-// prints its figures beside ptp4l's. It does not assert the accuracy
-// criterion (|mean| <= 1 us): on this 2-core VM with software timestamps the
-// reference ptp4l slave itself misses it (means of -1 to +2.4 us, std 1-7 us
-// between runs).
-func TestUDPProbeAgainstPtp4l(t *testing.T) {
+// the other slave's Delay_Resps refused, offsets within 100 us of the truth)
+// and prints its figures beside ptp4l's. It does not assert the issue's
+// accuracy criterion (|mean| <= 1 us): on this 2-core VM with software
+// timestamps the reference ptp4l slave itself misses it in some runs.
+func TestProbeAgainstPtp4l(t *testing.T) {
 	if c, err := sockts.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), sockts.Options{}); err == nil {
 		opt, why := c.Option()
 		c.Close()
@@ -58,12 +64,24 @@ func TestUDPProbeAgainstPtp4l(t *testing.T) {
 			t.Skipf("no kernel packet timestamps here (%v): the probe is measured with them", why)
 		}
 	}
-	hosts := testbed.NewBridge(t, 3)
-	testbed.StartPtp4l(t, hosts[0], testbed.Ptp4lOptions{Master: true})
-	slave := testbed.StartPtp4l(t, hosts[1], testbed.Ptp4lOptions{})
-	var p *UDPProbe
-	if err := hosts[2].Do(func() (err error) {
-		p, err = ListenUDP(UDPConfig{Interface: hosts[2].If})
+	for _, tc := range []struct {
+		transport string
+		listen    func(iface string) (*Probe, error)
+	}{
+		{"UDPv4", func(iface string) (*Probe, error) { return ListenUDP(UDPConfig{Interface: iface}) }},
+		{"L2", func(iface string) (*Probe, error) { return ListenL2(L2Config{Interface: iface}) }},
+	} {
+		t.Run(tc.transport, func(t *testing.T) { probeAgainstPtp4l(t, tc.transport, tc.listen) })
+	}
+}
+
+func probeAgainstPtp4l(t *testing.T, transport string, listen func(string) (*Probe, error)) {
+	master, host := testbed.NewLink(t)
+	testbed.StartPtp4l(t, master, testbed.Ptp4lOptions{Master: true, Transport: transport})
+	slave := testbed.StartPtp4l(t, host, testbed.Ptp4lOptions{Transport: transport})
+	var p *Probe
+	if err := host.Do(func() (err error) {
+		p, err = listen(host.If)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -85,6 +103,8 @@ collect:
 				continue // the master takes ~4 s to claim the role; let both settle
 			}
 			offs = append(offs, ex.OffsetNS)
+			t.Logf("  exchange %2d: seq %5d offset %8d ns t2-t1 %8d ns path delay %7d ns (last %7d ns, t4-t3 %8d ns)",
+				len(offs)-1, ex.Seq, ex.OffsetNS, ex.T2-ex.T1, ex.PathDelayNS, ex.DelayNS, ex.T4-ex.T3)
 
 		}
 	}
@@ -95,13 +115,14 @@ collect:
 		t.Fatalf("probe %d exchanges, ptp4l slave %d samples\n%s", len(offs), len(ref), slave.LogText())
 	}
 	ref = ref[3:]
+	st := p.Stats()
 	m, s := meanStd(offs)
 	rm, rs := meanStd(ref)
-	t.Logf("UDPv4 multicast over a bridge, 1 Hz sync, true offset 0:")
+	t.Logf("%s multicast over a veth pair, 1 Hz sync, true offset 0:", transport)
 	t.Logf("  %-26s %4s %10s %10s", "", "n", "mean", "std")
 	t.Logf("  %-26s %4d %8.0f ns %8.0f ns", "monagent probe", len(offs), m, s)
 	t.Logf("  %-26s %4d %8.0f ns %8.0f ns", "ptp4l slave (free_running)", len(ref), rm, rs)
-	t.Logf("  rejects %v, master changes %d, bytes sent %d received %d, rx sources %d/%d/%d/%d tx %d/%d/%d/%d", p.Slave.Rejects, p.Slave.MasterChanges, p.BytesSent.Load(), p.BytesReceived.Load(),
+	t.Logf("  rejects %v, dropped %d, master changes %d, bytes sent %d received %d, rx sources %d/%d/%d/%d tx %d/%d/%d/%d", st.Rejects, p.Dropped.Load(), st.MasterChanges, p.BytesSent.Load(), p.BytesReceived.Load(),
 		p.RxSources[0].Load(), p.RxSources[1].Load(), p.RxSources[2].Load(), p.RxSources[3].Load(), p.TxSources[0].Load(), p.TxSources[1].Load(), p.TxSources[2].Load(), p.TxSources[3].Load())
 	for i, o := range offs {
 		if o < -100_000 || o > 100_000 {
@@ -111,7 +132,7 @@ collect:
 	if p.RxSources[2].Load() == 0 || p.RxSources[1].Load() != 0 || p.TxSources[2].Load() == 0 {
 		t.Errorf("timestamps: rx %d software %d user, tx %d software", p.RxSources[2].Load(), p.RxSources[1].Load(), p.TxSources[2].Load())
 	}
-	if p.Slave.MasterChanges != 1 || p.Slave.Rejects[RejectForeign] == 0 {
-		t.Errorf("master changes %d (want 1: the one master), foreign delay_resps refused %d (the ptp4l slave's)", p.Slave.MasterChanges, p.Slave.Rejects[RejectForeign])
+	if st.MasterChanges != 1 || st.Rejects[RejectForeign] == 0 {
+		t.Errorf("master changes %d (want 1: the one master), foreign delay_resps refused %d (the ptp4l slave's)", st.MasterChanges, st.Rejects[RejectForeign])
 	}
 }

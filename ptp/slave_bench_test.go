@@ -14,7 +14,7 @@ func primed() *Slave {
 	s.General(announce(gm, 128), now)
 	for i := 0; i < 10; i++ {
 		base := int64(1_795_000_000_000_000_000) + int64(i)*1e9
-		s.Event(sync(gm, uint16(i), true, 0, 0), base+12_000)
+		s.Event(syncMsg(gm, uint16(i), true, 0, 0), base+12_000)
 		s.DelayReq(make([]byte, 64))
 		s.Sent(base + 100_000)
 		s.General(followUp(gm, uint16(i), base, 0), now)
@@ -27,7 +27,7 @@ func primed() *Slave {
 // Follow_Up, take the median path delay, compute the offset.
 func TestMeasurementDoesNotAllocate(t *testing.T) {
 	s := primed()
-	sy, fu := sync(gm, 100, true, 0, 0), followUp(gm, 100, 5, 0)
+	sy, fu := syncMsg(gm, 100, true, 0, 0), followUp(gm, 100, 5, 0)
 	now := time.Unix(1_795_000_100, 0)
 	if n := testing.AllocsPerRun(1000, func() {
 		s.Event(sy, 1_000_000)
@@ -46,7 +46,7 @@ func BenchmarkDecode(b *testing.B) {
 	var fu protocol.FollowUp
 	var dr protocol.DelayResp
 	var an protocol.Announce
-	msgs := [][]byte{sync(gm, 1, true, 0, 0), followUp(gm, 1, 5, 0), delayResp(gm, 1, us, 9, 0), announce(gm, 128)}
+	msgs := [][]byte{syncMsg(gm, 1, true, 0, 0), followUp(gm, 1, 5, 0), delayResp(gm, 1, us, 9, 0), announce(gm, 128)}
 	b.ReportAllocs()
 	for b.Loop() {
 		if sm.UnmarshalBinary(msgs[0]) != nil || fu.UnmarshalBinary(msgs[1]) != nil || dr.UnmarshalBinary(msgs[2]) != nil || an.UnmarshalBinary(msgs[3]) != nil {
@@ -59,7 +59,7 @@ func BenchmarkDecode(b *testing.B) {
 // header checks, decode, median of ten path delays, offset.
 func BenchmarkMeasure(b *testing.B) {
 	s := primed()
-	sy, fu := sync(gm, 100, true, 0, 0), followUp(gm, 100, 5, 0)
+	sy, fu := syncMsg(gm, 100, true, 0, 0), followUp(gm, 100, 5, 0)
 	now := time.Unix(1_795_000_100, 0)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -40,7 +40,7 @@ func announce(from protocol.PortIdentity, prio1 uint8) []byte {
 	return b
 }
 
-func sync(from protocol.PortIdentity, seq uint16, twoStep bool, t1 int64, corr int64) []byte {
+func syncMsg(from protocol.PortIdentity, seq uint16, twoStep bool, t1 int64, corr int64) []byte {
 	s := protocol.SyncDelayReq{Header: header(protocol.MessageSync, from, seq, 44)}
 	s.CorrectionField = protocol.Correction(corr << 16)
 	if twoStep {
@@ -89,12 +89,12 @@ func TestMeanPathDelayAndMedian(t *testing.T) {
 func TestSlaveTwoStepExchange(t *testing.T) {
 	s := &Slave{Port: us}
 	now := time.Unix(1_795_000_000, 0)
-	if _, _, err := s.Event(sync(gm, 1, true, 0, 0), 1); RejectOf(err) != RejectMaster {
+	if _, _, err := s.Event(syncMsg(gm, 1, true, 0, 0), 1); RejectOf(err) != RejectMaster {
 		t.Fatalf("sync before any announce: %v", err)
 	}
 	s.General(announce(gm, 128), now)
 	base := int64(1_795_000_000_000_000_000)
-	_, send, err := s.Event(sync(gm, 7, true, 0, 100), base+12_000) // t2
+	_, send, err := s.Event(syncMsg(gm, 7, true, 0, 100), base+12_000) // t2
 	if err != nil || !send {
 		t.Fatalf("sync: %v %v", send, err)
 	}
@@ -117,7 +117,7 @@ func TestSlaveTwoStepExchange(t *testing.T) {
 	}
 	// ms = 12000 - 150 = 11850, sm = 11000: path delay 11425. The next Sync
 	// (same paths) measures offset 11850 - 11425 = 425.
-	if ex, _, _ := s.Event(sync(gm, 8, true, 0, 100), base+1e9+12_000); ex != nil {
+	if ex, _, _ := s.Event(syncMsg(gm, 8, true, 0, 100), base+1e9+12_000); ex != nil {
 		t.Fatalf("a two-step sync measured before its follow_up: %+v", ex)
 	}
 	ex, err := s.General(followUp(gm, 8, base+1e9, 50), now)
@@ -133,7 +133,7 @@ func TestSlaveOneStepAndRejects(t *testing.T) {
 	s := &Slave{Port: us, Domain: 0}
 	now := time.Unix(1_795_000_000, 0)
 	s.General(announce(gm, 128), now)
-	if _, send, err := s.Event(sync(gm, 3, false, 5_000, 0), 15_000); err != nil || !send {
+	if _, send, err := s.Event(syncMsg(gm, 3, false, 5_000, 0), 15_000); err != nil || !send {
 		t.Fatalf("one-step sync: %v", err)
 	}
 	s.DelayReq(make([]byte, 64))
@@ -141,21 +141,21 @@ func TestSlaveOneStepAndRejects(t *testing.T) {
 	if _, err := s.General(delayResp(gm, 1, us, 30_000, 0), now); err != nil {
 		t.Fatal(err)
 	}
-	ex, _, err := s.Event(sync(gm, 4, false, 1e9+5_000, 0), 1e9+15_000)
+	ex, _, err := s.Event(syncMsg(gm, 4, false, 1e9+5_000, 0), 1e9+15_000)
 	if err != nil || ex == nil || ex.OffsetNS != 0 || ex.PathDelayNS != 10_000 {
 		t.Fatalf("one-step exchange %+v %v", ex, err)
 	}
-	bad := sync(gm, 4, false, 1, 0)
+	bad := syncMsg(gm, 4, false, 1, 0)
 	bad[1] = 1 // PTPv1
 	if _, _, err := s.Event(bad, 1); RejectOf(err) != RejectVersion {
 		t.Fatalf("v1: %v", err)
 	}
-	dom := sync(gm, 4, false, 1, 0)
+	dom := syncMsg(gm, 4, false, 1, 0)
 	dom[4] = 24
 	if _, _, err := s.Event(dom, 1); RejectOf(err) != RejectDomain {
 		t.Fatalf("domain: %v", err)
 	}
-	if _, _, err := s.Event(sync(gm, 4, false, 1, 0)[:20], 1); RejectOf(err) != RejectShort {
+	if _, _, err := s.Event(syncMsg(gm, 4, false, 1, 0)[:20], 1); RejectOf(err) != RejectShort {
 		t.Fatalf("short: %v", err)
 	}
 	if _, _, err := s.Event(make([]byte, MaxMessage+1), 1); RejectOf(err) != RejectOversized {
@@ -177,7 +177,7 @@ func TestSlaveFollowsTheBestMaster(t *testing.T) {
 	if b, _ := s.Best(); b.Port != gm || s.MasterChanges != 2 {
 		t.Fatalf("best %v after a better announce, changes %d", b.Port, s.MasterChanges)
 	}
-	if _, _, err := s.Event(sync(other, 1, false, 1, 0), 2); RejectOf(err) != RejectMaster {
+	if _, _, err := s.Event(syncMsg(other, 1, false, 1, 0), 2); RejectOf(err) != RejectMaster {
 		t.Fatalf("sync from the worse master: %v", err)
 	}
 	// gm goes silent: after the announce timeout the other master takes over.
@@ -207,7 +207,7 @@ func TestBetter(t *testing.T) {
 }
 
 func FuzzSlave(f *testing.F) {
-	f.Add(announce(gm, 128), sync(gm, 1, true, 0, 0), followUp(gm, 1, 5, 0), delayResp(gm, 1, us, 9, 0))
+	f.Add(announce(gm, 128), syncMsg(gm, 1, true, 0, 0), followUp(gm, 1, 5, 0), delayResp(gm, 1, us, 9, 0))
 	f.Fuzz(func(t *testing.T, a, s1, fu, dr []byte) {
 		sl := &Slave{Port: us}
 		now := time.Unix(1, 0)

@@ -69,7 +69,9 @@ const (
 	soTimestampingNew  = 65 // SO_TIMESTAMPING_NEW: struct __kernel_timespec, 64-bit
 	ipRecvErr          = 11
 	ipv6RecvErr        = 25
-	eeOriginTimestamp  = 4 // SO_EE_ORIGIN_TIMESTAMPING
+	solPacket          = 263
+	packetTxTimestamp  = 16 // PACKET_TX_TIMESTAMP: an AF_PACKET socket's sock_extended_err
+	eeOriginTimestamp  = 4  // SO_EE_ORIGIN_TIMESTAMPING
 	sockExtendedErrLen = 16
 )
 
@@ -126,7 +128,7 @@ func (l Layout) Parse(oob []byte, c *Control) error {
 			default:
 				return fmt.Errorf("%w: scm_timestamping of %d bytes", ErrMalformed, len(data))
 			}
-		case (level == solIP && typ == ipRecvErr) || (level == solIPv6 && typ == ipv6RecvErr):
+		case (level == solIP && typ == ipRecvErr) || (level == solIPv6 && typ == ipv6RecvErr) || (level == solPacket && typ == packetTxTimestamp):
 			if len(data) < sockExtendedErrLen {
 				return fmt.Errorf("%w: sock_extended_err of %d bytes", ErrMalformed, len(data))
 			}

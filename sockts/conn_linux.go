@@ -22,7 +22,21 @@ type Options struct {
 	// TxWait is how long a send waits for its transmit timestamp on the error
 	// queue (default 10 ms; slow boards need more than 1 ms).
 	TxWait time.Duration
+	// ReuseAddr lets the socket share its port with others that set it too
+	// (SO_REUSEADDR: ptp4l's 319/320); each gets every multicast datagram.
+	ReuseAddr bool
+	// RxFilters are the hardware receive filters (HWTSTAMP_FILTER_*) that
+	// serve, in order of preference; default: every packet, else NTP packets.
+	RxFilters []int32
 }
+
+// PTP receive filters for Options.RxFilters: every packet, or PTPv2 event
+// messages over any transport, over Ethernet, or over UDP.
+var (
+	RxFiltersPTPL2  = []int32{unix.HWTSTAMP_FILTER_ALL, unix.HWTSTAMP_FILTER_PTP_V2_EVENT, unix.HWTSTAMP_FILTER_PTP_V2_L2_EVENT}
+	RxFiltersPTPUDP = []int32{unix.HWTSTAMP_FILTER_ALL, unix.HWTSTAMP_FILTER_PTP_V2_EVENT, unix.HWTSTAMP_FILTER_PTP_V2_L4_EVENT}
+	rxFiltersNTP    = []int32{unix.HWTSTAMP_FILTER_ALL, unix.HWTSTAMP_FILTER_NTP_ALL}
+)
 
 // ErrTimeout is returned by ReadFrom when nothing arrived in time.
 var ErrTimeout = errors.New("timed out")
@@ -41,14 +55,12 @@ type Conn struct {
 	sent       uint32 // sends so far: the OPT_ID key of the next send
 	option     string // the timestamping option in use
 	noTSReason error  // why there are no kernel timestamps, when option is "none"
+	borrowed   bool   // the fd belongs to someone else (FromFD): Close leaves it
 }
 
 // ListenUDP opens a UDP socket bound to laddr (port 0 for any) with receive and
 // transmit timestamps.
 func ListenUDP(laddr netip.AddrPort, o Options) (*Conn, error) {
-	if o.TxWait <= 0 {
-		o.TxWait = 10 * time.Millisecond
-	}
 	family := unix.AF_INET
 	if laddr.Addr().Is6() && !laddr.Addr().Is4In6() {
 		family = unix.AF_INET6
@@ -57,23 +69,66 @@ func ListenUDP(laddr netip.AddrPort, o Options) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sockts: socket: %w", err)
 	}
-	c := &Conn{fd: fd, v6: family == unix.AF_INET6, opts: o, layout: NativeLayout(),
-		rx: path{oob: make([]byte, 512)}, tx: path{oob: make([]byte, 512)}, errBuf: make([]byte, 64), option: "SO_TIMESTAMPING_NEW"}
-	if err := c.setup(laddr); err != nil {
+	c := newConn(fd, o)
+	c.v6 = family == unix.AF_INET6
+	if err := c.setup(); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	sa, err := sockaddr(laddr, c.v6)
+	if err == nil && o.ReuseAddr {
+		if err = unix.SetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+			err = fmt.Errorf("sockts: SO_REUSEADDR: %w", err)
+		}
+	}
+	if err == nil {
+		err = unix.Bind(c.fd, sa)
+		if err != nil {
+			err = fmt.Errorf("sockts: bind %s: %w", laddr, err)
+		}
+	}
+	if err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Conn) setup(laddr netip.AddrPort) error {
+// FromFD turns on timestamping on a socket opened elsewhere: a raw AF_PACKET
+// socket of mdlayher/packet, bound to its interface. Send on it with Write
+// (the frame carries its destination); ReadFrom skips the socket's copies of
+// outgoing frames. The fd stays its owner's: Close does not close it, and it
+// must stay open while the Conn is used.
+func FromFD(fd int, o Options) (*Conn, error) {
+	c := newConn(fd, o)
+	c.borrowed = true
+	if err := c.setup(); err != nil {
+		return nil, err
+	}
+	// Kernels from 4.20 drop outgoing frames themselves; ReadFrom checks too.
+	_ = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
+	return c, nil
+}
+
+func newConn(fd int, o Options) *Conn {
+	if o.TxWait <= 0 {
+		o.TxWait = 10 * time.Millisecond
+	}
+	if len(o.RxFilters) == 0 {
+		o.RxFilters = rxFiltersNTP
+	}
+	return &Conn{fd: fd, opts: o, layout: NativeLayout(),
+		rx: path{oob: make([]byte, 512)}, tx: path{oob: make([]byte, 512)}, errBuf: make([]byte, 64), option: "SO_TIMESTAMPING_NEW"}
+}
+
+func (c *Conn) setup() error {
 	flags := unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE |
 		unix.SOF_TIMESTAMPING_OPT_ID | unix.SOF_TIMESTAMPING_OPT_TSONLY
 	if c.opts.Hardware {
 		if c.opts.Interface == "" {
 			return errors.New("sockts: hardware timestamps need an interface")
 		}
-		filter, err := rxFilter(c.fd, c.opts.Interface)
+		filter, err := rxFilter(c.fd, c.opts.Interface, c.opts.RxFilters)
 		if err != nil {
 			return err
 		}
@@ -81,7 +136,8 @@ func (c *Conn) setup(laddr netip.AddrPort) error {
 		if err := unix.IoctlSetHwTstamp(c.fd, c.opts.Interface, &cfg); err != nil {
 			return fmt.Errorf("sockts: interface %s has no hardware timestamping (SIOCSHWTSTAMP: %w)", c.opts.Interface, err)
 		}
-		if err := unix.BindToDevice(c.fd, c.opts.Interface); err != nil {
+		// An AF_PACKET socket is bound to its interface already.
+		if err := unix.BindToDevice(c.fd, c.opts.Interface); err != nil && !c.borrowed {
 			return fmt.Errorf("sockts: SO_BINDTODEVICE %s: %w", c.opts.Interface, err)
 		}
 		flags |= unix.SOF_TIMESTAMPING_RX_HARDWARE | unix.SOF_TIMESTAMPING_TX_HARDWARE | unix.SOF_TIMESTAMPING_RAW_HARDWARE
@@ -106,19 +162,12 @@ func (c *Conn) setup(laddr netip.AddrPort) error {
 			return fmt.Errorf("sockts: SO_TIMESTAMPING: %w", err)
 		}
 	}
-	sa, err := sockaddr(laddr, c.v6)
-	if err != nil {
-		return err
-	}
-	if err := unix.Bind(c.fd, sa); err != nil {
-		return fmt.Errorf("sockts: bind %s: %w", laddr, err)
-	}
 	return nil
 }
 
-// rxFilter picks the receive filter for NTP from the interface's ethtool
-// timestamping capabilities: every packet if it can, else NTP packets.
-func rxFilter(fd int, iface string) (int32, error) {
+// rxFilter picks the first of filters the interface's ethtool timestamping
+// capabilities offer.
+func rxFilter(fd int, iface string, filters []int32) (int32, error) {
 	info, err := unix.IoctlGetEthtoolTsInfo(fd, iface)
 	if err != nil {
 		return 0, fmt.Errorf("sockts: interface %s has no hardware timestamping (ETHTOOL_GET_TS_INFO: %w)", iface, err)
@@ -127,12 +176,12 @@ func rxFilter(fd int, iface string) (int32, error) {
 	if info.So_timestamping&need != need || info.Tx_types&(1<<unix.HWTSTAMP_TX_ON) == 0 {
 		return 0, fmt.Errorf("sockts: interface %s has no hardware timestamping (capabilities %#x, tx types %#x)", iface, info.So_timestamping, info.Tx_types)
 	}
-	for _, f := range []int32{unix.HWTSTAMP_FILTER_ALL, unix.HWTSTAMP_FILTER_NTP_ALL} {
+	for _, f := range filters {
 		if info.Rx_filters&(1<<uint(f)) != 0 {
 			return f, nil
 		}
 	}
-	return 0, fmt.Errorf("sockts: interface %s cannot timestamp received NTP packets in hardware (rx filters %#x: only PTP)", iface, info.Rx_filters)
+	return 0, fmt.Errorf("sockts: interface %s cannot timestamp the packets in hardware (rx filters %#x, none of %v)", iface, info.Rx_filters, filters)
 }
 
 func sockaddr(a netip.AddrPort, v6 bool) (unix.Sockaddr, error) {
@@ -165,8 +214,13 @@ func (c *Conn) LocalAddr() (netip.AddrPort, error) {
 	return netip.AddrPort{}, errors.New("sockts: unknown socket address")
 }
 
-// Close closes the socket.
-func (c *Conn) Close() error { return unix.Close(c.fd) }
+// Close closes the socket (not one lent to FromFD).
+func (c *Conn) Close() error {
+	if c.borrowed {
+		return nil
+	}
+	return unix.Close(c.fd)
+}
 
 // WriteTo sends b to addr and returns its transmit timestamp: hardware or
 // software from the error queue when it arrives within TxWait, else the user-space
@@ -187,14 +241,37 @@ func (c *Conn) WriteTo(b []byte, to netip.AddrPort) (Timestamp, error) {
 		rsa4.Addr = to.Addr().Unmap().As4()
 		ptr, salen = unsafe.Pointer(&rsa4), unsafe.Sizeof(rsa4)
 	}
+	return c.send(b, ptr, salen, to)
+}
+
+// Write sends b on a socket that needs no address (FromFD's AF_PACKET socket:
+// the frame names its destination) and returns its transmit timestamp as
+// WriteTo does.
+func (c *Conn) Write(b []byte) (Timestamp, error) {
+	return c.send(b, nil, 0, netip.AddrPort{})
+}
+
+func (c *Conn) send(b []byte, ptr unsafe.Pointer, salen uintptr, to netip.AddrPort) (Timestamp, error) {
 	key := c.sent
+	if c.borrowed {
+		c.drainErrQueue()
+	}
 	user, _ := timebase.Realtime.Now()
 	for {
 		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(c.fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), 0, uintptr(ptr), salen)
 		if e == unix.EINTR {
 			continue
 		}
+		if e == unix.EAGAIN && ptr == nil {
+			// A raw socket's queue is full for a moment: wait for room.
+			fds := [1]unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLOUT}}
+			_, _ = unix.Poll(fds[:], 10)
+			continue
+		}
 		if e != 0 {
+			if ptr == nil {
+				return Timestamp{}, fmt.Errorf("sockts: send: %w", e)
+			}
 			return Timestamp{}, fmt.Errorf("sockts: sendto %s: %w", to, e)
 		}
 		break
@@ -216,7 +293,11 @@ func (c *Conn) txTimestamp(key uint32) (Timestamp, bool) {
 		_, _, err := c.recvmsg(&c.tx, c.errBuf, unix.MSG_ERRQUEUE)
 		if err == nil {
 			ctl := &c.tx.ctrl
-			if perr := c.layout.Parse(c.tx.oob[:c.tx.oobn], ctl); perr == nil && ctl.HaveTxKey && ctl.TxKey == key {
+			// Kernels before 6.x number an AF_PACKET socket's sends 0 always
+			// (no OPT_ID there); its queue was drained before the send, so a
+			// timestamp numbered 0 is this send's.
+			if perr := c.layout.Parse(c.tx.oob[:c.tx.oobn], ctl); perr == nil && ctl.HaveTxKey &&
+				(ctl.TxKey == key || (c.borrowed && ctl.TxKey == 0)) {
 				if ctl.Hardware != 0 {
 					return Timestamp{NS: ctl.Hardware, Source: SourceHardware}, true
 				}
@@ -241,12 +322,24 @@ func (c *Conn) txTimestamp(key uint32) (Timestamp, bool) {
 	}
 }
 
+// drainErrQueue drops late transmit timestamps of earlier sends.
+func (c *Conn) drainErrQueue() {
+	for i := 0; i < 64; i++ {
+		if _, _, err := c.recvmsg(&c.tx, c.errBuf, unix.MSG_ERRQUEUE); err != nil {
+			return
+		}
+	}
+}
+
 // ReadFrom waits up to timeout for a datagram and returns its length, sender and
 // receive timestamp (user space just after the read when the kernel gave none).
 func (c *Conn) ReadFrom(b []byte, timeout time.Duration) (int, netip.AddrPort, Timestamp, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		n, from, err := c.recvmsg(&c.rx, b, 0)
+		if errors.Is(err, errOutgoing) {
+			continue
+		}
 		if err == nil {
 			user, _ := timebase.Realtime.Now()
 			ts := Timestamp{NS: user, Source: SourceUser}
@@ -306,8 +399,15 @@ func (c *Conn) recvmsg(p *path, b []byte, flags int) (int, netip.AddrPort, error
 		return 0, netip.AddrPort{}, e
 	}
 	p.oobn = int(msg.Controllen)
+	if rsa.Addr.Family == unix.AF_PACKET && flags&unix.MSG_ERRQUEUE == 0 &&
+		(*unix.RawSockaddrLinklayer)(unsafe.Pointer(&rsa)).Pkttype == unix.PACKET_OUTGOING {
+		return 0, netip.AddrPort{}, errOutgoing
+	}
 	return int(n), addrPort(&rsa), nil
 }
+
+// errOutgoing: an AF_PACKET socket's copy of a frame this host sent.
+var errOutgoing = errors.New("outgoing frame")
 
 func addrPort(rsa *unix.RawSockaddrAny) netip.AddrPort {
 	switch rsa.Addr.Family {

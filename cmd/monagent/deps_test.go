@@ -26,6 +26,12 @@ var allowedModules = map[string]bool{
 	// command protocol); never its timestamp or sptp packages, which do not
 	// build for 32-bit ARM.
 	"github.com/facebook/time": true,
+	// PTP over IEEE 802.3: raw AF_PACKET sockets and Ethernet framing, and
+	// what packet brings (its socket layer; x/sync's errgroup).
+	"github.com/mdlayher/packet":   true,
+	"github.com/mdlayher/ethernet": true,
+	"github.com/mdlayher/socket":   true,
+	"golang.org/x/sync":            true,
 }
 
 func TestBinaryDependencies(t *testing.T) {

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,4 +54,56 @@ spool:
 	if t.Failed() {
 		t.Logf("stdout:\n%s\nstderr:\n%s", text, stderr)
 	}
+}
+
+// TestRunL2WithoutCapNetRaw: the IEEE 802.3 probe needs a raw socket; run as
+// an unprivileged user, monagent says so in one line and exits 2.
+func TestRunL2WithoutCapNetRaw(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to start monagent as another user")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("setpriv (util-linux) is not installed")
+	}
+	_, h := testbed.NewLink(t) // an interface with a MAC address
+	dir, err := os.MkdirTemp("", "monagent-l2perm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	// nobody must reach the binary and the config.
+	for _, d := range []string{dir, filepath.Dir(bin)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := writeConfig(t, dir, `
+clock:
+  enabled: false
+phc:
+  enabled: false
+ptp:
+  enabled: true
+  probe:
+    enabled: true
+    interface: `+h.If+`
+    transport: l2
+output:
+  stdout: true
+spool:
+  enabled: false
+`)
+	argv := append(append([]string{"--reuid=65534", "--regid=65534", "--clear-groups"}, prefix...), bin, "run", "--config", cfg, "--duration", "1s")
+	cmd := h.Command(setpriv, argv...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("exit %v, want 2\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "CAP_NET_RAW") || !strings.Contains(string(out), "ptp.probe") {
+		t.Errorf("the error does not name the key and the capability:\n%s", out)
+	}
+	t.Logf("%s", strings.TrimSpace(string(out)))
 }

@@ -1,0 +1,77 @@
+package ptp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/mdlayher/packet"
+	"golang.org/x/sys/unix"
+
+	"github.com/monagent/monagent/sockts"
+)
+
+// L2Config configures a probe over IEEE 802.3.
+type L2Config struct {
+	Interface string
+	Domain    uint8
+	TxWait    time.Duration
+}
+
+// ErrNoRawSocket is returned when the process may not open raw sockets.
+var ErrNoRawSocket = errors.New("PTP over IEEE 802.3 needs a raw socket: run as root or grant CAP_NET_RAW (setcap cap_net_raw+ep monagent, or AmbientCapabilities=CAP_NET_RAW in the systemd unit)")
+
+// ListenL2 opens a raw socket for EtherType 0x88F7 on the interface and joins
+// the PTP group 01:1B:19:00:00:00. Unlike UDP it can run beside a ptp4l on
+// the same interface: raw sockets share frames instead of binding ports.
+func ListenL2(cfg L2Config) (*Probe, error) {
+	ifi, err := net.InterfaceByName(cfg.Interface)
+	if err != nil {
+		return nil, fmt.Errorf("ptp probe: interface %s: %w", cfg.Interface, err)
+	}
+	port, err := probeIdentity(ifi)
+	if err != nil {
+		return nil, err
+	}
+	pc, err := packet.Listen(ifi, packet.Raw, int(EtherType), nil)
+	if err != nil {
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+			return nil, fmt.Errorf("ptp probe: %s: %w (%v)", cfg.Interface, ErrNoRawSocket, err)
+		}
+		return nil, fmt.Errorf("ptp probe: raw socket on %s: %w", cfg.Interface, err)
+	}
+	p := &Probe{Slave: &Slave{Port: port, Domain: cfg.Domain}, Transport: "l2", closers: []func() error{pc.Close}}
+	if err := pc.JoinGroup(L2Group); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("ptp probe: join %s on %s: %w", L2Group, cfg.Interface, err)
+	}
+	rc, err := pc.SyscallConn()
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("ptp probe: %w", err)
+	}
+	var c *sockts.Conn
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		c, serr = sockts.FromFD(int(fd), sockts.Options{TxWait: cfg.TxWait})
+	}); err != nil || serr != nil {
+		p.Close()
+		return nil, fmt.Errorf("ptp probe: timestamps on %s: %w", cfg.Interface, errors.Join(err, serr))
+	}
+	p.readers = []reader{{c: c, l2: true}}
+	src := ifi.HardwareAddr
+	p.send = func(b []byte) (sockts.Timestamp, error) {
+		f, err := l2Frame(src, b)
+		if err != nil {
+			return sockts.Timestamp{}, err
+		}
+		ts, err := c.Write(f)
+		if err == nil {
+			p.BytesSent.Add(uint64(len(f)))
+		}
+		return ts, err
+	}
+	return p, nil
+}

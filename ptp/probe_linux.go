@@ -1,0 +1,264 @@
+package ptp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/facebook/time/ptp/protocol"
+
+	"github.com/monagent/monagent/sockts"
+)
+
+// PTP over UDPv4 (IEEE 1588 annex D).
+const (
+	EventPort   = 319
+	GeneralPort = 320
+)
+
+// DefaultGroup is the PTP primary multicast group.
+var DefaultGroup = netip.MustParseAddr("224.0.1.129")
+
+// UDPConfig configures a probe over UDPv4.
+type UDPConfig struct {
+	Interface string     // the link the master is on
+	Master    netip.Addr // unicast Delay_Req to this master; zero: multicast
+	Domain    uint8
+	TxWait    time.Duration
+}
+
+// Probe runs a Slave over one transport: UDPv4 (ListenUDP) or IEEE 802.3
+// (ListenL2). It never adjusts a clock.
+type Probe struct {
+	Slave     *Slave
+	Transport string // "udp4" or "l2"
+
+	BytesSent, BytesReceived atomic.Uint64 // Ethernet frame bytes (no FCS)
+	// RxSources counts received event messages by timestamp source
+	// (indexed by sockts.Source); TxSources the Delay_Reqs sent.
+	RxSources, TxSources [4]atomic.Uint64
+	// Dropped counts frames that were not PTP (L2: another EtherType, a
+	// truncated Ethernet header).
+	Dropped atomic.Uint64
+
+	mu    sync.Mutex
+	stats ProbeStats // the Slave's counters as of the last message, for other goroutines
+
+	readers []reader
+	send    func(b []byte) (sockts.Timestamp, error)
+	closers []func() error
+}
+
+// ProbeStats is a snapshot of the probe's Slave, safe to take while Run runs
+// (the Slave itself belongs to Run's goroutine).
+type ProbeStats struct {
+	Rejects       [numRejects]uint64
+	MasterChanges uint64
+	Master        Master // the master followed, when HaveMaster
+	HaveMaster    bool
+}
+
+// Stats returns the latest snapshot.
+func (p *Probe) Stats() ProbeStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats
+}
+
+func (p *Probe) publish() {
+	p.mu.Lock()
+	p.stats.Rejects = p.Slave.Rejects
+	p.stats.MasterChanges = p.Slave.MasterChanges
+	p.stats.Master, p.stats.HaveMaster = p.Slave.Best()
+	p.mu.Unlock()
+}
+
+// reader is one socket the probe reads.
+type reader struct {
+	c       *sockts.Conn
+	general bool // the general port (UDP); L2 has one socket for both kinds
+	l2      bool // frames carry an Ethernet header
+}
+
+// udpOverhead is UDP + IPv4 + Ethernet headers around a PTP message.
+const udpOverhead = 8 + 20 + 14
+
+// ListenUDP opens the event and general ports and joins the PTP group on the
+// interface. It shares ports 319 and 320 with a ptp4l on the same host
+// (SO_REUSEADDR, which ptp4l sets too): both get every multicast message, and
+// each takes the Delay_Resps addressed to its own port identity. (With Master
+// set, a master that answers unicast reaches only one of them.)
+func ListenUDP(cfg UDPConfig) (*Probe, error) {
+	ifi, err := net.InterfaceByName(cfg.Interface)
+	if err != nil {
+		return nil, fmt.Errorf("ptp probe: interface %s: %w", cfg.Interface, err)
+	}
+	port, err := probeIdentity(ifi)
+	if err != nil {
+		return nil, err
+	}
+	p := &Probe{Slave: &Slave{Port: port, Domain: cfg.Domain}, Transport: "udp4"}
+	dst := netip.AddrPortFrom(DefaultGroup, EventPort)
+	if cfg.Master.IsValid() {
+		dst = netip.AddrPortFrom(cfg.Master, EventPort)
+	}
+	for _, s := range []struct {
+		port    uint16
+		general bool
+	}{{EventPort, false}, {GeneralPort, true}} {
+		c, err := sockts.ListenUDP(netip.AddrPortFrom(netip.IPv4Unspecified(), s.port), sockts.Options{TxWait: cfg.TxWait, ReuseAddr: true})
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("ptp probe: port %d: %w", s.port, err)
+		}
+		p.closers = append(p.closers, c.Close)
+		p.readers = append(p.readers, reader{c: c, general: s.general})
+		if err := c.JoinGroup(DefaultGroup, ifi.Index); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("ptp probe: %w", err)
+		}
+	}
+	event := p.readers[0].c
+	p.send = func(b []byte) (sockts.Timestamp, error) {
+		ts, err := event.WriteTo(b, dst)
+		if err == nil {
+			p.BytesSent.Add(uint64(len(b)) + udpOverhead)
+		}
+		return ts, err
+	}
+	return p, nil
+}
+
+// probeIdentity is the probe's port identity: the interface's EUI-64 with the
+// locally administered bit flipped, so it never equals a ptp4l's on the same
+// NIC, and port number 1.
+func probeIdentity(ifi *net.Interface) (protocol.PortIdentity, error) {
+	mac := ifi.HardwareAddr
+	if len(mac) != 6 {
+		return protocol.PortIdentity{}, fmt.Errorf("ptp probe: interface %s has no MAC address", ifi.Name)
+	}
+	id := uint64(mac[0]^0x02)<<56 | uint64(mac[1])<<48 | uint64(mac[2])<<40 | 0xff<<32 | 0xfe<<24 | uint64(mac[3])<<16 | uint64(mac[4])<<8 | uint64(mac[5])
+	return protocol.PortIdentity{ClockIdentity: protocol.ClockIdentity(id), PortNumber: 1}, nil
+}
+
+// Close closes the sockets.
+func (p *Probe) Close() error {
+	var errs []error
+	for i := len(p.closers) - 1; i >= 0; i-- {
+		errs = append(errs, p.closers[i]())
+	}
+	p.closers = nil
+	return errors.Join(errs...)
+}
+
+type msg struct {
+	b       []byte
+	rx      int64
+	general bool
+}
+
+// isGeneral: message types from 8 on (Follow_Up, Delay_Resp, Announce, ...)
+// are general messages, the ones before event messages.
+func isGeneral(b []byte) bool { return len(b) > 0 && b[0]&0x0f >= 8 }
+
+// Run measures until ctx is done, sending every completed exchange to out
+// (dropped when out is full: the probe never waits on its consumer).
+func (p *Probe) Run(ctx context.Context, out chan<- Exchange) error {
+	in := make(chan msg, 64)
+	ctx, cancel := context.WithCancel(ctx)
+	// The readers are done before Run returns, so Close never pulls a socket
+	// from under one.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for _, r := range p.readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 1536)
+			for ctx.Err() == nil {
+				n, _, ts, err := r.c.ReadFrom(buf, 100*time.Millisecond)
+				if err != nil {
+					continue
+				}
+				p.BytesReceived.Add(uint64(n))
+				b, general := buf[:n], r.general
+				if r.l2 {
+					var ok bool
+					if b, ok = l2Payload(b); !ok {
+						p.Dropped.Add(1)
+						continue
+					}
+					general = isGeneral(b)
+				} else {
+					p.BytesReceived.Add(udpOverhead)
+				}
+				if !general {
+					p.RxSources[ts.Source].Add(1)
+				}
+				select {
+				case in <- msg{b: append([]byte(nil), b...), rx: ts.NS, general: general}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	req := make([]byte, 64)
+	var timer *time.Timer
+	var due <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-due:
+			due = nil
+			b, err := p.Slave.DelayReq(req)
+			if err != nil {
+				continue
+			}
+			tx, err := p.send(b)
+			if err != nil {
+				continue
+			}
+			p.TxSources[tx.Source].Add(1)
+			p.Slave.Sent(tx.NS)
+		case m := <-in:
+			ex, send, err := p.handle(m)
+			p.publish()
+			if ex != nil {
+				select {
+				case out <- *ex:
+				default:
+				}
+			}
+			if err != nil || !send || due != nil {
+				continue
+			}
+			// Like ptp4l, send the Delay_Req at a random moment after the Sync
+			// rather than at once, when the master is busy with its Follow_Up.
+			wait := 50*time.Millisecond + time.Duration(rand.Int64N(int64(400*time.Millisecond)))
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			due = timer.C
+		}
+	}
+}
+
+// handle gives a message to the Slave.
+func (p *Probe) handle(m msg) (*Exchange, bool, error) {
+	if m.general {
+		ex, err := p.Slave.General(m.b, time.Now())
+		return ex, false, err
+	}
+	return p.Slave.Event(m.b, m.rx)
+}
