@@ -179,6 +179,14 @@ type Slave struct {
 	Rejects       [numRejects]uint64
 
 	sync  syncState
+	// early is a Follow_Up that came before its Sync: over UDP they arrive on
+	// two sockets, read by two goroutines, and the order between them is lost.
+	early struct {
+		valid    bool
+		seq      uint16
+		from     protocol.PortIdentity
+		t1, corr int64
+	}
 	delay struct {
 		pending bool
 		seq     uint16
@@ -272,6 +280,12 @@ func (s *Slave) Event(b []byte, rx int64) (*Exchange, bool, error) {
 		s.sync.haveT1 = true
 		return s.measure(), !s.delay.pending, nil
 	}
+	if e := &s.early; e.valid && e.seq == seq && e.from == from {
+		e.valid = false
+		s.sync.t1, s.sync.haveT1 = e.t1, true
+		s.sync.corr += e.corr
+		return s.measure(), !s.delay.pending, nil
+	}
 	return nil, !s.delay.pending, nil
 }
 
@@ -320,7 +334,20 @@ func (s *Slave) General(b []byte, now time.Time) (*Exchange, error) {
 		s.announce(from, now)
 		return nil, nil
 	case protocol.MessageFollowUp:
+		if s.best == nil || from != s.best.Port {
+			return nil, s.count(rejectf(RejectMaster, "follow_up from %v", from))
+		}
 		if !s.sync.valid || from != s.sync.from || seq != s.sync.seq || s.sync.haveT1 {
+			if s.sync.valid && int16(seq-s.sync.seq) > 0 {
+				// Ahead of the last Sync: keep it for its Sync.
+				if err := s.fu.UnmarshalBinary(b); err != nil {
+					return nil, s.count(rejectf(RejectMalformed, "%v", err))
+				}
+				s.early.valid, s.early.seq, s.early.from = true, seq, from
+				s.early.t1 = tsNS(s.fu.PreciseOriginTimestamp) - s.utcOffset()
+				s.early.corr = corrNS(s.fu.CorrectionField)
+				return nil, nil
+			}
 			return nil, s.count(rejectf(RejectSequence, "follow_up %d from %v, sync %d", seq, from, s.sync.seq))
 		}
 		if err := s.fu.UnmarshalBinary(b); err != nil {

@@ -127,6 +127,23 @@ func TestSlaveTwoStepExchange(t *testing.T) {
 	if ex.OffsetNS != 425 || ex.PathDelayNS != 11425 || ex.DelayNS != 11425 || ex.Seq != 8 || ex.Master != gm || ex.T3 != base+100_000 {
 		t.Fatalf("exchange %+v", ex)
 	}
+	// Over UDP the Follow_Up may be read before its Sync (two sockets, two
+	// readers): it is kept and completes the Sync when that comes.
+	if ex, err := s.General(followUp(gm, 9, base+2e9, 50), now); err != nil || ex != nil {
+		t.Fatalf("early follow_up: %v %v", ex, err)
+	}
+	ex, _, err = s.Event(syncMsg(gm, 9, true, 0, 100), base+2e9+12_000)
+	if err != nil || ex == nil || ex.OffsetNS != 425 || ex.Seq != 9 {
+		t.Fatalf("sync after its follow_up: %+v %v", ex, err)
+	}
+	// A stale one (behind the last Sync) is refused, and one from another
+	// clock is not the master's.
+	if _, err := s.General(followUp(gm, 5, base, 50), now); RejectOf(err) != RejectSequence {
+		t.Fatalf("stale follow_up: %v", err)
+	}
+	if _, err := s.General(followUp(other, 10, base, 50), now); RejectOf(err) != RejectMaster {
+		t.Fatalf("follow_up from another clock: %v", err)
+	}
 }
 
 func TestSlaveOneStepAndRejects(t *testing.T) {
