@@ -3,7 +3,6 @@ package ptp
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"time"
 
@@ -27,11 +26,7 @@ var ErrNoRawSocket = errors.New("PTP over IEEE 802.3 needs a raw socket: run as 
 // the PTP group 01:1B:19:00:00:00. Unlike UDP it can run beside a ptp4l on
 // the same interface: raw sockets share frames instead of binding ports.
 func ListenL2(cfg L2Config) (*Probe, error) {
-	ifi, err := net.InterfaceByName(cfg.Interface)
-	if err != nil {
-		return nil, fmt.Errorf("ptp probe: interface %s: %w", cfg.Interface, err)
-	}
-	port, err := probeIdentity(ifi)
+	ifi, port, err := probeInterface(cfg.Interface)
 	if err != nil {
 		return nil, err
 	}

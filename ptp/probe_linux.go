@@ -95,11 +95,7 @@ const udpOverhead = 8 + 20 + 14
 // each takes the Delay_Resps addressed to its own port identity. (With Master
 // set, a master that answers unicast reaches only one of them.)
 func ListenUDP(cfg UDPConfig) (*Probe, error) {
-	ifi, err := net.InterfaceByName(cfg.Interface)
-	if err != nil {
-		return nil, fmt.Errorf("ptp probe: interface %s: %w", cfg.Interface, err)
-	}
-	port, err := probeIdentity(ifi)
+	ifi, port, err := probeInterface(cfg.Interface)
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +129,16 @@ func ListenUDP(cfg UDPConfig) (*Probe, error) {
 		return ts, err
 	}
 	return p, nil
+}
+
+// probeInterface looks up the interface and the probe's port identity on it.
+func probeInterface(name string) (*net.Interface, protocol.PortIdentity, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return nil, protocol.PortIdentity{}, fmt.Errorf("ptp probe: interface %s: %w", name, err)
+	}
+	port, err := probeIdentity(ifi)
+	return ifi, port, err
 }
 
 // probeIdentity is the probe's port identity: the interface's EUI-64 with the

@@ -178,7 +178,7 @@ type Slave struct {
 	MasterChanges uint64
 	Rejects       [numRejects]uint64
 
-	sync  syncState
+	sync syncState
 	// early is a Follow_Up that came before its Sync: over UDP they arrive on
 	// two sockets, read by two goroutines, and the order between them is lost.
 	early struct {
