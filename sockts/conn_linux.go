@@ -30,13 +30,8 @@ type Options struct {
 	RxFilters []int32
 }
 
-// PTP receive filters for Options.RxFilters: every packet, or PTPv2 event
-// messages over any transport, over Ethernet, or over UDP.
-var (
-	RxFiltersPTPL2  = []int32{unix.HWTSTAMP_FILTER_ALL, unix.HWTSTAMP_FILTER_PTP_V2_EVENT, unix.HWTSTAMP_FILTER_PTP_V2_L2_EVENT}
-	RxFiltersPTPUDP = []int32{unix.HWTSTAMP_FILTER_ALL, unix.HWTSTAMP_FILTER_PTP_V2_EVENT, unix.HWTSTAMP_FILTER_PTP_V2_L4_EVENT}
-	rxFiltersNTP    = []int32{unix.HWTSTAMP_FILTER_ALL, unix.HWTSTAMP_FILTER_NTP_ALL}
-)
+// rxFiltersNTP: every packet, else NTP packets.
+var rxFiltersNTP = []int32{unix.HWTSTAMP_FILTER_ALL, unix.HWTSTAMP_FILTER_NTP_ALL}
 
 // ErrTimeout is returned by ReadFrom when nothing arrived in time.
 var ErrTimeout = errors.New("timed out")
