@@ -30,6 +30,9 @@ type Options struct {
 	RxFilters []int32
 }
 
+// sendTries bounds the 10 ms waits of a send on a full socket queue.
+const sendTries = 20
+
 // rxFiltersNTP: every packet, else NTP packets.
 var rxFiltersNTP = []int32{unix.HWTSTAMP_FILTER_ALL, unix.HWTSTAMP_FILTER_NTP_ALL}
 
@@ -252,13 +255,16 @@ func (c *Conn) send(b []byte, ptr unsafe.Pointer, salen uintptr, to netip.AddrPo
 		c.drainErrQueue()
 	}
 	user, _ := timebase.Realtime.Now()
+	tries := 0
 	for {
 		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(c.fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), 0, uintptr(ptr), salen)
 		if e == unix.EINTR {
 			continue
 		}
-		if e == unix.EAGAIN && ptr == nil {
-			// A raw socket's queue is full for a moment: wait for room.
+		if e == unix.EAGAIN && tries < sendTries {
+			// The socket's queue is full for a moment: wait for room, a
+			// bounded number of times.
+			tries++
 			fds := [1]unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLOUT}}
 			_, _ = unix.Poll(fds[:], 10)
 			continue

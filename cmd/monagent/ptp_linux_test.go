@@ -23,24 +23,14 @@ func TestRunPTPAgainstPtp4l(t *testing.T) {
 	testbed.StartPtp4l(t, hosts[0], testbed.Ptp4lOptions{Master: true})
 	slave := testbed.StartPtp4l(t, hosts[1], testbed.Ptp4lOptions{})
 	dir := t.TempDir()
-	cfg := writeConfig(t, dir, fmt.Sprintf(`
-clock:
-  enabled: false
-phc:
-  enabled: false
-ptp:
-  enabled: true
+	cfg := writeConfig(t, dir, ptpConfig(fmt.Sprintf(`
   ptp4l:
     enabled: true
     socket: %s
   probe:
     enabled: true
     interface: %s
-output:
-  stdout: true
-spool:
-  enabled: false
-`, slave.Socket, hosts[2].If))
+`, slave.Socket, hosts[2].If)))
 	text, stderr := runIn(t, hosts[2], dir, cfg, "14s")
 	for _, want := range []string{
 		"ptp4l_current,host=", "mean_path_delay_ns=", "ptp4l_parent,", "ptp4l_time_status,", "gm_present=",
@@ -78,22 +68,12 @@ func TestRunL2WithoutCapNetRaw(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := writeConfig(t, dir, `
-clock:
-  enabled: false
-phc:
-  enabled: false
-ptp:
-  enabled: true
+	cfg := writeConfig(t, dir, ptpConfig(`
   probe:
     enabled: true
     interface: `+h.If+`
     transport: l2
-output:
-  stdout: true
-spool:
-  enabled: false
-`)
+`))
 	argv := append(append([]string{"--reuid=65534", "--regid=65534", "--clear-groups"}, prefix...), bin, "run", "--config", cfg, "--duration", "1s")
 	cmd := h.Command(setpriv, argv...)
 	cmd.Dir = dir
@@ -106,4 +86,11 @@ spool:
 		t.Errorf("the error does not name the key and the capability:\n%s", out)
 	}
 	t.Logf("%s", strings.TrimSpace(string(out)))
+}
+
+// ptpConfig is a config with only the ptp section (its body given), records
+// to stdout and no spool.
+func ptpConfig(ptpBody string) string {
+	return "clock:\n  enabled: false\nphc:\n  enabled: false\nptp:\n  enabled: true" + ptpBody +
+		"output:\n  stdout: true\nspool:\n  enabled: false\n"
 }
