@@ -56,13 +56,33 @@ func ListenL2(cfg L2Config) (*Probe, error) {
 		return nil, fmt.Errorf("ptp probe: timestamps on %s: %w", cfg.Interface, errors.Join(err, serr))
 	}
 	p.readers = []reader{{c: c, l2: true}}
+	// Delay_Reqs leave from a raw socket of their own that receives nothing
+	// (protocol 0) and that nobody waits on: see ListenUDP for why.
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		p.Close()
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+			return nil, fmt.Errorf("ptp probe: %s: %w (%v)", cfg.Interface, ErrNoRawSocket, err)
+		}
+		return nil, fmt.Errorf("ptp probe: send socket on %s: %w", cfg.Interface, err)
+	}
+	p.closers = append(p.closers, func() error { return unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifi.Index}); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("ptp probe: bind send socket to %s: %w", cfg.Interface, err)
+	}
+	tx, err := sockts.FromFD(fd, sockts.Options{TxWait: cfg.TxWait})
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("ptp probe: timestamps on %s: %w", cfg.Interface, err)
+	}
 	src := ifi.HardwareAddr
 	p.send = func(b []byte) (sockts.Timestamp, error) {
 		f, err := l2Frame(src, b)
 		if err != nil {
 			return sockts.Timestamp{}, err
 		}
-		ts, err := c.Write(f)
+		ts, err := tx.Write(f)
 		if err == nil {
 			p.BytesSent.Add(uint64(len(f)))
 		}

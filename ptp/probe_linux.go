@@ -120,9 +120,26 @@ func ListenUDP(cfg UDPConfig) (*Probe, error) {
 			return nil, fmt.Errorf("ptp probe: %w", err)
 		}
 	}
-	event := p.readers[0].c
+	// Delay_Reqs leave from a socket of their own that nobody reads. The
+	// kernel takes the software transmit timestamp and then wakes whoever
+	// waits on the socket for its error queue before the frame moves on: on
+	// the event socket that is our reader, blocked in poll, and the wakeup
+	// (an inter-processor interrupt, a VM exit on a virtual machine) lands
+	// between t3 and the master's t4: +3 us on every Delay_Req, measured, and
+	// the offset off by half of it. ptp4l has one thread, never polling
+	// while it sends.
+	tx, err := sockts.ListenUDP(netip.AddrPortFrom(netip.IPv4Unspecified(), 0), sockts.Options{TxWait: cfg.TxWait})
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("ptp probe: send socket: %w", err)
+	}
+	p.closers = append(p.closers, tx.Close)
+	if err := tx.SendMulticast(ifi.Index); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("ptp probe: %w", err)
+	}
 	p.send = func(b []byte) (sockts.Timestamp, error) {
-		ts, err := event.WriteTo(b, dst)
+		ts, err := tx.WriteTo(b, dst)
 		if err == nil {
 			p.BytesSent.Add(uint64(len(b)) + udpOverhead)
 		}

@@ -13,19 +13,37 @@ import (
 
 	"github.com/monagent/monagent/internal/testbed"
 	"github.com/monagent/monagent/sockts"
+	"github.com/monagent/monagent/timebase"
 )
 
-// slaveOffsets reads the per-sample "master offset" figures of a ptp4l log.
-func slaveOffsets(log string) []int64 {
-	re := regexp.MustCompile(`master offset\s+(-?\d+) s\d`)
-	var out []int64
+// slaveSample is one "master offset" line of a ptp4l log: the offset and
+// when ptp4l printed it (its log prefix: CLOCK_MONOTONIC, ms resolution).
+type slaveSample struct {
+	monoMS, offset int64
+}
+
+// slaveSamples reads the per-Sync "master offset" lines of a ptp4l log.
+func slaveSamples(log string) []slaveSample {
+	re := regexp.MustCompile(`\[(\d+)\.(\d{3})\]: master offset\s+(-?\d+) s\d`)
+	var out []slaveSample
 	for _, l := range strings.Split(log, "\n") {
 		if m := re.FindStringSubmatch(l); m != nil {
-			v, _ := strconv.ParseInt(m[1], 10, 64)
-			out = append(out, v)
+			sec, _ := strconv.ParseInt(m[1], 10, 64)
+			ms, _ := strconv.ParseInt(m[2], 10, 64)
+			v, _ := strconv.ParseInt(m[3], 10, 64)
+			out = append(out, slaveSample{sec*1000 + ms, v})
 		}
 	}
 	return out
+}
+
+// monoMS is CLOCK_MONOTONIC in ms, the clock of ptp4l's log prefix.
+func monoMS(t *testing.T) int64 {
+	ns, err := timebase.Monotonic.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns / 1e6
 }
 
 func meanStd(v []int64) (float64, float64) {
@@ -53,10 +71,8 @@ func meanStd(v []int64) (float64, float64) {
 // port order alone biased each slave by microseconds.)
 //
 // It checks that the probe measures (kernel timestamps, the master followed,
-// the other slave's Delay_Resps refused, offsets within 100 us of the truth)
-// and prints its figures beside ptp4l's. It does not assert the issue's
-// accuracy criterion (|mean| <= 1 us): on this 2-core VM with software
-// timestamps the reference ptp4l slave itself misses it in some runs.
+// the other slave's Delay_Resps refused) and holds it to the issue's accuracy
+// criterion against the ptp4l slave over the same Syncs.
 func TestProbeAgainstPtp4l(t *testing.T) {
 	if c, err := sockts.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), sockts.Options{}); err == nil {
 		opt, why := c.Option()
@@ -76,10 +92,15 @@ func TestProbeAgainstPtp4l(t *testing.T) {
 	}
 }
 
+// probeExchanges is how many Syncs each run measures (1 Hz).
+const probeExchanges = 40
+
 func probeAgainstPtp4l(t *testing.T, transport string, listen func(string) (*Probe, error)) {
 	master, host := testbed.NewLink(t)
 	testbed.StartPtp4l(t, master, testbed.Ptp4lOptions{Master: true, Transport: transport})
-	slave := testbed.StartPtp4l(t, host, testbed.Ptp4lOptions{Transport: transport})
+	// freq_est_interval 0: a free-running ptp4l prints its offset at every
+	// Sync, not every other one.
+	slave := testbed.StartPtp4l(t, host, testbed.Ptp4lOptions{Transport: transport, Extra: "freq_est_interval 0\n"})
 	var p *Probe
 	if err := host.Do(func() (err error) {
 		p, err = listen(host.If)
@@ -88,20 +109,24 @@ func probeAgainstPtp4l(t *testing.T, transport string, listen func(string) (*Pro
 		t.Fatal(err)
 	}
 	defer p.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
 	defer cancel()
 	out := make(chan Exchange, 128)
 	go p.Run(ctx, out)
 	var offs []int64
+	var first, last int64 // CLOCK_MONOTONIC ms of the first and last exchange kept
 	start := time.Now()
 collect:
-	for len(offs) < 30 {
+	for len(offs) < probeExchanges {
 		select {
 		case <-ctx.Done():
 			break collect
 		case ex := <-out:
 			if time.Since(start) < 8*time.Second {
 				continue // the master takes ~4 s to claim the role; let both settle
+			}
+			if last = monoMS(t); first == 0 {
+				first = last
 			}
 			offs = append(offs, ex.OffsetNS)
 			t.Logf("  exchange %2d: seq %5d offset %8d ns t2-t1 %8d ns path delay %7d ns (last %7d ns, t4-t3 %8d ns)",
@@ -111,11 +136,17 @@ collect:
 	}
 	// The free-running slave logs an offset every other second; drop its first
 	// three (settling, as for the probe).
-	ref := slaveOffsets(slave.LogText())
-	if len(offs) < 30 || len(ref) < 12 {
-		t.Fatalf("probe %d exchanges, ptp4l slave %d samples\n%s", len(offs), len(ref), slave.LogText())
+	// The ptp4l slave's offsets of the same Syncs: those it printed while the
+	// probe's were collected (it prints a few ms after the Follow_Up).
+	var ref []int64
+	for _, r := range slaveSamples(slave.LogText()) {
+		if r.monoMS >= first-500 && r.monoMS <= last+500 {
+			ref = append(ref, r.offset)
+		}
 	}
-	ref = ref[3:]
+	if len(offs) < probeExchanges || len(ref) < probeExchanges/2 {
+		t.Fatalf("probe %d exchanges, ptp4l slave %d samples in the same window\n%s", len(offs), len(ref), slave.LogText())
+	}
 	st := p.Stats()
 	m, s := meanStd(offs)
 	rm, rs := meanStd(ref)
@@ -125,6 +156,26 @@ collect:
 	t.Logf("  %-26s %4d %8.0f ns %8.0f ns", "ptp4l slave (free_running)", len(ref), rm, rs)
 	t.Logf("  rejects %v, dropped %d, master changes %d, bytes sent %d received %d, rx sources %d/%d/%d/%d tx %d/%d/%d/%d", st.Rejects, p.Dropped.Load(), st.MasterChanges, p.BytesSent.Load(), p.BytesReceived.Load(),
 		p.RxSources[0].Load(), p.RxSources[1].Load(), p.RxSources[2].Load(), p.RxSources[3].Load(), p.TxSources[0].Load(), p.TxSources[1].Load(), p.TxSources[2].Load(), p.TxSources[3].Load())
+	// The issue's criterion: |mean| <= 1 us, std <= 1.2x the ptp4l slave's.
+	// Both measure the same Syncs (one kernel timestamp per frame), so they
+	// differ only in their path delays, and their means must agree. When the
+	// path itself is asymmetric beyond the bound in a run (this VM's kernel
+	// path differs by ~1 us between directions in some runs), the reference
+	// shows it too.
+	t.Logf("  std ratio %.2f (bound 1.2), mean difference %.0f ns (bound 500)", s/rs, m-rm)
+	if s > 1.2*rs {
+		t.Errorf("probe std %.0f ns > 1.2 x the ptp4l slave's %.0f ns", s, rs)
+	}
+	if math.Abs(m-rm) > 500 {
+		t.Errorf("probe mean %.0f ns is %.0f ns from the ptp4l slave's over the same Syncs: a bias of the probe's own", m, m-rm)
+	}
+	if math.Abs(m) > 1000 {
+		if math.Abs(rm) <= 900 {
+			t.Errorf("probe |mean| %.0f ns > 1 us, the ptp4l slave's %.0f ns", m, rm)
+		} else {
+			t.Logf("  |mean| > 1 us for both: the path's own asymmetry in this run")
+		}
+	}
 	// A stalled path (this machine runs the other packages' tests meanwhile)
 	// can spoil a few exchanges; the typical one must be right.
 	far := 0

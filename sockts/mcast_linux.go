@@ -15,6 +15,12 @@ func (c *Conn) JoinGroup(group netip.Addr, ifindex int) error {
 	if err := unix.SetsockoptIPMreqn(c.fd, unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP, mreq); err != nil {
 		return fmt.Errorf("sockts: join %s on interface %d: %w", group, ifindex, err)
 	}
+	return c.SendMulticast(ifindex)
+}
+
+// SendMulticast sends multicast out of interface ifindex (TTL 1, no loopback
+// of our own packets) without joining a group: for a socket that only sends.
+func (c *Conn) SendMulticast(ifindex int) error {
 	if err := unix.SetsockoptIPMreqn(c.fd, unix.IPPROTO_IP, unix.IP_MULTICAST_IF, &unix.IPMreqn{Ifindex: int32(ifindex)}); err != nil {
 		// The older form names the interface by its address (qemu-user and old
 		// kernels know only this one).
