@@ -187,6 +187,9 @@ type PTPProbeConfig struct {
 	Master    string        `yaml:"master"`    // unicast Delay_Req to this address; "" multicast
 	Domain    int           `yaml:"domain"`
 	TxWait    time.Duration `yaml:"tx_wait"`
+	// Timestamping is software (kernel) or hardware (the NIC's PHC; the phc
+	// source must track that PHC, its model moves the timestamps to REALTIME).
+	Timestamping string `yaml:"timestamping"`
 }
 
 // Validate checks the ptp section.
@@ -231,6 +234,9 @@ func (p *PTPConfig) Validate() error {
 		}
 		if err := positive("ptp.probe.tx_wait", p.Probe.TxWait); err != nil {
 			return err
+		}
+		if p.Probe.Timestamping != "software" && p.Probe.Timestamping != "hardware" {
+			return keyErr("ptp.probe.timestamping", "%q is not software or hardware", p.Probe.Timestamping)
 		}
 	}
 	return nil
@@ -319,7 +325,7 @@ func Default() Config {
 		},
 		PTP: PTPConfig{
 			Ptp4l: Ptp4lConfig{Socket: "/var/run/ptp4l", Interval: time.Second, Timeout: time.Second},
-			Probe: PTPProbeConfig{Transport: "udp", TxWait: 10 * time.Millisecond},
+			Probe: PTPProbeConfig{Transport: "udp", TxWait: 10 * time.Millisecond, Timestamping: "software"},
 		},
 		Loadgen: LoadgenConfig{Rate: 1000, Interval: 100 * time.Millisecond},
 		Output:  OutputConfig{},

@@ -164,6 +164,7 @@ func TestPTPSection(t *testing.T) {
 		{"ptp:\n  enabled: true\n  probe:\n    enabled: true\n    interface: eth0\n    transport: l3\n", "x.yaml:6: ptp.probe.transport: \"l3\": must be udp or l2"},
 		{"ptp:\n  enabled: true\n  probe:\n    enabled: true\n    interface: eth0\n    transport: l2\n    master: 10.0.0.1\n", "x.yaml:7: ptp.probe.master: unicast Delay_Req is for transport udp; l2 sends to 01:1b:19:00:00:00"},
 		{"ptp:\n  enabled: true\n  probe:\n    enabled: true\n    interface: eth0\n    master: ptp-gm\n", `x.yaml:6: ptp.probe.master: "ptp-gm" is not an IP address`},
+		{"ptp:\n  enabled: true\n  probe:\n    enabled: true\n    interface: eth0\n    timestamping: phc\n", `x.yaml:6: ptp.probe.timestamping: "phc" is not software or hardware`},
 	} {
 		if _, err := Parse("x.yaml", []byte(bad.yaml)); err == nil || !strings.HasPrefix(err.Error(), bad.want) {
 			t.Errorf("%q: %v, want %q", bad.yaml, err, bad.want)

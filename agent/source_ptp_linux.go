@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/ptp"
 	"github.com/monagent/monagent/sink"
 	"github.com/monagent/monagent/sockts"
@@ -119,15 +120,27 @@ func buildPTPProbe(env *Env) ([]Source, error) {
 	if c.Master != "" {
 		master = netip.MustParseAddr(c.Master)
 	}
+	hw := c.Timestamping == "hardware"
+	var dom timebase.Domain
+	if hw {
+		idx, err := phc.InterfacePHC(c.Interface)
+		if err != nil || idx < 0 {
+			return nil, keyErr("ptp.probe.interface", "%s has no PTP hardware clock for hardware timestamps (%v)", c.Interface, err)
+		}
+		dom = timebase.PHC(idx)
+	}
 	var p *ptp.Probe
 	var err error
 	if c.Transport == "l2" {
-		p, err = ptp.ListenL2(ptp.L2Config{Interface: c.Interface, Domain: uint8(c.Domain), TxWait: c.TxWait})
+		p, err = ptp.ListenL2(ptp.L2Config{Interface: c.Interface, Domain: uint8(c.Domain), TxWait: c.TxWait, Hardware: hw})
 	} else {
-		p, err = ptp.ListenUDP(ptp.UDPConfig{Interface: c.Interface, Master: master, Domain: uint8(c.Domain), TxWait: c.TxWait})
+		p, err = ptp.ListenUDP(ptp.UDPConfig{Interface: c.Interface, Master: master, Domain: uint8(c.Domain), TxWait: c.TxWait, Hardware: hw})
 	}
 	if err != nil {
 		return nil, keyErr("ptp.probe", "%v", err)
+	}
+	if hw {
+		p.Translate = phcToRealtime(env.Translators, dom)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &ptpProbeSource{p: p, cancel: cancel, done: make(chan struct{}), start: time.Now()}
@@ -150,6 +163,19 @@ func buildPTPProbe(env *Env) ([]Source, error) {
 	return []Source{s}, nil
 }
 
+// phcToRealtime translates with the model the phc source keeps of the PHC
+// (looked up at each call: the source may start after the probe).
+func phcToRealtime(trs *Translators, dom timebase.Domain) func(int64) (int64, error) {
+	return func(ns int64) (int64, error) {
+		tr, ok := trs.Lookup(timebase.DomainRealtime, dom)
+		if !ok {
+			return 0, fmt.Errorf("no %s<->realtime model (enable the phc source for this PHC)", dom)
+		}
+		ts, err := tr.Translate(timebase.Timestamp{NS: ns, Domain: dom})
+		return ts.NS, err
+	}
+}
+
 func (s *ptpProbeSource) Name() string            { return "ptp_probe" }
 func (s *ptpProbeSource) Interval() time.Duration { return time.Second }
 
@@ -166,7 +192,7 @@ func (s *ptpProbeSource) Collect(ctx context.Context, b *Batch) error {
 	s.mu.Unlock()
 	now, _ := timebase.Realtime.Now()
 	for _, ex := range q {
-		b.Add("ptp_probe", now, []sink.Tag{{Key: "master", Value: ex.Master.String()}},
+		b.Add("ptp_probe", now, []sink.Tag{{Key: "master", Value: ex.Master.String()}, {Key: "timestamps", Value: ex.SyncSource.String() + "/" + ex.DelaySource.String()}},
 			sink.Int("offset_ns", ex.OffsetNS), sink.Int("path_delay_ns", ex.PathDelayNS), sink.Int("delay_ns", ex.DelayNS),
 			sink.Int("seq", int64(ex.Seq)), sink.Int("t1_ns", ex.T1), sink.Int("t2_ns", ex.T2),
 			sink.Int("correction_ns", ex.CorrSyncNS))
@@ -182,6 +208,7 @@ func (s *ptpProbeSource) Collect(ctx context.Context, b *Batch) error {
 		sink.Uint("rx_software", s.p.RxSources[sockts.SourceSoftware].Load()), sink.Uint("rx_user", s.p.RxSources[sockts.SourceUser].Load()),
 		sink.Uint("rx_hardware", s.p.RxSources[sockts.SourceHardware].Load()),
 		sink.Uint("tx_software", s.p.TxSources[sockts.SourceSoftware].Load()), sink.Uint("tx_user", s.p.TxSources[sockts.SourceUser].Load()),
+		sink.Uint("tx_hardware", s.p.TxSources[sockts.SourceHardware].Load()), sink.Uint("untranslated", s.p.Untranslated.Load()),
 	}
 	for r := ptp.RejectShort; r < ptp.RejectMalformed+1; r++ {
 		f = append(f, sink.Uint("rejected_"+r.String(), st.Rejects[r]))

@@ -17,6 +17,7 @@ type L2Config struct {
 	Interface string
 	Domain    uint8
 	TxWait    time.Duration
+	Hardware  bool // as UDPConfig.Hardware
 }
 
 // ErrNoRawSocket is returned when the process may not open raw sockets.
@@ -37,7 +38,8 @@ func ListenL2(cfg L2Config) (*Probe, error) {
 		}
 		return nil, fmt.Errorf("ptp probe: raw socket on %s: %w", cfg.Interface, err)
 	}
-	p := &Probe{Slave: &Slave{Port: port, Domain: cfg.Domain}, Transport: "l2", closers: []func() error{pc.Close}}
+	p := &Probe{Slave: &Slave{Port: port, Domain: cfg.Domain}, Transport: "l2", closers: []func() error{pc.Close}, hardware: cfg.Hardware}
+	opts := sockts.Options{TxWait: cfg.TxWait, Hardware: cfg.Hardware, Interface: cfg.Interface, RxFilters: rxFiltersL2}
 	if err := pc.JoinGroup(L2Group); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("ptp probe: join %s on %s: %w", L2Group, cfg.Interface, err)
@@ -50,7 +52,7 @@ func ListenL2(cfg L2Config) (*Probe, error) {
 	var c *sockts.Conn
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
-		c, serr = sockts.FromFD(int(fd), sockts.Options{TxWait: cfg.TxWait})
+		c, serr = sockts.FromFD(int(fd), opts)
 	}); err != nil || serr != nil {
 		p.Close()
 		return nil, fmt.Errorf("ptp probe: timestamps on %s: %w", cfg.Interface, errors.Join(err, serr))
@@ -71,7 +73,7 @@ func ListenL2(cfg L2Config) (*Probe, error) {
 		p.Close()
 		return nil, fmt.Errorf("ptp probe: bind send socket to %s: %w", cfg.Interface, err)
 	}
-	tx, err := sockts.FromFD(fd, sockts.Options{TxWait: cfg.TxWait})
+	tx, err := sockts.FromFD(fd, opts)
 	if err != nil {
 		p.Close()
 		return nil, fmt.Errorf("ptp probe: timestamps on %s: %w", cfg.Interface, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/facebook/time/ptp/protocol"
+	"golang.org/x/sys/unix"
 
 	"github.com/monagent/monagent/sockts"
 )
@@ -31,7 +32,18 @@ type UDPConfig struct {
 	Master    netip.Addr // unicast Delay_Req to this master; zero: multicast
 	Domain    uint8
 	TxWait    time.Duration
+	// Hardware takes the event messages' timestamps from the NIC's PHC;
+	// set Probe.Translate before Run.
+	Hardware bool
 }
+
+// Receive filters for the probe's hardware timestamps, in order of
+// preference: PTPv2 events of any layer (what ptp4l sets, so a NIC it runs on
+// is left as it is), of the transport's layer only, every packet.
+var (
+	rxFiltersUDP = []int32{unix.HWTSTAMP_FILTER_PTP_V2_EVENT, unix.HWTSTAMP_FILTER_PTP_V2_L4_EVENT, unix.HWTSTAMP_FILTER_ALL}
+	rxFiltersL2  = []int32{unix.HWTSTAMP_FILTER_PTP_V2_EVENT, unix.HWTSTAMP_FILTER_PTP_V2_L2_EVENT, unix.HWTSTAMP_FILTER_ALL}
+)
 
 // Probe runs a Slave over one transport: UDPv4 (ListenUDP) or IEEE 802.3
 // (ListenL2). It never adjusts a clock.
@@ -46,6 +58,14 @@ type Probe struct {
 	// Dropped counts frames that were not PTP (L2: another EtherType, a
 	// truncated Ethernet header).
 	Dropped atomic.Uint64
+
+	// Translate moves a hardware timestamp (the NIC's PHC) to REALTIME. A
+	// probe opened with Hardware needs it; it must be safe for concurrent use.
+	// A timestamp it cannot translate is counted in Untranslated and its
+	// message dropped: the Slave never mixes clock domains.
+	Translate    func(phcNS int64) (int64, error)
+	Untranslated atomic.Uint64
+	hardware     bool
 
 	mu    sync.Mutex
 	stats ProbeStats // the Slave's counters as of the last message, for other goroutines
@@ -99,7 +119,8 @@ func ListenUDP(cfg UDPConfig) (*Probe, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Probe{Slave: &Slave{Port: port, Domain: cfg.Domain}, Transport: "udp4"}
+	p := &Probe{Slave: &Slave{Port: port, Domain: cfg.Domain}, Transport: "udp4", hardware: cfg.Hardware}
+	hw := sockts.Options{TxWait: cfg.TxWait, Hardware: cfg.Hardware, Interface: cfg.Interface, RxFilters: rxFiltersUDP}
 	dst := netip.AddrPortFrom(DefaultGroup, EventPort)
 	if cfg.Master.IsValid() {
 		dst = netip.AddrPortFrom(cfg.Master, EventPort)
@@ -108,7 +129,12 @@ func ListenUDP(cfg UDPConfig) (*Probe, error) {
 		port    uint16
 		general bool
 	}{{EventPort, false}, {GeneralPort, true}} {
-		c, err := sockts.ListenUDP(netip.AddrPortFrom(netip.IPv4Unspecified(), s.port), sockts.Options{TxWait: cfg.TxWait, ReuseAddr: true})
+		o := sockts.Options{TxWait: cfg.TxWait, ReuseAddr: true}
+		if !s.general {
+			o = hw
+			o.ReuseAddr = true
+		}
+		c, err := sockts.ListenUDP(netip.AddrPortFrom(netip.IPv4Unspecified(), s.port), o)
 		if err != nil {
 			p.Close()
 			return nil, fmt.Errorf("ptp probe: port %d: %w", s.port, err)
@@ -128,7 +154,7 @@ func ListenUDP(cfg UDPConfig) (*Probe, error) {
 	// between t3 and the master's t4: +3 us on every Delay_Req, measured, and
 	// the offset off by half of it. ptp4l has one thread, never polling
 	// while it sends.
-	tx, err := sockts.ListenUDP(netip.AddrPortFrom(netip.IPv4Unspecified(), 0), sockts.Options{TxWait: cfg.TxWait})
+	tx, err := sockts.ListenUDP(netip.AddrPortFrom(netip.IPv4Unspecified(), 0), hw)
 	if err != nil {
 		p.Close()
 		return nil, fmt.Errorf("ptp probe: send socket: %w", err)
@@ -183,7 +209,22 @@ func (p *Probe) Close() error {
 type msg struct {
 	b       []byte
 	rx      int64
+	src     sockts.Source
 	general bool
+}
+
+// stamp returns a timestamp in REALTIME: a hardware one translated.
+func (p *Probe) stamp(ts sockts.Timestamp) (int64, bool) {
+	if ts.Source != sockts.SourceHardware {
+		return ts.NS, true
+	}
+	if p.Translate != nil {
+		if ns, err := p.Translate(ts.NS); err == nil {
+			return ns, true
+		}
+	}
+	p.Untranslated.Add(1)
+	return 0, false
 }
 
 // isGeneral: message types from 8 on (Follow_Up, Delay_Resp, Announce, ...)
@@ -193,6 +234,9 @@ func isGeneral(b []byte) bool { return len(b) > 0 && b[0]&0x0f >= 8 }
 // Run measures until ctx is done, sending every completed exchange to out
 // (dropped when out is full: the probe never waits on its consumer).
 func (p *Probe) Run(ctx context.Context, out chan<- Exchange) error {
+	if p.hardware && p.Translate == nil {
+		return errors.New("ptp probe: hardware timestamps need Probe.Translate (PHC to REALTIME)")
+	}
 	in := make(chan msg, 64)
 	ctx, cancel := context.WithCancel(ctx)
 	// The readers are done before Run returns, so Close never pulls a socket
@@ -222,11 +266,16 @@ func (p *Probe) Run(ctx context.Context, out chan<- Exchange) error {
 				} else {
 					p.BytesReceived.Add(udpOverhead)
 				}
+				var rx int64
 				if !general {
 					p.RxSources[ts.Source].Add(1)
+					var ok bool
+					if rx, ok = p.stamp(ts); !ok {
+						continue
+					}
 				}
 				select {
-				case in <- msg{b: append([]byte(nil), b...), rx: ts.NS, general: general}:
+				case in <- msg{b: append([]byte(nil), b...), rx: rx, src: ts.Source, general: general}:
 				case <-ctx.Done():
 					return
 				}
@@ -234,6 +283,7 @@ func (p *Probe) Run(ctx context.Context, out chan<- Exchange) error {
 		}()
 	}
 	req := make([]byte, 64)
+	var syncSrc, delaySrc sockts.Source
 	var timer *time.Timer
 	var due <-chan time.Time
 	for {
@@ -251,11 +301,19 @@ func (p *Probe) Run(ctx context.Context, out chan<- Exchange) error {
 				continue
 			}
 			p.TxSources[tx.Source].Add(1)
-			p.Slave.Sent(tx.NS)
+			t3, ok := p.stamp(tx)
+			if ok {
+				delaySrc = tx.Source
+			}
+			p.Slave.Sent(t3) // 0 when untranslatable: its Delay_Resp is refused
 		case m := <-in:
+			if !m.general {
+				syncSrc = m.src
+			}
 			ex, send, err := p.handle(m)
 			p.publish()
 			if ex != nil {
+				ex.SyncSource, ex.DelaySource = syncSrc, delaySrc
 				select {
 				case out <- *ex:
 				default:

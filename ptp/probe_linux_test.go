@@ -74,13 +74,7 @@ func meanStd(v []int64) (float64, float64) {
 // the other slave's Delay_Resps refused) and holds it to the accuracy
 // criterion against the ptp4l slave over the same Syncs.
 func TestProbeAgainstPtp4l(t *testing.T) {
-	if c, err := sockts.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), sockts.Options{}); err == nil {
-		opt, why := c.Option()
-		c.Close()
-		if opt == "none" {
-			t.Skipf("no kernel packet timestamps here (%v): the probe is measured with them", why)
-		}
-	}
+	needKernelTimestamps(t)
 	for _, tc := range []struct {
 		transport string
 		listen    func(iface string) (*Probe, error)
@@ -194,5 +188,18 @@ collect:
 	}
 	if st.MasterChanges != 1 || st.Rejects[RejectForeign] == 0 {
 		t.Errorf("master changes %d (want 1: the one master), foreign delay_resps refused %d (the ptp4l slave's)", st.MasterChanges, st.Rejects[RejectForeign])
+	}
+}
+
+// needKernelTimestamps skips where the kernel gives no packet timestamps
+// (qemu-user, which lacks PTP's raw-socket multicast options too).
+func needKernelTimestamps(t *testing.T) {
+	t.Helper()
+	if c, err := sockts.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), sockts.Options{}); err == nil {
+		opt, why := c.Option()
+		c.Close()
+		if opt == "none" {
+			t.Skipf("no kernel packet timestamps here (%v): the probe is measured with them", why)
+		}
 	}
 }

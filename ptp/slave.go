@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/facebook/time/ptp/protocol"
+
+	"github.com/monagent/monagent/sockts"
 )
 
 // Reject says why a PTP message was not used.
@@ -82,6 +84,9 @@ type Exchange struct {
 	T3, T4      int64
 	CorrDelayNS int64
 	DelayNS     int64 // its own mean path delay, ((t2-t1)+(t4-t3))/2 of its Sync
+	// Where t2 and the latest t3 came from (set by Probe): hardware ones were
+	// translated from the NIC's PHC to REALTIME.
+	SyncSource, DelaySource sockts.Source
 }
 
 // MeanPathDelay is IEEE 1588's mean path delay of one Sync and Delay_Req pair.

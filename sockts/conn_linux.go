@@ -126,13 +126,8 @@ func (c *Conn) setup() error {
 		if c.opts.Interface == "" {
 			return errors.New("sockts: hardware timestamps need an interface")
 		}
-		filter, err := rxFilter(c.fd, c.opts.Interface, c.opts.RxFilters)
-		if err != nil {
+		if err := hardwareOn(c.fd, c.opts.Interface, c.opts.RxFilters); err != nil {
 			return err
-		}
-		cfg := unix.HwTstampConfig{Tx_type: unix.HWTSTAMP_TX_ON, Rx_filter: filter}
-		if err := unix.IoctlSetHwTstamp(c.fd, c.opts.Interface, &cfg); err != nil {
-			return fmt.Errorf("sockts: interface %s has no hardware timestamping (SIOCSHWTSTAMP: %w)", c.opts.Interface, err)
 		}
 		// An AF_PACKET socket is bound to its interface already.
 		if err := unix.BindToDevice(c.fd, c.opts.Interface); err != nil && !c.borrowed {
@@ -163,23 +158,65 @@ func (c *Conn) setup() error {
 	return nil
 }
 
-// rxFilter picks the first of filters the interface's ethtool timestamping
-// capabilities offer.
-func rxFilter(fd int, iface string, filters []int32) (int32, error) {
+// hardwareOn turns on the interface's hardware timestamps for filters. When
+// another process (ptp4l, chronyd) has them on already with a receive filter
+// that covers ours, it leaves the interface as it is: SIOCSHWTSTAMP is one
+// setting per NIC, and changing it would change that process's timestamps.
+func hardwareOn(fd int, iface string, filters []int32) error {
 	info, err := unix.IoctlGetEthtoolTsInfo(fd, iface)
 	if err != nil {
-		return 0, fmt.Errorf("sockts: interface %s has no hardware timestamping (ETHTOOL_GET_TS_INFO: %w)", iface, err)
+		return fmt.Errorf("sockts: interface %s has no hardware timestamping (ETHTOOL_GET_TS_INFO: %w)", iface, err)
 	}
+	cur, err := unix.IoctlGetHwTstamp(fd, iface)
+	if err != nil {
+		cur = nil // drivers without SIOCGHWTSTAMP: set ours
+	}
+	filter, keep, err := pickRxFilter(iface, cur, info, filters)
+	if err != nil || keep {
+		return err
+	}
+	cfg := unix.HwTstampConfig{Tx_type: unix.HWTSTAMP_TX_ON, Rx_filter: filter}
+	if err := unix.IoctlSetHwTstamp(fd, iface, &cfg); err != nil {
+		return fmt.Errorf("sockts: interface %s has no hardware timestamping (SIOCSHWTSTAMP: %w)", iface, err)
+	}
+	return nil
+}
+
+// pickRxFilter chooses the receive filter for filters (in order of
+// preference): keep reports that the interface's current setting, cur (nil
+// when unknown), already timestamps sends and covers one of them; else it is
+// the first filter the interface's capabilities offer.
+func pickRxFilter(iface string, cur *unix.HwTstampConfig, info *unix.EthtoolTsInfo, filters []int32) (filter int32, keep bool, err error) {
 	need := uint32(unix.SOF_TIMESTAMPING_TX_HARDWARE | unix.SOF_TIMESTAMPING_RX_HARDWARE | unix.SOF_TIMESTAMPING_RAW_HARDWARE)
 	if info.So_timestamping&need != need || info.Tx_types&(1<<unix.HWTSTAMP_TX_ON) == 0 {
-		return 0, fmt.Errorf("sockts: interface %s has no hardware timestamping (capabilities %#x, tx types %#x)", iface, info.So_timestamping, info.Tx_types)
+		return 0, false, fmt.Errorf("sockts: interface %s has no hardware timestamping (capabilities %#x, tx types %#x)", iface, info.So_timestamping, info.Tx_types)
+	}
+	if cur != nil && cur.Tx_type != unix.HWTSTAMP_TX_OFF {
+		for _, f := range filters {
+			if covers(cur.Rx_filter, f) {
+				return cur.Rx_filter, true, nil
+			}
+		}
 	}
 	for _, f := range filters {
 		if info.Rx_filters&(1<<uint(f)) != 0 {
-			return f, nil
+			return f, false, nil
 		}
 	}
-	return 0, fmt.Errorf("sockts: interface %s cannot timestamp the packets in hardware (rx filters %#x, none of %v)", iface, info.Rx_filters, filters)
+	return 0, false, fmt.Errorf("sockts: interface %s cannot timestamp the packets in hardware (rx filters %#x, none of %v)", iface, info.Rx_filters, filters)
+}
+
+// covers reports whether receive filter have timestamps every packet that
+// filter want does.
+func covers(have, want int32) bool {
+	switch {
+	case have == want, have == unix.HWTSTAMP_FILTER_ALL:
+		return true
+	case have == unix.HWTSTAMP_FILTER_PTP_V2_EVENT:
+		// Version 2 event messages over UDP (v4, v6) and IEEE 802.3.
+		return want == unix.HWTSTAMP_FILTER_PTP_V2_L4_EVENT || want == unix.HWTSTAMP_FILTER_PTP_V2_L2_EVENT
+	}
+	return false
 }
 
 func sockaddr(a netip.AddrPort, v6 bool) (unix.Sockaddr, error) {
