@@ -35,7 +35,7 @@ func TestRunPTPAgainstPtp4l(t *testing.T) {
 	for _, want := range []string{
 		"ptp4l_current,host=", "mean_path_delay_ns=", "ptp4l_parent,", "ptp4l_time_status,", "gm_present=",
 		"ptp4l_port,", "port_state=", "ptp4l_port_stats,", "ptp_probe,", "offset_ns=", "path_delay_ns=", "ptp_probe_stats,",
-		"rejected_foreign=", "port_service_stats_unsupported=true",
+		"rejected_foreign=", "port_service_stats_unsupported=true", "timestamps=software/software", "untranslated=0i",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q", want)
