@@ -1,0 +1,123 @@
+package sensors
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+type hwmonType struct {
+	prefix string
+	kind   Kind
+	mult   int64
+}
+
+// hwmonTypes maps hwmon attribute prefixes to kinds and the multiplier from
+// the sysfs unit to ours (sysfs-interface.rst: m°C, mV, mA, µW, µJ, rpm, m%RH).
+var hwmonTypes = []hwmonType{
+	{"temp", KindTemperature, 1_000},
+	{"in", KindVoltage, 1_000_000},
+	{"curr", KindCurrent, 1_000_000},
+	{"power", KindPower, 1},
+	{"energy", KindEnergy, 1},
+	{"fan", KindFan, 1},
+	{"humidity", KindHumidity, 1},
+}
+
+// Hwmon finds every value of every hwmon chip under class/hwmon: one Sensor
+// per <type><n>_input (power<n>_average where a driver has no _input).
+func (fs FS) Hwmon() ([]*Sensor, error) {
+	chips, err := dirsMatching(filepath.Join(fs.Sys, "class", "hwmon"), "hwmon")
+	if err != nil {
+		return nil, err
+	}
+	var out []*Sensor
+	for _, chip := range chips {
+		name, _ := readString(filepath.Join(chip, "name"))
+		dir := chip
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue // a chip that vanished meanwhile
+		}
+		if !hasInputs(ents) {
+			// Drivers of old put their attributes beside the device.
+			dir = filepath.Join(chip, "device")
+			if ents, err = os.ReadDir(dir); err != nil {
+				continue
+			}
+			if name == "" {
+				name, _ = readString(filepath.Join(dir, "name"))
+			}
+		}
+		if name == "" {
+			name = filepath.Base(chip)
+		}
+		have := map[string]bool{}
+		for _, e := range ents {
+			have[e.Name()] = true
+		}
+		names := make([]string, 0, len(ents))
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		sortNatural(names)
+		for _, n := range names {
+			ch, ok := strings.CutSuffix(n, "_input")
+			if !ok {
+				ch, ok = strings.CutSuffix(n, "_average")
+				if !ok || !strings.HasPrefix(ch, "power") || have[ch+"_input"] {
+					continue
+				}
+			}
+			t, ok := matchHwmon(ch)
+			if !ok {
+				continue
+			}
+			label, _ := readString(filepath.Join(dir, ch+"_label"))
+			out = append(out, &Sensor{Source: "hwmon", Device: name, Path: filepath.Join(dir, n), Name: ch, Label: label,
+				Kind: t.kind, exact: t.mult})
+		}
+	}
+	return out, nil
+}
+
+func hasInputs(ents []os.DirEntry) bool {
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), "_input") {
+			return true
+		}
+	}
+	return false
+}
+
+// matchHwmon matches a channel name, <prefix><digits>.
+func matchHwmon(ch string) (hwmonType, bool) {
+	for _, t := range hwmonTypes {
+		if rest, ok := strings.CutPrefix(ch, t.prefix); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+			return t, true
+		}
+	}
+	return hwmonType{}, false
+}
+
+// Thermal finds every thermal zone under class/thermal: its temp attribute
+// (m°C), named by its type.
+func (fs FS) Thermal() ([]*Sensor, error) {
+	zones, err := dirsMatching(filepath.Join(fs.Sys, "class", "thermal"), "thermal_zone")
+	if err != nil {
+		return nil, err
+	}
+	var out []*Sensor
+	for _, z := range zones {
+		if _, err := os.Stat(filepath.Join(z, "temp")); err != nil {
+			continue
+		}
+		typ, _ := readString(filepath.Join(z, "type"))
+		if typ == "" {
+			typ = filepath.Base(z)
+		}
+		out = append(out, &Sensor{Source: "thermal", Device: filepath.Base(z), Path: filepath.Join(z, "temp"), Name: typ,
+			Kind: KindTemperature, exact: 1_000})
+	}
+	return out, nil
+}

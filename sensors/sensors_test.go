@@ -1,0 +1,235 @@
+package sensors
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/monagent/monagent/timebase"
+)
+
+// TestFixtureGolden: every sensor the board fixture has, with its reading,
+// against testdata/board.golden (go test -run Golden -update rewrites it).
+func TestFixtureGolden(t *testing.T) {
+	fs := board(t)
+	var b strings.Builder
+	for _, ss := range allSensors(t, fs) {
+		for _, s := range ss {
+			v, err := s.Read()
+			rel, _ := filepath.Rel(fs.Sys, s.Path)
+			if err != nil {
+				fmt.Fprintf(&b, "%s %s %s %q %s %s: error %v\n", s.Source, s.Device, s.Name, s.Label, s.Kind, rel, errors.Unwrap(err))
+			} else {
+				fmt.Fprintf(&b, "%s %s %s %q %s %s: %d %s\n", s.Source, s.Device, s.Name, s.Label, s.Kind, rel, v, s.Kind.Unit())
+			}
+			s.Close()
+		}
+	}
+	golden := filepath.Join("testdata", "board.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != string(want) {
+		t.Errorf("sensors differ from %s:\n%s", golden, b.String())
+	}
+}
+
+func TestAbsentTreesAreEmpty(t *testing.T) {
+	fs := NewFS(t.TempDir(), t.TempDir())
+	for _, find := range []func() ([]*Sensor, error){fs.Hwmon, fs.Thermal, fs.IIO} {
+		if ss, err := find(); err != nil || len(ss) != 0 {
+			t.Errorf("an empty sysfs: %d sensors, %v", len(ss), err)
+		}
+	}
+}
+
+// TestBadValuesNameTheFile: sysfs contents that are not a number give one
+// error naming the attribute; the next good value reads again.
+func TestBadValuesNameTheFile(t *testing.T) {
+	fs := board(t)
+	ss, err := fs.Hwmon()
+	if err != nil || len(ss) == 0 {
+		t.Fatal(ss, err)
+	}
+	s := ss[0]
+	defer s.Close()
+	for _, bad := range []string{"", "abc\n", "12a\n", "99999999999999999999\n", "-\n"} {
+		if err := os.WriteFile(s.Path, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Read(); err == nil || !strings.Contains(err.Error(), s.Path) || !errors.Is(err, errNotInteger) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	os.WriteFile(s.Path, []byte("4999\n"), 0o644)
+	if v, err := s.Read(); err != nil || v != 4_999_000_000 {
+		t.Errorf("after bad values: %d, %v", v, err)
+	}
+	os.Remove(s.Path)
+	s.Close()
+	if _, err := s.Read(); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a vanished attribute: %v", err)
+	}
+}
+
+func TestIIOBadScale(t *testing.T) {
+	fs := board(t)
+	p := filepath.Join(fs.Sys, "bus/iio/devices/iio:device0/in_voltage_scale")
+	os.WriteFile(p, []byte("0.43x\n"), 0o644)
+	if _, err := fs.IIO(); err == nil || !strings.Contains(err.Error(), p) {
+		t.Fatalf("bad scale: %v", err)
+	}
+}
+
+func TestReadDoesNotAllocate(t *testing.T) {
+	fs := board(t)
+	ss, _ := fs.Hwmon()
+	iio, _ := fs.IIO()
+	defer CloseAll(ss)
+	defer CloseAll(iio)
+	for _, s := range []*Sensor{ss[0], iio[0]} {
+		s.Read() // opens the file
+		if n := testing.AllocsPerRun(100, func() {
+			if _, err := s.Read(); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("%s: a reading allocates %v times", s.Path, n)
+		}
+	}
+}
+
+// TestBuffer: the ADC's buffer with two channels and the timestamp: the
+// scan elements are switched as asked (voltage7 off), the records decoded
+// and converted, the clock taken from current_timestamp_clock.
+func TestBuffer(t *testing.T) {
+	fs := board(t)
+	devs, err := fs.IIODevices()
+	if err != nil || len(devs) != 2 || devs[0].Node != "iio:device0" {
+		t.Fatal(devs, err)
+	}
+	b, err := fs.OpenBuffer(devs[0], []string{"voltage1", "voltage0"}, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan := filepath.Join(devs[0].Dir, "scan_elements")
+	for attr, want := range map[string]string{
+		filepath.Join(scan, "in_voltage0_en"): "1", filepath.Join(scan, "in_voltage1_en"): "1",
+		filepath.Join(scan, "in_voltage7_en"): "0", filepath.Join(scan, "in_timestamp_en"): "1",
+		filepath.Join(devs[0].Dir, "buffer", "length"): "128", filepath.Join(devs[0].Dir, "buffer", "enable"): "1",
+	} {
+		if got, _ := readString(attr); got != want {
+			t.Errorf("%s = %q, want %q", attr, got, want)
+		}
+	}
+	if b.Layout.Size != 16 || b.Clock != timebase.DomainMonotonicRaw {
+		t.Fatalf("layout %+v, clock %v", b.Layout, b.Clock)
+	}
+	vals := make([]int64, 2*3) // room for two records per read
+	type rec struct{ v0, v1, ts int64 }
+	var got []rec
+	for {
+		n, err := b.Read(vals, time.Second)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := 0; r < n; r++ {
+			v := vals[r*3 : r*3+3]
+			ts, ok := b.Timestamp(v)
+			v0, k0 := b.Value(0, v[0])
+			v1, _ := b.Value(1, v[1])
+			if !ok || k0 != KindVoltage {
+				t.Fatalf("timestamp %v, kind %v", ok, k0)
+			}
+			got = append(got, rec{v0, v1, ts})
+		}
+	}
+	want := []rec{
+		{900_000_000, 1_799_560_547, 1_700_000_000_000_000_000},
+		{0, 439_453, 1_700_000_000_010_000_000},
+		{1_799_560_547, 899_560_547, 1_700_000_000_020_000_000},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("records %v, want %v", got, want)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := readString(filepath.Join(devs[0].Dir, "buffer", "enable")); v != "0" {
+		t.Errorf("buffer left enabled: %q", v)
+	}
+}
+
+func TestOpenBufferErrors(t *testing.T) {
+	fs := board(t)
+	devs, _ := fs.IIODevices()
+	for _, tc := range []struct {
+		dev      IIODevice
+		channels []string
+		prepare  func()
+		want     string
+	}{
+		{devs[1], []string{"temp"}, nil, "iio:device1 has no buffer"},
+		{devs[0], []string{"voltage3"}, nil, "iio:device0 has no scan element voltage3"},
+		{devs[0], []string{"voltage0"}, func() {
+			os.WriteFile(filepath.Join(devs[0].Dir, "scan_elements", "in_voltage0_type"), []byte("le:u12/12>>8\n"), 0o644)
+		}, "in_voltage0_type"},
+		{devs[0], []string{"voltage0"}, func() {
+			os.WriteFile(filepath.Join(devs[0].Dir, "scan_elements", "in_voltage0_type"), []byte("le:u12/16>>0\n"), 0o644)
+			os.WriteFile(filepath.Join(devs[0].Dir, "current_timestamp_clock"), []byte("gps\n"), 0o644)
+		}, `unknown timestamp clock "gps"`},
+	} {
+		if tc.prepare != nil {
+			tc.prepare()
+		}
+		if _, err := fs.OpenBuffer(tc.dev, tc.channels, 0); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.channels, err, tc.want)
+		}
+	}
+}
+
+// TestRealSysfs discovers and reads this machine's sensors: whatever the
+// kernel has must list and read without a discovery error (a single value
+// may fail: a disabled thermal zone refuses reads).
+func TestRealSysfs(t *testing.T) {
+	n := 0
+	for _, ss := range allSensors(t, NewFS("", "")) {
+		for _, s := range ss {
+			v, err := s.Read()
+			t.Logf("%s %s %s: %d %s (%v)", s.Source, s.Device, s.Name, v, s.Kind.Unit(), err)
+			n++
+		}
+		CloseAll(ss)
+	}
+	if n == 0 {
+		t.Skip("this machine has no hwmon, thermal zone or IIO device (sysfs lists none)")
+	}
+}
+
+// allSensors discovers hwmon, thermal and IIO sensors, failing on an error.
+func allSensors(t *testing.T, fs FS) [][]*Sensor {
+	t.Helper()
+	var out [][]*Sensor
+	for _, find := range []func() ([]*Sensor, error){fs.Hwmon, fs.Thermal, fs.IIO} {
+		ss, err := find()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ss)
+	}
+	return out
+}
