@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -24,6 +25,7 @@ type Config struct {
 	PHC         PHCConfig         `yaml:"phc"`
 	NTP         NTPConfig         `yaml:"ntp"`
 	PTP         PTPConfig         `yaml:"ptp"`
+	Sensors     SensorsConfig     `yaml:"sensors"`
 	Loadgen     LoadgenConfig     `yaml:"loadgen"`
 	Output      OutputConfig      `yaml:"output"`
 	Spool       SpoolConfig       `yaml:"spool"`
@@ -242,6 +244,45 @@ func (p *PTPConfig) Validate() error {
 	return nil
 }
 
+// SensorsConfig is the sensor source: hwmon chips, thermal zones and IIO
+// ADCs read one-shot through sysfs (paths.sys) every interval.
+type SensorsConfig struct {
+	Enabled  bool          `yaml:"enabled"`
+	Interval time.Duration `yaml:"interval"`
+	Hwmon    bool          `yaml:"hwmon"`
+	Thermal  bool          `yaml:"thermal"`
+	IIO      bool          `yaml:"iio"`
+	// Include keeps only sensors whose source/device/name matches one of these
+	// patterns (path.Match: "hwmon/ina226/*", "iio/*/voltage[0-3]"); empty
+	// keeps all.
+	Include []string `yaml:"include"`
+	// Rescan is how often the sysfs trees are listed again (a hot-plugged
+	// chip, a driver loaded late).
+	Rescan time.Duration `yaml:"rescan"`
+}
+
+// Validate checks the sensors section.
+func (s *SensorsConfig) Validate() error {
+	if !s.Enabled {
+		return nil
+	}
+	if err := positive("sensors.interval", s.Interval); err != nil {
+		return err
+	}
+	if err := positive("sensors.rescan", s.Rescan); err != nil {
+		return err
+	}
+	if !s.Hwmon && !s.Thermal && !s.IIO {
+		return keyErr("sensors", "enable hwmon, thermal or iio")
+	}
+	for i, p := range s.Include {
+		if _, err := path.Match(p, ""); err != nil {
+			return keyErr(fmt.Sprintf("sensors.include[%d]", i), "%q: %v", p, err)
+		}
+	}
+	return nil
+}
+
 // LoadgenConfig is a synthetic source of sequence-numbered points, for checking
 // delivery end to end and measuring throughput.
 type LoadgenConfig struct {
@@ -327,6 +368,7 @@ func Default() Config {
 			Ptp4l: Ptp4lConfig{Socket: "/var/run/ptp4l", Interval: time.Second, Timeout: time.Second},
 			Probe: PTPProbeConfig{Transport: "udp", TxWait: 10 * time.Millisecond, Timestamping: "software"},
 		},
+		Sensors: SensorsConfig{Enabled: true, Interval: time.Second, Hwmon: true, Thermal: true, IIO: true, Rescan: time.Minute},
 		Loadgen: LoadgenConfig{Rate: 1000, Interval: 100 * time.Millisecond},
 		Output:  OutputConfig{},
 		Spool: SpoolConfig{
@@ -366,7 +408,7 @@ func keyErr(key, format string, a ...any) error {
 
 // Validate checks every section and returns the first problem as a *KeyError.
 func (c *Config) Validate() error {
-	for _, v := range []func() error{c.Paths.Validate, c.Log.Validate, c.Clock.Validate, c.PHC.Validate, c.NTP.Validate, c.PTP.Validate, c.Loadgen.Validate, c.validateOutputs, c.Spool.Validate, c.Influx.Validate, c.SelfMetrics.Validate} {
+	for _, v := range []func() error{c.Paths.Validate, c.Log.Validate, c.Clock.Validate, c.PHC.Validate, c.NTP.Validate, c.PTP.Validate, c.Sensors.Validate, c.Loadgen.Validate, c.validateOutputs, c.Spool.Validate, c.Influx.Validate, c.SelfMetrics.Validate} {
 		if err := v(); err != nil {
 			return err
 		}

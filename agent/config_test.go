@@ -171,3 +171,19 @@ func TestPTPSection(t *testing.T) {
 		}
 	}
 }
+
+func TestSensorsSection(t *testing.T) {
+	c, err := Parse("x.yaml", []byte("sensors:\n  include: [\"hwmon/ina226/*\"]\n"))
+	if err != nil || !c.Sensors.Enabled || c.Sensors.Interval != time.Second || !c.Sensors.IIO || len(c.Sensors.Include) != 1 {
+		t.Fatalf("sensors defaults: %+v %v", c.Sensors, err)
+	}
+	for _, bad := range []struct{ yaml, want string }{
+		{"sensors:\n  interval: 0s\n", "x.yaml:2: sensors.interval: "},
+		{"sensors:\n  hwmon: false\n  thermal: false\n  iio: false\n", "x.yaml:1: sensors: enable hwmon, thermal or iio"},
+		{"sensors:\n  include: [\"hwmon/[\"]\n", `x.yaml:2: sensors.include[0]: "hwmon/[": syntax error in pattern`},
+	} {
+		if _, err := Parse("x.yaml", []byte(bad.yaml)); err == nil || !strings.HasPrefix(err.Error(), bad.want) {
+			t.Errorf("%q: %v, want %q", bad.yaml, err, bad.want)
+		}
+	}
+}

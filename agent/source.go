@@ -69,6 +69,7 @@ func registrations() []registration {
 		{"chrony", func(c *Config) bool { return c.NTP.Enabled && c.NTP.Chrony.Enabled }, buildChronySource},
 		{"ptp4l", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Ptp4l.Enabled }, buildPtp4lSource},
 		{"ptp_probe", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Probe.Enabled }, buildPTPProbe},
+		{"sensors", func(c *Config) bool { return c.Sensors.Enabled }, buildSensorsSource},
 		{"loadgen", func(c *Config) bool { return c.Loadgen.Enabled }, buildLoadgen},
 	}
 }

@@ -1,7 +1,6 @@
 package sensors
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -94,20 +93,17 @@ func (t ScanType) bytes() int { return t.Storage / 8 * t.Repeat }
 
 // value extracts the element at b (the first repeat).
 func (t ScanType) value(b []byte) int64 {
-	var order binary.ByteOrder = binary.LittleEndian
-	if t.BigEndian {
-		order = binary.BigEndian
-	}
+	n := t.Storage / 8
+	_ = b[n-1] // one bounds check
 	var u uint64
-	switch t.Storage {
-	case 8:
-		u = uint64(b[0])
-	case 16:
-		u = uint64(order.Uint16(b))
-	case 32:
-		u = uint64(order.Uint32(b))
-	default:
-		u = order.Uint64(b)
+	if t.BigEndian {
+		for i := 0; i < n; i++ {
+			u = u<<8 | uint64(b[i])
+		}
+	} else {
+		for i := n - 1; i >= 0; i-- {
+			u = u<<8 | uint64(b[i])
+		}
 	}
 	u >>= uint(t.Shift)
 	if t.Bits < 64 {

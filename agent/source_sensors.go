@@ -1,0 +1,131 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sync/atomic"
+	"time"
+
+	"github.com/monagent/monagent/sensors"
+	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/timebase"
+)
+
+// sensorsSource reads hwmon chips, thermal zones and IIO ADCs one-shot every
+// interval, listing the sysfs trees again every rescan.
+type sensorsSource struct {
+	cfg      SensorsConfig
+	fs       sensors.FS
+	sensors  []*sensors.Sensor
+	tags     [][]sink.Tag
+	lastScan time.Time
+	now      func() time.Time
+
+	readErrors atomic.Uint64
+	scanErrors atomic.Uint64
+}
+
+func buildSensorsSource(env *Env) ([]Source, error) {
+	c := env.Config
+	s := newSensorsSource(c.Sensors, sensors.NewFS(c.Paths.Sys, c.Paths.Dev), time.Now)
+	s.lastScan = s.now()
+	if err := s.scan(); err != nil {
+		env.Log.Warn("sensors: listing failed; retrying every rescan", "err", err)
+	} else if len(s.sensors) == 0 {
+		env.Log.Info("no hwmon, thermal or IIO sensor found; sensors source idle until one appears", "sysfs", c.Paths.Sys, "rescan", c.Sensors.Rescan)
+	} else {
+		env.Log.Info("sensors found", "count", len(s.sensors))
+	}
+	return []Source{s}, nil
+}
+
+func newSensorsSource(cfg SensorsConfig, fs sensors.FS, now func() time.Time) *sensorsSource {
+	return &sensorsSource{cfg: cfg, fs: fs, now: now}
+}
+
+func (s *sensorsSource) Name() string            { return "sensors" }
+func (s *sensorsSource) Interval() time.Duration { return s.cfg.Interval }
+func (s *sensorsSource) Close() error            { return sensors.CloseAll(s.sensors) }
+
+// scan lists the sensors again (keeping none of the old files open).
+func (s *sensorsSource) scan() error {
+	sensors.CloseAll(s.sensors)
+	s.sensors, s.tags = s.sensors[:0], s.tags[:0]
+	var errs []error
+	for _, f := range []struct {
+		on   bool
+		find func() ([]*sensors.Sensor, error)
+	}{{s.cfg.Hwmon, s.fs.Hwmon}, {s.cfg.Thermal, s.fs.Thermal}, {s.cfg.IIO, s.fs.IIO}} {
+		if !f.on {
+			continue
+		}
+		found, err := f.find()
+		if err != nil {
+			s.scanErrors.Add(1)
+			errs = append(errs, err) // keep what the others found
+		}
+		for _, x := range found {
+			if !s.included(x) {
+				x.Close()
+				continue
+			}
+			tags := []sink.Tag{{Key: "source", Value: x.Source}, {Key: "device", Value: x.Device}, {Key: "sensor", Value: x.Name},
+				{Key: "kind", Value: x.Kind.String()}, {Key: "unit", Value: x.Kind.Unit()}}
+			if x.Label != "" {
+				tags = append(tags, sink.Tag{Key: "label", Value: x.Label})
+			}
+			s.sensors, s.tags = append(s.sensors, x), append(s.tags, tags)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *sensorsSource) included(x *sensors.Sensor) bool {
+	if len(s.cfg.Include) == 0 {
+		return true
+	}
+	id := x.Source + "/" + x.Device + "/" + x.Name
+	for _, p := range s.cfg.Include {
+		if ok, _ := path.Match(p, id); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Collect reads every sensor; a sensor that fails is reported in the error
+// and the others are shipped.
+func (s *sensorsSource) Collect(ctx context.Context, b *Batch) error {
+	var errs []error
+	if t := s.now(); s.lastScan.IsZero() || t.Sub(s.lastScan) >= s.cfg.Rescan {
+		s.lastScan = t
+		if err := s.scan(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(s.sensors) == 0 {
+		if len(errs) > 0 {
+			return errors.Join(errs...)
+		}
+		return fmt.Errorf("sensors: none under %s: %w", s.fs.Sys, ErrNoData)
+	}
+	for i, x := range s.sensors {
+		v, err := x.Read()
+		now, _ := timebase.Realtime.Now()
+		if err != nil {
+			s.readErrors.Add(1)
+			errs = append(errs, err)
+			continue
+		}
+		b.Add("sensor", now, s.tags[i], sink.Int("value", v))
+	}
+	return errors.Join(errs...)
+}
+
+// SelfFields implements SelfReporter.
+func (s *sensorsSource) SelfFields() []sink.Field {
+	return []sink.Field{sink.Int("sensors", int64(len(s.sensors))), sink.Uint("read_errors", s.readErrors.Load()),
+		sink.Uint("scan_errors", s.scanErrors.Load())}
+}
