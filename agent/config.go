@@ -259,7 +259,21 @@ type SensorsConfig struct {
 	// Rescan is how often the sysfs trees are listed again (a hot-plugged
 	// chip, a driver loaded late).
 	Rescan time.Duration `yaml:"rescan"`
+	// Buffers sample IIO ADCs continuously through their buffers, each
+	// sample with the kernel's timestamp.
+	Buffers []SensorBufferConfig `yaml:"buffers"`
 }
+
+// SensorBufferConfig is one IIO device read through its buffer.
+type SensorBufferConfig struct {
+	Device   string   `yaml:"device"`   // its name (TI-am335x-adc.0.auto) or node (iio:device0)
+	Channels []string `yaml:"channels"` // scan elements: voltage0, voltage1, ...
+	Length   int      `yaml:"length"`   // the kernel buffer, in samples (default 128)
+	Ring     int      `yaml:"ring"`     // samples between the reader and the shipper, a power of two (default 4096)
+}
+
+// maxBufferChannels bounds a buffered sample (the AM335x ADC has 8 inputs).
+const maxBufferChannels = 8
 
 // Validate checks the sensors section.
 func (s *SensorsConfig) Validate() error {
@@ -278,6 +292,28 @@ func (s *SensorsConfig) Validate() error {
 	for i, p := range s.Include {
 		if _, err := path.Match(p, ""); err != nil {
 			return keyErr(fmt.Sprintf("sensors.include[%d]", i), "%q: %v", p, err)
+		}
+	}
+	for i := range s.Buffers {
+		b := &s.Buffers[i]
+		key := fmt.Sprintf("sensors.buffers[%d]", i)
+		if b.Device == "" {
+			return keyErr(key+".device", "must be set (the IIO device's name or iio:deviceN)")
+		}
+		if len(b.Channels) == 0 || len(b.Channels) > maxBufferChannels {
+			return keyErr(key+".channels", "%d channels: 1 to %d", len(b.Channels), maxBufferChannels)
+		}
+		if b.Length == 0 {
+			b.Length = 128
+		}
+		if b.Ring == 0 {
+			b.Ring = 4096
+		}
+		if b.Length < 1 {
+			return keyErr(key+".length", "must be positive, got %d", b.Length)
+		}
+		if b.Ring < 1 || b.Ring&(b.Ring-1) != 0 {
+			return keyErr(key+".ring", "%d is not a power of two", b.Ring)
 		}
 	}
 	return nil

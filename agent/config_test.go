@@ -181,6 +181,9 @@ func TestSensorsSection(t *testing.T) {
 		{"sensors:\n  interval: 0s\n", "x.yaml:2: sensors.interval: "},
 		{"sensors:\n  hwmon: false\n  thermal: false\n  iio: false\n", "x.yaml:1: sensors: enable hwmon, thermal or iio"},
 		{"sensors:\n  include: [\"hwmon/[\"]\n", `x.yaml:2: sensors.include[0]: "hwmon/[": syntax error in pattern`},
+		{"sensors:\n  buffers:\n    - channels: [voltage0]\n", "x.yaml:3: sensors.buffers[0].device: must be set"},
+		{"sensors:\n  buffers:\n    - device: adc\n", "x.yaml:3: sensors.buffers[0].channels: 0 channels: 1 to 8"},
+		{"sensors:\n  buffers:\n    - device: adc\n      channels: [voltage0]\n      ring: 1000\n", "x.yaml:5: sensors.buffers[0].ring: 1000 is not a power of two"},
 	} {
 		if _, err := Parse("x.yaml", []byte(bad.yaml)); err == nil || !strings.HasPrefix(err.Error(), bad.want) {
 			t.Errorf("%q: %v, want %q", bad.yaml, err, bad.want)

@@ -70,6 +70,7 @@ func registrations() []registration {
 		{"ptp4l", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Ptp4l.Enabled }, buildPtp4lSource},
 		{"ptp_probe", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Probe.Enabled }, buildPTPProbe},
 		{"sensors", func(c *Config) bool { return c.Sensors.Enabled }, buildSensorsSource},
+		{"sensor_buffers", func(c *Config) bool { return c.Sensors.Enabled && len(c.Sensors.Buffers) > 0 }, buildSensorBuffers},
 		{"loadgen", func(c *Config) bool { return c.Loadgen.Enabled }, buildLoadgen},
 	}
 }

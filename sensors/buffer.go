@@ -164,6 +164,10 @@ func (b *Buffer) Timestamp(vals []int64) (int64, bool) {
 	return vals[b.tsIndex], true
 }
 
+// TimestampIndex is the timestamp channel's index in Layout.Channels, -1
+// when it is off.
+func (b *Buffer) TimestampIndex() int { return b.tsIndex }
+
 // Value converts channel i's raw value to its kind's unit ((raw + offset) *
 // scale); the kind is 0 for channels of other types and the timestamp.
 func (b *Buffer) Value(i int, raw int64) (int64, Kind) {
