@@ -52,15 +52,7 @@ func (fs FS) Hwmon() ([]*Sensor, error) {
 		if name == "" {
 			name = filepath.Base(chip)
 		}
-		have := map[string]bool{}
-		for _, e := range ents {
-			have[e.Name()] = true
-		}
-		names := make([]string, 0, len(ents))
-		for _, e := range ents {
-			names = append(names, e.Name())
-		}
-		sortNatural(names)
+		names, have := entryNames(ents)
 		for _, n := range names {
 			ch, ok := strings.CutSuffix(n, "_input")
 			if !ok {

@@ -66,13 +66,7 @@ func iioChannels(d IIODevice) ([]*Sensor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sensors: %w", err)
 	}
-	names := make([]string, 0, len(ents))
-	have := map[string]bool{}
-	for _, e := range ents {
-		names = append(names, e.Name())
-		have[e.Name()] = true
-	}
-	sortNatural(names)
+	names, have := entryNames(ents)
 	var out []*Sensor
 	for _, n := range names {
 		ch, processed := "", false

@@ -188,6 +188,19 @@ func dirsMatching(dir, prefix string) ([]string, error) {
 	return out, nil
 }
 
+// entryNames returns a directory's entry names in natural order, and the set
+// of them.
+func entryNames(ents []os.DirEntry) ([]string, map[string]bool) {
+	names := make([]string, 0, len(ents))
+	have := make(map[string]bool, len(ents))
+	for _, e := range ents {
+		names = append(names, e.Name())
+		have[e.Name()] = true
+	}
+	sortNatural(names)
+	return names, have
+}
+
 // sortNatural sorts names by their non-digit prefix, then by the number in
 // them (temp2 before temp10).
 func sortNatural(s []string) {
