@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sink"
 	"github.com/monagent/monagent/timebase"
 )
@@ -25,7 +26,7 @@ type Agent struct {
 	host        string
 	start       int64
 
-	queue        chan []sink.Record
+	queue        chan []record.Record
 	batches      atomic.Uint64
 	droppedBatch atomic.Uint64
 	droppedRecs  atomic.Uint64
@@ -70,7 +71,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	a := &Agent{cfg: cfg, log: log, out: out, translators: NewTranslators(), host: host, queue: make(chan []sink.Record, queueBatches)}
+	a := &Agent{cfg: cfg, log: log, out: out, translators: NewTranslators(), host: host, queue: make(chan []record.Record, queueBatches)}
 	env := &Env{Config: &a.cfg, Log: log, Translators: a.translators}
 	for _, r := range registrations() {
 		if !r.enabled(&a.cfg) {
@@ -90,7 +91,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 
 // newWithSources is New with given sources, for tests.
 func newWithSources(cfg Config, log *slog.Logger, out sink.Sink, srcs ...Source) *Agent {
-	a := &Agent{cfg: cfg, log: log, out: out, translators: NewTranslators(), host: cfg.Host, queue: make(chan []sink.Record, queueBatches)}
+	a := &Agent{cfg: cfg, log: log, out: out, translators: NewTranslators(), host: cfg.Host, queue: make(chan []record.Record, queueBatches)}
 	for _, s := range srcs {
 		a.sources = append(a.sources, &running{src: s})
 	}
@@ -208,7 +209,7 @@ func (a *Agent) collect(ctx context.Context, r *running) {
 }
 
 // enqueue hands a batch to the writer without waiting.
-func (a *Agent) enqueue(recs []sink.Record) {
+func (a *Agent) enqueue(recs []record.Record) {
 	select {
 	case a.queue <- recs:
 		a.batches.Add(1)
@@ -218,7 +219,7 @@ func (a *Agent) enqueue(recs []sink.Record) {
 	}
 }
 
-func (a *Agent) write(recs []sink.Record) {
+func (a *Agent) write(recs []record.Record) {
 	if err := a.out.Write(recs); err != nil {
 		a.writeErrors.Add(1)
 		a.log.Warn("output", "err", err)
@@ -227,36 +228,36 @@ func (a *Agent) write(recs []sink.Record) {
 }
 
 // selfMetrics returns the agent's own records: one per source and one overall.
-func (a *Agent) selfMetrics() []sink.Record {
+func (a *Agent) selfMetrics() []record.Record {
 	now, _ := timebase.Realtime.Now()
 	b := &Batch{host: a.host}
 	for _, r := range a.sources {
 		r.mu.Lock()
 		lastErr := r.lastErr
 		r.mu.Unlock()
-		f := []sink.Field{
-			sink.Uint("collections", r.collections.Load()),
-			sink.Uint("records", r.records.Load()),
-			sink.Uint("errors", r.errors.Load()),
-			sink.Uint("no_data", r.nodata.Load()),
-			sink.Int("last_duration_ns", r.lastDur.Load()),
-			sink.String("last_error", lastErr),
+		f := []record.Field{
+			record.Uint("collections", r.collections.Load()),
+			record.Uint("records", r.records.Load()),
+			record.Uint("errors", r.errors.Load()),
+			record.Uint("no_data", r.nodata.Load()),
+			record.Int("last_duration_ns", r.lastDur.Load()),
+			record.String("last_error", lastErr),
 		}
 		if sr, ok := r.src.(SelfReporter); ok {
 			f = append(f, sr.SelfFields()...)
 		}
-		b.Add("monagent_source", now, []sink.Tag{{Key: "source", Value: r.src.Name()}}, f...)
+		b.Add("monagent_source", now, []record.Tag{{Key: "source", Value: r.src.Name()}}, f...)
 	}
 	if a.outputs != nil {
 		a.outputs.selfRecords(b, now)
 	}
 	b.Add("monagent", now, nil,
-		sink.Int("uptime_ns", now-a.start),
-		sink.Uint("batches", a.batches.Load()),
-		sink.Uint("records_out", a.written.Load()),
-		sink.Uint("dropped_batches", a.droppedBatch.Load()),
-		sink.Uint("dropped_records", a.droppedRecs.Load()),
-		sink.Uint("output_errors", a.writeErrors.Load()),
+		record.Int("uptime_ns", now-a.start),
+		record.Uint("batches", a.batches.Load()),
+		record.Uint("records_out", a.written.Load()),
+		record.Uint("dropped_batches", a.droppedBatch.Load()),
+		record.Uint("dropped_records", a.droppedRecs.Load()),
+		record.Uint("output_errors", a.writeErrors.Load()),
 	)
 	return b.Records
 }

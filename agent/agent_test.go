@@ -9,17 +9,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/record"
 )
 
 // memSink keeps what it is given.
 type memSink struct {
 	mu     sync.Mutex
-	recs   []sink.Record
+	recs   []record.Record
 	closed bool
 }
 
-func (m *memSink) Write(r []sink.Record) error {
+func (m *memSink) Write(r []record.Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.recs = append(m.recs, r...)
@@ -59,7 +59,7 @@ func (c *countingSource) Collect(ctx context.Context, b *Batch) error {
 	case "nodata":
 		return ErrNoData
 	}
-	b.Add("tick", int64(c.n), []sink.Tag{{Key: "source", Value: c.name}}, sink.Int("n", int64(c.n)))
+	b.Add("tick", int64(c.n), []record.Tag{{Key: "source", Value: c.name}}, record.Int("n", int64(c.n)))
 	return nil
 }
 
@@ -94,7 +94,7 @@ func TestAgentRunsSourcesAndStopsCleanly(t *testing.T) {
 		t.Fatal("no self-metrics")
 	}
 	// The final self-metrics tell the truth about each source.
-	var last = map[string]sink.Record{}
+	var last = map[string]record.Record{}
 	for _, r := range out.recs {
 		if r.Measurement == "monagent_source" {
 			last[r.Tag("source")] = r
@@ -125,7 +125,7 @@ type blockedSink struct {
 	memSink
 }
 
-func (b *blockedSink) Write(r []sink.Record) error {
+func (b *blockedSink) Write(r []record.Record) error {
 	<-b.release
 	return b.memSink.Write(r)
 }

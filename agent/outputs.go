@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sink"
 	"github.com/monagent/monagent/sink/influx"
 	"github.com/monagent/monagent/sink/spool"
@@ -95,32 +96,32 @@ func (o *Outputs) selfRecords(b *Batch, now int64) {
 	if o.Spool != nil {
 		st := o.Spool.Stats()
 		b.Add("monagent_spool", now, nil,
-			sink.Uint("appended", st.Appended),
-			sink.Uint("rejected", st.Rejected),
-			sink.Uint("acknowledged", st.Acknowledged),
-			sink.Uint("pending", st.Pending),
-			sink.Uint("dropped_cap", st.DroppedCap),
-			sink.Uint("dropped_buffer", st.DroppedBuffer),
-			sink.Uint("dead_lettered", st.DeadLettered),
-			sink.Uint("recovered", st.Recovered),
-			sink.Uint("truncated_bytes", st.TruncatedBytes),
-			sink.Uint("write_errors", st.WriteErrors),
-			sink.Uint("fsyncs", st.Fsyncs),
-			sink.Int("spool_bytes", st.Bytes),
-			sink.Int("segments", int64(st.Segments)),
+			record.Uint("appended", st.Appended),
+			record.Uint("rejected", st.Rejected),
+			record.Uint("acknowledged", st.Acknowledged),
+			record.Uint("pending", st.Pending),
+			record.Uint("dropped_cap", st.DroppedCap),
+			record.Uint("dropped_buffer", st.DroppedBuffer),
+			record.Uint("dead_lettered", st.DeadLettered),
+			record.Uint("recovered", st.Recovered),
+			record.Uint("truncated_bytes", st.TruncatedBytes),
+			record.Uint("write_errors", st.WriteErrors),
+			record.Uint("fsyncs", st.Fsyncs),
+			record.Int("spool_bytes", st.Bytes),
+			record.Int("segments", int64(st.Segments)),
 		)
 	}
 	if o.Shipper != nil {
 		st := o.Shipper.Stats()
 		b.Add("monagent_influx", now, nil,
-			sink.Uint("batches", st.Batches),
-			sink.Uint("points", st.Points),
-			sink.Uint("bytes", st.Bytes),
-			sink.Uint("requests", st.Requests),
-			sink.Uint("retries", st.Retries),
-			sink.Uint("dead_lettered", st.DeadLettered),
-			sink.Int("last_latency_ns", int64(st.LastLatency)),
-			sink.String("last_error", st.LastError),
+			record.Uint("batches", st.Batches),
+			record.Uint("points", st.Points),
+			record.Uint("bytes", st.Bytes),
+			record.Uint("requests", st.Requests),
+			record.Uint("retries", st.Retries),
+			record.Uint("dead_lettered", st.DeadLettered),
+			record.Int("last_latency_ns", int64(st.LastLatency)),
+			record.String("last_error", st.LastError),
 		)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -26,7 +26,7 @@ type Source interface {
 // SelfReporter is implemented by sources with counters of their own beyond the
 // agent's per-source ones (e.g. PHC read-method fallbacks).
 type SelfReporter interface {
-	SelfFields() []sink.Field
+	SelfFields() []record.Field
 }
 
 // ErrNoData means a source had nothing to measure, by design.
@@ -35,15 +35,15 @@ var ErrNoData = errors.New("no data")
 // Batch collects the records of one collection.
 type Batch struct {
 	host    string
-	Records []sink.Record
+	Records []record.Record
 }
 
 // Add appends a record; the host tag is added to every record.
-func (b *Batch) Add(measurement string, timeNS int64, tags []sink.Tag, fields ...sink.Field) {
-	t := make([]sink.Tag, 0, len(tags)+1)
-	t = append(t, sink.Tag{Key: "host", Value: b.host})
+func (b *Batch) Add(measurement string, timeNS int64, tags []record.Tag, fields ...record.Field) {
+	t := make([]record.Tag, 0, len(tags)+1)
+	t = append(t, record.Tag{Key: "host", Value: b.host})
 	t = append(t, tags...)
-	b.Records = append(b.Records, sink.Record{Measurement: measurement, Tags: t, Fields: fields, TimeNS: timeNS})
+	b.Records = append(b.Records, record.Record{Measurement: measurement, Tags: t, Fields: fields, TimeNS: timeNS})
 }
 
 // Env is what a source gets when it is built.

@@ -7,7 +7,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -26,7 +26,7 @@ type clockSource struct {
 
 type clockTrack struct {
 	clk        timebase.SystemClock
-	tags       []sink.Tag
+	tags       []record.Tag
 	have       bool
 	prevMid    int64
 	prevOffset int64
@@ -60,7 +60,7 @@ func newClockSource(cfg ClockConfig, read func(timebase.SystemClock) (int64, err
 			return nil, keyErr("clock.clocks", "%v", err)
 		}
 		c, _ := timebase.SystemClockFor(d)
-		s.clocks = append(s.clocks, &clockTrack{clk: c, tags: []sink.Tag{{Key: "clock", Value: c.Domain().String()}, {Key: "ref", Value: ref.Domain().String()}}})
+		s.clocks = append(s.clocks, &clockTrack{clk: c, tags: []record.Tag{{Key: "clock", Value: c.Domain().String()}, {Key: "ref", Value: ref.Domain().String()}}})
 	}
 	return s, nil
 }
@@ -117,15 +117,15 @@ func (s *clockSource) Collect(ctx context.Context, b *Batch) error {
 		}
 		hasTAI = hasTAI || t.clk == timebase.TAI
 		hasRT = hasRT || t.clk == timebase.Realtime
-		fields := []sink.Field{sink.Int("offset_ns", off), sink.Int("window_ns", win)}
+		fields := []record.Field{record.Int("offset_ns", off), record.Int("window_ns", win)}
 		tr := s.translators.Get(s.ref.Domain(), t.clk.Domain(), s.window)
 		if t.have {
 			elapsed, delta := mid-t.prevMid, off-t.prevOffset
 			if step, ok := s.isStep(t, elapsed, delta, win); ok {
 				t.steps++
 				b.Add("clock_step", now, t.tags,
-					sink.Int("step_ns", step), sink.Int("offset_before_ns", t.prevOffset),
-					sink.Int("offset_after_ns", off), sink.Int("interval_ns", mid-t.prevMid), sink.Uint("steps", t.steps))
+					record.Int("step_ns", step), record.Int("offset_before_ns", t.prevOffset),
+					record.Int("offset_after_ns", off), record.Int("interval_ns", mid-t.prevMid), record.Uint("steps", t.steps))
 				s.translators.ResetDomain(t.clk.Domain())
 			} else if elapsed > 0 {
 				t.rate, t.haveRate = float64(delta)/float64(elapsed), true
@@ -135,15 +135,15 @@ func (s *clockSource) Collect(ctx context.Context, b *Batch) error {
 		tr.Add(timebase.Sample{Local: mid, Ref: mid + off, DelayNS: win})
 		if m, err := tr.Model(); err == nil && m.N >= 3 {
 			// The model's offset is ref - clk, so its slope is minus the rate.
-			fields = append(fields, sink.Float("rate_ppb", -m.Slope*1e9), sink.Float("rate_err_ppb", m.SlopeErr*1e9))
+			fields = append(fields, record.Float("rate_ppb", -m.Slope*1e9), record.Float("rate_err_ppb", m.SlopeErr*1e9))
 		}
 		b.Add("clock_offset", now, t.tags, fields...)
 	}
 	if hasTAI && hasRT {
 		// TAI - UTC as the clocks show it, from a direct bracket.
 		if _, off, win, err := s.bracket(timebase.Realtime, timebase.TAI); err == nil {
-			b.Add("clock_offset", now, []sink.Tag{{Key: "clock", Value: "tai"}, {Key: "ref", Value: "realtime"}},
-				sink.Int("offset_ns", off), sink.Int("window_ns", win))
+			b.Add("clock_offset", now, []record.Tag{{Key: "clock", Value: "tai"}, {Key: "ref", Value: "realtime"}},
+				record.Int("offset_ns", off), record.Int("window_ns", win))
 		}
 	}
 	if s.cfg.Timex && s.timex != nil {
@@ -176,28 +176,28 @@ func (s *clockSource) isStep(t *clockTrack, elapsed, delta, window int64) (int64
 	return 0, false
 }
 
-func timexFields(k timebase.KernelState) []sink.Field {
-	return []sink.Field{
-		sink.Int("state", int64(k.State)),
-		sink.Int("status", int64(k.Status)),
-		sink.String("status_flags", k.StatusString()),
-		sink.Bool("synced", k.Synced()),
-		sink.Int("offset_ns", k.OffsetNS),
-		sink.Int("freq_ppb", k.FreqPPB),
-		sink.Int("maxerror_ns", k.MaxErrorNS),
-		sink.Int("esterror_ns", k.EstErrorNS),
-		sink.Int("constant", k.Constant),
-		sink.Int("precision_ns", k.PrecisionNS),
-		sink.Int("tolerance_ppb", k.ToleranceP),
-		sink.Int("tick_ns", k.TickNS),
-		sink.Int("tai_offset_s", k.TAIOffsetS),
-		sink.Int("pps_freq_ppb", k.PPSFreqPPB),
-		sink.Int("pps_jitter_ns", k.JitterNS),
-		sink.Int("pps_shift", k.Shift),
-		sink.Int("pps_stability_ppb", k.StabilPPB),
-		sink.Int("pps_jitter_count", k.JitCnt),
-		sink.Int("pps_calibration_count", k.CalCnt),
-		sink.Int("pps_error_count", k.ErrCnt),
-		sink.Int("pps_stability_exceeded_count", k.StbCnt),
+func timexFields(k timebase.KernelState) []record.Field {
+	return []record.Field{
+		record.Int("state", int64(k.State)),
+		record.Int("status", int64(k.Status)),
+		record.String("status_flags", k.StatusString()),
+		record.Bool("synced", k.Synced()),
+		record.Int("offset_ns", k.OffsetNS),
+		record.Int("freq_ppb", k.FreqPPB),
+		record.Int("maxerror_ns", k.MaxErrorNS),
+		record.Int("esterror_ns", k.EstErrorNS),
+		record.Int("constant", k.Constant),
+		record.Int("precision_ns", k.PrecisionNS),
+		record.Int("tolerance_ppb", k.ToleranceP),
+		record.Int("tick_ns", k.TickNS),
+		record.Int("tai_offset_s", k.TAIOffsetS),
+		record.Int("pps_freq_ppb", k.PPSFreqPPB),
+		record.Int("pps_jitter_ns", k.JitterNS),
+		record.Int("pps_shift", k.Shift),
+		record.Int("pps_stability_ppb", k.StabilPPB),
+		record.Int("pps_jitter_count", k.JitCnt),
+		record.Int("pps_calibration_count", k.CalCnt),
+		record.Int("pps_error_count", k.ErrCnt),
+		record.Int("pps_stability_exceeded_count", k.StbCnt),
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -52,8 +52,8 @@ func testClockConfig() ClockConfig {
 	return c
 }
 
-func records(b *Batch, meas string) []sink.Record {
-	var out []sink.Record
+func records(b *Batch, meas string) []record.Record {
+	var out []record.Record
 	for _, r := range b.Records {
 		if r.Measurement == meas {
 			out = append(out, r)
@@ -69,7 +69,7 @@ func TestClockSourceDetectsStepsNotSlews(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	var steps []sink.Record
+	var steps []record.Record
 	for i := 0; i < 120; i++ {
 		switch {
 		case i < 40:
@@ -132,7 +132,7 @@ func TestClockSourceDetectsStepsNotSlews(t *testing.T) {
 func TestClockSourceRateIsTheFittedSlope(t *testing.T) {
 	sc := &scriptedClocks{raw: 1e12, ratePPM: 12.5}
 	s, _ := newClockSource(testClockConfig(), sc.read, nil, nil)
-	var last sink.Record
+	var last record.Record
 	for i := 0; i < 20; i++ {
 		b := &Batch{}
 		if err := s.Collect(context.Background(), b); err != nil {

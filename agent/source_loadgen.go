@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -18,13 +18,13 @@ type loadgenSource struct {
 	seq    int64
 	lastNS int64
 	start  time.Time
-	tags   []sink.Tag
+	tags   []record.Tag
 }
 
 func buildLoadgen(env *Env) ([]Source, error) {
 	now, _ := timebase.Realtime.Now()
 	run := strconv.FormatInt(now, 10)
-	return []Source{&loadgenSource{cfg: env.Config.Loadgen, run: run, start: time.Now(), tags: []sink.Tag{{Key: "run", Value: run}}}}, nil
+	return []Source{&loadgenSource{cfg: env.Config.Loadgen, run: run, start: time.Now(), tags: []record.Tag{{Key: "run", Value: run}}}}, nil
 }
 
 func (l *loadgenSource) Name() string            { return "loadgen" }
@@ -41,7 +41,7 @@ func (l *loadgenSource) Collect(ctx context.Context, b *Batch) error {
 			now = l.lastNS + 1 // one point per nanosecond at most: unique timestamps
 		}
 		l.lastNS = now
-		b.Add("monagent_loadgen", now, l.tags, sink.Int("seq", l.seq))
+		b.Add("monagent_loadgen", now, l.tags, record.Int("seq", l.seq))
 	}
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/monagent/monagent/ntp"
 	"github.com/monagent/monagent/phc"
-	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sockts"
 	"github.com/monagent/monagent/timebase"
 )
@@ -22,7 +22,7 @@ type ntpSource struct {
 	server    netip.AddrPort
 	conn      *sockts.Conn
 	prober    *ntp.Prober
-	tags      []sink.Tag
+	tags      []record.Tag
 	tr        *Translators
 	phcDomain timebase.Domain // hardware timestamps' domain, when used
 	start     time.Time
@@ -60,7 +60,7 @@ func buildNTPSources(env *Env) ([]Source, error) {
 		p := ntp.NewProber(ntp.ProbeConfig{Server: addr, Burst: sc.Burst, BurstSpacing: sc.BurstSpacing, Timeout: n.Timeout, Basic: sc.Basic,
 			MaxDelayDevRatio: sc.MaxDelayDevRatio}, conn)
 		out = append(out, &ntpSource{cfg: sc, server: addr, conn: conn, prober: p, tr: env.Translators, phcDomain: phcDomain,
-			tags: []sink.Tag{{Key: "server", Value: addr.String()}}, start: time.Now()})
+			tags: []record.Tag{{Key: "server", Value: addr.String()}}, start: time.Now()})
 	}
 	return out, nil
 }
@@ -111,22 +111,22 @@ func (s *ntpSource) Collect(ctx context.Context, b *Batch) error {
 	}
 	for i, smp := range res.Samples {
 		b.Add("ntp_sample", now, s.sampleTags(smp),
-			sink.Int("offset_ns", smp.OffsetNS), sink.Int("delay_ns", smp.DelayNS),
-			sink.Int("t1_ns", smp.T1), sink.Int("t4_ns", smp.T4), sink.Bool("kept", i == res.Best),
-			sink.Bool("delay_outlier", smp.DelayOutlier))
+			record.Int("offset_ns", smp.OffsetNS), record.Int("delay_ns", smp.DelayNS),
+			record.Int("t1_ns", smp.T1), record.Int("t4_ns", smp.T4), record.Bool("kept", i == res.Best),
+			record.Bool("delay_outlier", smp.DelayOutlier))
 	}
 	best := res.Samples[res.Best]
 	s.probeRecord(b, now, &best)
 	return nil
 }
 
-func (s *ntpSource) sampleTags(smp ntp.Sample) []sink.Tag {
+func (s *ntpSource) sampleTags(smp ntp.Sample) []record.Tag {
 	mode := "basic"
 	if smp.Interleaved {
 		mode = "interleaved"
 	}
-	return append(append([]sink.Tag{}, s.tags...), sink.Tag{Key: "mode", Value: mode},
-		sink.Tag{Key: "timestamps", Value: smp.TxSource.String() + "/" + smp.RxSource.String()})
+	return append(append([]record.Tag{}, s.tags...), record.Tag{Key: "mode", Value: mode},
+		record.Tag{Key: "timestamps", Value: smp.TxSource.String() + "/" + smp.RxSource.String()})
 }
 
 // translate moves hardware timestamps (PHC domain) to REALTIME.
@@ -154,36 +154,36 @@ func (s *ntpSource) translate(smp *ntp.Sample) error {
 func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
 	c := &s.prober.C
 	elapsed := time.Since(s.start).Seconds()
-	fields := []sink.Field{
-		sink.Uint("requests", c.Requests.Load()), sink.Uint("replies", c.Replies.Load()), sink.Uint("timeouts", c.Timeouts.Load()),
-		sink.Uint("bytes_sent", c.BytesSent.Load()), sink.Uint("bytes_received", c.BytesReceived.Load()),
-		sink.Float("bytes_per_s", float64(c.BytesSent.Load()+c.BytesReceived.Load())/max(elapsed, 1)),
-		sink.Uint("interleaved", c.Interleaved.Load()), sink.Uint("delay_outliers", c.DelayOutliers.Load()),
-		sink.Uint("kiss_rate", c.KissRate.Load()), sink.Uint("kiss_deny", c.KissDeny.Load()),
-		sink.Int("rate_factor", int64(s.prober.RateFactor())),
+	fields := []record.Field{
+		record.Uint("requests", c.Requests.Load()), record.Uint("replies", c.Replies.Load()), record.Uint("timeouts", c.Timeouts.Load()),
+		record.Uint("bytes_sent", c.BytesSent.Load()), record.Uint("bytes_received", c.BytesReceived.Load()),
+		record.Float("bytes_per_s", float64(c.BytesSent.Load()+c.BytesReceived.Load())/max(elapsed, 1)),
+		record.Uint("interleaved", c.Interleaved.Load()), record.Uint("delay_outliers", c.DelayOutliers.Load()),
+		record.Uint("kiss_rate", c.KissRate.Load()), record.Uint("kiss_deny", c.KissDeny.Load()),
+		record.Int("rate_factor", int64(s.prober.RateFactor())),
 	}
 	for r := ntp.RejectShort; r < ntp.RejectSource+1; r++ {
-		fields = append(fields, sink.Uint("rejected_"+r.String(), c.Rejects[r].Load()))
+		fields = append(fields, record.Uint("rejected_"+r.String(), c.Rejects[r].Load()))
 	}
 	tags := s.tags
 	if best != nil {
 		h := best.Header
 		tags = s.sampleTags(*best)
 		fields = append(fields,
-			sink.Int("offset_ns", best.OffsetNS), sink.Int("delay_ns", best.DelayNS), sink.Int("dispersion_ns", best.DispersionNS),
-			sink.Int("stratum", int64(h.Stratum)), sink.Int("leap", int64(h.Leap)), sink.String("refid", h.RefIDString()),
-			sink.Int("root_delay_ns", h.RootDelayNS), sink.Int("root_dispersion_ns", h.RootDispNS),
-			sink.Int("poll", int64(h.Poll)), sink.Int("precision", int64(h.Precision)),
-			sink.Int("server_processing_ns", best.T3-best.T2), sink.Bool("delay_outlier", best.DelayOutlier),
+			record.Int("offset_ns", best.OffsetNS), record.Int("delay_ns", best.DelayNS), record.Int("dispersion_ns", best.DispersionNS),
+			record.Int("stratum", int64(h.Stratum)), record.Int("leap", int64(h.Leap)), record.String("refid", h.RefIDString()),
+			record.Int("root_delay_ns", h.RootDelayNS), record.Int("root_dispersion_ns", h.RootDispNS),
+			record.Int("poll", int64(h.Poll)), record.Int("precision", int64(h.Precision)),
+			record.Int("server_processing_ns", best.T3-best.T2), record.Bool("delay_outlier", best.DelayOutlier),
 		)
 	}
 	b.Add("ntp_probe", now, tags, fields...)
 }
 
 // SelfFields implements SelfReporter.
-func (s *ntpSource) SelfFields() []sink.Field {
+func (s *ntpSource) SelfFields() []record.Field {
 	opt, _ := s.conn.Option()
-	return []sink.Field{sink.String("timestamping", opt), sink.Int("consecutive_failures", int64(s.failures))}
+	return []record.Field{record.String("timestamping", opt), record.Int("consecutive_failures", int64(s.failures))}
 }
 
 // chronySource ships chronyd's tracking, sources and (over the command socket)
@@ -216,37 +216,37 @@ func (s *chronySource) Collect(ctx context.Context, b *Batch) error {
 		return err
 	}
 	b.Add("chrony_tracking", now, nil,
-		sink.String("reference_id", fmt.Sprintf("%08X", tr.RefID)), sink.String("reference", tr.IPAddr.String()),
-		sink.Int("stratum", int64(tr.Stratum)), sink.Int("leap_status", int64(tr.LeapStatus)),
-		sink.Int("ref_time_ns", tr.RefTime.UnixNano()),
-		sink.Int("system_time_ns", secNS(tr.CurrentCorrection)),
-		sink.Int("last_offset_ns", secNS(tr.LastOffset)), sink.Int("rms_offset_ns", secNS(tr.RMSOffset)),
-		sink.Int("freq_ppb", ppmPPB(tr.FreqPPM)), sink.Int("residual_freq_ppb", ppmPPB(tr.ResidFreqPPM)), sink.Int("skew_ppb", ppmPPB(tr.SkewPPM)),
-		sink.Int("root_delay_ns", secNS(tr.RootDelay)), sink.Int("root_dispersion_ns", secNS(tr.RootDispersion)),
-		sink.Int("update_interval_ns", secNS(tr.LastUpdateInterval)),
+		record.String("reference_id", fmt.Sprintf("%08X", tr.RefID)), record.String("reference", tr.IPAddr.String()),
+		record.Int("stratum", int64(tr.Stratum)), record.Int("leap_status", int64(tr.LeapStatus)),
+		record.Int("ref_time_ns", tr.RefTime.UnixNano()),
+		record.Int("system_time_ns", secNS(tr.CurrentCorrection)),
+		record.Int("last_offset_ns", secNS(tr.LastOffset)), record.Int("rms_offset_ns", secNS(tr.RMSOffset)),
+		record.Int("freq_ppb", ppmPPB(tr.FreqPPM)), record.Int("residual_freq_ppb", ppmPPB(tr.ResidFreqPPM)), record.Int("skew_ppb", ppmPPB(tr.SkewPPM)),
+		record.Int("root_delay_ns", secNS(tr.RootDelay)), record.Int("root_dispersion_ns", secNS(tr.RootDispersion)),
+		record.Int("update_interval_ns", secNS(tr.LastUpdateInterval)),
 	)
 	srcs, err := s.m.Sources()
 	for _, src := range srcs {
 		d := src.Data
-		f := []sink.Field{
-			sink.Int("poll", int64(d.Poll)), sink.Int("stratum", int64(d.Stratum)), sink.Int("reachability", int64(d.Reachability)),
-			sink.Int("since_sample_s", int64(d.SinceSample)), sink.Int("orig_latest_meas_ns", secNS(d.OrigLatestMeas)),
-			sink.Int("latest_meas_ns", secNS(d.LatestMeas)), sink.Int("latest_meas_err_ns", secNS(d.LatestMeasErr)),
+		f := []record.Field{
+			record.Int("poll", int64(d.Poll)), record.Int("stratum", int64(d.Stratum)), record.Int("reachability", int64(d.Reachability)),
+			record.Int("since_sample_s", int64(d.SinceSample)), record.Int("orig_latest_meas_ns", secNS(d.OrigLatestMeas)),
+			record.Int("latest_meas_ns", secNS(d.LatestMeas)), record.Int("latest_meas_err_ns", secNS(d.LatestMeasErr)),
 		}
 		if st := src.Stats; st != nil {
-			f = append(f, sink.Int("samples", int64(st.NSamples)), sink.Int("runs", int64(st.NRuns)), sink.Int("span_s", int64(st.SpanSeconds)),
-				sink.Int("std_dev_ns", secNS(st.StandardDeviation)), sink.Int("est_offset_ns", secNS(st.EstimatedOffset)),
-				sink.Int("est_offset_err_ns", secNS(st.EstimatedOffsetErr)), sink.Int("residual_freq_ppb", ppmPPB(st.ResidFreqPPM)),
-				sink.Int("skew_ppb", ppmPPB(st.SkewPPM)))
+			f = append(f, record.Int("samples", int64(st.NSamples)), record.Int("runs", int64(st.NRuns)), record.Int("span_s", int64(st.SpanSeconds)),
+				record.Int("std_dev_ns", secNS(st.StandardDeviation)), record.Int("est_offset_ns", secNS(st.EstimatedOffset)),
+				record.Int("est_offset_err_ns", secNS(st.EstimatedOffsetErr)), record.Int("residual_freq_ppb", ppmPPB(st.ResidFreqPPM)),
+				record.Int("skew_ppb", ppmPPB(st.SkewPPM)))
 		}
 		if nd := src.NTPData; nd != nil {
-			f = append(f, sink.Int("offset_ns", secNS(nd.Offset)), sink.Int("peer_delay_ns", secNS(nd.PeerDelay)),
-				sink.Int("peer_dispersion_ns", secNS(nd.PeerDispersion)), sink.Int("response_time_ns", secNS(nd.ResponseTime)),
-				sink.Float("jitter_asymmetry", nd.JitterAsymmetry), sink.Int("total_tx", int64(nd.TotalTXCount)),
-				sink.Int("total_rx", int64(nd.TotalRXCount)), sink.Int("total_valid", int64(nd.TotalValidCount)),
-				sink.String("tx_timestamping", string(rune(nd.TXTssChar))), sink.String("rx_timestamping", string(rune(nd.RXTssChar))))
+			f = append(f, record.Int("offset_ns", secNS(nd.Offset)), record.Int("peer_delay_ns", secNS(nd.PeerDelay)),
+				record.Int("peer_dispersion_ns", secNS(nd.PeerDispersion)), record.Int("response_time_ns", secNS(nd.ResponseTime)),
+				record.Float("jitter_asymmetry", nd.JitterAsymmetry), record.Int("total_tx", int64(nd.TotalTXCount)),
+				record.Int("total_rx", int64(nd.TotalRXCount)), record.Int("total_valid", int64(nd.TotalValidCount)),
+				record.String("tx_timestamping", string(rune(nd.TXTssChar))), record.String("rx_timestamping", string(rune(nd.RXTssChar))))
 		}
-		b.Add("chrony_source", now, []sink.Tag{{Key: "source", Value: d.IPAddr.String()}, {Key: "state", Value: d.State.String()}, {Key: "mode", Value: d.Mode.String()}}, f...)
+		b.Add("chrony_source", now, []record.Tag{{Key: "source", Value: d.IPAddr.String()}, {Key: "state", Value: d.State.String()}, {Key: "mode", Value: d.Mode.String()}}, f...)
 	}
 	if err != nil {
 		return err
@@ -257,14 +257,14 @@ func (s *chronySource) Collect(ctx context.Context, b *Batch) error {
 			return err
 		}
 		b.Add("chrony_serverstats", now, nil,
-			sink.Uint("ntp_hits", st.NTPHits), sink.Uint("ntp_drops", st.NTPDrops), sink.Uint("cmd_hits", st.CMDHits), sink.Uint("cmd_drops", st.CMDDrops),
-			sink.Uint("log_drops", st.LogDrops), sink.Uint("nke_hits", st.NKEHits), sink.Uint("ntp_auth_hits", st.NTPAuthHits),
-			sink.Uint("ntp_interleaved_hits", st.NTPInterleavedHits), sink.Uint("ntp_timestamps", st.NTPTimestamps))
+			record.Uint("ntp_hits", st.NTPHits), record.Uint("ntp_drops", st.NTPDrops), record.Uint("cmd_hits", st.CMDHits), record.Uint("cmd_drops", st.CMDDrops),
+			record.Uint("log_drops", st.LogDrops), record.Uint("nke_hits", st.NKEHits), record.Uint("ntp_auth_hits", st.NTPAuthHits),
+			record.Uint("ntp_interleaved_hits", st.NTPInterleavedHits), record.Uint("ntp_timestamps", st.NTPTimestamps))
 	}
 	return nil
 }
 
 // SelfFields implements SelfReporter.
-func (s *chronySource) SelfFields() []sink.Field {
-	return []sink.Field{sink.Uint("reconnects", s.m.Reconnects.Load())}
+func (s *chronySource) SelfFields() []record.Field {
+	return []record.Field{record.Uint("reconnects", s.m.Reconnects.Load())}
 }

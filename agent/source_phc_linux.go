@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/phc"
-	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -136,14 +136,14 @@ func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
 			}
 			return fmt.Errorf("phc %s against %s: %w", s.path, sys, err)
 		}
-		b.Add("phc_offset", now, []sink.Tag{{Key: "device", Value: dev}, {Key: "clock", Value: sys.String()}, {Key: "clock_name", Value: s.name}},
-			sink.Int("offset_ns", r.OffsetNS),
-			sink.Int("delay_ns", r.DelayNS),
-			sink.Int("phc_ns", r.PHCNS),
-			sink.Int("sys_ns", r.SysNS),
-			sink.Int("samples", int64(r.Samples)),
-			sink.String("method", r.Method.String()),
-			sink.Int("bracket_ns", r.BracketNS),
+		b.Add("phc_offset", now, []record.Tag{{Key: "device", Value: dev}, {Key: "clock", Value: sys.String()}, {Key: "clock_name", Value: s.name}},
+			record.Int("offset_ns", r.OffsetNS),
+			record.Int("delay_ns", r.DelayNS),
+			record.Int("phc_ns", r.PHCNS),
+			record.Int("sys_ns", r.SysNS),
+			record.Int("samples", int64(r.Samples)),
+			record.String("method", r.Method.String()),
+			record.Int("bracket_ns", r.BracketNS),
 		)
 		if s.tr != nil {
 			s.tr.Get(sys, s.domain, s.cfg.Window).Add(r.Sample())
@@ -153,13 +153,13 @@ func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
 }
 
 // SelfFields reports read-method fallbacks and why methods were refused.
-func (s *phcSource) SelfFields() []sink.Field {
+func (s *phcSource) SelfFields() []record.Field {
 	if s.sampler == nil {
-		return []sink.Field{sink.Uint("reopens", s.reopens)}
+		return []record.Field{record.Uint("reopens", s.reopens)}
 	}
-	f := []sink.Field{sink.Uint("method_fallbacks", s.sampler.Fallbacks()), sink.Uint("reopens", s.reopens)}
+	f := []record.Field{record.Uint("method_fallbacks", s.sampler.Fallbacks()), record.Uint("reopens", s.reopens)}
 	if r := s.sampler.Refusals(); len(r) > 0 {
-		f = append(f, sink.String("method_refusals", fmt.Sprint(r)))
+		f = append(f, record.String("method_refusals", fmt.Sprint(r)))
 	}
 	return f
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/ptp"
-	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sockts"
 	"github.com/monagent/monagent/timebase"
 )
@@ -38,56 +38,56 @@ func (s *ptp4lSource) Collect(ctx context.Context, b *Batch) error {
 		return err
 	}
 	b.Add("ptp4l_current", now, nil,
-		sink.Int("offset_from_master_ns", int64(cur.OffsetFromMaster.Nanoseconds())),
-		sink.Int("mean_path_delay_ns", int64(cur.MeanPathDelay.Nanoseconds())),
-		sink.Int("steps_removed", int64(cur.StepsRemoved)))
+		record.Int("offset_from_master_ns", int64(cur.OffsetFromMaster.Nanoseconds())),
+		record.Int("mean_path_delay_ns", int64(cur.MeanPathDelay.Nanoseconds())),
+		record.Int("steps_removed", int64(cur.StepsRemoved)))
 	var errs []error
 	if par, err := s.m.ParentDataSet(); err == nil {
 		q := par.GrandmasterClockQuality
 		b.Add("ptp4l_parent", now, nil,
-			sink.String("parent_port", par.ParentPortIdentity.String()), sink.String("grandmaster", par.GrandmasterIdentity.String()),
-			sink.Int("gm_priority1", int64(par.GrandmasterPriority1)), sink.Int("gm_priority2", int64(par.GrandmasterPriority2)),
-			sink.Int("gm_clock_class", int64(q.ClockClass)), sink.Int("gm_clock_accuracy", int64(q.ClockAccuracy)),
-			sink.Int("gm_offset_scaled_log_variance", int64(q.OffsetScaledLogVariance)))
+			record.String("parent_port", par.ParentPortIdentity.String()), record.String("grandmaster", par.GrandmasterIdentity.String()),
+			record.Int("gm_priority1", int64(par.GrandmasterPriority1)), record.Int("gm_priority2", int64(par.GrandmasterPriority2)),
+			record.Int("gm_clock_class", int64(q.ClockClass)), record.Int("gm_clock_accuracy", int64(q.ClockAccuracy)),
+			record.Int("gm_offset_scaled_log_variance", int64(q.OffsetScaledLogVariance)))
 	} else {
 		errs = append(errs, err)
 	}
 	if ts, err := s.m.TimeStatusNP(); err == nil {
 		b.Add("ptp4l_time_status", now, nil,
-			sink.Int("master_offset_ns", ts.MasterOffsetNS), sink.Int("ingress_time_ns", ts.IngressTimeNS),
-			sink.Int("cumulative_scaled_rate_offset", int64(ts.CumulativeScaledRateOffset)),
-			sink.Bool("gm_present", ts.GMPresent != 0), sink.String("gm_identity", ts.GMIdentity.String()))
+			record.Int("master_offset_ns", ts.MasterOffsetNS), record.Int("ingress_time_ns", ts.IngressTimeNS),
+			record.Int("cumulative_scaled_rate_offset", int64(ts.CumulativeScaledRateOffset)),
+			record.Bool("gm_present", ts.GMPresent != 0), record.String("gm_identity", ts.GMIdentity.String()))
 	} else {
 		errs = append(errs, err)
 	}
 	if pd, err := s.m.PortDataSet(); err == nil {
-		b.Add("ptp4l_port", now, []sink.Tag{{Key: "port", Value: pd.PortIdentity.String()}},
-			sink.String("port_state", pd.PortState.String()), sink.Int("port_state_code", int64(pd.PortState)),
-			sink.Int("log_sync_interval", int64(pd.LogSyncInterval)), sink.Int("log_announce_interval", int64(pd.LogAnnounceInterval)),
-			sink.Int("log_min_delay_req_interval", int64(pd.LogMinDelayReqInterval)), sink.Int("delay_mechanism", int64(pd.DelayMechanism)),
-			sink.Int("peer_mean_path_delay_ns", pd.PeerMeanPathDelayNS))
+		b.Add("ptp4l_port", now, []record.Tag{{Key: "port", Value: pd.PortIdentity.String()}},
+			record.String("port_state", pd.PortState.String()), record.Int("port_state_code", int64(pd.PortState)),
+			record.Int("log_sync_interval", int64(pd.LogSyncInterval)), record.Int("log_announce_interval", int64(pd.LogAnnounceInterval)),
+			record.Int("log_min_delay_req_interval", int64(pd.LogMinDelayReqInterval)), record.Int("delay_mechanism", int64(pd.DelayMechanism)),
+			record.Int("peer_mean_path_delay_ns", pd.PeerMeanPathDelayNS))
 	} else {
 		errs = append(errs, err)
 	}
 	if st, err := s.m.PortStatsNP(); err == nil {
-		f := make([]sink.Field, 0, 20)
+		f := make([]record.Field, 0, 20)
 		for i, name := range []string{"sync", "delay_req", "pdelay_req", "pdelay_resp"} {
-			f = append(f, sink.Uint("rx_"+name, st.PortStats.RXMsgType[i]), sink.Uint("tx_"+name, st.PortStats.TXMsgType[i]))
+			f = append(f, record.Uint("rx_"+name, st.PortStats.RXMsgType[i]), record.Uint("tx_"+name, st.PortStats.TXMsgType[i]))
 		}
 		for i, name := range map[int]string{8: "follow_up", 9: "delay_resp", 10: "pdelay_resp_follow_up", 11: "announce", 12: "signaling", 13: "management"} {
-			f = append(f, sink.Uint("rx_"+name, st.PortStats.RXMsgType[i]), sink.Uint("tx_"+name, st.PortStats.TXMsgType[i]))
+			f = append(f, record.Uint("rx_"+name, st.PortStats.RXMsgType[i]), record.Uint("tx_"+name, st.PortStats.TXMsgType[i]))
 		}
-		b.Add("ptp4l_port_stats", now, []sink.Tag{{Key: "port", Value: st.PortIdentity.String()}}, f...)
+		b.Add("ptp4l_port_stats", now, []record.Tag{{Key: "port", Value: st.PortIdentity.String()}}, f...)
 	} else {
 		errs = append(errs, err)
 	}
 	if !s.serviceUnsupported {
 		if ss, err := s.m.PortServiceStatsNP(); err == nil {
 			v := ss.PortServiceStats
-			b.Add("ptp4l_port_service_stats", now, []sink.Tag{{Key: "port", Value: ss.PortIdentity.String()}},
-				sink.Uint("announce_timeout", v.AnnounceTimeout), sink.Uint("sync_timeout", v.SyncTimeout),
-				sink.Uint("delay_timeout", v.DelayTimeout), sink.Uint("sync_mismatch", v.SyncMismatch),
-				sink.Uint("followup_mismatch", v.FollowupMismatch))
+			b.Add("ptp4l_port_service_stats", now, []record.Tag{{Key: "port", Value: ss.PortIdentity.String()}},
+				record.Uint("announce_timeout", v.AnnounceTimeout), record.Uint("sync_timeout", v.SyncTimeout),
+				record.Uint("delay_timeout", v.DelayTimeout), record.Uint("sync_mismatch", v.SyncMismatch),
+				record.Uint("followup_mismatch", v.FollowupMismatch))
 		} else if errors.Is(err, ptp.ErrUnsupported) {
 			s.serviceUnsupported = true // linuxptp 3.x: degrade, once
 		} else {
@@ -98,9 +98,9 @@ func (s *ptp4lSource) Collect(ctx context.Context, b *Batch) error {
 }
 
 // SelfFields implements SelfReporter.
-func (s *ptp4lSource) SelfFields() []sink.Field {
-	return []sink.Field{sink.Uint("foreign_replies", s.m.Foreign.Load()), sink.Uint("management_errors", s.m.Errors.Load()),
-		sink.Uint("reconnects", s.m.Reconnects.Load()), sink.Bool("port_service_stats_unsupported", s.serviceUnsupported)}
+func (s *ptp4lSource) SelfFields() []record.Field {
+	return []record.Field{record.Uint("foreign_replies", s.m.Foreign.Load()), record.Uint("management_errors", s.m.Errors.Load()),
+		record.Uint("reconnects", s.m.Reconnects.Load()), record.Bool("port_service_stats_unsupported", s.serviceUnsupported)}
 }
 
 // ptpProbeSource runs the delay-request probe in the background and ships its
@@ -192,29 +192,29 @@ func (s *ptpProbeSource) Collect(ctx context.Context, b *Batch) error {
 	s.mu.Unlock()
 	now, _ := timebase.Realtime.Now()
 	for _, ex := range q {
-		b.Add("ptp_probe", now, []sink.Tag{{Key: "master", Value: ex.Master.String()}, {Key: "timestamps", Value: ex.SyncSource.String() + "/" + ex.DelaySource.String()}},
-			sink.Int("offset_ns", ex.OffsetNS), sink.Int("path_delay_ns", ex.PathDelayNS), sink.Int("delay_ns", ex.DelayNS),
-			sink.Int("seq", int64(ex.Seq)), sink.Int("t1_ns", ex.T1), sink.Int("t2_ns", ex.T2),
-			sink.Int("correction_ns", ex.CorrSyncNS))
+		b.Add("ptp_probe", now, []record.Tag{{Key: "master", Value: ex.Master.String()}, {Key: "timestamps", Value: ex.SyncSource.String() + "/" + ex.DelaySource.String()}},
+			record.Int("offset_ns", ex.OffsetNS), record.Int("path_delay_ns", ex.PathDelayNS), record.Int("delay_ns", ex.DelayNS),
+			record.Int("seq", int64(ex.Seq)), record.Int("t1_ns", ex.T1), record.Int("t2_ns", ex.T2),
+			record.Int("correction_ns", ex.CorrSyncNS))
 	}
 	elapsed := max(time.Since(s.start).Seconds(), 1)
 	st := s.p.Stats()
-	f := []sink.Field{
-		sink.String("transport", s.p.Transport), sink.Uint("dropped_frames", s.p.Dropped.Load()),
-		sink.Uint("bytes_sent", s.p.BytesSent.Load()), sink.Uint("bytes_received", s.p.BytesReceived.Load()),
-		sink.Float("bytes_sent_per_s", float64(s.p.BytesSent.Load())/elapsed),
-		sink.Float("bytes_received_per_s", float64(s.p.BytesReceived.Load())/elapsed),
-		sink.Uint("master_changes", st.MasterChanges), sink.Int("measurements", int64(len(q))),
-		sink.Uint("rx_software", s.p.RxSources[sockts.SourceSoftware].Load()), sink.Uint("rx_user", s.p.RxSources[sockts.SourceUser].Load()),
-		sink.Uint("rx_hardware", s.p.RxSources[sockts.SourceHardware].Load()),
-		sink.Uint("tx_software", s.p.TxSources[sockts.SourceSoftware].Load()), sink.Uint("tx_user", s.p.TxSources[sockts.SourceUser].Load()),
-		sink.Uint("tx_hardware", s.p.TxSources[sockts.SourceHardware].Load()), sink.Uint("untranslated", s.p.Untranslated.Load()),
+	f := []record.Field{
+		record.String("transport", s.p.Transport), record.Uint("dropped_frames", s.p.Dropped.Load()),
+		record.Uint("bytes_sent", s.p.BytesSent.Load()), record.Uint("bytes_received", s.p.BytesReceived.Load()),
+		record.Float("bytes_sent_per_s", float64(s.p.BytesSent.Load())/elapsed),
+		record.Float("bytes_received_per_s", float64(s.p.BytesReceived.Load())/elapsed),
+		record.Uint("master_changes", st.MasterChanges), record.Int("measurements", int64(len(q))),
+		record.Uint("rx_software", s.p.RxSources[sockts.SourceSoftware].Load()), record.Uint("rx_user", s.p.RxSources[sockts.SourceUser].Load()),
+		record.Uint("rx_hardware", s.p.RxSources[sockts.SourceHardware].Load()),
+		record.Uint("tx_software", s.p.TxSources[sockts.SourceSoftware].Load()), record.Uint("tx_user", s.p.TxSources[sockts.SourceUser].Load()),
+		record.Uint("tx_hardware", s.p.TxSources[sockts.SourceHardware].Load()), record.Uint("untranslated", s.p.Untranslated.Load()),
 	}
 	for r := ptp.RejectShort; r < ptp.RejectMalformed+1; r++ {
-		f = append(f, sink.Uint("rejected_"+r.String(), st.Rejects[r]))
+		f = append(f, record.Uint("rejected_"+r.String(), st.Rejects[r]))
 	}
 	if st.HaveMaster {
-		b.Add("ptp_probe_stats", now, []sink.Tag{{Key: "master", Value: st.Master.Port.String()}}, f...)
+		b.Add("ptp_probe_stats", now, []record.Tag{{Key: "master", Value: st.Master.Port.String()}}, f...)
 	} else {
 		b.Add("ptp_probe_stats", now, nil, f...)
 	}

@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/ring"
 	"github.com/monagent/monagent/sensors"
-	"github.com/monagent/monagent/sink"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -30,7 +30,7 @@ type sensorBufferSource struct {
 	buf    *sensors.Buffer
 	ring   *ring.Ring[scan]
 	tr     *Translators
-	tags   []sink.Tag
+	tags   []record.Tag
 	fields []string // per channel of the layout: its field name ("" for the timestamp)
 	out    []scan
 
@@ -87,7 +87,7 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *Translators
 		tr = NewTranslators()
 	}
 	s := &sensorBufferSource{cfg: bc, buf: b, ring: r, tr: tr, out: make([]scan, 256), done: make(chan struct{}),
-		tags: []sink.Tag{{Key: "device", Value: dev.Name}, {Key: "node", Value: dev.Node}, {Key: "clock", Value: b.Clock.String()}}}
+		tags: []record.Tag{{Key: "device", Value: dev.Name}, {Key: "node", Value: dev.Node}, {Key: "clock", Value: b.Clock.String()}}}
 	for i, ch := range b.Layout.Channels {
 		name := ch.Name // values in the kind's unit; raw for types without one
 		if i == b.TimestampIndex() {
@@ -178,10 +178,10 @@ func (s *sensorBufferSource) Collect(ctx context.Context, b *Batch) error {
 	for {
 		n := s.ring.Get(s.out)
 		for _, sc := range s.out[:n] {
-			f := make([]sink.Field, 0, len(s.fields)+1)
+			f := make([]record.Field, 0, len(s.fields)+1)
 			for i, name := range s.fields {
 				if name != "" {
-					f = append(f, sink.Int(name, sc.vals[i]))
+					f = append(f, record.Int(name, sc.vals[i]))
 				}
 			}
 			t := sc.read
@@ -190,7 +190,7 @@ func (s *sensorBufferSource) Collect(ctx context.Context, b *Batch) error {
 					t = rt
 				} else {
 					s.untranslated.Add(1)
-					f = append(f, sink.Int("kernel_ns", sc.ns))
+					f = append(f, record.Int("kernel_ns", sc.ns))
 				}
 			}
 			b.Add("sensor_scan", t, s.tags, f...)
@@ -210,7 +210,7 @@ func (s *sensorBufferSource) Collect(ctx context.Context, b *Batch) error {
 }
 
 // SelfFields implements SelfReporter.
-func (s *sensorBufferSource) SelfFields() []sink.Field {
-	return []sink.Field{sink.Uint("ring_dropped", s.ring.Dropped()), sink.Int("ring_waiting", int64(s.ring.Len())),
-		sink.Uint("read_errors", s.readErrors.Load()), sink.Uint("untranslated", s.untranslated.Load())}
+func (s *sensorBufferSource) SelfFields() []record.Field {
+	return []record.Field{record.Uint("ring_dropped", s.ring.Dropped()), record.Int("ring_waiting", int64(s.ring.Len())),
+		record.Uint("read_errors", s.readErrors.Load()), record.Uint("untranslated", s.untranslated.Load())}
 }

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sensors"
 	"github.com/monagent/monagent/sensors/sensorstest"
-	"github.com/monagent/monagent/sink"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -22,7 +22,7 @@ func waitRing(t *testing.T, s *sensorBufferSource, n int) {
 	}
 }
 
-func scanLine(r sink.Record) string {
+func scanLine(r record.Record) string {
 	var f []string
 	for _, x := range r.Fields {
 		f = append(f, x.Key+"="+x.Value())

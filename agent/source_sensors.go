@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sensors"
-	"github.com/monagent/monagent/sink"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -19,7 +19,7 @@ type sensorsSource struct {
 	cfg      SensorsConfig
 	fs       sensors.FS
 	sensors  []*sensors.Sensor
-	tags     [][]sink.Tag
+	tags     [][]record.Tag
 	lastScan time.Time
 	now      func() time.Time
 
@@ -71,10 +71,10 @@ func (s *sensorsSource) scan() error {
 				x.Close()
 				continue
 			}
-			tags := []sink.Tag{{Key: "source", Value: x.Source}, {Key: "device", Value: x.Device}, {Key: "sensor", Value: x.Name},
+			tags := []record.Tag{{Key: "source", Value: x.Source}, {Key: "device", Value: x.Device}, {Key: "sensor", Value: x.Name},
 				{Key: "kind", Value: x.Kind.String()}, {Key: "unit", Value: x.Kind.Unit()}}
 			if x.Label != "" {
-				tags = append(tags, sink.Tag{Key: "label", Value: x.Label})
+				tags = append(tags, record.Tag{Key: "label", Value: x.Label})
 			}
 			s.sensors, s.tags = append(s.sensors, x), append(s.tags, tags)
 		}
@@ -119,13 +119,13 @@ func (s *sensorsSource) Collect(ctx context.Context, b *Batch) error {
 			errs = append(errs, err)
 			continue
 		}
-		b.Add("sensor", now, s.tags[i], sink.Int("value", v))
+		b.Add("sensor", now, s.tags[i], record.Int("value", v))
 	}
 	return errors.Join(errs...)
 }
 
 // SelfFields implements SelfReporter.
-func (s *sensorsSource) SelfFields() []sink.Field {
-	return []sink.Field{sink.Int("sensors", int64(len(s.sensors))), sink.Uint("read_errors", s.readErrors.Load()),
-		sink.Uint("scan_errors", s.scanErrors.Load())}
+func (s *sensorsSource) SelfFields() []record.Field {
+	return []record.Field{record.Int("sensors", int64(len(s.sensors))), record.Uint("read_errors", s.readErrors.Load()),
+		record.Uint("scan_errors", s.scanErrors.Load())}
 }

@@ -8,13 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/monagent/monagent/record"
 )
 
 // Sink takes batches of records.
 type Sink interface {
 	// Write accepts a batch. Records it cannot encode are counted and reported in
 	// the error; the rest of the batch is still written.
-	Write(recs []Record) error
+	Write(recs []record.Record) error
 	// Close flushes and releases the sink.
 	Close() error
 }
@@ -32,7 +34,7 @@ type Writer struct {
 	mu   sync.Mutex
 	w    *bufio.Writer
 	c    io.Closer
-	enc  Encoder
+	enc  record.Encoder
 	buf  []byte
 	st   Stats
 }
@@ -60,7 +62,7 @@ func OpenFile(path string) (*Writer, error) {
 func (s *Writer) Name() string { return s.name }
 
 // Write implements Sink; each batch is flushed before Write returns.
-func (s *Writer) Write(recs []Record) error {
+func (s *Writer) Write(recs []record.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var rejected int
@@ -104,7 +106,7 @@ func (s *Writer) Close() error {
 type Multi []Sink
 
 // Write implements Sink.
-func (m Multi) Write(recs []Record) error {
+func (m Multi) Write(recs []record.Record) error {
 	var errs []error
 	for _, s := range m {
 		errs = append(errs, s.Write(recs))

@@ -6,10 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-)
 
-var time0 = time.Unix(0, 0)
+	"github.com/monagent/monagent/record"
+)
 
 func TestFileSinkAppends(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "data", "out.lp")
@@ -18,7 +17,7 @@ func TestFileSinkAppends(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Write([]Record{{Measurement: "m", Fields: []Field{Int("i", int64(i))}, TimeNS: int64(i)}}); err != nil {
+		if err := s.Write([]record.Record{{Measurement: "m", Fields: []record.Field{record.Int("i", int64(i))}, TimeNS: int64(i)}}); err != nil {
 			t.Fatal(err)
 		}
 		if st := s.Stats(); st.Records != 1 || st.Bytes != 9 {
@@ -42,7 +41,7 @@ func TestMultiKeepsWritingWhenOneFails(t *testing.T) {
 	var sb strings.Builder
 	good := NewWriter("mem", &sb)
 	m := Multi{NewWriter("bad", failWriter{}), good}
-	err := m.Write([]Record{{Measurement: "m", Fields: []Field{Bool("b", false)}, TimeNS: 7}})
+	err := m.Write([]record.Record{{Measurement: "m", Fields: []record.Field{record.Bool("b", false)}, TimeNS: 7}})
 	if err == nil || !strings.Contains(err.Error(), "bad: disk on fire") {
 		t.Fatalf("error %v", err)
 	}

@@ -56,3 +56,26 @@ func TestBinaryDependencies(t *testing.T) {
 		t.Fatalf("the linux/arm binary links modules not in allowedModules: %v", unexpected)
 	}
 }
+
+// TestLayering checks the import rules of the architecture notes: the packages
+// that measure (and the record they emit) never import the sinks that store and
+// ship their records, nor the agent that wires them.
+func TestLayering(t *testing.T) {
+	const mod = "github.com/monagent/monagent/"
+	lower := []string{"timebase", "ring", "sockts", "phc", "ntp", "ptp", "sensors", "record"}
+	forbidden := []string{mod + "sink", mod + "agent"}
+	for _, p := range lower {
+		cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", mod+p)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", p, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, f := range forbidden {
+				if dep == f || strings.HasPrefix(dep, f+"/") {
+					t.Errorf("%s imports %s", p, dep)
+				}
+			}
+		}
+	}
+}

@@ -13,7 +13,7 @@ import (
 
 	ihttp "github.com/influxdata/influxdb-client-go/v2/api/http"
 
-	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sink/spool"
 )
 
@@ -53,11 +53,11 @@ func (f *fakeServer) lines() []string {
 	return append([]string(nil), f.got...)
 }
 
-func point(i int, field string) sink.Record {
-	return sink.Record{Measurement: "m", Fields: []sink.Field{sink.String(field, fmt.Sprint(i))}, TimeNS: int64(i + 1)}
+func point(i int, field string) record.Record {
+	return record.Record{Measurement: "m", Fields: []record.Field{record.String(field, fmt.Sprint(i))}, TimeNS: int64(i + 1)}
 }
 
-func shipWith(t *testing.T, srv writer, cfg Config, recs []sink.Record) (*spool.Spool, *Shipper) {
+func shipWith(t *testing.T, srv writer, cfg Config, recs []record.Record) (*spool.Spool, *Shipper) {
 	t.Helper()
 	sp, err := spool.Open(spool.Options{Dir: t.TempDir(), FlushInterval: 5 * time.Millisecond})
 	if err != nil {
@@ -99,7 +99,7 @@ func TestRetriesUntilTheServerAccepts(t *testing.T) {
 	for _, status := range []int{0, 429, 500, 503} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			srv := &fakeServer{failFirst: 5, failStatus: status}
-			var recs []sink.Record
+			var recs []record.Record
 			for i := 0; i < 100; i++ {
 				recs = append(recs, point(i, "v"))
 			}
@@ -114,7 +114,7 @@ func TestRetriesUntilTheServerAccepts(t *testing.T) {
 
 func TestRejectedLinesAreBisectedAndDeadLettered(t *testing.T) {
 	srv := &fakeServer{}
-	var recs []sink.Record
+	var recs []record.Record
 	for i := 0; i < 1000; i++ {
 		field := "v"
 		if i == 17 || i == 503 {
@@ -169,7 +169,7 @@ func TestClassify(t *testing.T) {
 
 func TestRunStopsPromptlyDuringRetries(t *testing.T) {
 	srv := &fakeServer{failFirst: 1 << 30, failStatus: 503}
-	_, sh := shipWith(t, srv, Config{URL: "x", Bucket: "b", MaxBackoff: time.Second}, []sink.Record{point(1, "v")})
+	_, sh := shipWith(t, srv, Config{URL: "x", Bucket: "b", MaxBackoff: time.Second}, []record.Record{point(1, "v")})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- sh.Run(ctx) }()

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/internal/testbed"
-	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sink/spool"
 )
 
@@ -57,11 +57,11 @@ func newRig(t *testing.T, url string, o spool.Options) *rig {
 	return r
 }
 
-func seqRecord(i int64, run string) sink.Record {
-	return sink.Record{
+func seqRecord(i int64, run string) record.Record {
+	return record.Record{
 		Measurement: "load",
-		Tags:        []sink.Tag{{Key: "run", Value: run}},
-		Fields:      []sink.Field{sink.Int("seq", i), sink.Int("value_ns", i*7)},
+		Tags:        []record.Tag{{Key: "run", Value: run}},
+		Fields:      []record.Field{record.Int("seq", i), record.Int("value_ns", i*7)},
 		TimeNS:      1_790_000_000_000_000_000 + i*1000,
 	}
 }
@@ -74,7 +74,7 @@ func (r *rig) produce(rate int, run string) {
 		t := time.NewTicker(10 * time.Millisecond)
 		defer t.Stop()
 		per := rate / 100
-		batch := make([]sink.Record, per)
+		batch := make([]record.Record, per)
 		for {
 			select {
 			case <-r.stopPro:
@@ -156,7 +156,7 @@ func countRun(in *testbed.Influxd, run string) int64 {
 func TestShipToInfluxd(t *testing.T) {
 	in := testbed.StartInfluxd(t, db)
 	r := newRig(t, in.URL, spool.Options{})
-	recs := make([]sink.Record, 20000)
+	recs := make([]record.Record, 20000)
 	for i := range recs {
 		recs[i] = seqRecord(int64(i), "basic")
 	}
@@ -289,7 +289,7 @@ func TestTinyCapDuringOutage(t *testing.T) {
 	in.Stop()
 	r := newRig(t, in.URL, spool.Options{SegmentBytes: 16 << 10, MaxBytes: 64 << 10, FlushInterval: 10 * time.Millisecond})
 	for i := 0; i < 100; i++ {
-		recs := make([]sink.Record, 200)
+		recs := make([]record.Record, 200)
 		for k := range recs {
 			recs[k] = seqRecord(r.next.Add(1)-1, "cap")
 		}
@@ -315,17 +315,17 @@ func TestTinyCapDuringOutage(t *testing.T) {
 func TestFieldTypeConflict(t *testing.T) {
 	in := testbed.StartInfluxd(t, db)
 	r := newRig(t, in.URL, spool.Options{})
-	good := func(i int64) sink.Record { return seqRecord(i, "conflict") }
-	r.sp.Append([]sink.Record{good(0)})
+	good := func(i int64) record.Record { return seqRecord(i, "conflict") }
+	r.sp.Append([]record.Record{good(0)})
 	r.next.Store(1)
 	r.waitResolved(10 * time.Second)
 	bad := good(1)
-	bad.Fields = []sink.Field{sink.String("seq", "not a number")}
-	batch := []sink.Record{good(2), bad, good(3)}
+	bad.Fields = []record.Field{record.String("seq", "not a number")}
+	batch := []record.Record{good(2), bad, good(3)}
 	r.sp.Append(batch)
 	r.next.Store(4)
 	r.waitResolved(20 * time.Second)
-	r.sp.Append([]sink.Record{good(4), good(5)})
+	r.sp.Append([]record.Record{good(4), good(5)})
 	r.next.Store(6)
 	r.waitResolved(10 * time.Second)
 	st := r.sp.Stats()

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sink/spool"
 )
 
@@ -79,7 +79,7 @@ func TestV2WriteRequestShape(t *testing.T) {
 	}
 }
 
-func recsN(n int) (out []sink.Record) {
+func recsN(n int) (out []record.Record) {
 	for i := 0; i < n; i++ {
 		out = append(out, point(i, "v"))
 	}

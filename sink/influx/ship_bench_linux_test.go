@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/internal/testbed"
-	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sink/spool"
 )
 
@@ -35,7 +35,7 @@ func BenchmarkShipToInfluxd(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			run := fmt.Sprintf("bench-%d", time.Now().UnixNano())
-			recs := make([]sink.Record, 1000)
+			recs := make([]record.Record, 1000)
 			b.ResetTimer()
 			go sh.Run(ctx)
 			for i := 0; i < b.N; i += len(recs) {

@@ -18,7 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/record"
 )
 
 // Options configure a spool. Zero values take the defaults.
@@ -94,7 +94,7 @@ type Spool struct {
 	mu        sync.Mutex
 	buf       []byte
 	bufPoints int
-	enc       sink.Encoder
+	enc       record.Encoder
 	closed    bool
 
 	// Disk side: files, sequence numbers, readers.
@@ -243,7 +243,7 @@ func (s *Spool) openActive() error {
 // Append encodes records into the spool's buffer. It never waits for the disk:
 // when unwritten data exceeds MaxBuffer the records are dropped and counted. An
 // error also reports records the encoder refused; the rest are kept.
-func (s *Spool) Append(recs []sink.Record) error {
+func (s *Spool) Append(recs []record.Record) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -272,7 +272,7 @@ func (s *Spool) Append(recs []sink.Record) error {
 }
 
 // Write implements sink.Sink.
-func (s *Spool) Write(recs []sink.Record) error { return s.Append(recs) }
+func (s *Spool) Write(recs []record.Record) error { return s.Append(recs) }
 
 func (s *Spool) flusher() {
 	defer close(s.done)

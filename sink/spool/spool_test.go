@@ -12,15 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/record"
 )
 
-func rec(i int) sink.Record {
-	return sink.Record{Measurement: "m", Tags: []sink.Tag{{Key: "host", Value: "h"}}, Fields: []sink.Field{sink.Int("i", int64(i))}, TimeNS: int64(1e18) + int64(i)}
+func rec(i int) record.Record {
+	return record.Record{Measurement: "m", Tags: []record.Tag{{Key: "host", Value: "h"}}, Fields: []record.Field{record.Int("i", int64(i))}, TimeNS: int64(1e18) + int64(i)}
 }
 
-func recs(from, n int) []sink.Record {
-	out := make([]sink.Record, n)
+func recs(from, n int) []record.Record {
+	out := make([]record.Record, n)
 	for i := range out {
 		out[i] = rec(from + i)
 	}
@@ -293,8 +293,8 @@ func TestAppendDoesNotAllocate(t *testing.T) {
 func TestRejectedRecordsAreCountedNotStored(t *testing.T) {
 	s := open(t, Options{Dir: t.TempDir()})
 	defer s.Close()
-	bad := sink.Record{Measurement: "m"} // no fields
-	err := s.Append([]sink.Record{rec(1), bad, rec(2)})
+	bad := record.Record{Measurement: "m"} // no fields
+	err := s.Append([]record.Record{rec(1), bad, rec(2)})
 	if err == nil {
 		t.Fatal("no error for a record without fields")
 	}

@@ -1,12 +1,15 @@
-package sink
+package record
 
 import (
 	"bytes"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 )
+
+var time0 = time.Unix(0, 0)
 
 // FuzzEncodeRoundTrip encodes arbitrary names, tags and values. Whatever is
 // accepted must decode back, with InfluxDB's own decoder, to exactly what went in;
