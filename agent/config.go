@@ -332,6 +332,22 @@ type PathsConfig struct {
 	Sys string `yaml:"sys"`
 	Dev string `yaml:"dev"`
 	Run string `yaml:"run"`
+	// RuntimeDir holds the agent's own sockets (e.g. the chrony client's). ""
+	// means $RUNTIME_DIRECTORY (systemd's RuntimeDirectory=), else the system's
+	// temporary directory.
+	RuntimeDir string `yaml:"runtime_dir"`
+}
+
+// Runtime returns the directory for the agent's own sockets.
+func (p PathsConfig) Runtime() string {
+	if p.RuntimeDir != "" {
+		return p.RuntimeDir
+	}
+	if d := os.Getenv("RUNTIME_DIRECTORY"); d != "" {
+		// systemd may list several, colon-separated; the first is ours.
+		return strings.Split(d, ":")[0]
+	}
+	return os.TempDir()
 }
 
 // LogConfig sets the agent's log.
