@@ -44,6 +44,7 @@ type running struct {
 	lastDur     atomic.Int64
 	mu          sync.Mutex
 	lastErr     string
+	self        []record.Field // the source's SelfFields, taken on its own goroutine
 }
 
 // queueBatches is how many batches may wait for the sink; beyond that a batch is
@@ -114,9 +115,20 @@ func (a *Agent) Sources() []string {
 }
 
 // Run collects until ctx is done, then stops every source, writes what is
-// queued and the final self-metrics, and closes the sink.
+// queued and the final self-metrics, and closes the sink. Every goroutine the
+// agent or a source needs runs under ctx and has returned when Run returns.
 func (a *Agent) Run(ctx context.Context) error {
 	a.start, _ = timebase.Realtime.Now()
+	var readers sync.WaitGroup
+	for _, r := range a.sources {
+		if rn, ok := r.src.(Runner); ok {
+			readers.Add(1)
+			go func() {
+				defer readers.Done()
+				rn.Run(ctx)
+			}()
+		}
+	}
 	var wg sync.WaitGroup
 	for _, r := range a.sources {
 		wg.Add(1)
@@ -160,6 +172,15 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}()
 	wg.Wait()
+	readers.Wait()
+	// What the readers queued since the last collection is shipped, not lost.
+	final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	for _, r := range a.sources {
+		if _, ok := r.src.(Runner); ok {
+			a.collect(final, r)
+		}
+	}
+	cancel()
 	if a.cfg.SelfMetrics.Enabled {
 		a.enqueue(a.selfMetrics())
 	}
@@ -206,6 +227,15 @@ func (a *Agent) collect(ctx context.Context, r *running) {
 	if len(b.Records) > 0 {
 		a.enqueue(b.Records)
 	}
+	// Self-metrics are taken here, on the goroutine that collects, and handed
+	// over under the lock: a source's counters need no synchronisation of
+	// their own unless a reader goroutine writes them (those are atomics).
+	if sr, ok := r.src.(SelfReporter); ok {
+		f := sr.SelfFields()
+		r.mu.Lock()
+		r.self = f
+		r.mu.Unlock()
+	}
 }
 
 // enqueue hands a batch to the writer without waiting.
@@ -234,6 +264,7 @@ func (a *Agent) selfMetrics() []record.Record {
 	for _, r := range a.sources {
 		r.mu.Lock()
 		lastErr := r.lastErr
+		self := r.self
 		r.mu.Unlock()
 		f := []record.Field{
 			record.Uint("collections", r.collections.Load()),
@@ -243,9 +274,7 @@ func (a *Agent) selfMetrics() []record.Record {
 			record.Int("last_duration_ns", r.lastDur.Load()),
 			record.String("last_error", lastErr),
 		}
-		if sr, ok := r.src.(SelfReporter); ok {
-			f = append(f, sr.SelfFields()...)
-		}
+		f = append(f, self...)
 		b.Add("monagent_source", now, []record.Tag{{Key: "source", Value: r.src.Name()}}, f...)
 	}
 	if a.outputs != nil {

@@ -63,6 +63,12 @@ func (c *countingSource) Collect(ctx context.Context, b *Batch) error {
 	return nil
 }
 
+// SelfFields reports a plain counter that Collect writes: the agent must take
+// it on the collecting goroutine (the race detector fails the tests otherwise).
+func (c *countingSource) SelfFields() []record.Field {
+	return []record.Field{record.Int("collect_calls", int64(c.n))}
+}
+
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func TestAgentRunsSourcesAndStopsCleanly(t *testing.T) {
@@ -116,6 +122,30 @@ func TestAgentRunsSourcesAndStopsCleanly(t *testing.T) {
 	check("idle", "errors", 0)
 	if f, _ := last["bad"].Field("last_error"); f.S != "sensor on fire" {
 		t.Errorf("last_error %q", f.S)
+	}
+	// The source's own counter arrived through the snapshot, and it is the
+	// count of the last collection (the final self-metrics follow it).
+	if f, present := last["ok"].Field("collect_calls"); !present || f.I != int64(ok.n) {
+		t.Errorf("collect_calls = %v (present %v), want %d", f.I, present, ok.n)
+	}
+}
+
+// TestSelfMetricsRaceFree runs the self-metrics writer much faster than the
+// sources collect, with sources whose counters are plain fields: under -race
+// this fails if the writer reads what a collector writes.
+func TestSelfMetricsRaceFree(t *testing.T) {
+	cfg := Default()
+	cfg.SelfMetrics.Interval = time.Millisecond
+	srcs := []Source{&countingSource{name: "a"}, &countingSource{name: "b", mode: "fail"}}
+	out := &memSink{}
+	a := newWithSources(cfg, quietLog(), out, srcs...)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := a.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out.count("monagent_source") < 20 {
+		t.Fatalf("only %d self-metrics records", out.count("monagent_source"))
 	}
 }
 

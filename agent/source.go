@@ -24,7 +24,10 @@ type Source interface {
 }
 
 // SelfReporter is implemented by sources with counters of their own beyond the
-// agent's per-source ones (e.g. PHC read-method fallbacks).
+// agent's per-source ones (e.g. PHC read-method fallbacks). The agent calls
+// SelfFields on the source's collection goroutine right after each Collect and
+// ships the latest snapshot with its self-metrics, so counters that only
+// Collect writes need no lock; counters a reader goroutine writes are atomics.
 type SelfReporter interface {
 	SelfFields() []record.Field
 }
