@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/record"
-	"github.com/monagent/monagent/ring"
 	"github.com/monagent/monagent/sensors"
 	"github.com/monagent/monagent/timebase"
 )
@@ -17,29 +16,20 @@ import (
 // scan is one buffered sample as the reader hands it to the shipper.
 type scan struct {
 	ns   int64 // the kernel's timestamp (the buffer's clock), 0 without one
-	read int64 // REALTIME when the reader got it
+	read int64 // REALTIME when the reader got it, plus the sample's index in that read
 	vals [maxBufferChannels]int64
 }
 
-// sensorBufferSource samples an IIO device through its buffer: a goroutine
-// drains the character device in batches into a ring, and each collection
-// ships what the ring holds, one record per sample at the kernel's timestamp
-// moved to REALTIME.
-type sensorBufferSource struct {
-	cfg    SensorBufferConfig
+// sensorBuffer is the decoder of an IIO buffer event source: its producer
+// drains the character device in batches into the ring, and each collection
+// ships one record per sample at the kernel's timestamp moved to REALTIME.
+type sensorBuffer struct {
 	buf    *sensors.Buffer
-	ring   *ring.Ring[scan]
 	tr     *Translators
 	tags   []record.Tag
 	fields []string // per channel of the layout: its field name ("" for the timestamp)
-	out    []scan
 
-	cancel context.CancelFunc
-	done   chan struct{}
-
-	readErrors   atomic.Uint64
 	untranslated atomic.Uint64
-	lastErr      atomic.Pointer[error]
 }
 
 func buildSensorBuffers(env *Env) ([]Source, error) {
@@ -60,7 +50,7 @@ func buildSensorBuffers(env *Env) ([]Source, error) {
 	return out, nil
 }
 
-func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *Translators) (*sensorBufferSource, error) {
+func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *Translators) (*EventSource[scan], error) {
 	devs, err := fs.IIODevices()
 	if err != nil {
 		return nil, err
@@ -75,9 +65,8 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *Translators
 	if dev == nil {
 		return nil, fmt.Errorf("no IIO device %q under %s (%d devices)", bc.Device, fs.Sys, len(devs))
 	}
-	r, err := ring.New[scan](bc.Ring)
-	if err != nil {
-		return nil, err
+	if bc.Ring < 1 || bc.Ring&(bc.Ring-1) != 0 {
+		return nil, fmt.Errorf("ring: %d is not a power of two", bc.Ring)
 	}
 	b, err := fs.OpenBuffer(*dev, bc.Channels, bc.Length)
 	if err != nil {
@@ -86,74 +75,75 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *Translators
 	if tr == nil {
 		tr = NewTranslators()
 	}
-	s := &sensorBufferSource{cfg: bc, buf: b, ring: r, tr: tr, out: make([]scan, 256), done: make(chan struct{}),
+	d := &sensorBuffer{buf: b, tr: tr,
 		tags: []record.Tag{{Key: "device", Value: dev.Name}, {Key: "node", Value: dev.Node}, {Key: "clock", Value: b.Clock.String()}}}
 	for i, ch := range b.Layout.Channels {
 		name := ch.Name // values in the kind's unit; raw for types without one
 		if i == b.TimestampIndex() {
 			name = ""
 		}
-		s.fields = append(s.fields, name)
+		d.fields = append(d.fields, name)
 	}
-	var ctx context.Context
-	ctx, s.cancel = context.WithCancel(context.Background())
-	go s.read(ctx)
+	s, err := NewEventSource(EventSourceConfig[scan]{
+		Name: "sensor_buffer:" + dev.Node, Interval: time.Second, Ring: bc.Ring,
+		Producer: ProducerFunc[scan](d.produce), Emit: d.emit, Close: b.Close,
+		Self: func() []record.Field { return []record.Field{record.Uint("untranslated", d.untranslated.Load())} },
+	})
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
-// read drains the buffer into the ring until ctx is done.
-func (s *sensorBufferSource) read(ctx context.Context) {
-	defer close(s.done)
-	per := len(s.buf.Layout.Channels)
+// produce drains the buffer into the queue until ctx is done; a device error
+// ends it (the event source counts it and runs it again after a back-off).
+func (d *sensorBuffer) produce(ctx context.Context, q *EventQueue[scan]) error {
+	per := len(d.buf.Layout.Channels)
 	vals := make([]int64, 64*per)
 	batch := make([]scan, 64)
 	for ctx.Err() == nil {
-		n, err := s.buf.Read(vals, 100*time.Millisecond)
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				s.readErrors.Add(1)
-				s.lastErr.Store(&err)
-			}
-			select { // a device that errs (or a file at its end) is retried, not spun on
+		n, err := d.buf.Read(vals, 100*time.Millisecond)
+		if errors.Is(err, io.EOF) { // nothing more now (a file at its end): wait, not spin
+			select {
 			case <-ctx.Done():
 			case <-time.After(100 * time.Millisecond):
 			}
 			continue
 		}
+		if err != nil {
+			return err
+		}
 		now, _ := timebase.Realtime.Now()
 		for r := 0; r < n; r++ {
 			v := vals[r*per : (r+1)*per]
-			sc := scan{read: now}
-			sc.ns, _ = s.buf.Timestamp(v)
+			// The read time is the fallback time of a sample without a usable
+			// kernel stamp: its index in the read keeps the samples of one read
+			// apart (a read of n samples takes far longer than n ns, so reads
+			// do not overlap).
+			sc := scan{read: now + int64(r)}
+			sc.ns, _ = d.buf.Timestamp(v)
 			for i := range v {
-				sc.vals[i], _ = s.buf.Value(i, v[i])
+				sc.vals[i], _ = d.buf.Value(i, v[i])
 			}
 			batch[r] = sc
 		}
-		s.ring.PutBatch(batch[:n])
+		q.Put(batch[:n])
 	}
-}
-
-func (s *sensorBufferSource) Name() string            { return "sensor_buffer:" + s.buf.Device.Node }
-func (s *sensorBufferSource) Interval() time.Duration { return time.Second }
-
-func (s *sensorBufferSource) Close() error {
-	s.cancel()
-	<-s.done
-	return s.buf.Close()
+	return nil
 }
 
 // realtime moves a kernel timestamp to REALTIME: directly, through the
 // clock source's model of its clock, or through monotonic_raw (the clock
 // source's reference) in two steps.
-func (s *sensorBufferSource) realtime(ns int64) (int64, bool) {
-	d := s.buf.Clock
-	if d == timebase.DomainRealtime {
+func (d *sensorBuffer) realtime(ns int64) (int64, bool) {
+	c := d.buf.Clock
+	if c == timebase.DomainRealtime {
 		return ns, true
 	}
-	ts := timebase.Timestamp{NS: ns, Domain: d}
-	if d != timebase.DomainMonotonicRaw {
-		tr, ok := s.tr.Lookup(d, timebase.DomainMonotonicRaw)
+	ts := timebase.Timestamp{NS: ns, Domain: c}
+	if c != timebase.DomainMonotonicRaw {
+		tr, ok := d.tr.Lookup(c, timebase.DomainMonotonicRaw)
 		if !ok {
 			return 0, false
 		}
@@ -162,7 +152,7 @@ func (s *sensorBufferSource) realtime(ns int64) (int64, bool) {
 			return 0, false
 		}
 	}
-	tr, ok := s.tr.Lookup(timebase.DomainMonotonicRaw, timebase.DomainRealtime)
+	tr, ok := d.tr.Lookup(timebase.DomainMonotonicRaw, timebase.DomainRealtime)
 	if !ok {
 		return 0, false
 	}
@@ -170,47 +160,24 @@ func (s *sensorBufferSource) realtime(ns int64) (int64, bool) {
 	return ts.NS, err == nil
 }
 
-// Collect ships the samples in the ring. A sample whose timestamp cannot be
-// moved to REALTIME (no clock model yet) is shipped at the time it was read,
-// its kernel timestamp kept in kernel_ns, and counted.
-func (s *sensorBufferSource) Collect(ctx context.Context, b *Batch) error {
-	total := 0
-	for {
-		n := s.ring.Get(s.out)
-		for _, sc := range s.out[:n] {
-			f := make([]record.Field, 0, len(s.fields)+1)
-			for i, name := range s.fields {
-				if name != "" {
-					f = append(f, record.Int(name, sc.vals[i]))
-				}
-			}
-			t := sc.read
-			if sc.ns != 0 {
-				if rt, ok := s.realtime(sc.ns); ok {
-					t = rt
-				} else {
-					s.untranslated.Add(1)
-					f = append(f, record.Int("kernel_ns", sc.ns))
-				}
-			}
-			b.Add("sensor_scan", t, s.tags, f...)
-		}
-		total += n
-		if n < len(s.out) {
-			break
+// emit ships one sample. A sample whose timestamp cannot be moved to REALTIME
+// (no clock model yet) is shipped at the time it was read, its kernel
+// timestamp kept in kernel_ns, and counted.
+func (d *sensorBuffer) emit(b *Batch, sc *scan) {
+	f := make([]record.Field, 0, len(d.fields)+1)
+	for i, name := range d.fields {
+		if name != "" {
+			f = append(f, record.Int(name, sc.vals[i]))
 		}
 	}
-	if p := s.lastErr.Swap(nil); p != nil {
-		return *p
+	t := sc.read
+	if sc.ns != 0 {
+		if rt, ok := d.realtime(sc.ns); ok {
+			t = rt
+		} else {
+			d.untranslated.Add(1)
+			f = append(f, record.Int("kernel_ns", sc.ns))
+		}
 	}
-	if total == 0 {
-		return ErrNoData
-	}
-	return nil
-}
-
-// SelfFields implements SelfReporter.
-func (s *sensorBufferSource) SelfFields() []record.Field {
-	return []record.Field{record.Uint("ring_dropped", s.ring.Dropped()), record.Int("ring_waiting", int64(s.ring.Len())),
-		record.Uint("read_errors", s.readErrors.Load()), record.Uint("untranslated", s.untranslated.Load())}
+	b.Add("sensor_scan", t, d.tags, f...)
 }
