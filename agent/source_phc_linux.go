@@ -28,7 +28,8 @@ type phcSource struct {
 	dev     *phc.Device
 	sampler *phc.Sampler
 	domain  timebase.Domain
-	reopens uint64
+	opens   uint64
+	reopens uint64 // opens after the first
 }
 
 func buildPHCSources(env *Env) ([]Source, error) {
@@ -115,10 +116,9 @@ func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
 		if err != nil {
 			return err
 		}
-		if s.sampler != nil || s.reopens > 0 {
-			s.log.Info("phc reopened", "device", s.path)
+		if s.noteOpen() {
+			s.log.Info("phc reopened", "device", s.path, "reopens", s.reopens)
 		}
-		s.reopens++
 		s.dev, s.domain = d, d.Domain()
 		s.sampler = d.NewSampler(s.cfg.Samples, s.method)
 	}
@@ -150,6 +150,17 @@ func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
 		}
 	}
 	return nil
+}
+
+// noteOpen counts an open of the device and reports whether it was a reopen:
+// the first open is not one.
+func (s *phcSource) noteOpen() bool {
+	s.opens++
+	if s.opens == 1 {
+		return false
+	}
+	s.reopens++
+	return true
 }
 
 // SelfFields reports read-method fallbacks and why methods were refused.

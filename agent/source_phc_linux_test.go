@@ -36,3 +36,14 @@ func TestResolvePHCs(t *testing.T) {
 		t.Fatalf("interface without PHC: %v", err)
 	}
 }
+
+// The first open of a PHC is not a reopen; each later one is.
+func TestPHCFirstOpenIsNotAReopen(t *testing.T) {
+	s := &phcSource{}
+	if s.noteOpen() || s.reopens != 0 {
+		t.Fatalf("first open counted as a reopen (%d)", s.reopens)
+	}
+	if !s.noteOpen() || !s.noteOpen() || s.reopens != 2 {
+		t.Fatalf("reopens %d after three opens, want 2", s.reopens)
+	}
+}

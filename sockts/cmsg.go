@@ -149,8 +149,12 @@ func timespec64(b []byte) int64 {
 	return sec*1_000_000_000 + nsec
 }
 
+// timespec32 reads a 32-bit time_t timespec (a 32-bit kernel without
+// SO_TIMESTAMPING_NEW). Its seconds wrap in January 2038 to negative values;
+// packet timestamps are never before 1970, so they are read unsigned, which
+// is right until 2106.
 func timespec32(b []byte) int64 {
-	sec := int64(int32(binary.NativeEndian.Uint32(b)))
+	sec := int64(binary.NativeEndian.Uint32(b))
 	nsec := int64(int32(binary.NativeEndian.Uint32(b[4:])))
 	return sec*1_000_000_000 + nsec
 }

@@ -64,6 +64,9 @@ func scmTimestamping64(sw, hw int64) []byte {
 	return d
 }
 
+// after2038 is 2040-01-01T00:00:00.5Z in Unix nanoseconds.
+const after2038 = 2208988800_500_000_000
+
 func scmTimestamping32(sw int64) []byte {
 	d := make([]byte, 24)
 	binary.LittleEndian.PutUint32(d[0:], uint32(sw/1e9))
@@ -96,6 +99,8 @@ func TestParseGolden(t *testing.T) {
 		{"tx ilp32", LayoutILP32, ilp32(ilp32Msg(solSocket, soTimestampingNew, scmTimestamping64(goldenTx, 0)), ilp32Msg(solIP, ipRecvErr, extendedErr(7))),
 			Control{Software: goldenTx, HaveTxKey: true, TxKey: 7}},
 		{"rx ilp32 old 32-bit timespec", LayoutILP32, ilp32(ilp32Msg(solSocket, soTimestampingOld, scmTimestamping32(goldenRx))), Control{Software: goldenRx}},
+		// 2040-01-01T00:00:00.5Z: past 2038 a 32-bit time_t has wrapped negative.
+		{"rx ilp32 old 32-bit timespec after 2038", LayoutILP32, ilp32(ilp32Msg(solSocket, soTimestampingOld, scmTimestamping32(after2038))), Control{Software: after2038}},
 		{"hardware ilp32", LayoutILP32, ilp32(ilp32Msg(solSocket, soTimestampingNew, scmTimestamping64(0, 1234567890123))), Control{Hardware: 1234567890123}},
 		{"ipv6 tx ilp32", LayoutILP32, ilp32(ilp32Msg(solIPv6, ipv6RecvErr, extendedErr(3)), ilp32Msg(solSocket, soTimestampingNew, scmTimestamping64(goldenTx, 0))),
 			Control{Software: goldenTx, HaveTxKey: true, TxKey: 3}},

@@ -6,14 +6,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func clockGettime(id int32) (int64, error) {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(id, &ts); err != nil {
-		return 0, fmt.Errorf("clock_gettime(%d): %w", id, err)
-	}
-	return ts.Nano(), nil
-}
-
 func clockGetres(id int32) (int64, error) {
 	var ts unix.Timespec
 	if err := unix.ClockGetres(id, &ts); err != nil {
