@@ -13,31 +13,11 @@ import (
 	"github.com/monagent/monagent/timebase"
 )
 
-// Options configure a timestamping socket.
-type Options struct {
-	// Hardware asks the NIC of Interface for timestamps (SIOCSHWTSTAMP, all
-	// received packets); software timestamps stay on as a fallback.
-	Hardware  bool
-	Interface string
-	// TxWait is how long a send waits for its transmit timestamp on the error
-	// queue (default 10 ms; slow boards need more than 1 ms).
-	TxWait time.Duration
-	// ReuseAddr lets the socket share its port with others that set it too
-	// (SO_REUSEADDR: ptp4l's 319/320); each gets every multicast datagram.
-	ReuseAddr bool
-	// RxFilters are the hardware receive filters (HWTSTAMP_FILTER_*) that
-	// serve, in order of preference; default: every packet, else NTP packets.
-	RxFilters []int32
-}
-
 // sendTries bounds the 10 ms waits of a send on a full socket queue.
 const sendTries = 20
 
 // rxFiltersNTP: every packet, else NTP packets.
 var rxFiltersNTP = []int32{unix.HWTSTAMP_FILTER_ALL, unix.HWTSTAMP_FILTER_NTP_ALL}
-
-// ErrTimeout is returned by ReadFrom when nothing arrived in time.
-var ErrTimeout = errors.New("timed out")
 
 // Conn is a UDP socket with kernel timestamps. One goroutine may read
 // (ReadFrom) while another writes (WriteTo): the receive path and the
