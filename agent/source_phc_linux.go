@@ -136,7 +136,13 @@ func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
 			}
 			return fmt.Errorf("phc %s against %s: %w", s.path, sys, err)
 		}
-		b.Add("phc_offset", now, []record.Tag{{Key: "device", Value: dev}, {Key: "clock", Value: sys.String()}, {Key: "clock_name", Value: s.name}},
+		// The reading's own time: its system-clock midpoint when that clock
+		// is REALTIME, else REALTIME read just before the sampling began.
+		at := now
+		if sys == timebase.DomainRealtime {
+			at = r.SysNS
+		}
+		b.Add("phc_offset", at, []record.Tag{{Key: "device", Value: dev}, {Key: "clock", Value: sys.String()}, {Key: "clock_name", Value: s.name}},
 			record.Int("offset_ns", r.OffsetNS),
 			record.Int("delay_ns", r.DelayNS),
 			record.Int("phc_ns", r.PHCNS),
