@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/monagent/monagent/phc"
@@ -17,9 +17,12 @@ import (
 
 // ptp4lSource ships ptp4l's datasets through its management socket.
 type ptp4lSource struct {
-	cfg                Ptp4lConfig
-	m                  *ptp.Monitor
-	serviceUnsupported bool
+	cfg Ptp4lConfig
+	m   *ptp.Monitor
+	// serviceUnsupported is set by Collect and read by SelfFields; the
+	// agent calls both on one goroutine, but self-metrics stay race-free
+	// whoever reads them.
+	serviceUnsupported atomic.Bool
 }
 
 func buildPtp4lSource(env *Env) ([]Source, error) {
@@ -81,7 +84,7 @@ func (s *ptp4lSource) Collect(ctx context.Context, b *Batch) error {
 	} else {
 		errs = append(errs, err)
 	}
-	if !s.serviceUnsupported {
+	if !s.serviceUnsupported.Load() {
 		if ss, err := s.m.PortServiceStatsNP(); err == nil {
 			v := ss.PortServiceStats
 			b.Add("ptp4l_port_service_stats", now, []record.Tag{{Key: "port", Value: ss.PortIdentity.String()}},
@@ -89,7 +92,7 @@ func (s *ptp4lSource) Collect(ctx context.Context, b *Batch) error {
 				record.Uint("delay_timeout", v.DelayTimeout), record.Uint("sync_mismatch", v.SyncMismatch),
 				record.Uint("followup_mismatch", v.FollowupMismatch))
 		} else if errors.Is(err, ptp.ErrUnsupported) {
-			s.serviceUnsupported = true // linuxptp 3.x: degrade, once
+			s.serviceUnsupported.Store(true) // linuxptp 3.x: degrade, once
 		} else {
 			errs = append(errs, err)
 		}
@@ -100,18 +103,19 @@ func (s *ptp4lSource) Collect(ctx context.Context, b *Batch) error {
 // SelfFields implements SelfReporter.
 func (s *ptp4lSource) SelfFields() []record.Field {
 	return []record.Field{record.Uint("foreign_replies", s.m.Foreign.Load()), record.Uint("management_errors", s.m.Errors.Load()),
-		record.Uint("reconnects", s.m.Reconnects.Load()), record.Bool("port_service_stats_unsupported", s.serviceUnsupported)}
+		record.Uint("reconnects", s.m.Reconnects.Load()), record.Bool("port_service_stats_unsupported", s.serviceUnsupported.Load())}
 }
 
-// ptpProbeSource runs the delay-request probe in the background and ships its
-// measurements at every collection.
-type ptpProbeSource struct {
-	p      *ptp.Probe
-	cancel context.CancelFunc
-	done   chan struct{}
-	mu     sync.Mutex
-	queue  []ptp.Exchange
-	start  time.Time
+// ptpProbe is the decoder of the PTP delay-request probe's event source: the
+// probe (its Run is the producer, under the agent's context) puts every
+// exchange into the ring, and each collection ships one ptp_probe record per
+// exchange at the exchange's own time, then one ptp_probe_stats record.
+type ptpProbe struct {
+	p     *ptp.Probe
+	start time.Time
+	// last is the time of the latest ptp_probe record (collection goroutine
+	// only), bumps how often an exchange was moved by a nanosecond.
+	last, bumps int64
 }
 
 func buildPTPProbe(env *Env) ([]Source, error) {
@@ -142,25 +146,104 @@ func buildPTPProbe(env *Env) ([]Source, error) {
 	if hw {
 		p.Translate = phcToRealtime(env.Translators, dom)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &ptpProbeSource{p: p, cancel: cancel, done: make(chan struct{}), start: time.Now()}
-	out := make(chan ptp.Exchange, 256)
-	go func() { defer close(s.done); p.Run(ctx, out) }()
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ex := <-out:
-				s.mu.Lock()
-				if len(s.queue) < 4096 {
-					s.queue = append(s.queue, ex)
-				}
-				s.mu.Unlock()
-			}
-		}
-	}()
+	s, err := newPTPProbeSource(p, 0, nil)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
 	return []Source{s}, nil
+}
+
+// newPTPProbeSource is the probe's event source; nothing runs until its Run.
+// The producer is the probe's Run unless one is given (tests), the ring
+// holds ring exchanges (0: the event source's default).
+func newPTPProbeSource(p *ptp.Probe, ring int, prod Producer[ptp.Exchange]) (*EventSource[ptp.Exchange], error) {
+	d := &ptpProbe{p: p, start: time.Now()}
+	if prod == nil {
+		prod = ProducerFunc[ptp.Exchange](func(ctx context.Context, q *EventQueue[ptp.Exchange]) error {
+			// The ring counts what it cannot take (ring_dropped): the probe
+			// never waits on the shipper.
+			return p.Run(ctx, func(ex *ptp.Exchange) { q.Put1(*ex) })
+		})
+	}
+	return NewEventSource(EventSourceConfig[ptp.Exchange]{
+		Name: "ptp_probe", Interval: time.Second, Ring: ring,
+		Producer: prod, Emit: d.emit, After: d.stats, Close: p.Close, Self: d.self,
+	})
+}
+
+// emit ships one exchange at its own time: t2, the Sync's receive timestamp,
+// in REALTIME (a hardware one translated by the probe). The key is
+// ptp_probe + host, master, timestamps + t2, and no two exchanges share it:
+// the Slave completes each Sync at most once, and every Sync is a frame of
+// its own, stamped by the kernel on the one event socket at its own
+// nanosecond, Syncs a sync interval apart. Should a clock coarser than a
+// nanosecond ever stamp two alike, the later is moved by one nanosecond
+// (counted in time_bumps); t2_ns keeps the stamp as it was.
+func (d *ptpProbe) emit(b *Batch, ex *ptp.Exchange) {
+	t := ex.T2
+	if t == d.last {
+		t++
+		d.bumps++
+	}
+	d.last = t
+	b.Add("ptp_probe", t, []record.Tag{{Key: "master", Value: ex.Master.String()}, {Key: "timestamps", Value: ex.SyncSource.String() + "/" + ex.DelaySource.String()}},
+		record.Int("offset_ns", ex.OffsetNS), record.Int("path_delay_ns", ex.PathDelayNS), record.Int("delay_ns", ex.DelayNS),
+		record.Int("seq", int64(ex.Seq)), record.Int("t1_ns", ex.T1), record.Int("t2_ns", ex.T2),
+		record.Int("correction_ns", ex.CorrSyncNS))
+}
+
+// stats ships the probe's state once per collection, at the collection's
+// time: it describes that moment (one record per collection, so none
+// collides).
+func (d *ptpProbe) stats(b *Batch, events int) error {
+	now, err := timebase.Realtime.Now()
+	if err != nil {
+		return fmt.Errorf("ptp probe: %w", err)
+	}
+	p := d.p
+	elapsed := max(time.Since(d.start).Seconds(), 1)
+	st := p.Stats()
+	f := []record.Field{
+		record.String("transport", p.Transport), record.Uint("dropped_frames", p.Dropped.Load()),
+		record.Uint("bytes_sent", p.BytesSent.Load()), record.Uint("bytes_received", p.BytesReceived.Load()),
+		record.Float("bytes_sent_per_s", float64(p.BytesSent.Load())/elapsed),
+		record.Float("bytes_received_per_s", float64(p.BytesReceived.Load())/elapsed),
+		record.Uint("master_changes", st.MasterChanges), record.Int("measurements", int64(events)),
+		record.Uint("rx_software", p.RxSources[sockts.SourceSoftware].Load()), record.Uint("rx_user", p.RxSources[sockts.SourceUser].Load()),
+		record.Uint("rx_hardware", p.RxSources[sockts.SourceHardware].Load()),
+		record.Uint("tx_software", p.TxSources[sockts.SourceSoftware].Load()), record.Uint("tx_user", p.TxSources[sockts.SourceUser].Load()),
+		record.Uint("tx_hardware", p.TxSources[sockts.SourceHardware].Load()), record.Uint("untranslated", p.Untranslated.Load()),
+		record.Uint("delay_req_timeouts", st.DelayTimeouts), record.Uint("delay_req_no_t3", st.DelayNoT3),
+		record.Uint("send_errors", p.SendErrors.Load()), record.Uint("socket_read_errors", p.ReadErrors.Load()),
+	}
+	for r := ptp.RejectShort; r < ptp.NumRejects; r++ {
+		f = append(f, record.Uint("rejected_"+r.String(), st.Rejects[r]))
+	}
+	if st.HaveMaster {
+		b.Add("ptp_probe_stats", now, []record.Tag{{Key: "master", Value: st.Master.Port.String()}}, f...)
+	} else {
+		b.Add("ptp_probe_stats", now, nil, f...)
+	}
+	return nil
+}
+
+// self is the probe's own losses, beside the event source's counts (events,
+// ring_dropped, ...): every message or exchange it could not use.
+func (d *ptpProbe) self() []record.Field {
+	p := d.p
+	st := p.Stats()
+	var rejected uint64
+	for _, n := range st.Rejects {
+		rejected += n
+	}
+	return []record.Field{
+		record.Uint("exchanges", p.Exchanges.Load()), record.Uint("dropped_frames", p.Dropped.Load()),
+		record.Uint("untranslated", p.Untranslated.Load()), record.Uint("rejected", rejected),
+		record.Uint("delay_req_timeouts", st.DelayTimeouts), record.Uint("delay_req_no_t3", st.DelayNoT3),
+		record.Uint("send_errors", p.SendErrors.Load()), record.Uint("socket_read_errors", p.ReadErrors.Load()),
+		record.Int("time_bumps", d.bumps),
+	}
 }
 
 // phcToRealtime translates with the model the phc source keeps of the PHC
@@ -174,52 +257,4 @@ func phcToRealtime(trs *Translators, dom timebase.Domain) func(int64) (int64, er
 		ts, err := tr.Translate(timebase.Timestamp{NS: ns, Domain: dom})
 		return ts.NS, err
 	}
-}
-
-func (s *ptpProbeSource) Name() string            { return "ptp_probe" }
-func (s *ptpProbeSource) Interval() time.Duration { return time.Second }
-
-func (s *ptpProbeSource) Close() error {
-	s.cancel()
-	<-s.done
-	return s.p.Close()
-}
-
-func (s *ptpProbeSource) Collect(ctx context.Context, b *Batch) error {
-	s.mu.Lock()
-	q := s.queue
-	s.queue = nil
-	s.mu.Unlock()
-	now, _ := timebase.Realtime.Now()
-	for _, ex := range q {
-		b.Add("ptp_probe", now, []record.Tag{{Key: "master", Value: ex.Master.String()}, {Key: "timestamps", Value: ex.SyncSource.String() + "/" + ex.DelaySource.String()}},
-			record.Int("offset_ns", ex.OffsetNS), record.Int("path_delay_ns", ex.PathDelayNS), record.Int("delay_ns", ex.DelayNS),
-			record.Int("seq", int64(ex.Seq)), record.Int("t1_ns", ex.T1), record.Int("t2_ns", ex.T2),
-			record.Int("correction_ns", ex.CorrSyncNS))
-	}
-	elapsed := max(time.Since(s.start).Seconds(), 1)
-	st := s.p.Stats()
-	f := []record.Field{
-		record.String("transport", s.p.Transport), record.Uint("dropped_frames", s.p.Dropped.Load()),
-		record.Uint("bytes_sent", s.p.BytesSent.Load()), record.Uint("bytes_received", s.p.BytesReceived.Load()),
-		record.Float("bytes_sent_per_s", float64(s.p.BytesSent.Load())/elapsed),
-		record.Float("bytes_received_per_s", float64(s.p.BytesReceived.Load())/elapsed),
-		record.Uint("master_changes", st.MasterChanges), record.Int("measurements", int64(len(q))),
-		record.Uint("rx_software", s.p.RxSources[sockts.SourceSoftware].Load()), record.Uint("rx_user", s.p.RxSources[sockts.SourceUser].Load()),
-		record.Uint("rx_hardware", s.p.RxSources[sockts.SourceHardware].Load()),
-		record.Uint("tx_software", s.p.TxSources[sockts.SourceSoftware].Load()), record.Uint("tx_user", s.p.TxSources[sockts.SourceUser].Load()),
-		record.Uint("tx_hardware", s.p.TxSources[sockts.SourceHardware].Load()), record.Uint("untranslated", s.p.Untranslated.Load()),
-	}
-	for r := ptp.RejectShort; r < ptp.RejectMalformed+1; r++ {
-		f = append(f, record.Uint("rejected_"+r.String(), st.Rejects[r]))
-	}
-	if st.HaveMaster {
-		b.Add("ptp_probe_stats", now, []record.Tag{{Key: "master", Value: st.Master.Port.String()}}, f...)
-	} else {
-		b.Add("ptp_probe_stats", now, nil, f...)
-	}
-	if len(q) == 0 {
-		return fmt.Errorf("ptp probe: no measurement this interval: %w", ErrNoData)
-	}
-	return nil
 }

@@ -42,7 +42,7 @@ func TestStampTranslatesHardwareOnly(t *testing.T) {
 
 func TestRunWithHardwareNeedsTranslate(t *testing.T) {
 	p := &Probe{Slave: &Slave{}, hardware: true}
-	if err := p.Run(context.Background(), make(chan Exchange)); err == nil || !strings.Contains(err.Error(), "Translate") {
+	if err := p.Run(context.Background(), func(*Exchange) {}); err == nil || !strings.Contains(err.Error(), "Translate") {
 		t.Fatalf("Run without a translator: %v", err)
 	}
 }

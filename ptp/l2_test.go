@@ -69,7 +69,8 @@ func FuzzL2Payload(f *testing.F) {
 			t.Fatalf("payload of %d bytes from a %d-byte frame", len(b), len(frame))
 		}
 		var s Slave
-		s.Event(b, 1)
-		s.General(b, time.Unix(1_795_000_000, 0))
+		now := time.Unix(1_795_000_000, 0)
+		s.Event(b, 1, now)
+		s.General(b, now)
 	})
 }

@@ -58,6 +58,10 @@ type Probe struct {
 	// Dropped counts frames that were not PTP (L2: another EtherType, a
 	// truncated Ethernet header).
 	Dropped atomic.Uint64
+	// ReadErrors counts failed reads (not timeouts); SendErrors Delay_Reqs
+	// that could not be sent (each abandoned); Exchanges the measurements
+	// handed to Run's emit.
+	ReadErrors, SendErrors, Exchanges atomic.Uint64
 
 	// Translate moves a hardware timestamp (the NIC's PHC) to REALTIME. A
 	// probe opened with Hardware needs it; it must be safe for concurrent use.
@@ -80,8 +84,10 @@ type Probe struct {
 type ProbeStats struct {
 	Rejects       [numRejects]uint64
 	MasterChanges uint64
-	Master        Master // the master followed, when HaveMaster
-	HaveMaster    bool
+	// Delay_Reqs abandoned: unanswered in time, or without a usable t3.
+	DelayTimeouts, DelayNoT3 uint64
+	Master                   Master // the master followed, when HaveMaster
+	HaveMaster               bool
 }
 
 // Stats returns the latest snapshot.
@@ -95,6 +101,7 @@ func (p *Probe) publish() {
 	p.mu.Lock()
 	p.stats.Rejects = p.Slave.Rejects
 	p.stats.MasterChanges = p.Slave.MasterChanges
+	p.stats.DelayTimeouts, p.stats.DelayNoT3 = p.Slave.DelayTimeouts, p.Slave.DelayNoT3
 	p.stats.Master, p.stats.HaveMaster = p.Slave.Best()
 	p.mu.Unlock()
 }
@@ -207,6 +214,7 @@ func (p *Probe) Close() error {
 }
 
 type msg struct {
+	buf     *[]byte // from the free list; b is within it
 	b       []byte
 	rx      int64
 	src     sockts.Source
@@ -231,13 +239,28 @@ func (p *Probe) stamp(ts sockts.Timestamp) (int64, bool) {
 // are general messages, the ones before event messages.
 func isGeneral(b []byte) bool { return len(b) > 0 && b[0]&0x0f >= 8 }
 
-// Run measures until ctx is done, sending every completed exchange to out
-// (dropped when out is full: the probe never waits on its consumer).
-func (p *Probe) Run(ctx context.Context, out chan<- Exchange) error {
+// msgBuffers is how many messages may wait between the readers and the
+// Slave; they are reused, so a message costs no allocation.
+const msgBuffers = 16
+
+// Run measures until ctx is done, handing every completed exchange to emit
+// on Run's goroutine (the pointer is valid during the call only: copy what
+// is kept). emit must not block: the probe's own timing depends on it. Run
+// counts what it cannot use: frames that are not PTP (Dropped), stamps it
+// cannot translate (Untranslated), messages the Slave refuses (Stats().Rejects),
+// failed reads and sends, and abandoned Delay_Reqs. A reader never drops a
+// message it read: it waits for a free buffer instead (the socket's own
+// queue absorbs a burst).
+func (p *Probe) Run(ctx context.Context, emit func(*Exchange)) error {
 	if p.hardware && p.Translate == nil {
 		return errors.New("ptp probe: hardware timestamps need Probe.Translate (PHC to REALTIME)")
 	}
-	in := make(chan msg, 64)
+	in := make(chan msg, msgBuffers)
+	free := make(chan *[]byte, msgBuffers+len(p.readers))
+	for range cap(free) {
+		b := make([]byte, 1536)
+		free <- &b
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	// The readers are done before Run returns, so Close never pulls a socket
 	// from under one.
@@ -248,43 +271,14 @@ func (p *Probe) Run(ctx context.Context, out chan<- Exchange) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 1536)
-			for ctx.Err() == nil {
-				n, _, ts, err := r.c.ReadFrom(buf, 100*time.Millisecond)
-				if err != nil {
-					continue
-				}
-				p.BytesReceived.Add(uint64(n))
-				b, general := buf[:n], r.general
-				if r.l2 {
-					var ok bool
-					if b, ok = l2Payload(b); !ok {
-						p.Dropped.Add(1)
-						continue
-					}
-					general = isGeneral(b)
-				} else {
-					p.BytesReceived.Add(udpOverhead)
-				}
-				var rx int64
-				if !general {
-					p.RxSources[ts.Source].Add(1)
-					var ok bool
-					if rx, ok = p.stamp(ts); !ok {
-						continue
-					}
-				}
-				select {
-				case in <- msg{b: append([]byte(nil), b...), rx: rx, src: ts.Source, general: general}:
-				case <-ctx.Done():
-					return
-				}
-			}
+			p.read(ctx, r, in, free)
 		}()
 	}
 	req := make([]byte, 64)
 	var syncSrc, delaySrc sockts.Source
-	var timer *time.Timer
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	var due <-chan time.Time
 	for {
 		select {
@@ -292,12 +286,15 @@ func (p *Probe) Run(ctx context.Context, out chan<- Exchange) error {
 			return nil
 		case <-due:
 			due = nil
-			b, err := p.Slave.DelayReq(req)
+			b, err := p.Slave.DelayReq(req, time.Now())
 			if err != nil {
 				continue
 			}
 			tx, err := p.send(b)
 			if err != nil {
+				p.SendErrors.Add(1)
+				p.Slave.Unsent()
+				p.publish()
 				continue
 			}
 			p.TxSources[tx.Source].Add(1)
@@ -305,41 +302,91 @@ func (p *Probe) Run(ctx context.Context, out chan<- Exchange) error {
 			if ok {
 				delaySrc = tx.Source
 			}
-			p.Slave.Sent(t3) // 0 when untranslatable: its Delay_Resp is refused
+			p.Slave.Sent(t3) // 0 when untranslatable: abandoned, counted
+			p.publish()
 		case m := <-in:
 			if !m.general {
 				syncSrc = m.src
 			}
 			ex, send, err := p.handle(m)
+			free <- m.buf
 			p.publish()
 			if ex != nil {
 				ex.SyncSource, ex.DelaySource = syncSrc, delaySrc
-				select {
-				case out <- *ex:
-				default:
-				}
+				p.Exchanges.Add(1)
+				emit(ex)
 			}
 			if err != nil || !send || due != nil {
 				continue
 			}
 			// Like ptp4l, send the Delay_Req at a random moment after the Sync
 			// rather than at once, when the master is busy with its Follow_Up.
-			wait := 50*time.Millisecond + time.Duration(rand.Int64N(int64(400*time.Millisecond)))
-			if timer == nil {
-				timer = time.NewTimer(wait)
-			} else {
-				timer.Reset(wait)
-			}
+			timer.Reset(50*time.Millisecond + time.Duration(rand.Int64N(int64(400*time.Millisecond))))
 			due = timer.C
+		}
+	}
+}
+
+// read hands the messages of one socket to Run until ctx is done.
+func (p *Probe) read(ctx context.Context, r reader, in chan<- msg, free chan *[]byte) {
+	var buf *[]byte
+	for ctx.Err() == nil {
+		if buf == nil {
+			select {
+			case buf = <-free:
+			case <-ctx.Done():
+				return
+			}
+		}
+		n, _, ts, err := r.c.ReadFrom(*buf, 100*time.Millisecond)
+		if errors.Is(err, sockts.ErrTimeout) {
+			continue
+		}
+		if err != nil {
+			// Counted, and not in a tight loop: a socket that keeps failing
+			// is retried ten times a second.
+			p.ReadErrors.Add(1)
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		p.BytesReceived.Add(uint64(n))
+		b, general := (*buf)[:n], r.general
+		if r.l2 {
+			var ok bool
+			if b, ok = l2Payload(b); !ok {
+				p.Dropped.Add(1)
+				continue
+			}
+			general = isGeneral(b)
+		} else {
+			p.BytesReceived.Add(udpOverhead)
+		}
+		var rx int64
+		if !general {
+			p.RxSources[ts.Source].Add(1)
+			var ok bool
+			if rx, ok = p.stamp(ts); !ok {
+				continue // counted in Untranslated
+			}
+		}
+		select {
+		case in <- msg{buf: buf, b: b, rx: rx, src: ts.Source, general: general}:
+			buf = nil
+		case <-ctx.Done():
+			return
 		}
 	}
 }
 
 // handle gives a message to the Slave.
 func (p *Probe) handle(m msg) (*Exchange, bool, error) {
+	now := time.Now()
 	if m.general {
-		ex, err := p.Slave.General(m.b, time.Now())
+		ex, err := p.Slave.General(m.b, now)
 		return ex, false, err
 	}
-	return p.Slave.Event(m.b, m.rx)
+	return p.Slave.Event(m.b, m.rx, now)
 }

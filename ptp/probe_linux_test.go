@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,7 +107,19 @@ func probeAgainstPtp4l(t *testing.T, transport string, listen func(string) (*Pro
 	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
 	defer cancel()
 	out := make(chan Exchange, 128)
-	go p.Run(ctx, out)
+	var slow atomic.Uint64 // exchanges this test could not take: none expected
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx, func(ex *Exchange) {
+			select {
+			case out <- *ex:
+			default:
+				slow.Add(1)
+			}
+		})
+	}()
+	defer func() { cancel(); <-done }()
 	var offs []int64
 	var first, last int64 // CLOCK_MONOTONIC ms of the first and last exchange kept
 	start := time.Now()

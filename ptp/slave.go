@@ -27,10 +27,14 @@ const (
 	RejectSequence         // no pending Sync / Delay_Req with that sequence id
 	RejectForeign          // a Delay_Resp for another port
 	RejectMalformed        // the library could not decode it (bad length, TLVs)
+	RejectLate             // a Delay_Resp to a Delay_Req already abandoned (timed out, no t3)
 	numRejects
 )
 
-var rejectNames = [...]string{"none", "short", "oversized", "version", "domain", "type", "master", "sequence", "foreign", "malformed"}
+// NumRejects is the number of reject reasons (the length of Slave.Rejects).
+const NumRejects = numRejects
+
+var rejectNames = [...]string{"none", "short", "oversized", "version", "domain", "type", "master", "sequence", "foreign", "malformed", "late"}
 
 func (r Reject) String() string {
 	if int(r) < len(rejectNames) {
@@ -68,7 +72,8 @@ const MaxMessage = 512
 
 const headerSize = 34
 
-// Exchange is one measurement, made at every Sync once a path delay is known:
+// Exchange is one measurement, made at every Sync once a path delay is known
+// (one at most per Sync: T2, the Sync's own receive time, is its time):
 // the Sync's t1 (master send) and t2 (our receive) with its corrections, and
 // the mean path delay, the moving median of the last DelayFilter Delay_Req
 // exchanges (t3 our send, t4 master receive), as ptp4l's delay filter does.
@@ -167,11 +172,24 @@ func corrNS(c protocol.Correction) int64 { return int64(c) >> 16 }
 // Sync's own timestamp (one-step), sends Delay_Req and pairs the Delay_Resp.
 // It never adjusts a clock. Its methods take packets and timestamps, so any
 // transport (UDP, IEEE 802.3) drives it. Not safe for concurrent use.
+//
+// One Delay_Req is outstanding at a time. One that is not answered within
+// DelayTimeout, or whose transmit timestamp (t3) never came, is abandoned and
+// counted (DelayTimeouts, DelayNoT3); the next goes out after the next Sync,
+// and a late answer to the abandoned one is refused (RejectLate).
 type Slave struct {
 	Port            protocol.PortIdentity // ours: the Delay_Req source, matched in Delay_Resp
 	Domain          uint8
 	AnnounceTimeout time.Duration // a master not heard for this long is forgotten (default 6 s)
 	DelayFilter     int           // path delays in the moving median (default 10, ptp4l's)
+	// DelayTimeout is how long a Delay_Req waits for its Delay_Resp; zero
+	// derives it from what the master announces in its messages (see
+	// DelayTimeoutFor).
+	DelayTimeout time.Duration
+
+	// DelayTimeouts counts Delay_Reqs abandoned unanswered; DelayNoT3 those
+	// abandoned because their transmit timestamp was not usable.
+	DelayTimeouts, DelayNoT3 uint64
 
 	delays  []int64 // the last DelayFilter mean path delays
 	scratch []int64
@@ -196,9 +214,21 @@ type Slave struct {
 		pending bool
 		seq     uint16
 		t3      int64
+		sentAt  time.Time // when DelayReq built it (its monotonic reading counts)
 		sync    syncState // the Sync this Delay_Req measures with
 	}
-	nextSeq uint16
+	// abandoned is the sequence id of the last Delay_Req given up on, so that
+	// a late answer to it is told apart from a stray one.
+	abandoned struct {
+		valid bool
+		seq   uint16
+	}
+	// The master's message intervals (log2 s) from its Syncs'
+	// logMessageInterval and its Delay_Resps' (logMinDelayReqInterval);
+	// unknown until one arrives.
+	logSync, logMinDelayReq   int8
+	haveLogSync, haveLogDelay bool
+	nextSeq                   uint16
 
 	sm protocol.SyncDelayReq
 	fu protocol.FollowUp
@@ -227,6 +257,66 @@ func (s *Slave) count(err error) error {
 		s.Rejects[RejectOf(err)]++
 	}
 	return err
+}
+
+// Bounds of the default Delay_Req timeout (see DelayTimeoutFor).
+const (
+	minDelayTimeout   = 3 * time.Second
+	delayTimeoutSyncs = 4 // Sync intervals a Delay_Resp may take
+	delayTimeoutReqs  = 4 // minimum Delay_Req intervals a Delay_Resp may take
+)
+
+// logInterval is 2^log seconds, log clamped to [-16, 8] (IEEE 1588 intervals
+// are int8; the clamp keeps a bogus one from overflowing).
+func logInterval(log int8) time.Duration {
+	log = min(max(log, -16), 8)
+	if log >= 0 {
+		return time.Second << log
+	}
+	return time.Second >> -log
+}
+
+// DelayTimeoutFor is the default Delay_Req timeout: the longest of
+// delayTimeoutSyncs Sync intervals, delayTimeoutReqs minimum Delay_Req
+// intervals and minDelayTimeout (3 s), the intervals as the master
+// announces them (logMessageInterval of its Syncs and Delay_Resps; have*
+// false where none has been seen yet).
+func DelayTimeoutFor(logSync int8, haveSync bool, logMinDelayReq int8, haveDelay bool) time.Duration {
+	d := minDelayTimeout
+	if haveSync {
+		d = max(d, delayTimeoutSyncs*logInterval(logSync))
+	}
+	if haveDelay {
+		d = max(d, delayTimeoutReqs*logInterval(logMinDelayReq))
+	}
+	return d
+}
+
+func (s *Slave) delayTimeout() time.Duration {
+	if s.DelayTimeout > 0 {
+		return s.DelayTimeout
+	}
+	return DelayTimeoutFor(s.logSync, s.haveLogSync, s.logMinDelayReq, s.haveLogDelay)
+}
+
+// abandon gives up on the outstanding Delay_Req.
+func (s *Slave) abandon() {
+	s.delay.pending = false
+	s.abandoned.valid, s.abandoned.seq = true, s.delay.seq
+}
+
+// expire abandons (and counts) a Delay_Req left unanswered too long.
+func (s *Slave) expire(now time.Time) {
+	if s.delay.pending && now.Sub(s.delay.sentAt) > s.delayTimeout() {
+		s.DelayTimeouts++
+		s.abandon()
+	}
+}
+
+// logMessageInterval is the header's logMessageInterval; 0x7f means none.
+func logMessageInterval(b []byte) (int8, bool) {
+	v := int8(b[33])
+	return v, v != 0x7f
 }
 
 // header checks what every message must pass and returns its type.
@@ -262,10 +352,12 @@ func (s *Slave) utcOffset() int64 {
 }
 
 // Event takes a message from the event port (319) with its receive timestamp
-// (REALTIME ns, already translated when it came from a PHC). It reports whether
-// a Delay_Req is due and, for a one-step Sync, the measurement it completes
-// (valid until the next call: copy it).
-func (s *Slave) Event(b []byte, rx int64) (*Exchange, bool, error) {
+// (REALTIME ns, already translated when it came from a PHC) and the time it
+// is handled (for timeouts). It reports whether a Delay_Req is due and, for a
+// one-step Sync, the measurement it completes (valid until the next call:
+// copy it).
+func (s *Slave) Event(b []byte, rx int64, now time.Time) (*Exchange, bool, error) {
+	s.expire(now)
 	typ, from, seq, err := s.header(b)
 	if err != nil {
 		return nil, false, s.count(err)
@@ -278,6 +370,9 @@ func (s *Slave) Event(b []byte, rx int64) (*Exchange, bool, error) {
 	}
 	if err := s.sm.UnmarshalBinary(b); err != nil {
 		return nil, false, s.count(rejectf(RejectMalformed, "%v", err))
+	}
+	if l, ok := logMessageInterval(b); ok {
+		s.logSync, s.haveLogSync = l, true
 	}
 	s.sync = syncState{valid: true, seq: seq, from: from, t2: rx, corr: corrNS(s.sm.CorrectionField)}
 	if s.sm.FlagField&flagTwoStep == 0 {
@@ -327,6 +422,7 @@ func (s *Slave) addDelay(d int64) {
 // General takes a message from the general port (320). A Delay_Resp that
 // completes a measurement returns it.
 func (s *Slave) General(b []byte, now time.Time) (*Exchange, error) {
+	s.expire(now)
 	typ, from, seq, err := s.header(b)
 	if err != nil {
 		return nil, s.count(err)
@@ -372,7 +468,15 @@ func (s *Slave) General(b []byte, now time.Time) (*Exchange, error) {
 		if s.dr.RequestingPortIdentity != s.Port {
 			return nil, s.count(rejectf(RejectForeign, "delay_resp for %v", s.dr.RequestingPortIdentity))
 		}
+		if s.best != nil && from == s.best.Port {
+			if l, ok := logMessageInterval(b); ok {
+				s.logMinDelayReq, s.haveLogDelay = l, true
+			}
+		}
 		if !s.delay.pending || seq != s.delay.seq || s.delay.t3 == 0 {
+			if s.abandoned.valid && seq == s.abandoned.seq {
+				return nil, s.count(rejectf(RejectLate, "delay_resp %d after its delay_req was abandoned", seq))
+			}
 			return nil, s.count(rejectf(RejectSequence, "delay_resp %d, pending %d", seq, s.delay.seq))
 		}
 		s.delay.pending = false
@@ -428,9 +532,10 @@ func (s *Slave) announce(from protocol.PortIdentity, now time.Time) {
 	}
 }
 
-// DelayReq writes the next Delay_Req into buf and returns it; call Sent with
-// its transmit timestamp once it is out.
-func (s *Slave) DelayReq(buf []byte) ([]byte, error) {
+// DelayReq writes the next Delay_Req into buf and returns it; now is when it
+// is sent (its timeout runs from there). Call Sent with its transmit timestamp
+// once it is out, or Unsent if it could not be sent.
+func (s *Slave) DelayReq(buf []byte, now time.Time) ([]byte, error) {
 	if !s.sync.valid {
 		return nil, errors.New("ptp: no sync to measure against")
 	}
@@ -449,9 +554,30 @@ func (s *Slave) DelayReq(buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.delay.pending, s.delay.seq, s.delay.t3, s.delay.sync = true, s.nextSeq, 0, s.sync
+	s.delay.pending, s.delay.seq, s.delay.t3, s.delay.sentAt, s.delay.sync = true, s.nextSeq, 0, now, s.sync
 	return buf[:n], nil
 }
 
-// Sent records the Delay_Req's transmit timestamp (REALTIME ns).
-func (s *Slave) Sent(t3 int64) { s.delay.t3 = t3 }
+// Sent records the Delay_Req's transmit timestamp (REALTIME ns). Zero means
+// there is none (e.g. a hardware stamp that could not be translated): the
+// Delay_Req is abandoned at once and counted in DelayNoT3, so the next one
+// goes out after the next Sync.
+func (s *Slave) Sent(t3 int64) {
+	if !s.delay.pending {
+		return
+	}
+	if t3 == 0 {
+		s.DelayNoT3++
+		s.abandon()
+		return
+	}
+	s.delay.t3 = t3
+}
+
+// Unsent abandons the Delay_Req DelayReq built when it could not be sent (the
+// transport counts the failure).
+func (s *Slave) Unsent() {
+	if s.delay.pending {
+		s.abandon()
+	}
+}

@@ -14,8 +14,8 @@ func primed() *Slave {
 	s.General(announce(gm, 128), now)
 	for i := 0; i < 10; i++ {
 		base := int64(1_795_000_000_000_000_000) + int64(i)*1e9
-		s.Event(syncMsg(gm, uint16(i), true, 0, 0), base+12_000)
-		s.DelayReq(make([]byte, 64))
+		s.Event(syncMsg(gm, uint16(i), true, 0, 0), base+12_000, now)
+		s.DelayReq(make([]byte, 64), now)
 		s.Sent(base + 100_000)
 		s.General(followUp(gm, uint16(i), base, 0), now)
 		s.General(delayResp(gm, uint16(i+1), us, base+111_000, 0), now)
@@ -30,7 +30,7 @@ func TestMeasurementDoesNotAllocate(t *testing.T) {
 	sy, fu := syncMsg(gm, 100, true, 0, 0), followUp(gm, 100, 5, 0)
 	now := time.Unix(1_795_000_100, 0)
 	if n := testing.AllocsPerRun(1000, func() {
-		s.Event(sy, 1_000_000)
+		s.Event(sy, 1_000_000, now)
 		if ex, err := s.General(fu, now); err != nil || ex == nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func BenchmarkMeasure(b *testing.B) {
 	now := time.Unix(1_795_000_100, 0)
 	b.ReportAllocs()
 	for b.Loop() {
-		s.Event(sy, 1_000_000)
+		s.Event(sy, 1_000_000, now)
 		if ex, _ := s.General(fu, now); ex == nil {
 			b.Fatal("no measurement")
 		}

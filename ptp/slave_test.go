@@ -1,6 +1,7 @@
 package ptp
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -89,16 +90,16 @@ func TestMeanPathDelayAndMedian(t *testing.T) {
 func TestSlaveTwoStepExchange(t *testing.T) {
 	s := &Slave{Port: us}
 	now := time.Unix(1_795_000_000, 0)
-	if _, _, err := s.Event(syncMsg(gm, 1, true, 0, 0), 1); RejectOf(err) != RejectMaster {
+	if _, _, err := s.Event(syncMsg(gm, 1, true, 0, 0), 1, now); RejectOf(err) != RejectMaster {
 		t.Fatalf("sync before any announce: %v", err)
 	}
 	s.General(announce(gm, 128), now)
 	base := int64(1_795_000_000_000_000_000)
-	_, send, err := s.Event(syncMsg(gm, 7, true, 0, 100), base+12_000) // t2
+	_, send, err := s.Event(syncMsg(gm, 7, true, 0, 100), base+12_000, now) // t2
 	if err != nil || !send {
 		t.Fatalf("sync: %v %v", send, err)
 	}
-	req, err := s.DelayReq(make([]byte, 64))
+	req, err := s.DelayReq(make([]byte, 64), now)
 	if err != nil || len(req) != 44 || protocol.MessageType(req[0]&0xf) != protocol.MessageDelayReq {
 		t.Fatalf("delay_req %x %v", req, err)
 	}
@@ -117,7 +118,7 @@ func TestSlaveTwoStepExchange(t *testing.T) {
 	}
 	// ms = 12000 - 150 = 11850, sm = 11000: path delay 11425. The next Sync
 	// (same paths) measures offset 11850 - 11425 = 425.
-	if ex, _, _ := s.Event(syncMsg(gm, 8, true, 0, 100), base+1e9+12_000); ex != nil {
+	if ex, _, _ := s.Event(syncMsg(gm, 8, true, 0, 100), base+1e9+12_000, now); ex != nil {
 		t.Fatalf("a two-step sync measured before its follow_up: %+v", ex)
 	}
 	ex, err := s.General(followUp(gm, 8, base+1e9, 50), now)
@@ -132,7 +133,7 @@ func TestSlaveTwoStepExchange(t *testing.T) {
 	if ex, err := s.General(followUp(gm, 9, base+2e9, 50), now); err != nil || ex != nil {
 		t.Fatalf("early follow_up: %v %v", ex, err)
 	}
-	ex, _, err = s.Event(syncMsg(gm, 9, true, 0, 100), base+2e9+12_000)
+	ex, _, err = s.Event(syncMsg(gm, 9, true, 0, 100), base+2e9+12_000, now)
 	if err != nil || ex == nil || ex.OffsetNS != 425 || ex.Seq != 9 {
 		t.Fatalf("sync after its follow_up: %+v %v", ex, err)
 	}
@@ -150,32 +151,32 @@ func TestSlaveOneStepAndRejects(t *testing.T) {
 	s := &Slave{Port: us, Domain: 0}
 	now := time.Unix(1_795_000_000, 0)
 	s.General(announce(gm, 128), now)
-	if _, send, err := s.Event(syncMsg(gm, 3, false, 5_000, 0), 15_000); err != nil || !send {
+	if _, send, err := s.Event(syncMsg(gm, 3, false, 5_000, 0), 15_000, now); err != nil || !send {
 		t.Fatalf("one-step sync: %v", err)
 	}
-	s.DelayReq(make([]byte, 64))
+	s.DelayReq(make([]byte, 64), now)
 	s.Sent(20_000)
 	if _, err := s.General(delayResp(gm, 1, us, 30_000, 0), now); err != nil {
 		t.Fatal(err)
 	}
-	ex, _, err := s.Event(syncMsg(gm, 4, false, 1e9+5_000, 0), 1e9+15_000)
+	ex, _, err := s.Event(syncMsg(gm, 4, false, 1e9+5_000, 0), 1e9+15_000, now)
 	if err != nil || ex == nil || ex.OffsetNS != 0 || ex.PathDelayNS != 10_000 {
 		t.Fatalf("one-step exchange %+v %v", ex, err)
 	}
 	bad := syncMsg(gm, 4, false, 1, 0)
 	bad[1] = 1 // PTPv1
-	if _, _, err := s.Event(bad, 1); RejectOf(err) != RejectVersion {
+	if _, _, err := s.Event(bad, 1, now); RejectOf(err) != RejectVersion {
 		t.Fatalf("v1: %v", err)
 	}
 	dom := syncMsg(gm, 4, false, 1, 0)
 	dom[4] = 24
-	if _, _, err := s.Event(dom, 1); RejectOf(err) != RejectDomain {
+	if _, _, err := s.Event(dom, 1, now); RejectOf(err) != RejectDomain {
 		t.Fatalf("domain: %v", err)
 	}
-	if _, _, err := s.Event(syncMsg(gm, 4, false, 1, 0)[:20], 1); RejectOf(err) != RejectShort {
+	if _, _, err := s.Event(syncMsg(gm, 4, false, 1, 0)[:20], 1, now); RejectOf(err) != RejectShort {
 		t.Fatalf("short: %v", err)
 	}
-	if _, _, err := s.Event(make([]byte, MaxMessage+1), 1); RejectOf(err) != RejectOversized {
+	if _, _, err := s.Event(make([]byte, MaxMessage+1), 1, now); RejectOf(err) != RejectOversized {
 		t.Fatalf("oversized: %v", err)
 	}
 	if s.Rejects[RejectVersion] != 1 || s.Rejects[RejectDomain] != 1 {
@@ -194,7 +195,7 @@ func TestSlaveFollowsTheBestMaster(t *testing.T) {
 	if b, _ := s.Best(); b.Port != gm || s.MasterChanges != 2 {
 		t.Fatalf("best %v after a better announce, changes %d", b.Port, s.MasterChanges)
 	}
-	if _, _, err := s.Event(syncMsg(other, 1, false, 1, 0), 2); RejectOf(err) != RejectMaster {
+	if _, _, err := s.Event(syncMsg(other, 1, false, 1, 0), 2, now); RejectOf(err) != RejectMaster {
 		t.Fatalf("sync from the worse master: %v", err)
 	}
 	// gm goes silent: after the announce timeout the other master takes over.
@@ -229,13 +230,13 @@ func FuzzSlave(f *testing.F) {
 		sl := &Slave{Port: us}
 		now := time.Unix(1, 0)
 		sl.General(a, now)
-		if _, send, _ := sl.Event(s1, 100); send {
-			sl.DelayReq(make([]byte, 64))
+		if _, send, _ := sl.Event(s1, 100, now); send {
+			sl.DelayReq(make([]byte, 64), now)
 			sl.Sent(200)
 		}
 		sl.General(fu, now)
 		sl.General(dr, now)
-		ex, _, err := sl.Event(s1, 1_000_000_100)
+		ex, _, err := sl.Event(s1, 1_000_000_100, now)
 		if ex == nil && err == nil {
 			ex, err = sl.General(fu, now)
 		}
@@ -243,4 +244,165 @@ func FuzzSlave(f *testing.F) {
 			t.Fatalf("exchange %+v", ex)
 		}
 	})
+}
+
+// master1Hz drives a slave as a two-step master at 1 Hz would: at each second
+// a Sync, its Follow_Up, and the answer to a Delay_Req sent 200 ms after the
+// Sync, unless answer says to drop it. It returns the sequence ids of the
+// Delay_Reqs sent and the exchanges measured (by the Sync's second).
+type master1Hz struct {
+	t          *testing.T
+	s          *Slave
+	start      time.Time
+	base       int64
+	reqs       []int         // the seconds at which a Delay_Req went out
+	t3         map[int]int64 // their t3 by second
+	measured   map[int]Exchange
+	lastReqSeq uint16
+}
+
+func newMaster1Hz(t *testing.T, s *Slave) *master1Hz {
+	m := &master1Hz{t: t, s: s, start: time.Unix(1_795_000_000, 0), base: 1_795_000_000_000_000_000, t3: map[int]int64{}, measured: map[int]Exchange{}}
+	s.General(announce(gm, 128), m.start)
+	return m
+}
+
+// second runs second i; answer reports whether the master answers its
+// Delay_Req, and t3 is the transmit timestamp the transport reports (0: none).
+func (m *master1Hz) second(i int, answer bool, noT3 bool) {
+	now := m.start.Add(time.Duration(i) * time.Second)
+	t1 := m.base + int64(i)*1e9
+	if i%5 == 0 {
+		m.s.General(announce(gm, 128), now)
+	}
+	_, send, err := m.s.Event(syncMsg(gm, uint16(i), true, 0, 0), t1+12_000, now)
+	if err != nil {
+		m.t.Fatalf("sync %d: %v", i, err)
+	}
+	ex, err := m.s.General(followUp(gm, uint16(i), t1, 0), now.Add(time.Millisecond))
+	if err != nil {
+		m.t.Fatalf("follow_up %d: %v", i, err)
+	}
+	if ex != nil {
+		m.measured[i] = *ex
+	}
+	if !send {
+		return
+	}
+	req, err := m.s.DelayReq(make([]byte, 64), now.Add(200*time.Millisecond))
+	if err != nil {
+		m.t.Fatalf("delay_req %d: %v", i, err)
+	}
+	m.reqs = append(m.reqs, i)
+	m.lastReqSeq = uint16(req[30])<<8 | uint16(req[31])
+	t3 := t1 + 200_000_000
+	if noT3 {
+		t3 = 0
+	}
+	m.s.Sent(t3)
+	m.t3[i] = t3
+	if answer {
+		if _, err := m.s.General(delayResp(gm, m.lastReqSeq, us, t3+11_000-12_000, 0), now.Add(300*time.Millisecond)); err != nil && !noT3 {
+			m.t.Fatalf("delay_resp %d: %v", i, err)
+		}
+	}
+}
+
+// TestSlaveRecoversFromALostDelayResp: one Delay_Resp never comes. The
+// Delay_Req is abandoned after the timeout the master's intervals give,
+// counted once, and Delay_Reqs go out again at the next Sync; a late answer
+// to the abandoned one is refused as late, not used.
+func TestSlaveRecoversFromALostDelayResp(t *testing.T) {
+	s := &Slave{Port: us}
+	m := newMaster1Hz(t, s)
+	const drop, seconds = 3, 20
+	timeout := DelayTimeoutFor(0, true, 0, true) // the test master's intervals: 1 s
+	resume := drop + 1
+	for time.Duration(resume)*time.Second-(time.Duration(drop)*time.Second+200*time.Millisecond) <= timeout {
+		resume++
+	}
+	var droppedSeq uint16
+	for i := 0; i < seconds; i++ {
+		m.second(i, i != drop, false)
+		if i == drop {
+			droppedSeq = m.lastReqSeq
+		}
+		if i == resume+1 { // the lost answer turns up, far too late
+			now := m.start.Add(time.Duration(i)*time.Second + 500*time.Millisecond)
+			if _, err := s.General(delayResp(gm, droppedSeq, us, m.t3[drop]-1_000, 0), now); RejectOf(err) != RejectLate {
+				t.Fatalf("a late answer to the abandoned delay_req: %v", err)
+			}
+		}
+	}
+	want := []int{}
+	for i := 0; i < seconds; i++ {
+		if i <= drop || i >= resume {
+			want = append(want, i)
+		}
+	}
+	if !slices.Equal(m.reqs, want) {
+		t.Fatalf("delay_reqs at seconds %v, want %v (timeout %v)", m.reqs, want, timeout)
+	}
+	if s.DelayTimeouts != 1 || s.DelayNoT3 != 0 || s.Rejects[RejectLate] != 1 {
+		t.Fatalf("timeouts %d, no t3 %d, late %d; want 1, 0, 1", s.DelayTimeouts, s.DelayNoT3, s.Rejects[RejectLate])
+	}
+	// Every Sync after the first answered Delay_Req is measured, and from
+	// resume on with the newest path delay: T3 of the previous second.
+	for i := 1; i < seconds; i++ {
+		ex, ok := m.measured[i]
+		if !ok {
+			t.Fatalf("sync %d not measured", i)
+		}
+		if i > resume && ex.T3 != m.t3[i-1] {
+			t.Fatalf("sync %d measured with t3 %d, want the previous second's %d", i, ex.T3, m.t3[i-1])
+		}
+	}
+}
+
+// TestSlaveAbandonsADelayReqWithoutT3: a Delay_Req whose transmit timestamp
+// could not be had is abandoned at once and counted; the next Sync sends the
+// next one, and the answer to the abandoned one is refused as late.
+func TestSlaveAbandonsADelayReqWithoutT3(t *testing.T) {
+	s := &Slave{Port: us}
+	m := newMaster1Hz(t, s)
+	for i := 0; i < 4; i++ {
+		m.second(i, true, i == 1)
+	}
+	if !slices.Equal(m.reqs, []int{0, 1, 2, 3}) {
+		t.Fatalf("delay_reqs at seconds %v, want one every second", m.reqs)
+	}
+	if s.DelayNoT3 != 1 || s.DelayTimeouts != 0 || s.Rejects[RejectLate] != 1 {
+		t.Fatalf("no t3 %d, timeouts %d, late %d; want 1, 0, 1", s.DelayNoT3, s.DelayTimeouts, s.Rejects[RejectLate])
+	}
+	// Unsent (the transport could not send it) abandons it too, uncounted
+	// here: the transport counts its send errors.
+	now := m.start.Add(10 * time.Second)
+	s.Event(syncMsg(gm, 10, true, 0, 0), m.base+10e9, now)
+	s.DelayReq(make([]byte, 64), now)
+	s.Unsent()
+	if _, send, _ := s.Event(syncMsg(gm, 11, true, 0, 0), m.base+11e9, now.Add(time.Second)); !send {
+		t.Fatal("no delay_req due after an unsent one")
+	}
+}
+
+// TestDelayTimeoutFor: the default follows the master's intervals and never
+// falls below its floor.
+func TestDelayTimeoutFor(t *testing.T) {
+	for _, tc := range []struct {
+		logSync, logDelay   int8
+		haveSync, haveDelay bool
+		want                time.Duration
+	}{
+		{0, 0, false, false, minDelayTimeout},
+		{-4, -4, true, true, minDelayTimeout},
+		{0, 0, true, false, max(minDelayTimeout, delayTimeoutSyncs*time.Second)},
+		{1, 0, true, true, max(minDelayTimeout, delayTimeoutSyncs*2*time.Second)},
+		{0, 3, true, true, max(minDelayTimeout, delayTimeoutReqs*8*time.Second)},
+		{0, 3, true, false, max(minDelayTimeout, delayTimeoutSyncs*time.Second)},
+		{127, -128, true, true, delayTimeoutSyncs * 256 * time.Second}, // clamped
+	} {
+		if got := DelayTimeoutFor(tc.logSync, tc.haveSync, tc.logDelay, tc.haveDelay); got != tc.want {
+			t.Errorf("DelayTimeoutFor(%d, %v, %d, %v) = %v, want %v", tc.logSync, tc.haveSync, tc.logDelay, tc.haveDelay, got, tc.want)
+		}
+	}
 }
