@@ -3,6 +3,7 @@ package ntp
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,8 +19,17 @@ import (
 // answers only there) or UDP (host:port, usually 127.0.0.1:323). A failed
 // request drops the connection; the next request reconnects, so a restarted
 // chronyd is picked up again.
+//
+// Over the command socket chronyd answers to the sender's address, so the
+// monitor binds a client socket of its own in a directory it is given (the
+// agent's runtime directory, /run/monagent under systemd): chronyd, which has
+// dropped its privileges to its own user, must be able to reach it, so the
+// directory must be searchable by that user (mode 0755) and visible from
+// chronyd's mount namespace (not a PrivateTmp /tmp). The socket itself is made
+// writable by everyone, as chronyc does with its own.
 type Chrony struct {
 	addr    string
+	dir     string // where the client socket is bound (Unix only)
 	timeout time.Duration
 	conn    net.Conn
 	local   string // our bound socket path (Unix only)
@@ -28,14 +38,22 @@ type Chrony struct {
 	Reconnects atomic.Uint64
 }
 
-var localSeq atomic.Uint64
-
-// NewChrony returns a monitor of the chronyd at addr (not yet connected).
-func NewChrony(addr string, timeout time.Duration) *Chrony {
+// NewChrony returns a monitor of the chronyd at addr (not yet connected) whose
+// client socket, over the command socket, is bound in dir.
+func NewChrony(addr, dir string, timeout time.Duration) *Chrony {
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	return &Chrony{addr: addr, timeout: timeout}
+	return &Chrony{addr: addr, dir: dir, timeout: timeout}
+}
+
+// LocalSocket is the path of the client socket while connected over the
+// command socket ("" otherwise).
+func (m *Chrony) LocalSocket() string {
+	if m.conn == nil {
+		return ""
+	}
+	return m.local
 }
 
 // Unix reports whether the monitor uses the command socket.
@@ -48,14 +66,23 @@ func (m *Chrony) connect() error {
 	var err error
 	if m.Unix() {
 		// chronyd answers to the sender's address: bind a socket of our own,
-		// writable by chronyd after it drops privileges (as chronyc does).
-		m.local = filepath.Join(os.TempDir(), fmt.Sprintf("monagent-chronyc-%d-%d.sock", os.Getpid(), localSeq.Add(1)))
-		os.Remove(m.local)
+		// writable by chronyd after it drops privileges (as chronyc does). The
+		// name is unique per process and monitor without shared state.
+		if m.dir == "" {
+			return fmt.Errorf("chronyd %s: no directory for the client socket", m.addr)
+		}
+		m.local = filepath.Join(m.dir, fmt.Sprintf("chronyc-%d-%08x.sock", os.Getpid(), rand.Uint32()))
 		var c *net.UnixConn
 		c, err = net.DialUnix("unixgram", &net.UnixAddr{Name: m.local, Net: "unixgram"}, &net.UnixAddr{Name: m.addr, Net: "unixgram"})
 		if err == nil {
-			os.Chmod(m.local, 0o666)
+			if cerr := os.Chmod(m.local, 0o666); cerr != nil {
+				c.Close()
+				os.Remove(m.local)
+				return fmt.Errorf("chronyd %s: client socket: %w", m.addr, cerr)
+			}
 			m.conn = c
+		} else {
+			os.Remove(m.local) // bound before the connect failed
 		}
 	} else {
 		m.conn, err = net.DialTimeout("udp", m.addr, m.timeout)

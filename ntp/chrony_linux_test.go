@@ -47,7 +47,7 @@ func TestChronyMonitorMatchesChronyc(t *testing.T) {
 	srv, cli := testbed.NewLink(t)
 	server := testbed.StartChronyd(t, srv, testbed.ChronydServerConf)
 	client := testbed.StartChronyd(t, cli, testbed.ChronydClientConf(srv.Addr.String(), 0, ""))
-	m := NewChrony(client.Socket, time.Second)
+	m := NewChrony(client.Socket, t.TempDir(), time.Second)
 	defer m.Close()
 	// Wait until the client has selected the server.
 	deadline := time.Now().Add(20 * time.Second)
@@ -132,7 +132,7 @@ func TestChronyMonitorMatchesChronyc(t *testing.T) {
 	}
 
 	// Server statistics, and a restart of that chronyd.
-	sm := NewChrony(server.Socket, time.Second)
+	sm := NewChrony(server.Socket, t.TempDir(), time.Second)
 	defer sm.Close()
 	st, err := sm.ServerStats()
 	if err != nil || st.NTPHits == 0 {
@@ -157,12 +157,12 @@ func TestChronyMonitorMatchesChronyc(t *testing.T) {
 }
 
 func TestChronyMonitorErrors(t *testing.T) {
-	m := NewChrony("/nonexistent/chronyd.sock", 100*time.Millisecond)
+	m := NewChrony("/nonexistent/chronyd.sock", t.TempDir(), 100*time.Millisecond)
 	if _, err := m.Tracking(); err == nil || !strings.Contains(err.Error(), "/nonexistent/chronyd.sock") {
 		t.Fatalf("missing socket: %v", err)
 	}
 	port := netip.MustParseAddrPort("127.0.0.1:9")
-	u := NewChrony(port.String(), 100*time.Millisecond)
+	u := NewChrony(port.String(), "", 100*time.Millisecond)
 	if _, err := u.Tracking(); err == nil {
 		t.Fatal("tracking answered by nobody")
 	}

@@ -35,15 +35,29 @@ type ProbeConfig struct {
 	// MaxDelayDevRatio is the delay test's ratio (see DelayTest; default 10,
 	// negative turns it off).
 	MaxDelayDevRatio float64
+	// ToRealtime moves a hardware timestamp (the time of the NIC's PTP
+	// hardware clock) to CLOCK_REALTIME; nil when the probe asks for no
+	// hardware timestamps. Each of T1 and T4 is translated by its own source:
+	// a hardware one through ToRealtime, a kernel software or user-space one is
+	// REALTIME already. An exchange with a hardware stamp ToRealtime cannot
+	// move is counted (Counters.Untranslated) and not used.
+	ToRealtime func(phcNS int64) (int64, error)
 }
 
 // Sample is one exchange.
 type Sample struct {
-	T1, T2, T3, T4 int64 // client send, server receive, server send, client receive (Unix ns)
+	// Client send, server receive, server send, client receive (Unix ns). T1
+	// and T4 are CLOCK_REALTIME whatever their source (hardware stamps are
+	// translated); T4 is the time of the sample's event.
+	T1, T2, T3, T4 int64
 	OffsetNS       int64 // local - server
 	DelayNS        int64
 	TxSource       sockts.Source
 	RxSource       sockts.Source
+	// Mixed: T1 and T4 come from different timestamp sources (e.g. a user-space
+	// T1 when the NIC stamped only the reply), so the delay and offset carry
+	// the difference between the two sources' errors.
+	Mixed       bool
 	Interleaved    bool // T3 is the server's transmit timestamp of its reply, sent afterwards
 	// DispersionNS is the sample's dispersion (RFC 5905 section 8): the server's
 	// precision plus the frequency tolerance (15 ppm) over the round trip.
@@ -76,6 +90,13 @@ type Counters struct {
 	KissRate, KissDeny          atomic.Uint64
 	Interleaved                 atomic.Uint64 // samples completed by an interleaved reply
 	DelayOutliers               atomic.Uint64 // samples flagged by the delay test
+	// Repeats: interleaved replies that carried the same transmit timestamp
+	// as the basic reply before them (the server had no better one): the
+	// exchange they complete was already a sample, so they add none.
+	Repeats atomic.Uint64
+	// Untranslated: exchanges with a hardware timestamp ToRealtime could not
+	// move to REALTIME (no PHC model yet); not used.
+	Untranslated atomic.Uint64
 }
 
 // Ethernet + IPv4 + UDP header bytes around an NTP packet on the wire (the
@@ -153,6 +174,9 @@ func (p *Prober) Poll(ctx context.Context) (Result, error) {
 			}
 		}
 		s, err := p.exchange()
+		if errors.Is(err, errRepeat) {
+			continue // counted; not an error of the server's
+		}
 		if err != nil {
 			res.Errors = append(res.Errors, err)
 			if r := RejectOf(err); r == RejectKoD {
@@ -169,6 +193,9 @@ func (p *Prober) Poll(ctx context.Context) (Result, error) {
 		}
 	}
 	if res.Best < 0 {
+		if len(res.Errors) == 0 {
+			return res, fmt.Errorf("ntp %s: no new sample: every reply repeated an earlier one", p.cfg.Server)
+		}
 		return res, fmt.Errorf("ntp %s: no usable reply: %w", p.cfg.Server, errors.Join(res.Errors...))
 	}
 	if p.rateFactor > 1 && len(res.Errors) == 0 {
@@ -190,6 +217,20 @@ func (p *Prober) cookie() uint64 {
 	now, _ := timebase.Realtime.Now()
 	sec, frac := FromUnixNS(now)
 	return uint64(sec)<<32 | uint64(frac&^0xffffff) | uint64(p.rng.Uint32()&0xffffff)
+}
+
+// errRepeat: the reply completed an exchange that was already a sample.
+var errRepeat = errors.New("reply repeats the previous sample")
+
+// realtime returns a timestamp in CLOCK_REALTIME, translating a hardware one.
+func (p *Prober) realtime(ts sockts.Timestamp) (int64, error) {
+	if ts.Source != sockts.SourceHardware {
+		return ts.NS, nil // kernel software and user-space stamps are REALTIME
+	}
+	if p.cfg.ToRealtime == nil {
+		return 0, fmt.Errorf("hardware timestamp %d and no translation to realtime", ts.NS)
+	}
+	return p.cfg.ToRealtime(ts.NS)
 }
 
 // exchange sends one request and waits for its reply.
@@ -229,12 +270,21 @@ func (p *Prober) exchange() (Sample, error) {
 			return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, err)
 		}
 		p.C.BytesReceived.Add(uint64(n) + p.overhead())
+		t1, terr := p.realtime(tx)
+		t4, rerr := p.realtime(rx)
+		if terr != nil || rerr != nil {
+			// The reply may still be ours; without T1 and T4 in one domain it
+			// is no sample, and the next request starts afresh in basic mode.
+			p.C.Untranslated.Add(1)
+			p.prev.valid = false
+			return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, errors.Join(terr, rerr))
+		}
 		var h Header
 		err = nil
 		if from != p.cfg.Server && from.Addr().Unmap() != p.cfg.Server.Addr().Unmap() {
 			err = reject(RejectSource, "reply from %s", from)
 		} else {
-			err = ParseReply(p.buf[:n], cookie, xcookie, tx.NS, &h)
+			err = ParseReply(p.buf[:n], cookie, xcookie, t1, &h)
 		}
 		if err != nil {
 			r := RejectOf(err)
@@ -248,22 +298,26 @@ func (p *Prober) exchange() (Sample, error) {
 			return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, err)
 		}
 		p.C.Replies.Add(1)
-		s := Sample{T1: tx.NS, T2: h.ReceiveNS, T3: h.TransmitNS, T4: rx.NS, TxSource: tx.Source, RxSource: rx.Source, Header: h}
+		s := Sample{T1: t1, T2: h.ReceiveNS, T3: h.TransmitNS, T4: t4, TxSource: tx.Source, RxSource: rx.Source, Header: h}
 		// An interleaved reply whose transmit timestamp is the previous reply's
-		// basic one means the server had no kernel timestamp for it: then it is
-		// no better than a basic sample of the previous exchange.
-		if h.Interleaved && !(h.TransmitNS == p.prev.t3 && p.prev.valid) {
+		// basic one means the server had no kernel timestamp for it: the
+		// exchange it completes was shipped as that basic sample already, and
+		// shipping it again would give two records of one event.
+		repeat := h.Interleaved && p.prev.valid && h.TransmitNS == p.prev.t3
+		if h.Interleaved && !repeat {
 			// The transmit timestamp completes the previous exchange.
 			s = Sample{T1: p.prev.t1, T2: p.prev.t2, T3: h.TransmitNS, T4: p.prev.t4, TxSource: p.prev.tx, RxSource: p.prev.rx, Interleaved: true, Header: h}
 			p.C.Interleaved.Add(1)
 		}
-		if h.Interleaved && h.TransmitNS == p.prev.t3 && p.prev.valid {
-			s = Sample{T1: p.prev.t1, T2: p.prev.t2, T3: h.TransmitNS, T4: p.prev.t4, TxSource: p.prev.tx, RxSource: p.prev.rx, Header: h}
-		}
-		p.prev = exchangeState{valid: true, t1: tx.NS, t2: h.ReceiveNS, t4: rx.NS, t2raw: h.ReceiveRaw, tx: tx.Source, rx: rx.Source}
+		p.prev = exchangeState{valid: true, t1: t1, t2: h.ReceiveNS, t4: t4, t2raw: h.ReceiveRaw, tx: tx.Source, rx: rx.Source}
 		if !h.Interleaved {
 			p.prev.t3 = h.TransmitNS
 		}
+		if repeat {
+			p.C.Repeats.Add(1)
+			return Sample{}, errRepeat
+		}
+		s.Mixed = s.TxSource != s.RxSource
 		if s.T3 < s.T2 {
 			p.C.Rejects[RejectBogus].Add(1)
 			return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, reject(RejectBogus, "server transmit %d before its receive %d", s.T3, s.T2))
