@@ -58,7 +58,7 @@ type Sample struct {
 	// T1 when the NIC stamped only the reply), so the delay and offset carry
 	// the difference between the two sources' errors.
 	Mixed       bool
-	Interleaved    bool // T3 is the server's transmit timestamp of its reply, sent afterwards
+	Interleaved bool // T3 is the server's transmit timestamp of its reply, sent afterwards
 	// DispersionNS is the sample's dispersion (RFC 5905 section 8): the server's
 	// precision plus the frequency tolerance (15 ppm) over the round trip.
 	DispersionNS int64
