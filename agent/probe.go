@@ -7,9 +7,12 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -35,10 +38,13 @@ type Inventory struct {
 	Hwmon      []DeviceProbe `json:"hwmon"`
 	Thermal    []DeviceProbe `json:"thermal_zones"`
 	Daemons    []SocketProbe `json:"daemons"`
+	Influx     *InfluxProbe  `json:"influx,omitempty"`
 	Notes      []string      `json:"notes,omitempty"`
 }
 
-// ClockProbe describes one system clock.
+// ClockProbe describes one system clock. NowNS counts in the clock's own
+// domain: since the epoch for realtime (UTC) and tai, since boot for the
+// monotonic family.
 type ClockProbe struct {
 	Name         string `json:"name"`
 	ResolutionNS int64  `json:"resolution_ns"`
@@ -65,19 +71,41 @@ type PHCProbe struct {
 	Caps        *phc.Caps `json:"caps,omitempty"`
 	PinFuncs    []phc.Pin `json:"pins,omitempty"`
 	Method      string    `json:"method,omitempty"`
-	OffsetNS    int64     `json:"offset_from_realtime_ns,omitempty"`
+	OffsetNS    int64     `json:"offset_from_realtime_ns,omitempty"` // realtime - PHC
+	PHCNS       int64     `json:"phc_ns,omitempty"`                  // the trial reading's PHC time
+	RealtimeNS  int64     `json:"realtime_ns,omitempty"`             // REALTIME at the middle of its read window
 	DelayNS     int64     `json:"read_delay_ns,omitempty"`
 	Refusals    []string  `json:"method_refusals,omitempty"`
 	Error       string    `json:"error,omitempty"`
 	ClockGetRes int64     `json:"resolution_ns,omitempty"`
 }
 
-// IfaceProbe is a network interface's timestamping support.
+// IfaceProbe is a network interface's timestamping support and what it can
+// serve. Hardware receive stamps need an RX filter that matches the packets:
+// PTP event messages are matched by the PTP filters (the AM335x CPSW has only
+// ptpv2-event), NTP packets only by "all" or "ntp-all".
 type IfaceProbe struct {
 	Name         string   `json:"name"`
 	PHCIndex     int      `json:"phc_index"`
 	Capabilities []string `json:"timestamping"`
+	RxFilters    []string `json:"rx_filters"`      // HWTSTAMP_FILTER_* as ethtool names them
+	TxTypes      []string `json:"tx_types"`        // HWTSTAMP_TX_*
+	PTPHardware  bool     `json:"ptp_rx_hardware"` // PTP event messages stamped on receive by the NIC
+	NTPHardware  bool     `json:"ntp_rx_hardware"` // NTP (any UDP) packets stamped on receive by the NIC
+	TxHardware   bool     `json:"tx_hardware"`     // transmitted packets stamped by the NIC
 	Error        string   `json:"error,omitempty"`
+}
+
+// InfluxProbe is the answer of the configured InfluxDB to a ping and to an
+// empty write with the configured token.
+type InfluxProbe struct {
+	URL         string `json:"url"`
+	Bucket      string `json:"bucket"`
+	Reachable   bool   `json:"reachable"`
+	PingStatus  int    `json:"ping_status,omitempty"`
+	WriteStatus int    `json:"write_status,omitempty"`
+	WriteOK     bool   `json:"write_ok"`
+	Detail      string `json:"detail,omitempty"` // what is wrong and what to fix
 }
 
 // DeviceProbe is a device node or sysfs device with its name.
@@ -103,6 +131,8 @@ type ProbeEnv struct {
 	Timex        func() (timebase.KernelState, error)
 	Clocks       bool   // read the real system clocks
 	ChronyUDP    string // chronyd's command port, "" to skip
+	Influx       *InfluxConfig
+	HTTP         *http.Client // for Influx; nil: a default client
 }
 
 // DefaultProbeEnv probes the real machine under paths.
@@ -158,6 +188,14 @@ func Probe(ctx context.Context, env ProbeEnv) Inventory {
 		inv.Daemons = append(inv.Daemons, probeUDP(ctx, "chronyd", env.ChronyUDP))
 	}
 	inv.Daemons = append(inv.Daemons, probeUnixgram(ctx, "ptp4l", filepath.Join(p.Run, "ptp4l")))
+	if env.Influx != nil {
+		client := env.HTTP
+		if client == nil {
+			client = &http.Client{}
+		}
+		ip := probeInflux(ctx, client, *env.Influx)
+		inv.Influx = &ip
+	}
 	return inv
 }
 
@@ -192,6 +230,8 @@ func probeInterfaces(sys string, ts func(string) (phc.Timestamping, error)) []If
 		if ts != nil {
 			t, err := ts(ip.Name)
 			ip.PHCIndex, ip.Capabilities = t.PHCIndex, t.Capabilities()
+			ip.RxFilters, ip.TxTypes = bitNames(t.RxFilters, rxFilterNames), bitNames(t.TxTypes, txTypeNames)
+			ip.PTPHardware, ip.NTPHardware, ip.TxHardware = hardwareVerdict(t)
 			if err != nil {
 				ip.Error = err.Error()
 			}
@@ -270,22 +310,215 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// WriteText prints the inventory for a person.
+// rxFilterNames are the HWTSTAMP_FILTER_* values (linux/net_tstamp.h) as
+// ethtool -T prints them; ethtool reports them as a bit mask of 1<<value.
+var rxFilterNames = []string{
+	"none", "all", "some",
+	"ptpv1-l4-event", "ptpv1-l4-sync", "ptpv1-l4-delay-req",
+	"ptpv2-l4-event", "ptpv2-l4-sync", "ptpv2-l4-delay-req",
+	"ptpv2-l2-event", "ptpv2-l2-sync", "ptpv2-l2-delay-req",
+	"ptpv2-event", "ptpv2-sync", "ptpv2-delay-req",
+	"ntp-all",
+}
+
+// txTypeNames are the HWTSTAMP_TX_* values.
+var txTypeNames = []string{"off", "on", "onestep-sync", "onestep-p2p"}
+
+const (
+	sofTxHardware  = 1 << 0 // SOF_TIMESTAMPING_TX_HARDWARE
+	sofRxHardware  = 1 << 2 // SOF_TIMESTAMPING_RX_HARDWARE
+	sofRawHardware = 1 << 6 // SOF_TIMESTAMPING_RAW_HARDWARE
+	filterAll      = 1      // HWTSTAMP_FILTER_ALL
+	filterNTPAll   = 15     // HWTSTAMP_FILTER_NTP_ALL
+	txOn           = 1      // HWTSTAMP_TX_ON
+)
+
+func bitNames(mask uint32, names []string) []string {
+	out := []string{}
+	for i := range 32 {
+		if mask&(1<<i) == 0 {
+			continue
+		}
+		if i < len(names) {
+			out = append(out, names[i])
+		} else {
+			out = append(out, fmt.Sprintf("bit%d", i))
+		}
+	}
+	return out
+}
+
+// hardwareVerdict says which packets the NIC can stamp in hardware: PTP
+// event messages on receive (any filter but none), NTP packets on receive
+// (only "all" or "ntp-all": a PTP-only filter such as the CPSW's ptpv2-event
+// leaves NTP replies software-stamped), and transmitted packets.
+func hardwareVerdict(t phc.Timestamping) (ptpRX, ntpRX, tx bool) {
+	if t.PHCIndex < 0 || t.SOFlags&sofRawHardware == 0 {
+		return false, false, false
+	}
+	if t.SOFlags&sofRxHardware != 0 {
+		ptpRX = t.RxFilters&^1 != 0 // any filter other than none
+		ntpRX = t.RxFilters&(1<<filterAll|1<<filterNTPAll) != 0
+	}
+	tx = t.SOFlags&sofTxHardware != 0 && t.TxTypes&(1<<txOn) != 0
+	return ptpRX, ntpRX, tx
+}
+
+// probeInflux asks the configured InfluxDB whether it answers (GET /ping) and
+// whether it takes the token for the bucket (POST /api/v2/write with an empty
+// body: 204 means yes), each request bounded to 2 s, and says what to fix.
+func probeInflux(ctx context.Context, client *http.Client, c InfluxConfig) InfluxProbe {
+	ip := InfluxProbe{URL: c.URL, Bucket: c.Bucket}
+	base := strings.TrimRight(c.URL, "/")
+	status, _, err := influxRequest(ctx, client, http.MethodGet, base+"/ping", "")
+	if err != nil {
+		ip.Detail = "unreachable: " + err.Error() + ": check influx.url and that InfluxDB runs"
+		return ip
+	}
+	ip.Reachable, ip.PingStatus = true, status
+	token, err := c.Token()
+	if err != nil {
+		ip.Detail = err.Error()
+		return ip
+	}
+	q := url.Values{"bucket": {c.Bucket}, "org": {c.Org}, "precision": {"ns"}}
+	status, body, err := influxRequest(ctx, client, http.MethodPost, base+"/api/v2/write?"+q.Encode(), token)
+	if err != nil {
+		ip.Detail = "write: " + err.Error()
+		return ip
+	}
+	ip.WriteStatus = status
+	tokenKey := "influx.token_file"
+	if c.TokenFile == "" {
+		tokenKey = "influx.token_env ($" + c.TokenEnv + ")"
+	}
+	switch {
+	case status >= 200 && status < 300:
+		ip.WriteOK = true
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		ip.Detail = "token refused: check " + tokenKey
+	case status == http.StatusNotFound:
+		ip.Detail = fmt.Sprintf("bucket/database not found: create %q or fix influx.bucket and influx.org", c.Bucket)
+	default:
+		ip.Detail = fmt.Sprintf("write answered %d", status)
+	}
+	if body != "" && !ip.WriteOK {
+		ip.Detail += " (InfluxDB: " + body + ")"
+	}
+	return ip
+}
+
+// influxRequest makes one request with a 2 s limit and returns the status and
+// the first line of the body (at most 200 bytes).
+func influxRequest(ctx context.Context, client *http.Client, method, u, token string) (int, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, u, http.NoBody)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Token "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return resp.StatusCode, line, nil
+}
+
+// fmtOffset prints a signed time difference: +1.234 µs, -12.5 ms, -37.000000123 s.
+func fmtOffset(ns int64) string {
+	switch {
+	case ns > 0:
+		return "+" + fmtNS(uint64(ns))
+	case ns < 0:
+		return "-" + fmtNS(-uint64(ns))
+	}
+	return "0 ns"
+}
+
+// fmtDuration prints a length of time: 850 ns, 1.52 µs.
+func fmtDuration(ns int64) string {
+	if ns < 0 {
+		return fmtOffset(ns)
+	}
+	return fmtNS(uint64(ns))
+}
+
+// fmtNS picks the unit: ns, µs and ms to three decimals, seconds exact, and
+// from a minute on [N d ]HH:MM:SS.fffffffff.
+func fmtNS(u uint64) string {
+	switch {
+	case u < 1e3:
+		return fmt.Sprintf("%d ns", u)
+	case u < 1e6:
+		return decimals(u, 3) + " µs"
+	case (u+500)/1e3 < 1e6:
+		return decimals((u+500)/1e3, 3) + " ms"
+	case u < 60e9:
+		return decimals(u, 9) + " s"
+	}
+	const day, hour, minute = 86400e9, 3600e9, 60e9
+	sec := decimals(u%minute, 9)
+	if u%minute < 10e9 {
+		sec = "0" + sec
+	}
+	s := fmt.Sprintf("%02d:%02d:%s", u%day/hour, u%hour/minute, sec)
+	if u >= day {
+		s = fmt.Sprintf("%d d %s", u/day, s)
+	}
+	return s
+}
+
+// decimals prints q / 10^digits with the trailing zeros of the fraction dropped.
+func decimals(q uint64, digits int) string {
+	p := uint64(1)
+	for range digits {
+		p *= 10
+	}
+	s := fmt.Sprintf("%d.%0*d", q/p, digits, q%p)
+	return strings.TrimRight(strings.TrimRight(s, "0"), ".")
+}
+
+// fmtDate prints an absolute time counted from the Unix epoch in the named
+// timescale (UTC for REALTIME, TAI for CLOCK_TAI).
+func fmtDate(ns int64, scale string) string {
+	return time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.000000000") + " " + scale
+}
+
+// fmtClockNow prints a clock's reading as a date for the epoch clocks and as
+// the time since boot for the monotonic family.
+func fmtClockNow(name string, ns int64) string {
+	switch name {
+	case "realtime":
+		return fmtDate(ns, "UTC")
+	case "tai":
+		return fmtDate(ns, "TAI")
+	}
+	return fmtDuration(ns) + " since boot"
+}
+
+// WriteText prints the inventory for a person: offsets signed with a unit,
+// absolute times as dates. --json keeps the raw int64 ns.
 func (inv *Inventory) WriteText(w io.Writer) {
 	pf := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	pf("monagent probe on %s (%s/%s)\n\n", inv.Host, inv.GOOS, inv.GOARCH)
-	pf("System clocks (offset from monotonic_raw):\n")
+	pf("System clocks:\n")
 	for _, c := range inv.Clocks {
 		if c.Error != "" {
 			pf("  %-14s error: %s\n", c.Name, c.Error)
 			continue
 		}
-		pf("  %-14s resolution %d ns, offset %d ns\n", c.Name, c.ResolutionNS, c.OffsetNS)
+		pf("  %-14s now %s\n  %14s resolution %s, offset from monotonic_raw %s\n", c.Name, fmtClockNow(c.Name, c.NowNS), "", fmtDuration(c.ResolutionNS), fmtOffset(c.OffsetNS))
 	}
 	pf("\nKernel clock discipline (adjtimex):\n")
 	if k := inv.Kernel; k != nil {
-		pf("  state %s, status %s, synced %v\n  offset %d ns, frequency %d ppb, maxerror %d ns, esterror %d ns, TAI-UTC %d s\n",
-			k.State, orNone(k.Status), k.Synced, k.OffsetNS, k.FreqPPB, k.MaxErrorNS, k.EstErrorNS, k.TAIOffsetS)
+		pf("  state %s, status %s, synced %v\n  offset %s, frequency %+d ppb, maxerror %s, esterror %s, TAI-UTC %d s\n",
+			k.State, orNone(k.Status), k.Synced, fmtOffset(k.OffsetNS), k.FreqPPB, fmtDuration(k.MaxErrorNS), fmtDuration(k.EstErrorNS), k.TAIOffsetS)
 	} else {
 		pf("  unavailable: %s\n", inv.KernelErr)
 	}
@@ -305,7 +538,8 @@ func (inv *Inventory) WriteText(w io.Writer) {
 		if p.Error != "" {
 			pf("    error: %s\n", p.Error)
 		} else if p.Method != "" {
-			pf("    offset from realtime %d ns, read delay %d ns (%s)\n", p.OffsetNS, p.DelayNS, p.Method)
+			pf("    trial reading (%s, read delay %s): PHC %s, realtime %s\n", p.Method, fmtDuration(p.DelayNS), fmtDate(p.PHCNS, "(PHC timescale)"), fmtDate(p.RealtimeNS, "UTC"))
+			pf("    PHC - realtime %s\n", fmtOffset(-p.OffsetNS))
 		}
 		for _, r := range p.Refusals {
 			pf("    refused: %s\n", r)
@@ -321,7 +555,14 @@ func (inv *Inventory) WriteText(w io.Writer) {
 		if i.Error != "" {
 			pf(" (%s)", i.Error)
 		}
-		pf("\n")
+		pf("\n  %10s hardware timestamps: ", "")
+		if !i.PTPHardware && !i.NTPHardware && !i.TxHardware {
+			pf("none, software only\n")
+			continue
+		}
+		pf("PTP %s, NTP %s (rx filters: %s; tx: %s)\n", yesNo(i.PTPHardware, i.TxHardware), yesNo(i.NTPHardware, i.TxHardware),
+			orNone(strings.Join(slices.DeleteFunc(slices.Clone(i.RxFilters), func(f string) bool { return f == "none" }), " ")),
+			orNone(strings.Join(i.TxTypes, " ")))
 	}
 	list := func(title, absent string, ds []DeviceProbe) {
 		pf("\n%s:\n", title)
@@ -355,9 +596,32 @@ func (inv *Inventory) WriteText(w io.Writer) {
 		}
 		pf("\n")
 	}
+	if ip := inv.Influx; ip != nil {
+		pf("\nInfluxDB %s, bucket %q:\n", ip.URL, ip.Bucket)
+		switch {
+		case ip.WriteOK:
+			pf("  reachable, token accepted for the bucket\n")
+		case ip.Reachable:
+			pf("  reachable, but %s\n", ip.Detail)
+		default:
+			pf("  %s\n", ip.Detail)
+		}
+	}
 	for _, n := range inv.Notes {
 		pf("\nnote: %s\n", n)
 	}
+}
+
+// yesNo is a protocol's hardware verdict: receive stamps, and whether the
+// NIC stamps what is sent too.
+func yesNo(rx, tx bool) string {
+	switch {
+	case rx && tx:
+		return "yes"
+	case rx:
+		return "rx only"
+	}
+	return "no"
 }
 
 func orNone(s string) string {

@@ -28,6 +28,7 @@ func readPHC(path string) PHCProbe {
 		p.Error = err.Error()
 	} else {
 		p.Method, p.OffsetNS, p.DelayNS = r.Method.String(), r.OffsetNS, r.DelayNS
+		p.PHCNS, p.RealtimeNS = r.PHCNS, r.SysNS
 	}
 	p.Refusals = s.Refusals()
 	return p

@@ -5,11 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"io"
+	"math"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/timebase"
@@ -21,13 +26,14 @@ func fixtureProbeEnv(root string) ProbeEnv {
 	return ProbeEnv{
 		Paths: PathsConfig{Sys: root + "/sys", Dev: root + "/dev", Run: root + "/run"},
 		Timestamping: func(iface string) (phc.Timestamping, error) {
-			if iface == "eth0" { // CPSW with CPTS: hardware timestamps
-				return phc.Timestamping{PHCIndex: 0, SOFlags: 0x5f}, nil
+			if iface == "eth0" { // CPSW with CPTS: hardware timestamps of PTP event messages only
+				return cpswTimestamping, nil
 			}
 			return phc.Timestamping{PHCIndex: -1, SOFlags: 0x1a}, nil
 		},
 		ReadPHC: func(path string) PHCProbe {
-			return PHCProbe{Caps: &phc.Caps{MaxAdjPPB: 1000000, ExtTS: 4, PerOut: 1, PPS: true}, Method: "extended", OffsetNS: -37000000123, DelayNS: 1520}
+			return PHCProbe{Caps: &phc.Caps{MaxAdjPPB: 1000000, ExtTS: 4, PerOut: 1, PPS: true}, Method: "extended",
+				OffsetNS: -37000000123, RealtimeNS: fixtureRealtimeNS, PHCNS: fixtureRealtimeNS + 37000000123, DelayNS: 1520}
 		},
 		Timex: func() (timebase.KernelState, error) {
 			return timebase.KernelState{State: 0, Status: timebase.StaPLL | timebase.StaNano, FreqPPB: -1234, MaxErrorNS: 16000, TAIOffsetS: 37}, nil
@@ -35,10 +41,31 @@ func fixtureProbeEnv(root string) ProbeEnv {
 	}
 }
 
-func TestProbeFixtureGolden(t *testing.T) {
+// fixtureRealtimeNS is 2026-11-23 10:15:02.123456789 UTC.
+const fixtureRealtimeNS = 1795428902123456789
+
+// cpswTimestamping is what ethtool reports for the AM335x CPSW: hardware
+// stamps with the CPTS PHC, TX off/on, RX filters none and ptpv2-event.
+var cpswTimestamping = phc.Timestamping{PHCIndex: 0, SOFlags: 0x5f, TxTypes: 1<<0 | 1<<1, RxFilters: 1<<0 | 1<<12}
+
+// fixtureInventory is the fixture board with fixed system clock readings.
+func fixtureInventory() Inventory {
 	inv := Probe(context.Background(), fixtureProbeEnv("testdata/probe"))
 	inv.Host = "bbb-1"
 	inv.GOOS, inv.GOARCH = "linux", "arm"
+	boot := int64(3*86400+4*3600+12*60+5)*1e9 + 123456789 // monotonic_raw: 3 d 04:12:05.123456789
+	inv.Clocks = []ClockProbe{
+		{Name: "realtime", ResolutionNS: 1, NowNS: fixtureRealtimeNS, OffsetNS: fixtureRealtimeNS - boot},
+		{Name: "tai", ResolutionNS: 1, NowNS: fixtureRealtimeNS + 37e9, OffsetNS: fixtureRealtimeNS + 37e9 - boot},
+		{Name: "monotonic", ResolutionNS: 1, NowNS: boot + 1234, OffsetNS: 1234},
+		{Name: "monotonic_raw", ResolutionNS: 1, NowNS: boot, OffsetNS: -41},
+		{Name: "boottime", ResolutionNS: 1, NowNS: boot + 12500000, OffsetNS: 12500000},
+	}
+	return inv
+}
+
+func TestProbeFixtureGolden(t *testing.T) {
+	inv := fixtureInventory()
 	var text bytes.Buffer
 	inv.WriteText(&text)
 	js, err := json.MarshalIndent(inv, "", "  ")
@@ -112,5 +139,212 @@ func TestProbeRealMachine(t *testing.T) {
 	}
 	if _, err := json.Marshal(inv); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestProbeTextIsHumanAndJSONRaw(t *testing.T) {
+	inv := fixtureInventory()
+	var text bytes.Buffer
+	inv.WriteText(&text)
+	for _, want := range []string{
+		"realtime       now 2026-11-23 10:15:02.123456789 UTC",
+		"tai            now 2026-11-23 10:15:39.123456789 TAI",
+		"monotonic      now 3 d 04:12:05.123458023 since boot",
+		"boottime       now 3 d 04:12:05.135956789 since boot",
+		"offset from monotonic_raw +1.234 µs",
+		"offset from monotonic_raw -41 ns",
+		"offset from monotonic_raw +12.5 ms",
+		"read delay 1.52 µs",
+		"PHC 2026-11-23 10:15:39.123456912",
+		"PHC - realtime +37.000000123 s",
+		"frequency -1234 ppb, maxerror 16 µs",
+		"hardware timestamps: PTP yes, NTP no (rx filters: ptpv2-event; tx: off on)",
+		"hardware timestamps: none, software only",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("probe text lacks %q:\n%s", want, text.String())
+		}
+	}
+	js, err := json.Marshal(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Clocks []struct {
+			Name     string `json:"name"`
+			NowNS    int64  `json:"now_ns"`
+			OffsetNS int64  `json:"offset_from_monotonic_raw_ns"`
+		} `json:"clocks"`
+		PHCs []struct {
+			OffsetNS   int64 `json:"offset_from_realtime_ns"`
+			PHCNS      int64 `json:"phc_ns"`
+			RealtimeNS int64 `json:"realtime_ns"`
+			DelayNS    int64 `json:"read_delay_ns"`
+		} `json:"phcs"`
+		Interfaces []struct {
+			Name      string   `json:"name"`
+			RxFilters []string `json:"rx_filters"`
+			PTP       bool     `json:"ptp_rx_hardware"`
+			NTP       bool     `json:"ntp_rx_hardware"`
+			TX        bool     `json:"tx_hardware"`
+		} `json:"interfaces"`
+	}
+	if err := json.Unmarshal(js, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if c := raw.Clocks[0]; c.Name != "realtime" || c.NowNS != inv.Clocks[0].NowNS || c.OffsetNS != inv.Clocks[0].OffsetNS {
+		t.Errorf("clock in JSON: %+v", c)
+	}
+	if p := raw.PHCs[0]; p.OffsetNS != -37000000123 || p.PHCNS != fixtureRealtimeNS+37000000123 || p.RealtimeNS != fixtureRealtimeNS || p.DelayNS != 1520 {
+		t.Errorf("PHC in JSON: %+v", p)
+	}
+	if i := raw.Interfaces[0]; i.Name != "eth0" || !i.PTP || i.NTP || !i.TX || strings.Join(i.RxFilters, ",") != "none,ptpv2-event" {
+		t.Errorf("eth0 in JSON: %+v", i)
+	}
+}
+
+func TestFormatTimes(t *testing.T) {
+	for _, c := range []struct {
+		ns             int64
+		offset, length string
+	}{
+		{0, "0 ns", "0 ns"},
+		{850, "+850 ns", "850 ns"},
+		{-850, "-850 ns", "-850 ns"},
+		{1234, "+1.234 µs", "1.234 µs"},
+		{1520, "+1.52 µs", "1.52 µs"},
+		{-12500000, "-12.5 ms", "-12.5 ms"},
+		{999999, "+999.999 µs", "999.999 µs"},
+		{1000000, "+1 ms", "1 ms"},
+		{1234567, "+1.235 ms", "1.235 ms"},
+		{999999600, "+0.9999996 s", "0.9999996 s"},
+		{-37000000123, "-37.000000123 s", "-37.000000123 s"},
+		{59999999999, "+59.999999999 s", "59.999999999 s"},
+		{60e9, "+00:01:00", "00:01:00"},
+		{(3*86400+4*3600+12*60+5)*1e9 + 5e8, "+3 d 04:12:05.5", "3 d 04:12:05.5"},
+		{math.MinInt64, "-106751 d 23:47:16.854775808", "-106751 d 23:47:16.854775808"},
+	} {
+		if got := fmtOffset(c.ns); got != c.offset {
+			t.Errorf("fmtOffset(%d) = %q, want %q", c.ns, got, c.offset)
+		}
+		if got := fmtDuration(c.ns); got != c.length {
+			t.Errorf("fmtDuration(%d) = %q, want %q", c.ns, got, c.length)
+		}
+	}
+	if got := fmtDate(fixtureRealtimeNS, "UTC"); got != "2026-11-23 10:15:02.123456789 UTC" {
+		t.Errorf("fmtDate = %q", got)
+	}
+}
+
+func TestHardwareVerdict(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		ts           phc.Timestamping
+		ptp, ntp, tx bool
+	}{
+		{"am335x cpsw: ptpv2-event only", cpswTimestamping, true, false, true},
+		{"igb: all", phc.Timestamping{PHCIndex: 1, SOFlags: 0x5f, TxTypes: 3, RxFilters: 1<<0 | 1<<1}, true, true, true},
+		{"ntp-all", phc.Timestamping{PHCIndex: 2, SOFlags: 0x5f, TxTypes: 3, RxFilters: 1<<0 | 1<<15}, true, true, true},
+		{"l2 and l4 ptp filters", phc.Timestamping{PHCIndex: 0, SOFlags: 0x5f, TxTypes: 3, RxFilters: 1<<0 | 1<<6 | 1<<9}, true, false, true},
+		{"rx all, tx off only", phc.Timestamping{PHCIndex: 0, SOFlags: 0x5c, TxTypes: 1, RxFilters: 1<<0 | 1<<1}, true, true, false},
+		{"filter none only", phc.Timestamping{PHCIndex: 0, SOFlags: 0x5f, TxTypes: 3, RxFilters: 1}, false, false, true},
+		{"no PHC", phc.Timestamping{PHCIndex: -1, SOFlags: 0x5f, TxTypes: 3, RxFilters: 3}, false, false, false},
+		{"software only", phc.Timestamping{PHCIndex: -1, SOFlags: 0x1a}, false, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ptp, ntp, tx := hardwareVerdict(c.ts)
+			if ptp != c.ptp || ntp != c.ntp || tx != c.tx {
+				t.Fatalf("PTP %v NTP %v TX %v, want %v %v %v", ptp, ntp, tx, c.ptp, c.ntp, c.tx)
+			}
+		})
+	}
+}
+
+// fakeInflux answers /ping and /api/v2/write as InfluxDB does: 401 for a
+// wrong token, 404 for a bucket it does not have.
+func fakeInflux(t *testing.T, token, bucket string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/ping" && r.Method == http.MethodGet:
+			w.WriteHeader(http.StatusNoContent)
+		case r.URL.Path == "/api/v2/write" && r.Method == http.MethodPost:
+			if r.Header.Get("Authorization") != "Token "+token {
+				w.WriteHeader(http.StatusUnauthorized)
+				io.WriteString(w, `{"code":"unauthorized","message":"unauthorized access"}`)
+				return
+			}
+			if r.URL.Query().Get("bucket") != bucket || r.URL.Query().Get("precision") != "ns" {
+				w.WriteHeader(http.StatusNotFound)
+				io.WriteString(w, `{"error":"database not found: \"`+r.URL.Query().Get("bucket")+`\""}`)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestProbeInflux(t *testing.T) {
+	srv := fakeInflux(t, "user:pass", "db/rp")
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good"), filepath.Join(dir, "bad")
+	os.WriteFile(good, []byte("user:pass\n"), 0o600)
+	os.WriteFile(bad, []byte("user:wrong\n"), 0o600)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	for _, c := range []struct {
+		name      string
+		cfg       InfluxConfig
+		reachable bool
+		ok        bool
+		detail    string
+	}{
+		{"ok", InfluxConfig{URL: srv.URL, Bucket: "db/rp", TokenFile: good}, true, true, ""},
+		{"trailing slash", InfluxConfig{URL: srv.URL + "/", Bucket: "db/rp", TokenFile: good}, true, true, ""},
+		{"wrong token", InfluxConfig{URL: srv.URL, Bucket: "db/rp", TokenFile: bad}, true, false, "token refused: check influx.token_file (InfluxDB: {\"code\":\"unauthorized\""},
+		{"wrong token env", InfluxConfig{URL: srv.URL, Bucket: "db/rp", TokenEnv: "MONAGENT_PROBE_TEST_TOKEN"}, true, false, "token refused: check influx.token_env ($MONAGENT_PROBE_TEST_TOKEN)"},
+		{"no bucket", InfluxConfig{URL: srv.URL, Bucket: "nodb/rp", TokenFile: good}, true, false, `bucket/database not found: create "nodb/rp" or fix influx.bucket and influx.org (InfluxDB: {"error":"database not found`},
+		{"unreachable", InfluxConfig{URL: closed.URL, Bucket: "db/rp", TokenFile: good}, false, false, "unreachable: "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := fixtureProbeEnv(t.TempDir())
+			env.Influx = &c.cfg
+			inv := Probe(context.Background(), env)
+			ip := inv.Influx
+			if ip == nil || ip.Reachable != c.reachable || ip.WriteOK != c.ok || !strings.HasPrefix(ip.Detail, c.detail) || (c.detail == "") != (ip.Detail == "") {
+				t.Fatalf("got %+v, want reachable %v ok %v detail %q", ip, c.reachable, c.ok, c.detail)
+			}
+			var text bytes.Buffer
+			inv.WriteText(&text)
+			if !strings.Contains(text.String(), "InfluxDB "+c.cfg.URL) || !strings.Contains(text.String(), c.detail) {
+				t.Errorf("text lacks the verdict %q:\n%s", c.detail, text.String())
+			}
+		})
+	}
+	if inv := Probe(context.Background(), fixtureProbeEnv(t.TempDir())); inv.Influx != nil {
+		t.Errorf("no influx section, yet probed: %+v", inv.Influx)
+	}
+}
+
+func TestProbeInfluxIsBounded(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	start := time.Now()
+	ip := probeInflux(context.Background(), srv.Client(), InfluxConfig{URL: srv.URL, Bucket: "db/rp"})
+	if d := time.Since(start); d < 2*time.Second || d > 4*time.Second {
+		t.Errorf("a hanging server held the probe %v, want its 2 s limit", d)
+	}
+	if ip.Reachable || !strings.Contains(ip.Detail, "deadline exceeded") {
+		t.Errorf("hanging server probed as %+v", ip)
 	}
 }
