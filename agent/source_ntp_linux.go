@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/monagent/monagent/ntp"
@@ -16,30 +17,61 @@ import (
 
 // ntpSource probes one NTP server with kernel (or hardware) timestamps. It
 // polls every interval, stretched by the server's RATE kisses and backed off
-// exponentially while the server does not answer.
+// exponentially while the server does not answer. Every sample is shipped at
+// its own T4 (CLOCK_REALTIME; a hardware stamp is translated by the prober).
 type ntpSource struct {
-	cfg       NTPServerConfig
-	server    netip.AddrPort
-	conn      *sockts.Conn
-	prober    *ntp.Prober
-	tags      []record.Tag
-	tr        *Translators
-	phcDomain timebase.Domain // hardware timestamps' domain, when used
-	start     time.Time
-	lastPoll  time.Time
-	failures  int
+	cfg      NTPServerConfig
+	server   netip.AddrPort
+	conn     ntpConn
+	prober   *ntp.Prober
+	tags     []record.Tag
+	start    time.Time
+	lastPoll time.Time
+	failures atomic.Int64 // consecutive failed polls
+}
+
+// ntpConn is the probe's socket (a sockts.Conn; ntptest.Server in tests).
+type ntpConn interface {
+	ntp.Conn
+	Option() (string, error)
+	Close() error
+}
+
+// newNTPSource probes addr over conn; toRealtime moves hardware timestamps to
+// REALTIME (nil without hardware timestamps).
+func newNTPSource(sc NTPServerConfig, timeout time.Duration, addr netip.AddrPort, conn ntpConn, toRealtime func(int64) (int64, error)) *ntpSource {
+	p := ntp.NewProber(ntp.ProbeConfig{Server: addr, Burst: sc.Burst, BurstSpacing: sc.BurstSpacing, Timeout: timeout, Basic: sc.Basic,
+		MaxDelayDevRatio: sc.MaxDelayDevRatio, ToRealtime: toRealtime}, conn)
+	return &ntpSource{cfg: sc, server: addr, conn: conn, prober: p,
+		tags: []record.Tag{{Key: "server", Value: addr.String()}}, start: time.Now()}
+}
+
+// phcRealtime translates PHC time of dom to REALTIME with the model the phc
+// source keeps (looked up at each call: that source may start later).
+func phcRealtime(trs *Translators, dom timebase.Domain) func(int64) (int64, error) {
+	return func(ns int64) (int64, error) {
+		tr, ok := trs.Lookup(timebase.DomainRealtime, dom)
+		if !ok {
+			return 0, fmt.Errorf("no %s<->realtime model (enable the phc source for this PHC)", dom)
+		}
+		ts, err := tr.Translate(timebase.Timestamp{NS: ns, Domain: dom})
+		if err != nil {
+			return 0, err
+		}
+		return ts.NS, nil
+	}
 }
 
 func buildNTPSources(env *Env) ([]Source, error) {
 	n := env.Config.NTP
 	var out []Source
-	var phcDomain timebase.Domain
+	var toRealtime func(int64) (int64, error)
 	if n.Timestamping == "hardware" {
 		idx, err := phc.InterfacePHC(n.Interface)
 		if err != nil || idx < 0 {
 			return nil, keyErr("ntp.interface", "%s has no PTP hardware clock for hardware timestamps (%v)", n.Interface, err)
 		}
-		phcDomain = timebase.PHC(idx)
+		toRealtime = phcRealtime(env.Translators, timebase.PHC(idx))
 	}
 	for i, sc := range n.Servers {
 		addr, err := resolveNTP(sc.Address)
@@ -57,10 +89,7 @@ func buildNTPSources(env *Env) ([]Source, error) {
 		if opt, why := conn.Option(); why != nil {
 			env.Log.Warn("no kernel packet timestamps: NTP samples use user-space timestamps", "server", addr, "option", opt, "reason", why)
 		}
-		p := ntp.NewProber(ntp.ProbeConfig{Server: addr, Burst: sc.Burst, BurstSpacing: sc.BurstSpacing, Timeout: n.Timeout, Basic: sc.Basic,
-			MaxDelayDevRatio: sc.MaxDelayDevRatio}, conn)
-		out = append(out, &ntpSource{cfg: sc, server: addr, conn: conn, prober: p, tr: env.Translators, phcDomain: phcDomain,
-			tags: []record.Tag{{Key: "server", Value: addr.String()}}, start: time.Now()})
+		out = append(out, newNTPSource(sc, n.Timeout, addr, conn, toRealtime))
 	}
 	return out, nil
 }
@@ -86,37 +115,34 @@ func (s *ntpSource) Name() string            { return "ntp:" + s.server.String()
 func (s *ntpSource) Interval() time.Duration { return time.Second }
 func (s *ntpSource) Close() error            { return s.conn.Close() }
 
-// Collect polls when the (stretched) interval has passed.
+// Collect polls when the (stretched) interval has passed. Each sample is one
+// ntp_sample record at its own T4; ntp_probe is at the kept sample's T4 (at
+// the time of the failure when the poll got none).
 func (s *ntpSource) Collect(ctx context.Context, b *Batch) error {
 	wait := s.cfg.Interval * time.Duration(s.prober.RateFactor())
-	if s.failures > 0 {
-		wait *= time.Duration(1 << min(s.failures, 6)) // up to 64x while unreachable
+	if f := s.failures.Load(); f > 0 {
+		wait *= time.Duration(1 << min(f, 6)) // up to 64x while unreachable
 	}
 	if !s.lastPoll.IsZero() && time.Since(s.lastPoll) < wait {
 		return ErrNoData
 	}
 	s.lastPoll = time.Now()
 	res, err := s.prober.Poll(ctx)
-	now, _ := timebase.Realtime.Now()
 	if err != nil {
-		s.failures++
+		s.failures.Add(1)
+		now, _ := timebase.Realtime.Now()
 		s.probeRecord(b, now, nil)
 		return err
 	}
-	s.failures = 0
-	for i := range res.Samples {
-		if err := s.translate(&res.Samples[i]); err != nil {
-			return err
-		}
-	}
+	s.failures.Store(0)
 	for i, smp := range res.Samples {
-		b.Add("ntp_sample", now, s.sampleTags(smp),
+		b.Add("ntp_sample", smp.T4, s.sampleTags(smp),
 			record.Int("offset_ns", smp.OffsetNS), record.Int("delay_ns", smp.DelayNS),
-			record.Int("t1_ns", smp.T1), record.Int("t4_ns", smp.T4), record.Bool("kept", i == res.Best),
-			record.Bool("delay_outlier", smp.DelayOutlier))
+			record.Int("t1_ns", smp.T1), record.Int("t2_ns", smp.T2), record.Int("t3_ns", smp.T3), record.Int("t4_ns", smp.T4),
+			record.Bool("kept", i == res.Best), record.Bool("delay_outlier", smp.DelayOutlier), record.Bool("mixed", smp.Mixed))
 	}
 	best := res.Samples[res.Best]
-	s.probeRecord(b, now, &best)
+	s.probeRecord(b, best.T4, &best)
 	return nil
 }
 
@@ -129,27 +155,6 @@ func (s *ntpSource) sampleTags(smp ntp.Sample) []record.Tag {
 		record.Tag{Key: "timestamps", Value: smp.TxSource.String() + "/" + smp.RxSource.String()})
 }
 
-// translate moves hardware timestamps (PHC domain) to REALTIME.
-func (s *ntpSource) translate(smp *ntp.Sample) error {
-	if smp.TxSource != sockts.SourceHardware && smp.RxSource != sockts.SourceHardware {
-		return nil
-	}
-	tr, ok := s.tr.Lookup(timebase.DomainRealtime, s.phcDomain)
-	if !ok {
-		return fmt.Errorf("ntp %s: hardware timestamps in %s but no %s<->realtime model (enable the phc source)", s.server, s.phcDomain, s.phcDomain)
-	}
-	for _, t := range []*int64{&smp.T1, &smp.T4} {
-		ts, err := tr.Translate(timebase.Timestamp{NS: *t, Domain: s.phcDomain})
-		if err != nil {
-			return fmt.Errorf("ntp %s: %w", s.server, err)
-		}
-		*t = ts.NS
-	}
-	smp.OffsetNS = ntp.Offset(smp.T1, smp.T2, smp.T3, smp.T4)
-	smp.DelayNS = ntp.Delay(smp.T1, smp.T2, smp.T3, smp.T4)
-	return nil
-}
-
 // probeRecord ships the poll's kept sample (if any) with the probe's counters.
 func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
 	c := &s.prober.C
@@ -160,6 +165,7 @@ func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
 		record.Float("bytes_per_s", float64(c.BytesSent.Load()+c.BytesReceived.Load())/max(elapsed, 1)),
 		record.Uint("interleaved", c.Interleaved.Load()), record.Uint("delay_outliers", c.DelayOutliers.Load()),
 		record.Uint("kiss_rate", c.KissRate.Load()), record.Uint("kiss_deny", c.KissDeny.Load()),
+		record.Uint("repeats", c.Repeats.Load()), record.Uint("untranslated", c.Untranslated.Load()),
 		record.Int("rate_factor", int64(s.prober.RateFactor())),
 	}
 	for r := ntp.RejectShort; r < ntp.RejectSource+1; r++ {
@@ -174,7 +180,7 @@ func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
 			record.Int("stratum", int64(h.Stratum)), record.Int("leap", int64(h.Leap)), record.String("refid", h.RefIDString()),
 			record.Int("root_delay_ns", h.RootDelayNS), record.Int("root_dispersion_ns", h.RootDispNS),
 			record.Int("poll", int64(h.Poll)), record.Int("precision", int64(h.Precision)),
-			record.Int("server_processing_ns", best.T3-best.T2), record.Bool("delay_outlier", best.DelayOutlier),
+			record.Int("server_processing_ns", best.T3-best.T2), record.Bool("delay_outlier", best.DelayOutlier), record.Bool("mixed", best.Mixed),
 		)
 	}
 	b.Add("ntp_probe", now, tags, fields...)
@@ -183,7 +189,8 @@ func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
 // SelfFields implements SelfReporter.
 func (s *ntpSource) SelfFields() []record.Field {
 	opt, _ := s.conn.Option()
-	return []record.Field{record.String("timestamping", opt), record.Int("consecutive_failures", int64(s.failures))}
+	return []record.Field{record.String("timestamping", opt), record.Int("consecutive_failures", s.failures.Load()),
+		record.Uint("untranslated", s.prober.C.Untranslated.Load())}
 }
 
 // chronySource ships chronyd's tracking, sources and (over the command socket)
@@ -199,7 +206,9 @@ func buildChronySource(env *Env) ([]Source, error) {
 	if addr == "" {
 		addr = c.Address
 	}
-	return []Source{&chronySource{cfg: c, m: ntp.NewChrony(addr, env.Config.NTP.Timeout)}}, nil
+	// The client socket goes in the agent's runtime directory: chronyd must be
+	// able to answer into it (see ntp.Chrony).
+	return []Source{&chronySource{cfg: c, m: ntp.NewChrony(addr, env.Config.Paths.Runtime(), env.Config.NTP.Timeout)}}, nil
 }
 
 func (s *chronySource) Name() string            { return "chrony" }
@@ -209,12 +218,16 @@ func (s *chronySource) Close() error            { return s.m.Close() }
 func secNS(v float64) int64  { return int64(v * 1e9) }
 func ppmPPB(v float64) int64 { return int64(v * 1e3) }
 
+// Collect ships chronyd's state as it answers: each record is a snapshot at
+// the time its reply arrived. chrony_source records of one collection share
+// that time and differ by their source tag (chronyd holds one source per
+// address).
 func (s *chronySource) Collect(ctx context.Context, b *Batch) error {
-	now, _ := timebase.Realtime.Now()
 	tr, err := s.m.Tracking()
 	if err != nil {
 		return err
 	}
+	now, _ := timebase.Realtime.Now()
 	b.Add("chrony_tracking", now, nil,
 		record.String("reference_id", fmt.Sprintf("%08X", tr.RefID)), record.String("reference", tr.IPAddr.String()),
 		record.Int("stratum", int64(tr.Stratum)), record.Int("leap_status", int64(tr.LeapStatus)),
@@ -226,6 +239,7 @@ func (s *chronySource) Collect(ctx context.Context, b *Batch) error {
 		record.Int("update_interval_ns", secNS(tr.LastUpdateInterval)),
 	)
 	srcs, err := s.m.Sources()
+	now, _ = timebase.Realtime.Now()
 	for _, src := range srcs {
 		d := src.Data
 		f := []record.Field{
@@ -256,6 +270,7 @@ func (s *chronySource) Collect(ctx context.Context, b *Batch) error {
 		if err != nil {
 			return err
 		}
+		now, _ := timebase.Realtime.Now()
 		b.Add("chrony_serverstats", now, nil,
 			record.Uint("ntp_hits", st.NTPHits), record.Uint("ntp_drops", st.NTPDrops), record.Uint("cmd_hits", st.CMDHits), record.Uint("cmd_drops", st.CMDDrops),
 			record.Uint("log_drops", st.LogDrops), record.Uint("nke_hits", st.NKEHits), record.Uint("ntp_auth_hits", st.NTPAuthHits),
