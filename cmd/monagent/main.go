@@ -4,9 +4,13 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
+	"slices"
+	"strings"
 
 	"github.com/monagent/monagent/agent"
 )
@@ -14,55 +18,132 @@ import (
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
 var version = ""
 
-const usage = `usage: monagent <command> [flags]
-
-commands:
-  run --config FILE [--duration D]   measure and write records until stopped
-  probe [--json]                     inventory clocks, PHCs, NICs, GPIO, sensors, daemons
-  config check FILE                  validate a configuration file
-  version                            print the version
-`
-
 // Exit codes: 1 for runtime failures, 2 for bad usage or configuration.
 const (
 	exitFail   = 1
 	exitConfig = 2
 )
 
+// subcommand is one monagent command; flags is nil when the command parses its own
+// arguments (args then documents them).
+type subcommand struct {
+	name, args, about string
+	flags             func() *flag.FlagSet
+	run               func([]string) error
+}
+
+func commands() []subcommand {
+	return []subcommand{
+		{"run", "--config FILE [flags]", "measure and write records until stopped", func() *flag.FlagSet { fs, _ := runFlags(); return fs }, runCmd},
+		{"probe", "[flags]", "inventory clocks, PHCs, NICs, GPIO, sensors, daemons, InfluxDB", func() *flag.FlagSet { fs, _ := probeFlags(); return fs }, probeCmd},
+		{"config", "check FILE...", "validate configuration files (a shell glob works)", nil, configCmd},
+		{"spool", "replay-deadletter --config FILE [--dry-run]", "ship dead-lettered lines again once their cause is fixed", nil, spoolCmd},
+		{"version", "", "print the version", func() *flag.FlagSet { return flag.NewFlagSet("version", flag.ContinueOnError) }, versionCmd},
+	}
+}
+
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
+	err := dispatch(os.Args[1:])
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "monagent:", err)
+	var ke *agent.KeyError
+	var ue usageError
+	if errors.As(err, &ke) || errors.As(err, &ue) {
 		os.Exit(exitConfig)
 	}
-	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
-	case "run":
-		err = runCmd(args)
-	case "probe":
-		err = probeCmd(args)
-	case "config":
-		err = configCmd(args)
-	case "version", "--version", "-version":
-		fmt.Println("monagent", versionString())
-	case "help", "-h", "--help":
-		fmt.Print(usage)
-	default:
-		err = usageError(fmt.Sprintf("unknown command %q", cmd))
+	os.Exit(exitFail)
+}
+
+func dispatch(args []string) error {
+	if len(args) == 0 {
+		writeUsage(os.Stderr)
+		return usageError("no command given")
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "monagent:", err)
-		var ke *agent.KeyError
-		var ue usageError
-		if errors.As(err, &ke) || errors.As(err, &ue) {
-			os.Exit(exitConfig)
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(rest) == 0 {
+			writeUsage(os.Stdout)
+			return nil
 		}
-		os.Exit(exitFail)
+		if len(rest) > 1 {
+			return usageError(fmt.Sprintf("help: unexpected arguments %q", rest[1:]))
+		}
+		name, rest = rest[0], []string{"--help"}
+	case "--version", "-version":
+		name = "version"
 	}
+	i := slices.IndexFunc(commands(), func(c subcommand) bool { return c.name == name })
+	if i < 0 {
+		return usageError(fmt.Sprintf("unknown command %q (see 'monagent --help')", name))
+	}
+	c := commands()[i]
+	if c.flags == nil && len(rest) == 1 && slices.Contains([]string{"-h", "-help", "--help"}, rest[0]) {
+		writeCommand(os.Stdout, c)
+		return flag.ErrHelp
+	}
+	return c.run(rest)
+}
+
+// parseFlags parses one command's flags. -h/--help prints the command's help
+// to standard output and returns flag.ErrHelp (exit 0); a bad flag or any
+// positional argument is a one-line usage error.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		for _, c := range commands() {
+			if c.name == fs.Name() {
+				writeCommand(os.Stdout, c)
+			}
+		}
+		return flag.ErrHelp
+	case err != nil:
+		return usageError(fmt.Sprintf("%s: %v (see 'monagent %s --help')", fs.Name(), err, fs.Name()))
+	case fs.NArg() > 0:
+		return usageError(fmt.Sprintf("%s: unexpected arguments %q (see 'monagent %s --help')", fs.Name(), fs.Args(), fs.Name()))
+	}
+	return nil
+}
+
+func writeUsage(w io.Writer) {
+	fmt.Fprint(w, "usage: monagent <command> [flags]\n\ncommands:\n")
+	for _, c := range commands() {
+		writeCommand(w, c)
+	}
+	fmt.Fprint(w, "\n'monagent <command> --help' shows one command.\nexit codes: 0 ok, 1 runtime failure, 2 bad usage or configuration\n")
+}
+
+// writeCommand prints a command's synopsis and every flag with its default.
+func writeCommand(w io.Writer, c subcommand) {
+	fmt.Fprintf(w, "  %s\n      %s\n", strings.TrimSpace("monagent "+c.name+" "+c.args), c.about)
+	if c.flags == nil {
+		return
+	}
+	c.flags().VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		def := f.DefValue
+		if def == "" {
+			def = `""`
+		}
+		fmt.Fprintf(w, "      --%-18s %s (default %s)\n", f.Name+" "+arg, usage, def)
+	})
 }
 
 type usageError string
 
-func (e usageError) Error() string { return string(e) + "\n" + usage }
+func (e usageError) Error() string { return string(e) }
+
+func versionCmd(args []string) error {
+	if err := parseFlags(flag.NewFlagSet("version", flag.ContinueOnError), args); err != nil {
+		return err
+	}
+	fmt.Println("monagent", versionString())
+	return nil
+}
 
 func versionString() string {
 	if version != "" {

@@ -10,24 +10,39 @@ import (
 	"github.com/monagent/monagent/agent"
 )
 
-func probeCmd(args []string) error {
+type probeOpts struct {
+	json bool
+	path string
+}
+
+func probeFlags() (*flag.FlagSet, *probeOpts) {
+	var o probeOpts
 	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON")
-	path := fs.String("config", "", "take paths (sys, dev, run) from this configuration")
-	if err := fs.Parse(args); err != nil {
-		return usageError(err.Error())
+	fs.BoolVar(&o.json, "json", false, "print JSON for scripts (times as raw int64 ns)")
+	fs.StringVar(&o.path, "config", "", "take paths (sys, dev, run) and the influx section from this configuration `FILE`")
+	return fs, &o
+}
+
+func probeCmd(args []string) error {
+	fs, o := probeFlags()
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	cfg := agent.Default()
-	if *path != "" {
+	if o.path != "" {
 		var err error
-		if cfg, err = agent.Load(*path); err != nil {
+		if cfg, err = agent.Load(o.path); err != nil {
 			return err
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	inv := agent.Probe(ctx, agent.DefaultProbeEnv(cfg.Paths))
-	if *asJSON {
+	env := agent.DefaultProbeEnv(cfg.Paths)
+	if cfg.Influx.Enabled {
+		env.Influx = &cfg.Influx
+	}
+	inv := agent.Probe(ctx, env)
+	if o.json {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(inv)

@@ -8,31 +8,45 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/monagent/monagent/agent"
 )
 
-func runCmd(args []string) error {
+type runOpts struct {
+	path, logLevel string
+	duration       time.Duration
+	stdout         bool
+}
+
+func runFlags() (*flag.FlagSet, *runOpts) {
+	var o runOpts
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	path := fs.String("config", "", "configuration file (YAML)")
-	duration := fs.Duration("duration", 0, "stop after this long (0: run until SIGINT/SIGTERM)")
-	stdout := fs.Bool("stdout", false, "also write records to standard output")
-	logLevel := fs.String("log-level", "", "override log.level")
-	if err := fs.Parse(args); err != nil {
-		return usageError(err.Error())
+	fs.StringVar(&o.path, "config", "", "configuration `FILE` (YAML), required")
+	fs.DurationVar(&o.duration, "duration", 0, "stop after this long, e.g. 10s (0: run until SIGINT/SIGTERM)")
+	fs.BoolVar(&o.stdout, "stdout", false, "also write records to standard output")
+	fs.StringVar(&o.logLevel, "log-level", "", "override log.level with `LEVEL`: debug, info, warn or error")
+	return fs, &o
+}
+
+func runCmd(args []string) error {
+	fs, o := runFlags()
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
+	path := &o.path // the configuration file
 	if *path == "" {
-		return usageError("run: --config FILE is required")
+		return usageError("run: --config FILE is required (see 'monagent run --help')")
 	}
 	cfg, err := agent.Load(*path)
 	if err != nil {
 		return err
 	}
-	if *stdout {
+	if o.stdout {
 		cfg.Output.Stdout = true
 	}
-	if *logLevel != "" {
-		cfg.Log.Level = *logLevel
+	if o.logLevel != "" {
+		cfg.Log.Level = o.logLevel
 		if err := cfg.Log.Validate(); err != nil {
 			return err
 		}
@@ -47,12 +61,16 @@ func runCmd(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *duration > 0 {
+	if o.duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
+		ctx, cancel = context.WithTimeout(ctx, o.duration)
 		defer cancel()
 	}
-	log.Info("monagent running", "version", versionString(), "config", *path, "sources", a.Sources(), "spool", cfg.Spool.Dir, "influx", cfg.Influx.URL)
+	attrs := []any{"version", versionString(), "config", *path, "sources", a.Sources(), "spool", cfg.Spool.Dir}
+	if cfg.Influx.Enabled {
+		attrs = append(attrs, "influx", cfg.Influx.URL)
+	}
+	log.Info("monagent running", attrs...)
 	err = a.Run(ctx)
 	for _, line := range a.Outputs().Summary() {
 		fmt.Fprintln(os.Stderr, "monagent:", line)
