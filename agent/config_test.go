@@ -55,7 +55,14 @@ func TestConfigErrorsNameFileLineKeyAndReason(t *testing.T) {
 		{"loadgen zero rate", "loadgen:\n  enabled: true\n  rate: 0\n", "x.yaml:3: loadgen.rate: must be within 1..10000000 points/s, got 0"},
 		{"bad log level", "log:\n  level: loud\n", `x.yaml:2: log.level: "loud" is not one of debug, info, warn, error`},
 		{"number as string", "host: 42\n", `x.yaml:1: host: want a string, got int "42" (quote it)`},
-		{"yaml syntax", "clock:\n  interval: [1s\n", "x.yaml: "},
+		{"yaml syntax", "clock:\n  interval: [1s\n", "x.yaml:2: yaml: did not find expected ',' or ']'"},
+		{"yaml syntax in a nested mapping", "a: 1\nb:\n  c: 1\n d: 2\n", "x.yaml:4: yaml: did not find expected key"},
+		{"yaml syntax in a list", "- a\n- b\nc: 1\n", "x.yaml:3: yaml: did not find expected '-' indicator"},
+		{"yaml scanner error", "a: 1\n\tb: 2\n", "x.yaml:2: yaml: found a tab character"},
+		{"key given twice", "clock:\n  interval: 1s\n  interval: 2s\n", "x.yaml:3: clock.interval: given twice (first on line 2)"},
+		{"integer out of range", "spool:\n  max_bytes: 9223372036854775808\n", "x.yaml:2: spool.max_bytes: 9223372036854775808 is out of range for this key"},
+		{"explicit zero burst is not the default", "ntp:\n  enabled: true\n  servers:\n    - address: 10.0.0.1\n      burst: 0\n", "x.yaml:5: ntp.servers[0].burst: must be within 1..16, got 0"},
+		{"explicit zero ring is not the default", "sensors:\n  buffers:\n    - device: adc\n      channels: [voltage0]\n      ring: 0\n", "x.yaml:5: sensors.buffers[0].ring: 0 is not a power of two"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -13,73 +14,114 @@ import (
 )
 
 // Load reads a configuration file over Default, checks every key against the
-// Config type (unknown keys and wrong types are errors) and validates it. Errors
-// are one line: file:line: key: reason.
+// Config type (unknown keys and wrong types are problems) and validates it.
+// The error is a *KeyError for a file it cannot read, else Problems: every
+// problem of the file, one line each: file:line: key: reason.
 func Load(path string) (Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("config %w", err)
+		var pe *os.PathError
+		reason := err.Error()
+		if errors.As(err, &pe) {
+			reason = pe.Err.Error()
+		}
+		return Config{}, &KeyError{File: path, Reason: "cannot read: " + reason, Err: err}
 	}
 	return Parse(path, b)
 }
 
 // Parse is Load on bytes; name is used in errors.
+//
+// A key given with no value (`ntp:` with nothing under it, `clocks:`, `~`)
+// keeps its default, as a key left out does; an empty list is written [].
+// Keys that are unknown or of the wrong type are reported and then left at
+// their defaults, so that the checks after decoding report every other
+// problem too.
 func Parse(name string, data []byte) (Config, error) {
 	cfg := Default()
-	lines := map[string]int{}
+	src := &configSource{file: name, lines: map[string]int{}}
+	cfg.src = src
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return cfg, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+		return cfg, Problems{syntaxError(name, err)}
 	}
+	var p problems
 	if len(doc.Content) > 0 {
 		root := doc.Content[0]
-		if err := checkNode(root, reflect.TypeOf(cfg), "", lines); err != nil {
-			return cfg, locate(err, name, lines)
-		}
-		if err := root.Decode(&cfg); err != nil {
-			return cfg, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+		if w := (walker{lines: src.lines, p: &p}); w.check(root, reflect.TypeOf(cfg), "") {
+			if err := root.Decode(&cfg); err != nil {
+				p.addErr(decodeError(err))
+			}
 		}
 	}
-	cfg.fillDefaults()
+	cfg.src = src // Decode keeps unexported fields, but be explicit
+	var all Problems
+	all = append(all, p.list...)
 	if err := cfg.Validate(); err != nil {
-		return cfg, locate(err, name, lines)
+		all = append(all, err.(Problems)...)
+	}
+	if all = src.locate(all); len(all) > 0 {
+		return cfg, all
 	}
 	return cfg, nil
 }
 
-// locate adds the file and the key's line to a *KeyError.
-func locate(err error, file string, lines map[string]int) error {
-	var ke *KeyError
-	if errors.As(err, &ke) {
-		ke.File = file
-		// The key's own line; for a key the file leaves out, its section's.
-		for k := ke.Key; ke.Line == 0 && k != ""; {
-			ke.Line = lines[k]
-			if i := strings.LastIndexAny(k, ".["); i >= 0 {
-				k = k[:i]
-			} else {
-				k = ""
-			}
+var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
+
+// syntaxError is a YAML syntax error as a problem at its line.
+func syntaxError(file string, err error) *KeyError {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	ke := &KeyError{File: file, Key: "yaml", Reason: msg, Err: err}
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		ke.Line, _ = strconv.Atoi(m[1])
+		ke.Reason = strings.TrimPrefix(err.Error(), m[0])
+		// yaml.v3 numbers the lines of its parser's errors (all "did not
+		// find expected ...") from 0, those of its scanner's from 1.
+		if strings.HasPrefix(ke.Reason, "did not find expected") {
+			ke.Line++
 		}
-		return ke
 	}
-	return fmt.Errorf("%s: %w", file, err)
+	return ke
+}
+
+// decodeError turns what the walk did not foresee in decoding into problems.
+func decodeError(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return &KeyError{Key: "yaml", Reason: err.Error(), Err: err}
+	}
+	var ps Problems
+	for _, e := range te.Errors {
+		ke := &KeyError{Key: "yaml", Reason: e}
+		if m := yamlLine.FindStringSubmatch(e); m != nil {
+			ke.Line, _ = strconv.Atoi(m[1])
+			ke.Reason = strings.TrimPrefix(e, m[0])
+		}
+		ps = append(ps, ke)
+	}
+	return ps
 }
 
 var durationType = reflect.TypeOf(time.Duration(0))
 
-// checkNode walks a YAML node against the Go type it will be decoded into, so
-// that unknown keys and wrong types are reported with their key path and line,
-// and records the line of every key it sees.
-func checkNode(n *yaml.Node, t reflect.Type, path string, lines map[string]int) error {
+// walker walks a YAML node against the Go type it will be decoded into, so
+// that unknown keys and wrong types are reported with their key path and
+// line, records the line of every key it sees, and removes from the tree what
+// must not be decoded: keys with no value (they keep their defaults), unknown
+// keys and values of the wrong type (reported).
+type walker struct {
+	lines map[string]int
+	p     *problems
+}
+
+// check reports the problems of n and returns whether it can be decoded.
+func (w walker) check(n *yaml.Node, t reflect.Type, path string) bool {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return nil // key present with no value: keep the default
-	}
-	bad := func(format string, a ...any) error {
-		return &KeyError{Key: orRoot(path), Reason: fmt.Sprintf(format, a...), Line: n.Line}
+	bad := func(format string, a ...any) bool {
+		w.p.put(&KeyError{Key: orRoot(path), Reason: fmt.Sprintf(format, a...), Line: n.Line})
+		return false
 	}
 	switch {
 	case t == durationType:
@@ -89,7 +131,7 @@ func checkNode(n *yaml.Node, t reflect.Type, path string, lines map[string]int) 
 		if _, err := time.ParseDuration(n.Value); err != nil {
 			return bad("%q is not a duration (write it with a unit: 500ms, 10s, 1m)", n.Value)
 		}
-		return nil
+		return true
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			return bad("want a mapping of keys, got %s", describe(n))
@@ -105,31 +147,45 @@ func checkNode(n *yaml.Node, t reflect.Type, path string, lines map[string]int) 
 			fields[tag] = f
 			names = append(names, tag)
 		}
+		kept := n.Content[:0:0]
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			key := join(path, k.Value)
 			f, ok := fields[k.Value]
-			if !ok {
-				return &KeyError{Key: key, Reason: fmt.Sprintf("unknown key (known here: %s)", strings.Join(names, ", ")), Line: k.Line}
+			switch {
+			case !ok:
+				w.p.put(&KeyError{Key: key, Reason: fmt.Sprintf("unknown key (known here: %s)", strings.Join(names, ", ")), Line: k.Line})
+				continue
+			case w.lines[key] != 0:
+				w.p.put(&KeyError{Key: key, Reason: fmt.Sprintf("given twice (first on line %d)", w.lines[key]), Line: k.Line})
+				continue
 			}
-			lines[key] = k.Line
-			if err := checkNode(v, f.Type, key, lines); err != nil {
-				return err
+			w.lines[key] = k.Line
+			if isNull(v) {
+				continue // a key with no value keeps its default
+			}
+			if w.check(v, f.Type, key) {
+				kept = append(kept, k, v)
 			}
 		}
-		return nil
+		n.Content = kept
+		return true
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			return bad("want a list, got %s", describe(n))
 		}
+		ok := true
 		for i, e := range n.Content {
 			key := path + "[" + strconv.Itoa(i) + "]"
-			lines[key] = e.Line
-			if err := checkNode(e, t.Elem(), key, lines); err != nil {
-				return err
-			}
+			w.lines[key] = e.Line
+			// A bad element drops the whole list (back to its default) so
+			// that the indexes of the others stay those of the file.
+			ok = w.check(e, t.Elem(), key) && ok
 		}
-		return nil
+		return ok
+	}
+	if isNull(n) {
+		return true // a list element with no value: its zero value, checked later
 	}
 	if n.Kind != yaml.ScalarNode {
 		return bad("want a single value, got %s", describe(n))
@@ -143,6 +199,9 @@ func checkNode(n *yaml.Node, t reflect.Type, path string, lines map[string]int) 
 		if n.Tag != "!!int" {
 			return bad("want an integer, got %q", n.Value)
 		}
+		if err := n.Decode(reflect.New(t).Interface()); err != nil {
+			return bad("%s is out of range for this key", n.Value)
+		}
 	case reflect.Float64, reflect.Float32:
 		if n.Tag != "!!int" && n.Tag != "!!float" {
 			return bad("want a number, got %q", n.Value)
@@ -152,7 +211,14 @@ func checkNode(n *yaml.Node, t reflect.Type, path string, lines map[string]int) 
 			return bad("want a string, got %s %q (quote it)", strings.TrimPrefix(n.Tag, "!!"), n.Value)
 		}
 	}
-	return nil
+	return true
+}
+
+func isNull(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
 }
 
 func describe(n *yaml.Node) string {
@@ -177,4 +243,17 @@ func orRoot(path string) string {
 		return "(top level)"
 	}
 	return path
+}
+
+// Check is Load for config check: every problem of the file and, as
+// warnings, the settings this machine cannot confirm (Config.Board), in the
+// order of the file's lines. The error is set only when the file cannot be
+// read.
+func Check(path string) (Problems, error) {
+	cfg, err := Load(path)
+	var ps Problems
+	if err != nil && !errors.As(err, &ps) {
+		return nil, err
+	}
+	return cfg.src.locate(append(ps, cfg.Board()...)), nil
 }

@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"os"
+	"strings"
+	"time"
+)
+
+// The agent's own sections: paths, log and self_metrics.
+
+// PathsConfig moves the kernel's file systems, for tests and containers.
+type PathsConfig struct {
+	Sys string `yaml:"sys"`
+	Dev string `yaml:"dev"`
+	Run string `yaml:"run"`
+	// RuntimeDir holds the agent's own sockets (e.g. the chrony client's). ""
+	// means $RUNTIME_DIRECTORY (systemd's RuntimeDirectory=), else the system's
+	// temporary directory.
+	RuntimeDir string `yaml:"runtime_dir"`
+}
+
+func (p *PathsConfig) defaults() {
+	*p = PathsConfig{Sys: "/sys", Dev: "/dev", Run: "/run"}
+}
+
+// Runtime returns the directory for the agent's own sockets.
+func (p PathsConfig) Runtime() string {
+	if p.RuntimeDir != "" {
+		return p.RuntimeDir
+	}
+	if d := os.Getenv("RUNTIME_DIRECTORY"); d != "" {
+		// systemd may list several, colon-separated; the first is ours.
+		return strings.Split(d, ":")[0]
+	}
+	return os.TempDir()
+}
+
+// Validate checks the paths section.
+func (p *PathsConfig) Validate() error {
+	var ps problems
+	p.check(&ps)
+	return ps.err()
+}
+
+func (p *PathsConfig) check(ps *problems) {
+	for _, kv := range [][2]string{{"paths.sys", p.Sys}, {"paths.dev", p.Dev}, {"paths.run", p.Run}} {
+		if kv[1] == "" {
+			ps.add(kv[0], "must not be empty")
+		}
+	}
+}
+
+// LogConfig sets the agent's log.
+type LogConfig struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // text or json
+}
+
+func (l *LogConfig) defaults() {
+	*l = LogConfig{Level: "info", Format: "text"}
+}
+
+// Validate checks the log section.
+func (l *LogConfig) Validate() error {
+	var p problems
+	l.check(&p)
+	return p.err()
+}
+
+func (l *LogConfig) check(p *problems) {
+	switch l.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		p.add("log.level", "%q is not one of debug, info, warn, error", l.Level)
+	}
+	if l.Format != "text" && l.Format != "json" {
+		p.add("log.format", "%q is not text or json", l.Format)
+	}
+}
+
+// SelfMetricsConfig is the agent's own metrics.
+type SelfMetricsConfig struct {
+	Enabled  bool          `yaml:"enabled"`
+	Interval time.Duration `yaml:"interval"`
+}
+
+func (s *SelfMetricsConfig) defaults() {
+	*s = SelfMetricsConfig{Enabled: true, Interval: 10 * time.Second}
+}
+
+// Validate checks the self_metrics section.
+func (s *SelfMetricsConfig) Validate() error {
+	var p problems
+	s.check(&p)
+	return p.err()
+}
+
+func (s *SelfMetricsConfig) check(p *problems) {
+	p.positive("self_metrics.interval", s.Interval)
+}

@@ -1,0 +1,62 @@
+package agent
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/monagent/monagent/timebase"
+)
+
+// ClockConfig is the system clock source (source_clock.go): offsets between
+// the system clocks, the kernel's adjtimex state and clock step detection.
+type ClockConfig struct {
+	Enabled  bool          `yaml:"enabled"`
+	Interval time.Duration `yaml:"interval"`
+	// Clocks are measured against the reference clock (monotonic_raw).
+	Clocks    []string `yaml:"clocks"`
+	Reference string   `yaml:"reference"`
+	Timex     bool     `yaml:"timex"`
+	// A step is reported when a clock's offset from the reference moves by more
+	// than StepThreshold beyond what MaxSlewPPM allows between two samples.
+	StepThreshold time.Duration `yaml:"step_threshold"`
+	MaxSlewPPM    float64       `yaml:"max_slew_ppm"`
+}
+
+func (c *ClockConfig) defaults() {
+	*c = ClockConfig{
+		Enabled: true, Interval: time.Second,
+		Clocks:    []string{"realtime", "tai", "monotonic", "boottime"},
+		Reference: "monotonic_raw", Timex: true,
+		StepThreshold: time.Millisecond, MaxSlewPPM: 500,
+	}
+}
+
+// Validate checks the clock section.
+func (c *ClockConfig) Validate() error {
+	var p problems
+	c.check(&p)
+	return p.err()
+}
+
+func (c *ClockConfig) check(p *problems) {
+	p.positive("clock.interval", c.Interval)
+	ref, err := timebase.ParseDomain(c.Reference)
+	if _, sys := timebase.SystemClockFor(ref); err != nil || !sys {
+		p.add("clock.reference", "%q is not a system clock (realtime, tai, monotonic, monotonic_raw, boottime)", c.Reference)
+	}
+	for i, name := range c.Clocks {
+		key := fmt.Sprintf("clock.clocks[%d]", i)
+		d, err := timebase.ParseDomain(name)
+		if _, sys := timebase.SystemClockFor(d); err != nil || !sys {
+			p.add(key, "%q is not a system clock (realtime, tai, monotonic, monotonic_raw, boottime)", name)
+		} else if d == ref {
+			p.add(key, "%q is the reference clock itself", name)
+		}
+	}
+	if c.StepThreshold <= 0 {
+		p.add("clock.step_threshold", "must be positive, got %s", c.StepThreshold)
+	}
+	if c.MaxSlewPPM < 0 || c.MaxSlewPPM > 1e6 {
+		p.add("clock.max_slew_ppm", "must be within 0..1000000, got %g", c.MaxSlewPPM)
+	}
+}

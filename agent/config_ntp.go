@@ -1,0 +1,130 @@
+package agent
+
+import (
+	"fmt"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// NTPConfig is the NTP section (source_ntp_linux.go): our own SNTP probe of
+// each server, and chronyd's view of its sources.
+type NTPConfig struct {
+	Enabled bool              `yaml:"enabled"`
+	Servers []NTPServerConfig `yaml:"servers"`
+	Timeout time.Duration     `yaml:"timeout"` // wait for each reply
+	TxWait  time.Duration     `yaml:"tx_wait"` // wait for a kernel transmit timestamp
+	// Timestamping is software (kernel) or hardware (the NIC of Interface; its
+	// PHC must be measured by the phc source so timestamps can be translated).
+	Timestamping string       `yaml:"timestamping"`
+	Interface    string       `yaml:"interface"`
+	Chrony       ChronyConfig `yaml:"chrony"`
+}
+
+// NTPServerConfig is one server the probe measures.
+type NTPServerConfig struct {
+	Address      string        `yaml:"address"`  // host or host:port (port 123)
+	Interval     time.Duration `yaml:"interval"` // between polls, at least 1 s
+	Burst        int           `yaml:"burst"`    // requests per poll; the minimum-delay one is kept
+	BurstSpacing time.Duration `yaml:"burst_spacing"`
+	Basic        bool          `yaml:"basic"` // no interleaved mode
+	// MaxDelayDevRatio flags samples whose delay rose more than this many
+	// spreads above the recent minimum (chronyd's maxdelaydevratio; default 10,
+	// negative: off). Flagged samples are shipped with delay_outlier=true.
+	MaxDelayDevRatio float64 `yaml:"max_delay_dev_ratio"`
+}
+
+// ChronyConfig monitors a local chronyd.
+type ChronyConfig struct {
+	Enabled  bool          `yaml:"enabled"`
+	Socket   string        `yaml:"socket"`  // command socket (tracking, sources, ntpdata, serverstats)
+	Address  string        `yaml:"address"` // or UDP host:port (tracking, sources only)
+	Interval time.Duration `yaml:"interval"`
+}
+
+func (n *NTPConfig) defaults() {
+	*n = NTPConfig{
+		Timeout: time.Second, TxWait: 10 * time.Millisecond, Timestamping: "software",
+		Chrony: ChronyConfig{Socket: "/run/chrony/chronyd.sock", Interval: 8 * time.Second},
+	}
+}
+
+// DefaultNTPServer is a server entry with every default; address is set.
+func DefaultNTPServer(address string) NTPServerConfig {
+	var s NTPServerConfig
+	s.defaults()
+	s.Address = address
+	return s
+}
+
+// defaults sets the keys of one ntp.servers entry.
+func (s *NTPServerConfig) defaults() {
+	*s = NTPServerConfig{
+		Interval:         8 * time.Second, // the reference study's best NTP setting
+		Burst:            1,
+		BurstSpacing:     2 * time.Second,
+		MaxDelayDevRatio: 10,
+	}
+}
+
+// UnmarshalYAML decodes a servers entry over its defaults, so that a key the
+// entry leaves out keeps its default and a key it sets is checked.
+func (s *NTPServerConfig) UnmarshalYAML(n *yaml.Node) error {
+	type plain NTPServerConfig
+	s.defaults()
+	return n.Decode((*plain)(s))
+}
+
+// Validate checks the ntp section.
+func (n *NTPConfig) Validate() error {
+	var p problems
+	n.check(&p)
+	return p.err()
+}
+
+func (n *NTPConfig) check(p *problems) {
+	if !n.Enabled {
+		return
+	}
+	if len(n.Servers) == 0 && !n.Chrony.Enabled {
+		p.add("ntp.servers", "no server to probe and the chrony monitor is off")
+	}
+	for i, s := range n.Servers {
+		key := fmt.Sprintf("ntp.servers[%d]", i)
+		if s.Address == "" {
+			p.add(key+".address", "must be set")
+		}
+		if s.Interval < time.Second {
+			p.add(key+".interval", "must be at least 1s (servers rate-limit faster clients), got %s", s.Interval)
+		}
+		if s.Burst < 1 || s.Burst > 16 {
+			p.add(key+".burst", "must be within 1..16, got %d", s.Burst)
+		} else if s.Burst > 1 && (s.BurstSpacing <= 0 || time.Duration(s.Burst-1)*s.BurstSpacing >= s.Interval) {
+			p.add(key+".burst_spacing", "a burst of %d spaced %s does not fit the %s interval", s.Burst, s.BurstSpacing, s.Interval)
+		}
+	}
+	p.positive("ntp.timeout", n.Timeout)
+	p.positive("ntp.tx_wait", n.TxWait)
+	switch n.Timestamping {
+	case "software":
+	case "hardware":
+		if n.Interface == "" {
+			p.add("ntp.interface", "hardware timestamping needs the interface")
+		}
+	default:
+		p.add("ntp.timestamping", "%q is not software or hardware", n.Timestamping)
+	}
+	if n.Chrony.Enabled {
+		if n.Chrony.Socket == "" && n.Chrony.Address == "" {
+			p.add("ntp.chrony.socket", "set the command socket or a UDP address")
+		}
+		p.positive("ntp.chrony.interval", n.Chrony.Interval)
+	}
+}
+
+// board checks that the interface whose hardware timestamps are used exists.
+func (n *NTPConfig) board(paths PathsConfig, p *problems) {
+	if n.Enabled && n.Timestamping == "hardware" && n.Interface != "" {
+		ifaceExists(paths, "ntp.interface", n.Interface, p)
+	}
+}

@@ -1,0 +1,156 @@
+package agent
+
+import (
+	"errors"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// The output sections (outputs.go): output (stdout, a file), spool and influx.
+
+// OutputConfig is where records go besides the spool: stdout and a file.
+type OutputConfig struct {
+	Stdout bool   `yaml:"stdout"`
+	File   string `yaml:"file"` // line protocol appended here; "" for none
+}
+
+// outputs is the output section's entry in the table: its checks span the
+// spool and influx sections too.
+type outputs struct{ c *Config }
+
+func (o *outputs) defaults() { o.c.Output = OutputConfig{} }
+
+// check checks that records go somewhere.
+func (o *outputs) check(p *problems) {
+	c := o.c
+	if !c.Output.Stdout && c.Output.File == "" && !c.Spool.Enabled {
+		p.add("output", "nowhere to write: enable the spool, stdout or a file")
+	}
+	if c.Influx.Enabled && !c.Spool.Enabled {
+		p.add("influx.enabled", "InfluxDB is fed from the spool: set spool.enabled: true")
+	}
+}
+
+// SpoolConfig is the durable on-disk store every record goes through. With no
+// InfluxDB configured it is the embedded store the report reads.
+type SpoolConfig struct {
+	Enabled       bool          `yaml:"enabled"`
+	Dir           string        `yaml:"dir"`
+	SegmentBytes  int64         `yaml:"segment_bytes"`
+	MaxBytes      int64         `yaml:"max_bytes"` // whole oldest segments are dropped beyond this, and counted
+	FlushInterval time.Duration `yaml:"flush_interval"`
+	FsyncInterval time.Duration `yaml:"fsync_interval"`
+	Compress      bool          `yaml:"compress"`
+}
+
+func (s *SpoolConfig) defaults() {
+	*s = SpoolConfig{
+		Enabled: true, Dir: "./data/spool", SegmentBytes: 4 << 20, MaxBytes: 256 << 20,
+		FlushInterval: 100 * time.Millisecond, FsyncInterval: time.Second, Compress: true,
+	}
+}
+
+// Validate checks the spool section.
+func (s *SpoolConfig) Validate() error {
+	var p problems
+	s.check(&p)
+	return p.err()
+}
+
+func (s *SpoolConfig) check(p *problems) {
+	if !s.Enabled {
+		return
+	}
+	if s.Dir == "" {
+		p.add("spool.dir", "must not be empty")
+	}
+	if s.SegmentBytes < 4096 {
+		p.add("spool.segment_bytes", "must be at least 4096, got %d", s.SegmentBytes)
+	} else if s.MaxBytes < 2*s.SegmentBytes {
+		p.add("spool.max_bytes", "must hold at least two segments (%d), got %d", 2*s.SegmentBytes, s.MaxBytes)
+	}
+	p.positive("spool.flush_interval", s.FlushInterval)
+	p.positive("spool.fsync_interval", s.FsyncInterval)
+}
+
+// InfluxConfig ships the spool to InfluxDB's v2 write API (1.8: bucket "db/rp",
+// token "user:pass"; 2.x/3.x: org, bucket, API token).
+type InfluxConfig struct {
+	Enabled bool   `yaml:"enabled"`
+	URL     string `yaml:"url"`
+	Org     string `yaml:"org"`
+	Bucket  string `yaml:"bucket"`
+	// The token comes from a file or an environment variable, never from this
+	// file, and is never logged.
+	TokenFile     string        `yaml:"token_file"`
+	TokenEnv      string        `yaml:"token_env"`
+	BatchPoints   int           `yaml:"batch_points"`
+	BatchInterval time.Duration `yaml:"batch_interval"`
+	Timeout       time.Duration `yaml:"timeout"`
+	MaxBackoff    time.Duration `yaml:"max_backoff"`
+	Gzip          bool          `yaml:"gzip"`
+	DeadLetter    string        `yaml:"dead_letter"` // default: <spool.dir>/deadletter.lp
+}
+
+func (i *InfluxConfig) defaults() {
+	*i = InfluxConfig{
+		TokenEnv: "MONAGENT_INFLUX_TOKEN", BatchPoints: 5000, BatchInterval: time.Second,
+		Timeout: 10 * time.Second, MaxBackoff: time.Second, Gzip: true,
+	}
+}
+
+// Validate checks the influx section.
+func (i *InfluxConfig) Validate() error {
+	var p problems
+	i.check(&p)
+	return p.err()
+}
+
+func (i *InfluxConfig) check(p *problems) {
+	if !i.Enabled {
+		return
+	}
+	u, err := url.Parse(i.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.add("influx.url", "%q is not an http:// or https:// URL", i.URL)
+	}
+	if i.Bucket == "" {
+		p.add("influx.bucket", `must be set ("db/rp" for InfluxDB 1.8)`)
+	}
+	if i.BatchPoints < 1 {
+		p.add("influx.batch_points", "must be positive, got %d", i.BatchPoints)
+	}
+	p.positive("influx.batch_interval", i.BatchInterval)
+	p.positive("influx.timeout", i.Timeout)
+	p.positive("influx.max_backoff", i.MaxBackoff)
+}
+
+// board checks that the token file is readable.
+func (i *InfluxConfig) board(_ PathsConfig, p *problems) {
+	if i.Enabled {
+		_, err := i.Token()
+		p.addErr(err)
+	}
+}
+
+// Token reads the InfluxDB token from token_file, else from the token_env
+// variable; "" when neither is set (an InfluxDB without authentication).
+func (i *InfluxConfig) Token() (string, error) {
+	if i.TokenFile != "" {
+		b, err := os.ReadFile(i.TokenFile)
+		if err != nil {
+			reason := err.Error()
+			if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+				reason = pe.Path + ": " + pe.Err.Error()
+			}
+			return "", &KeyError{Key: "influx.token_file", Reason: reason, Err: err}
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	if i.TokenEnv != "" {
+		return os.Getenv(i.TokenEnv), nil
+	}
+	return "", nil
+}

@@ -1,0 +1,92 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/monagent/monagent/phc"
+	"github.com/monagent/monagent/timebase"
+)
+
+// PHCConfig is the PTP hardware clock source (source_phc_linux.go).
+type PHCConfig struct {
+	Enabled bool `yaml:"enabled"`
+	// Devices (/dev/ptpN) and Interfaces (whose PHC is used) to measure; both
+	// empty means every PHC found.
+	Devices    []string      `yaml:"devices"`
+	Interfaces []string      `yaml:"interfaces"`
+	Interval   time.Duration `yaml:"interval"`
+	Samples    int           `yaml:"samples"` // best of N reads per sample
+	Method     string        `yaml:"method"`  // auto, precise, extended, basic
+	Against    []string      `yaml:"against"` // system clocks: realtime, monotonic_raw, monotonic
+	Window     int           `yaml:"window"`  // samples in the translation model
+}
+
+func (p *PHCConfig) defaults() {
+	*p = PHCConfig{
+		Enabled: true, Interval: time.Second, Samples: 9, Method: "auto",
+		Against: []string{"realtime", "monotonic_raw"}, Window: 32,
+	}
+}
+
+// Validate checks the phc section.
+func (p *PHCConfig) Validate() error {
+	var ps problems
+	p.check(&ps)
+	return ps.err()
+}
+
+func (p *PHCConfig) check(ps *problems) {
+	ps.positive("phc.interval", p.Interval)
+	if p.Samples < 1 || p.Samples > phc.MaxSamples {
+		ps.add("phc.samples", "must be within 1..%d (PTP_MAX_SAMPLES), got %d", phc.MaxSamples, p.Samples)
+	}
+	if _, err := phc.ParseMethod(p.Method); err != nil {
+		ps.add("phc.method", "%v", err)
+	}
+	if len(p.Against) == 0 {
+		ps.add("phc.against", "needs at least one system clock")
+	}
+	for i, name := range p.Against {
+		d, err := timebase.ParseDomain(name)
+		if err != nil || (d != timebase.DomainRealtime && d != timebase.DomainMonotonicRaw && d != timebase.DomainMonotonic) {
+			ps.add(fmt.Sprintf("phc.against[%d]", i), "%q: a PHC is read against realtime, monotonic or monotonic_raw", name)
+		}
+	}
+	if p.Window < 2 {
+		ps.add("phc.window", "must be at least 2 samples, got %d", p.Window)
+	}
+	for i, d := range p.Devices {
+		if d == "" {
+			ps.add(fmt.Sprintf("phc.devices[%d]", i), "must not be empty")
+		}
+	}
+}
+
+// board checks that the PHC devices and interfaces named exist.
+func (p *PHCConfig) board(paths PathsConfig, ps *problems) {
+	if !p.Enabled {
+		return
+	}
+	for i, d := range p.Devices {
+		if d == "" {
+			continue
+		}
+		if _, err := os.Stat(d); err != nil {
+			ps.put(&KeyError{Key: fmt.Sprintf("phc.devices[%d]", i), Reason: fmt.Sprintf("%s: %v", d, errors.Unwrap(err)), Err: err})
+		}
+	}
+	for i, name := range p.Interfaces {
+		ifaceExists(paths, fmt.Sprintf("phc.interfaces[%d]", i), name, ps)
+	}
+}
+
+// ifaceExists records a problem when the network interface name is absent.
+func ifaceExists(paths PathsConfig, key, name string, ps *problems) {
+	if _, err := os.Stat(filepath.Join(paths.Sys, "class/net", name)); err != nil {
+		ps.put(&KeyError{Key: key, Reason: fmt.Sprintf("no network interface %q", name), Err: err})
+	}
+}

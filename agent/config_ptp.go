@@ -1,0 +1,98 @@
+package agent
+
+import (
+	"net/netip"
+	"time"
+)
+
+// PTPConfig is the PTP section (source_ptp_linux.go): ptp4l's state through
+// its management socket, and our own measurement-only probe of the master.
+type PTPConfig struct {
+	Enabled bool           `yaml:"enabled"`
+	Ptp4l   Ptp4lConfig    `yaml:"ptp4l"`
+	Probe   PTPProbeConfig `yaml:"probe"`
+}
+
+// Ptp4lConfig monitors a ptp4l.
+type Ptp4lConfig struct {
+	Enabled  bool          `yaml:"enabled"`
+	Socket   string        `yaml:"socket"` // ptp4l's uds_address
+	Domain   int           `yaml:"domain"`
+	Interval time.Duration `yaml:"interval"`
+	Timeout  time.Duration `yaml:"timeout"`
+}
+
+// PTPProbeConfig is the delay-request probe.
+type PTPProbeConfig struct {
+	Enabled   bool          `yaml:"enabled"`
+	Interface string        `yaml:"interface"`
+	Transport string        `yaml:"transport"` // udp (UDPv4) or l2 (IEEE 802.3, needs CAP_NET_RAW)
+	Master    string        `yaml:"master"`    // unicast Delay_Req to this address; "" multicast
+	Domain    int           `yaml:"domain"`
+	TxWait    time.Duration `yaml:"tx_wait"`
+	// Timestamping is software (kernel) or hardware (the NIC's PHC; the phc
+	// source must track that PHC, its model moves the timestamps to REALTIME).
+	Timestamping string `yaml:"timestamping"`
+}
+
+func (p *PTPConfig) defaults() {
+	*p = PTPConfig{
+		Ptp4l: Ptp4lConfig{Socket: "/var/run/ptp4l", Interval: time.Second, Timeout: time.Second},
+		Probe: PTPProbeConfig{Transport: "udp", TxWait: 10 * time.Millisecond, Timestamping: "software"},
+	}
+}
+
+// Validate checks the ptp section.
+func (p *PTPConfig) Validate() error {
+	var ps problems
+	p.check(&ps)
+	return ps.err()
+}
+
+func (p *PTPConfig) check(ps *problems) {
+	if !p.Enabled {
+		return
+	}
+	if !p.Ptp4l.Enabled && !p.Probe.Enabled {
+		ps.add("ptp", "enable ptp4l (the monitor) or probe")
+	}
+	if l := p.Ptp4l; l.Enabled {
+		if l.Socket == "" {
+			ps.add("ptp.ptp4l.socket", "must be set (ptp4l's uds_address)")
+		}
+		if l.Domain < 0 || l.Domain > 255 {
+			ps.add("ptp.ptp4l.domain", "must be within 0..255, got %d", l.Domain)
+		}
+		ps.positive("ptp.ptp4l.interval", l.Interval)
+		ps.positive("ptp.ptp4l.timeout", l.Timeout)
+	}
+	if pr := p.Probe; pr.Enabled {
+		if pr.Interface == "" {
+			ps.add("ptp.probe.interface", "must be set")
+		}
+		if pr.Transport != "udp" && pr.Transport != "l2" {
+			ps.add("ptp.probe.transport", "%q: must be udp or l2", pr.Transport)
+		}
+		if pr.Domain < 0 || pr.Domain > 255 {
+			ps.add("ptp.probe.domain", "must be within 0..255, got %d", pr.Domain)
+		}
+		if pr.Master != "" {
+			if pr.Transport == "l2" {
+				ps.add("ptp.probe.master", "unicast Delay_Req is for transport udp; l2 sends to 01:1b:19:00:00:00")
+			} else if _, err := netip.ParseAddr(pr.Master); err != nil {
+				ps.add("ptp.probe.master", "%q is not an IP address", pr.Master)
+			}
+		}
+		ps.positive("ptp.probe.tx_wait", pr.TxWait)
+		if pr.Timestamping != "software" && pr.Timestamping != "hardware" {
+			ps.add("ptp.probe.timestamping", "%q is not software or hardware", pr.Timestamping)
+		}
+	}
+}
+
+// board checks that the probe's interface exists.
+func (p *PTPConfig) board(paths PathsConfig, ps *problems) {
+	if p.Enabled && p.Probe.Enabled && p.Probe.Interface != "" {
+		ifaceExists(paths, "ptp.probe.interface", p.Probe.Interface, ps)
+	}
+}
