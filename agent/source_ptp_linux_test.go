@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/netip"
 	"runtime"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/monagent/monagent/internal/testbed"
 	"github.com/monagent/monagent/ptp"
 	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/sockts"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -192,6 +194,14 @@ func TestPTPProbeCountsRingDrops(t *testing.T) {
 // ships every exchange at its t2 in REALTIME (the clock the kernel stamped
 // the Sync with), unique, and its self-metrics count every exchange.
 func TestPTPProbeSourceAgainstPtp4l(t *testing.T) {
+	// qemu-user has neither packet timestamps nor PTP's multicast options.
+	if c, err := sockts.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), sockts.Options{}); err == nil {
+		opt, why := c.Option()
+		c.Close()
+		if opt == "none" {
+			t.Skipf("no kernel packet timestamps here (%v): the probe is measured with them", why)
+		}
+	}
 	master, host := testbed.NewLink(t)
 	testbed.StartPtp4l(t, master, testbed.Ptp4lOptions{Master: true})
 	c := Default()
