@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCLIProbeChecksTheConfiguredInflux runs probe --config with an influx
+// section against a server that knows one token and one bucket.
+func TestCLIProbeChecksTheConfiguredInflux(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/ping":
+			w.WriteHeader(http.StatusNoContent)
+		case r.Header.Get("Authorization") != "Token user:pass":
+			w.WriteHeader(http.StatusUnauthorized)
+		case r.URL.Query().Get("bucket") != "db/rp":
+			w.WriteHeader(http.StatusNotFound)
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	for _, c := range []struct {
+		name, token, bucket, want string
+		ok                        bool
+	}{
+		{"ok", "user:pass", "db/rp", "reachable, token accepted for the bucket", true},
+		{"wrong token", "user:nope", "db/rp", "reachable, but token refused: check influx.token_file", false},
+		{"no bucket", "user:pass", "other/rp", `reachable, but bucket/database not found: create "other/rp"`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(tokenFile, []byte(c.token+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg := writeConfig(t, dir, "spool:\n  dir: spool\ninflux:\n  enabled: true\n  url: "+srv.URL+"\n  bucket: "+c.bucket+"\n  token_file: "+tokenFile+"\n")
+			stdout, stderr, code := run(t, dir, "probe", "--config", cfg)
+			if code != 0 || !strings.Contains(stdout, "InfluxDB "+srv.URL) || !strings.Contains(stdout, c.want) {
+				t.Fatalf("exit %d, want %q in:\n%s%s", code, c.want, stdout, stderr)
+			}
+			stdout, stderr, code = run(t, dir, "probe", "--json", "--config", cfg)
+			var inv struct {
+				Influx *struct {
+					Reachable   bool `json:"reachable"`
+					WriteOK     bool `json:"write_ok"`
+					WriteStatus int  `json:"write_status"`
+				} `json:"influx"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &inv); code != 0 || err != nil || inv.Influx == nil {
+				t.Fatalf("probe --json: exit %d, %v\n%s%s", code, err, stdout, stderr)
+			}
+			if !inv.Influx.Reachable || inv.Influx.WriteOK != c.ok || inv.Influx.WriteStatus == 0 {
+				t.Errorf("influx in JSON: %+v", *inv.Influx)
+			}
+		})
+	}
+	stdout, _, _ := run(t, dir, "probe")
+	if strings.Contains(stdout, "InfluxDB") {
+		t.Errorf("probe without a configuration probed InfluxDB:\n%s", stdout)
+	}
+}
