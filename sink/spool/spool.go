@@ -29,7 +29,7 @@ type Options struct {
 	FlushInterval time.Duration // seal and write the buffer this often (default 100 ms)
 	FsyncInterval time.Duration // fsync at most this often (default 1 s)
 	FlushBytes    int           // seal early when the buffer reaches this (default 1 MiB)
-	MaxBuffer     int           // appends beyond this much unwritten data are dropped and counted (default 32 MiB)
+	MaxBuffer     int           // appends beyond this much unwritten data (buffered and sealed) are dropped and counted (default 32 MiB)
 	Compress      bool          // gzip each entry (BestSpeed)
 }
 
@@ -62,6 +62,7 @@ type Stats struct {
 	DeadLettered   uint64 // points set aside as rejected by the destination
 	DroppedCap     uint64 // unsent points in segments dropped by the size cap
 	DroppedBuffer  uint64 // points dropped because unwritten data exceeded MaxBuffer
+	DroppedCorrupt uint64 // points in entries found corrupt when read back, skipped
 	Recovered      uint64 // unacknowledged points found on disk at open
 	TruncatedBytes uint64 // bytes cut from torn or corrupt tails at open
 	WriteErrors    uint64
@@ -98,22 +99,27 @@ type Spool struct {
 	closed    bool
 
 	// Disk side: files, sequence numbers, readers.
-	io         sync.Mutex
-	spare      []byte // the other half of the double buffer
-	frame      []byte // sealed entries not yet written
-	framePts   int
-	gzbuf      bytes.Buffer
-	gz         *gzip.Writer
-	segs       []*segment // sorted, the last is active
-	active     *os.File
-	nextSeq    uint64
-	acked      uint64
-	delivered  uint64 // highest seq the reader handed out
-	lastSync   time.Time
-	dirty      bool
-	dirDirty   bool
-	notify     chan struct{} // closed and replaced when entries are written
-	ackScratch [12]byte
+	io             sync.Mutex
+	spare          []byte // the other half of the double buffer
+	frame          []byte // sealed entries not yet written
+	framePts       int
+	gzbuf          bytes.Buffer
+	gz             *gzip.Writer
+	segs           []*segment // sorted, the last is active
+	active         *os.File
+	nextSeq        uint64
+	acked          uint64
+	delivered      uint64    // highest seq the reader handed out
+	lostThrough    uint64    // highest in-flight seq whose segment the cap removed
+	corruptThrough uint64    // highest seq skipped as corrupt by the reader
+	ackDirty       bool      // acked is ahead of the ack file
+	ackSync        time.Time // when the ack file was last written and fsynced
+	ioClosed       bool
+	lastSync       time.Time
+	dirty          bool
+	dirDirty       bool
+	notify         chan struct{} // closed and replaced when entries are written
+	ackScratch     [12]byte
 
 	kick chan struct{}
 	stop chan struct{}
@@ -121,7 +127,9 @@ type Spool struct {
 
 	appended, rejected, acknowledged, deadLettered  atomic.Uint64
 	droppedCap, droppedBuffer, recovered, truncated atomic.Uint64
-	writeErrors, fsyncs                             atomic.Uint64
+	writeErrors, fsyncs, droppedCorrupt             atomic.Uint64
+	unwritten                                       atomic.Int64 // bytes sealed but not yet on disk
+	lock                                            *os.File
 }
 
 // Open opens or creates the spool in opts.Dir, recovers what is on disk and starts
@@ -136,7 +144,13 @@ func Open(opts Options) (*Spool, error) {
 	}
 	s := &Spool{opts: opts, notify: make(chan struct{}), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	s.gz, _ = gzip.NewWriterLevel(&s.gzbuf, gzip.BestSpeed)
+	lock, err := lockDir(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	s.lock = lock
 	if err := s.recover(); err != nil {
+		lock.Close()
 		return nil, err
 	}
 	go s.flusher()
@@ -249,7 +263,7 @@ func (s *Spool) Append(recs []record.Record) error {
 		s.mu.Unlock()
 		return ErrClosed
 	}
-	if len(s.buf) >= s.opts.MaxBuffer {
+	if len(s.buf)+int(s.unwritten.Load()) >= s.opts.MaxBuffer {
 		s.mu.Unlock()
 		s.droppedBuffer.Add(uint64(len(recs)))
 		return ErrBufferFull
@@ -269,6 +283,45 @@ func (s *Spool) Append(recs []record.Record) error {
 		}
 	}
 	return err
+}
+
+// AppendLines appends lines of line protocol as they are, one point per line
+// (a replay of lines set aside earlier). Blank lines and '#' comments are
+// skipped; a last line without its newline gets one. It returns how many points
+// it appended; like Append it refuses (ErrBufferFull, counted) when unwritten
+// data exceeds MaxBuffer, so a caller with much to replay flushes in between.
+func (s *Spool) AppendLines(b []byte) (int, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return 0, ErrClosed
+	}
+	full := len(s.buf)+int(s.unwritten.Load()) >= s.opts.MaxBuffer
+	var n int
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 || line[0] == '#' {
+			continue
+		}
+		n++
+		if !full {
+			s.buf = append(append(s.buf, line...), '\n')
+		}
+	}
+	if full {
+		s.mu.Unlock()
+		s.droppedBuffer.Add(uint64(n))
+		return 0, ErrBufferFull
+	}
+	s.bufPoints += n
+	s.mu.Unlock()
+	s.appended.Add(uint64(n))
+	return n, nil
 }
 
 // Write implements sink.Sink.
@@ -317,6 +370,10 @@ func (s *Spool) flush(forceSync bool) error {
 	if s.dirty && (forceSync || time.Since(s.lastSync) >= s.opts.FsyncInterval) {
 		err = errors.Join(err, s.syncLocked())
 	}
+	if s.ackDirty && (forceSync || time.Since(s.ackSync) >= s.opts.FsyncInterval) {
+		err = errors.Join(err, s.persistAck())
+	}
+	s.unwritten.Store(int64(len(s.frame)))
 	return err
 }
 
@@ -345,10 +402,9 @@ func (s *Spool) writeFrame() error {
 		if n > 0 { // take back a partial entry so the file stays valid
 			s.active.Truncate(seg.size)
 		}
-		if len(s.frame) > s.opts.MaxBuffer { // the disk will not take it: give up, counted
-			s.droppedBuffer.Add(uint64(s.framePts))
-			s.frame, s.framePts = s.frame[:0], 0
-		}
+		// The sealed entries stay for the next flush; appends are refused and
+		// counted while they and the buffer together exceed MaxBuffer.
+		s.unwritten.Store(int64(len(s.frame)))
 		return fmt.Errorf("spool %s: %w", seg.path, err)
 	}
 	// Account the entries just written.
@@ -382,7 +438,10 @@ func (s *Spool) roll() error {
 
 // enforceCap drops whole oldest segments while the spool is over MaxBytes,
 // counting the points in them that were neither acknowledged nor handed to the
-// shipper (points in flight are delivered or dead-lettered by it).
+// shipper. Points in flight (handed out, not acknowledged) are remembered in
+// lostThrough: the shipper still holds them and normally acknowledges them, but
+// if it re-opens its reader or the spool closes first they are gone, and are
+// counted then (forgetInFlight).
 func (s *Spool) enforceCap() {
 	var total int64
 	for _, seg := range s.segs {
@@ -390,9 +449,12 @@ func (s *Spool) enforceCap() {
 	}
 	for total > s.opts.MaxBytes && len(s.segs) > 1 {
 		seg := s.segs[0]
-		done := max(seg.first-1, s.acked, s.delivered)
+		done := max(seg.first-1, s.acked, s.delivered, s.corruptThrough)
 		if seg.last > done {
 			s.droppedCap.Add(seg.last - done)
+		}
+		if inflight := min(seg.last, s.delivered); inflight > max(s.acked, s.lostThrough) {
+			s.lostThrough = inflight
 		}
 		os.Remove(seg.path)
 		s.dirDirty = true
@@ -426,15 +488,21 @@ type Batch struct {
 }
 
 // Ack resolves every point up to b.LastSeq: delivered, except deadLettered of
-// them that the shipper set aside. Fully resolved segments are deleted and the
-// position is persisted.
+// them that the shipper set aside. Fully resolved segments are deleted. The
+// position reaches the ack file, fsynced, within the fsync interval (at once
+// after Close): a crash re-sends at most that interval's points, which InfluxDB
+// stores once.
 func (s *Spool) Ack(b Batch, deadLettered int) error {
 	s.io.Lock()
 	defer s.io.Unlock()
 	if b.LastSeq <= s.acked {
+		if s.ioClosed && s.ackDirty {
+			return s.persistAck()
+		}
 		return nil
 	}
 	s.acked = b.LastSeq
+	s.ackDirty = true
 	s.deadLettered.Add(uint64(deadLettered))
 	s.acknowledged.Add(uint64(b.Points - deadLettered))
 	for len(s.segs) > 1 && s.segs[0].last <= s.acked {
@@ -442,22 +510,62 @@ func (s *Spool) Ack(b Batch, deadLettered int) error {
 		s.dirDirty = true
 		s.segs = s.segs[1:]
 	}
-	return s.writeAck()
+	if s.ioClosed {
+		return s.persistAck()
+	}
+	return nil
 }
 
-// writeAck replaces the ack file (write to a temporary name, rename).
-func (s *Spool) writeAck() error {
+// persistAck replaces the ack file: write a temporary file, fsync it, rename it
+// over the old one and fsync the directory.
+func (s *Spool) persistAck() error {
+	s.ackSync = time.Now()
 	binary.LittleEndian.PutUint64(s.ackScratch[:], s.acked)
 	binary.LittleEndian.PutUint32(s.ackScratch[8:], crc32.Checksum(s.ackScratch[:8], castagnoli))
 	tmp := s.ackPath() + ".tmp"
-	if err := os.WriteFile(tmp, s.ackScratch[:], 0o644); err != nil {
-		return fmt.Errorf("spool ack: %w", err)
+	err := func() error {
+		f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = f.Write(s.ackScratch[:])
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, s.ackPath()); err != nil {
+			return err
+		}
+		d, err := os.Open(s.opts.Dir)
+		if err != nil {
+			return err
+		}
+		err = d.Sync()
+		d.Close()
+		return err
+	}()
+	if err != nil {
+		s.writeErrors.Add(1)
+		return fmt.Errorf("spool ack %s: %w", s.ackPath(), err)
 	}
-	if err := os.Rename(tmp, s.ackPath()); err != nil {
-		return fmt.Errorf("spool ack: %w", err)
-	}
-	s.dirDirty = true
+	s.fsyncs.Add(2)
+	s.ackDirty = false
 	return nil
+}
+
+// forgetInFlight counts the in-flight points the cap removed from disk as
+// dropped once nobody can acknowledge them any more, and resolves them.
+func (s *Spool) forgetInFlight() {
+	if s.lostThrough > s.acked {
+		s.droppedCap.Add(s.lostThrough - s.acked)
+		s.acked = s.lostThrough
+		s.ackDirty = true
+	}
 }
 
 // Stats returns the counters.
@@ -480,7 +588,8 @@ func (s *Spool) Stats() Stats {
 	return Stats{
 		Appended: s.appended.Load(), Rejected: s.rejected.Load(), Acknowledged: s.acknowledged.Load(),
 		DeadLettered: s.deadLettered.Load(), DroppedCap: s.droppedCap.Load(), DroppedBuffer: s.droppedBuffer.Load(),
-		Recovered: s.recovered.Load(), TruncatedBytes: s.truncated.Load(), WriteErrors: s.writeErrors.Load(),
+		DroppedCorrupt: s.droppedCorrupt.Load(),
+		Recovered:      s.recovered.Load(), TruncatedBytes: s.truncated.Load(), WriteErrors: s.writeErrors.Load(),
 		Fsyncs: s.fsyncs.Load(), Bytes: bytes, Segments: nseg, Pending: pending,
 	}
 }
@@ -500,12 +609,17 @@ func (s *Spool) Close() error {
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
+	s.io.Lock()
+	s.forgetInFlight() // whatever the shipper has not acknowledged by now is re-read after a restart, if still on disk
+	s.io.Unlock()
 	err := s.Sync()
 	s.io.Lock()
 	defer s.io.Unlock()
+	s.ioClosed = true
 	err = errors.Join(err, s.active.Close())
 	close(s.notify)
 	s.notify = nil
+	s.lock.Close() // releases the directory lock
 	return err
 }
 
@@ -528,8 +642,16 @@ type Reader struct {
 	closed bool
 }
 
-// NewReader returns the spool's reader.
-func (s *Spool) NewReader() *Reader { return &Reader{s: s} }
+// NewReader returns the spool's reader. A spool has one reader at a time: a new
+// one (a shipper re-opening after an error) starts again after the acknowledged
+// position, so points handed out but never acknowledged are read again.
+func (s *Spool) NewReader() *Reader {
+	s.io.Lock()
+	s.forgetInFlight()
+	s.delivered = s.acked
+	s.io.Unlock()
+	return &Reader{s: s}
+}
 
 // Next returns the next entry, waiting for one until ctx is done. Entries
 // already resolved (acknowledged, or dropped by the cap) are skipped.
@@ -566,7 +688,7 @@ func (r *Reader) try() (Entry, <-chan struct{}, error) {
 		return Entry{}, nil, ErrClosed
 	}
 	for {
-		pos := max(s.acked, s.delivered) + 1
+		pos := max(s.acked, s.delivered, s.corruptThrough) + 1
 		var seg *segment
 		for _, g := range s.segs {
 			if g.last >= pos && g.points > 0 {
@@ -597,6 +719,15 @@ func (r *Reader) try() (Entry, <-chan struct{}, error) {
 			continue
 		}
 		h, payload, n, err := r.readAt(seg)
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrChecksum) || errors.Is(err, ErrShort) {
+			// Damaged after it was written (open checked it): skip the rest of
+			// the segment, counted, rather than stop shipping for good.
+			s.droppedCorrupt.Add(seg.last - pos + 1)
+			s.corruptThrough = seg.last
+			r.f.Close()
+			r.f, r.path = nil, ""
+			continue
+		}
 		if err != nil {
 			return Entry{}, nil, err
 		}

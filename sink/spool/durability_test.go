@@ -1,0 +1,185 @@
+package spool
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Issue 10 item 7: the ack file is fsynced on the fsync interval even when no
+// new data arrives, not only at close.
+func TestAckIsFsyncedOnItsInterval(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, Options{Dir: dir, FlushInterval: 5 * time.Millisecond, FsyncInterval: 20 * time.Millisecond})
+	defer s.Close()
+	s.Append(recs(0, 10))
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	r := s.NewReader()
+	_, b := drain(t, r)
+	time.Sleep(50 * time.Millisecond) // the data fsync is behind us
+	before := s.Stats().Fsyncs
+	if err := s.Ack(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for s.Stats().Fsyncs == before {
+		if time.Now().After(deadline) {
+			t.Fatalf("no fsync within 2 s of an ack (fsync interval 20 ms): %+v", s.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	raw, err := os.ReadFile(s.ackPath())
+	if err != nil || len(raw) != 12 || binary.LittleEndian.Uint64(raw) != b.LastSeq {
+		t.Fatalf("ack file %x (%v), want position %d", raw, err, b.LastSeq)
+	}
+}
+
+// Issue 10 item 5: a shipper that re-opens its reader after an error gets the
+// points it was handed but never acknowledged again.
+func TestNewReaderRereadsUnacknowledged(t *testing.T) {
+	s := open(t, Options{Dir: t.TempDir()})
+	defer s.Close()
+	s.Append(recs(0, 10))
+	s.Flush()
+	s.Append(recs(10, 10))
+	s.Flush()
+	r := s.NewReader()
+	if _, ok, err := r.TryNext(); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	r.Close()
+	lines, b := drain(t, s.NewReader())
+	if len(lines) != 20 || b.FirstSeq != 1 {
+		t.Fatalf("re-opened reader got %d lines from seq %d, want 20 from 1", len(lines), b.FirstSeq)
+	}
+}
+
+// Issue 10 item 7: in-flight points whose segment the cap removed are counted
+// as dropped when the shipper re-opens without acknowledging them.
+func TestCapCountsInFlightPointsNeverAcknowledged(t *testing.T) {
+	s := open(t, Options{Dir: t.TempDir(), SegmentBytes: 4096, MaxBytes: 16384})
+	defer s.Close()
+	r := s.NewReader()
+	s.Append(recs(0, 10))
+	s.Flush()
+	if _, ok, _ := r.TryNext(); !ok {
+		t.Fatal("no first entry")
+	}
+	for i := 1; i < 400; i++ {
+		s.Append(recs(i*10, 10))
+		s.Flush()
+	}
+	r.Close() // the shipper failed before acknowledging its batch
+	lines, _ := drain(t, s.NewReader())
+	st := s.Stats()
+	if uint64(len(lines))+st.DroppedCap != 4000 {
+		t.Fatalf("delivered %d + dropped %d != appended 4000", len(lines), st.DroppedCap)
+	}
+}
+
+// Issue 10 item 7: MaxBuffer bounds buffered and sealed-but-unwritten data
+// together while the disk refuses writes.
+func TestMaxBufferCoversSealedData(t *testing.T) {
+	const maxBuf = 8192
+	s := open(t, Options{Dir: t.TempDir(), FlushInterval: time.Hour, FlushBytes: 1 << 30, MaxBuffer: maxBuf})
+	defer s.Close()
+	s.io.Lock()
+	s.active.Close() // every write fails from now on
+	s.io.Unlock()
+	var appended, refused, peak int
+	for i := 0; i < 500; i++ {
+		err := s.Append(recs(i*10, 10))
+		switch {
+		case errors.Is(err, ErrBufferFull):
+			refused += 10
+		case err == nil:
+			appended += 10
+		default:
+			t.Fatal(err)
+		}
+		s.io.Lock()
+		s.mu.Lock()
+		peak = max(peak, len(s.buf)+len(s.frame))
+		s.mu.Unlock()
+		s.io.Unlock()
+		if i%20 == 19 { // the flusher runs now and then; each write fails
+			s.Flush()
+		}
+	}
+	st := s.Stats()
+	if refused == 0 || st.DroppedBuffer != uint64(refused) || st.Appended != uint64(appended) || st.WriteErrors == 0 {
+		t.Fatalf("refused %d, stats %+v", refused, st)
+	}
+	if peak > maxBuf+1024 { // at most one append beyond the cap
+		t.Fatalf("%d bytes held in memory with MaxBuffer %d", peak, maxBuf)
+	}
+}
+
+// Issue 10 item 7: an entry damaged on disk after open is skipped and counted
+// by the reader instead of failing every read for good.
+func TestReaderSkipsEntryCorruptedAfterOpen(t *testing.T) {
+	s := open(t, Options{Dir: t.TempDir(), SegmentBytes: 4096})
+	defer s.Close()
+	for i := 0; i < 100; i++ {
+		s.Append(recs(i*10, 10))
+		s.Flush()
+	}
+	s.io.Lock()
+	first := s.segs[0]
+	s.io.Unlock()
+	f, err := os.OpenFile(first.path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var one [1]byte
+	f.ReadAt(one[:], HeaderSize+10)
+	one[0] ^= 0xff
+	f.WriteAt(one[:], HeaderSize+10) // the first entry's payload
+	f.Close()
+	r := s.NewReader()
+	var got int
+	for {
+		e, ok, err := r.TryNext()
+		if err != nil {
+			t.Fatalf("reader: %v", err)
+		}
+		if !ok {
+			break
+		}
+		got += strings.Count(string(e.Lines), "\n")
+	}
+	st := s.Stats()
+	if st.DroppedCorrupt != first.points || uint64(got)+st.DroppedCorrupt != 1000 {
+		t.Fatalf("read %d, dropped as corrupt %d (segment held %d), want 1000 in all", got, st.DroppedCorrupt, first.points)
+	}
+}
+
+func TestSecondOpenOfADirIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, Options{Dir: dir})
+	if _, err := Open(Options{Dir: dir}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second open: %v", err)
+	}
+	s.Close()
+	s2 := open(t, Options{Dir: dir}) // released by Close
+	s2.Close()
+}
+
+func TestAppendLines(t *testing.T) {
+	s := open(t, Options{Dir: t.TempDir()})
+	defer s.Close()
+	n, err := s.AppendLines([]byte("# 2026 rejected: x\na v=1i 1\n\nb v=2i 2"))
+	if err != nil || n != 2 {
+		t.Fatal(n, err)
+	}
+	s.Flush()
+	lines, b := drain(t, s.NewReader())
+	if strings.Join(lines, "|") != "a v=1i 1|b v=2i 2" || b.Points != 2 || s.Stats().Appended != 2 {
+		t.Fatalf("lines %q batch %+v", lines, b)
+	}
+}
