@@ -519,6 +519,9 @@ func (inv *Inventory) WriteText(w io.Writer) {
 	if k := inv.Kernel; k != nil {
 		pf("  state %s, status %s, synced %v\n  offset %s, frequency %+d ppb, maxerror %s, esterror %s, TAI-UTC %d s\n",
 			k.State, orNone(k.Status), k.Synced, fmtOffset(k.OffsetNS), k.FreqPPB, fmtDuration(k.MaxErrorNS), fmtDuration(k.EstErrorNS), k.TAIOffsetS)
+		if k.TAIOffsetS == 0 {
+			pf("  TAI-UTC not set (chronyd leapsectz or ptp4l/phc2sys set it): CLOCK_TAI reads UTC\n")
+		}
 	} else {
 		pf("  unavailable: %s\n", inv.KernelErr)
 	}

@@ -90,6 +90,7 @@ func TestProbeFixtureGolden(t *testing.T) {
 func TestProbeAbsentIsNotAnError(t *testing.T) {
 	root := t.TempDir()
 	env := fixtureProbeEnv(root)
+	env.Timex = func() (timebase.KernelState, error) { return timebase.KernelState{Status: timebase.StaUnsync}, nil }
 	inv := Probe(context.Background(), env)
 	var text bytes.Buffer
 	inv.WriteText(&text)
@@ -98,6 +99,7 @@ func TestProbeAbsentIsNotAnError(t *testing.T) {
 		"GPIO chips:\n  absent: no /dev/gpiochip*",
 		"IIO devices:\n  absent:",
 		"chronyd", "not reachable (absent: no such file or directory)",
+		"TAI-UTC 0 s\n  TAI-UTC not set",
 	} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("probe text lacks %q:\n%s", want, text.String())
