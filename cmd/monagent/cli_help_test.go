@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -150,4 +151,15 @@ func TestCLIRunDoesNotNameAnUnconfiguredInflux(t *testing.T) {
 		}
 	}
 	t.Fatal(fmt.Sprintf("no start line in:\n%s", stderr))
+}
+
+func TestCLIREADMEShowsTheRealHelp(t *testing.T) {
+	stdout, _, code := run(t, ".", "--help")
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil || code != 0 {
+		t.Fatal(code, err)
+	}
+	if !strings.Contains(string(readme), "$ monagent --help\n"+stdout+"```") {
+		t.Errorf("README's Commands section does not show the current 'monagent --help':\n%s", stdout)
+	}
 }
