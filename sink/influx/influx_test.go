@@ -2,6 +2,7 @@ package influx
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -69,7 +70,7 @@ func shipWith(t *testing.T, srv writer, cfg Config, recs []record.Record) (*spoo
 		cfg.MaxBackoff = 5 * time.Millisecond
 	}
 	cfg.BatchInterval = 20 * time.Millisecond
-	sh := newShipper(cfg, sp, srv)
+	sh := newShipper(cfg, spoolQueue{sp}, srv)
 	if err := sp.Append(recs); err != nil {
 		t.Fatal(err)
 	}
@@ -143,27 +144,35 @@ func TestRejectedLinesAreBisectedAndDeadLettered(t *testing.T) {
 
 func TestClassify(t *testing.T) {
 	cases := []struct {
-		err   error
-		code  int
-		retry bool
+		err    error
+		code   int
+		reject bool
+		state  string
 	}{
-		{&ihttp.Error{StatusCode: 400}, 400, false},
-		{&ihttp.Error{StatusCode: 401}, 401, false},
-		{&ihttp.Error{StatusCode: 404}, 404, false},
-		{&ihttp.Error{StatusCode: 413}, 413, false},
-		{&ihttp.Error{StatusCode: 429, RetryAfter: 3}, 429, true},
-		{&ihttp.Error{StatusCode: 503}, 503, true},
-		{ihttp.NewError(context.DeadlineExceeded), 0, true},
-		{errors.New("anything else"), 0, true},
+		{&ihttp.Error{StatusCode: 400, Code: "400 Bad Request", Message: "partial write: field type conflict: dropped=1"}, 400, true, StateBadAnswer},
+		{&ihttp.Error{StatusCode: 400, Code: "invalid", Message: "unable to parse 'm v=': missing field value"}, 400, true, StateBadAnswer},
+		{&ihttp.Error{StatusCode: 422, Code: "unprocessable entity", Message: "failure writing points to database: partial write: field type conflict"}, 422, true, StateBadAnswer},
+		{&ihttp.Error{StatusCode: 400, Err: errors.New("unexpected EOF")}, 400, false, StateBadAnswer}, // truncated JSON body
+		{&ihttp.Error{StatusCode: 400, Code: "400 Bad Request", Message: "<html>proxy error</html>"}, 400, false, StateBadAnswer},
+		{&ihttp.Error{StatusCode: 400}, 400, false, StateBadAnswer},
+		{&ihttp.Error{StatusCode: 401}, 401, false, StateUnauthorized},
+		{&ihttp.Error{StatusCode: 403}, 403, false, StateForbidden},
+		{&ihttp.Error{StatusCode: 404, Code: "404 Not Found", Message: `database not found: "x"`}, 404, false, StateNotFound},
+		{&ihttp.Error{StatusCode: 413}, 413, false, StateTooLarge},
+		{&ihttp.Error{StatusCode: 429, RetryAfter: 3}, 429, false, StateThrottled},
+		{&ihttp.Error{StatusCode: 503}, 503, false, StateServerError},
+		{ihttp.NewError(context.DeadlineExceeded), 0, false, StateUnreachable},
+		{ihttp.NewError(fmt.Errorf("post: %w", x509.UnknownAuthorityError{})), 0, false, StateTLS},
+		{errors.New("anything else"), 0, false, StateBadAnswer},
 	}
 	for _, c := range cases {
-		code, _ := classify(c.err)
-		if code != c.code || retryable(code) != c.retry {
-			t.Errorf("%v: code %d retry %v", c.err, code, retryable(code))
+		a := classify(c.err)
+		if a.status != c.code || a.reject != c.reject || a.state != c.state {
+			t.Errorf("%v: %+v, want status %d reject %v state %s", c.err, a, c.code, c.reject, c.state)
 		}
 	}
-	if _, ra := classify(&ihttp.Error{StatusCode: 429, RetryAfter: 3}); ra != 3*time.Second {
-		t.Errorf("retry-after %v", ra)
+	if a := classify(&ihttp.Error{StatusCode: 429, RetryAfter: 3}); a.retryAfter != 3*time.Second {
+		t.Errorf("retry-after %v", a.retryAfter)
 	}
 }
 
