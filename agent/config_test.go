@@ -59,6 +59,8 @@ func TestConfigErrorsNameFileLineKeyAndReason(t *testing.T) {
 		{"yaml syntax in a nested mapping", "a: 1\nb:\n  c: 1\n d: 2\n", "x.yaml:4: yaml: did not find expected key"},
 		{"yaml syntax in a list", "- a\n- b\nc: 1\n", "x.yaml:3: yaml: did not find expected '-' indicator"},
 		{"yaml scanner error", "a: 1\n\tb: 2\n", "x.yaml:2: yaml: found a tab character"},
+		{"empty list entry", "ntp:\n  enabled: true\n  servers:\n    -\n", "x.yaml:4: ntp.servers[0]: an empty list entry"},
+		{"empty string in a list", "clock:\n  clocks: [realtime, ~]\n", "x.yaml:2: clock.clocks[1]: an empty list entry"},
 		{"key given twice", "clock:\n  interval: 1s\n  interval: 2s\n", "x.yaml:3: clock.interval: given twice (first on line 2)"},
 		{"integer out of range", "spool:\n  max_bytes: 9223372036854775808\n", "x.yaml:2: spool.max_bytes: 9223372036854775808 is out of range for this key"},
 		{"explicit zero burst is not the default", "ntp:\n  enabled: true\n  servers:\n    - address: 10.0.0.1\n      burst: 0\n", "x.yaml:5: ntp.servers[0].burst: must be within 1..16, got 0"},

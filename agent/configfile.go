@@ -46,19 +46,25 @@ func Parse(name string, data []byte) (Config, error) {
 		return cfg, Problems{syntaxError(name, err)}
 	}
 	var p problems
+	w := walker{lines: src.lines, p: &p, dropped: map[string]bool{}}
 	if len(doc.Content) > 0 {
 		root := doc.Content[0]
-		if w := (walker{lines: src.lines, p: &p}); w.check(root, reflect.TypeOf(cfg), "") {
+		if w.check(root, reflect.TypeOf(cfg), "") {
 			if err := root.Decode(&cfg); err != nil {
 				p.addErr(decodeError(err))
 			}
+		} else {
+			w.dropped[""] = true
 		}
 	}
-	cfg.src = src // Decode keeps unexported fields, but be explicit
-	var all Problems
-	all = append(all, p.list...)
-	if err := cfg.Validate(); err != nil {
-		all = append(all, err.(Problems)...)
+	all := p.list
+	var checked Problems
+	if errors.As(cfg.Validate(), &checked) && !w.dropped[""] {
+		for _, ke := range checked {
+			if !w.follows(ke.Key) {
+				all = append(all, ke)
+			}
+		}
 	}
 	if all = src.locate(all); len(all) > 0 {
 		return cfg, all
@@ -110,8 +116,25 @@ var durationType = reflect.TypeOf(time.Duration(0))
 // must not be decoded: keys with no value (they keep their defaults), unknown
 // keys and values of the wrong type (reported).
 type walker struct {
-	lines map[string]int
-	p     *problems
+	lines   map[string]int
+	p       *problems
+	dropped map[string]bool // keys left at their defaults after a problem
+}
+
+// follows reports whether a check's problem at key is about a value the walk
+// already reported and left at its default (the key or one under it).
+func (w walker) follows(key string) bool {
+	for k := key; k != ""; {
+		if w.dropped[k] {
+			return true
+		}
+		i := strings.LastIndexAny(k, ".[")
+		if i < 0 {
+			break
+		}
+		k = k[:i]
+	}
+	return false
 }
 
 // check reports the problems of n and returns whether it can be decoded.
@@ -122,6 +145,12 @@ func (w walker) check(n *yaml.Node, t reflect.Type, path string) bool {
 	bad := func(format string, a ...any) bool {
 		w.p.put(&KeyError{Key: orRoot(path), Reason: fmt.Sprintf(format, a...), Line: n.Line})
 		return false
+	}
+	if isNull(n) {
+		if strings.HasSuffix(path, "]") {
+			return bad("an empty list entry")
+		}
+		return true // an empty document: every default
 	}
 	switch {
 	case t == durationType:
@@ -166,6 +195,8 @@ func (w walker) check(n *yaml.Node, t reflect.Type, path string) bool {
 			}
 			if w.check(v, f.Type, key) {
 				kept = append(kept, k, v)
+			} else {
+				w.dropped[key] = true
 			}
 		}
 		n.Content = kept
@@ -183,9 +214,6 @@ func (w walker) check(n *yaml.Node, t reflect.Type, path string) bool {
 			ok = w.check(e, t.Elem(), key) && ok
 		}
 		return ok
-	}
-	if isNull(n) {
-		return true // a list element with no value: its zero value, checked later
 	}
 	if n.Kind != yaml.ScalarNode {
 		return bad("want a single value, got %s", describe(n))
