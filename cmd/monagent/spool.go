@@ -1,7 +1,95 @@
 package main
 
-// spoolCmd handles 'monagent spool ...' (replay-deadletter lands with the
-// shipping work of issue 10).
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/monagent/monagent/agent"
+	"github.com/monagent/monagent/sink/influx"
+	"github.com/monagent/monagent/sink/spool"
+)
+
+const spoolUsage = "spool: want 'spool replay-deadletter --config FILE [--dry-run]' or 'spool stats --config FILE'"
+
+// spoolCmd handles 'monagent spool replay-deadletter|stats --config FILE'.
 func spoolCmd(args []string) error {
-	return usageError("spool: no subcommand yet")
+	if len(args) == 0 {
+		return usageError(spoolUsage)
+	}
+	fs := flag.NewFlagSet("spool", flag.ContinueOnError)
+	config := fs.String("config", "", "the agent's configuration `file` (spool and influx sections)")
+	dry := fs.Bool("dry-run", false, "count the lines without queueing them (replay-deadletter)")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if *config == "" {
+		return usageError("spool: --config FILE is required (see 'monagent spool --help')")
+	}
+	switch args[0] {
+	case "replay-deadletter":
+		return replayDeadLetter(os.Stdout, *config, *dry)
+	case "stats":
+		return spoolStats(os.Stdout, *config)
+	}
+	return usageError(fmt.Sprintf("%s, not %q", spoolUsage, args[0]))
+}
+
+// openSpool opens the spool of the config at path; it fails while the agent
+// has it open.
+func openSpool(path string) (*spool.Spool, agent.Config, error) {
+	cfg, err := agent.Load(path)
+	if err != nil {
+		return nil, cfg, err
+	}
+	if !cfg.Spool.Enabled {
+		return nil, cfg, usageError(path + ": spool.enabled is false: there is no spool")
+	}
+	sc := cfg.Spool
+	sp, err := spool.Open(spool.Options{Dir: sc.Dir, SegmentBytes: sc.SegmentBytes, MaxBytes: sc.MaxBytes,
+		FlushInterval: sc.FlushInterval, FsyncInterval: sc.FsyncInterval, Compress: sc.Compress})
+	return sp, cfg, err
+}
+
+func replayDeadLetter(w io.Writer, path string, dry bool) error {
+	sp, cfg, err := openSpool(path)
+	if err != nil {
+		return err
+	}
+	dl := cfg.Influx.DeadLetter
+	if dl == "" {
+		dl = filepath.Join(cfg.Spool.Dir, "deadletter.lp")
+	}
+	res, err := influx.ReplayDeadLetter(sp, dl, dry, time.Now())
+	if cerr := sp.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err != nil:
+		return err
+	case dry:
+		fmt.Fprintf(w, "%s: %d lines would be queued into %s\n", dl, res.Lines, cfg.Spool.Dir)
+	case res.MovedTo == "":
+		fmt.Fprintf(w, "%s: nothing to replay\n", dl)
+	default:
+		fmt.Fprintf(w, "queued %d lines from %s into %s; the file is now %s\n", res.Lines, dl, cfg.Spool.Dir, res.MovedTo)
+	}
+	return nil
+}
+
+func spoolStats(w io.Writer, path string) error {
+	sp, cfg, err := openSpool(path)
+	if err != nil {
+		return err
+	}
+	st := sp.Stats()
+	if err := sp.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "spool %s: %d points pending in %d segments (%d bytes); recovered %d at open, cut %d torn bytes\n",
+		cfg.Spool.Dir, st.Pending, st.Segments, st.Bytes, st.Recovered, st.TruncatedBytes)
+	return nil
 }

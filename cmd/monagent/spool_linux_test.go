@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/monagent/monagent/sink/spool"
+)
+
+func TestSpoolReplayDeadLetter(t *testing.T) {
+	dir := t.TempDir()
+	spoolDir := filepath.Join(dir, "spool")
+	cfg := filepath.Join(dir, "agent.yaml")
+	os.WriteFile(cfg, []byte("spool:\n  enabled: true\n  dir: "+spoolDir+"\n"), 0o644)
+	os.MkdirAll(spoolDir, 0o755)
+	dl := filepath.Join(spoolDir, "deadletter.lp")
+	os.WriteFile(dl, []byte("# t rejected: 401\nm v=1i 1\nm v=2i 2\n"), 0o644)
+
+	var out bytes.Buffer
+	if err := replayDeadLetter(&out, cfg, true); err != nil || !strings.Contains(out.String(), "2 lines would be queued") {
+		t.Fatalf("dry run: %v %q", err, out.String())
+	}
+	out.Reset()
+	if err := replayDeadLetter(&out, cfg, false); err != nil || !strings.Contains(out.String(), "queued 2 lines") {
+		t.Fatalf("replay: %v %q", err, out.String())
+	}
+	if m, _ := filepath.Glob(dl + ".replayed-*"); len(m) != 1 {
+		t.Fatalf("moved-aside files %v", m)
+	}
+	out.Reset()
+	if err := replayDeadLetter(&out, cfg, false); err != nil || !strings.Contains(out.String(), "nothing to replay") {
+		t.Fatalf("second replay: %v %q", err, out.String())
+	}
+	out.Reset()
+	if err := spoolStats(&out, cfg); err != nil || !strings.Contains(out.String(), "2 points pending") {
+		t.Fatalf("stats: %v %q", err, out.String())
+	}
+	// While the agent holds the spool, a replay is refused.
+	sp, err := spool.Open(spool.Options{Dir: spoolDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if err := replayDeadLetter(&out, cfg, false); !errors.Is(err, spool.ErrLocked) {
+		t.Fatalf("replay with the spool in use: %v", err)
+	}
+	var ue usageError
+	if err := spoolCmd([]string{"replay-deadletter"}); !errors.As(err, &ue) {
+		t.Fatalf("no --config: %v", err)
+	}
+	if err := spoolCmd([]string{"bogus", "--config", cfg}); !errors.As(err, &ue) {
+		t.Fatalf("unknown subcommand: %v", err)
+	}
+}
