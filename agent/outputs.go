@@ -3,7 +3,9 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"time"
 
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sink"
@@ -71,7 +73,16 @@ func OpenOutputs(cfg *Config) (*Outputs, error) {
 	return o, nil
 }
 
-// Summary says where records went, for the end of a run.
+// SetLogger gives the shipper a logger for its state changes (401, database
+// missing, unreachable, back again). Call it before the shipper runs.
+func (o *Outputs) SetLogger(l *slog.Logger) {
+	if o.Shipper != nil {
+		o.Shipper.SetLogger(l)
+	}
+}
+
+// Summary says where records went, for the end of a run. InfluxDB is named
+// only when it is configured.
 func (o *Outputs) Summary() []string {
 	var out []string
 	for _, f := range o.Files {
@@ -80,8 +91,23 @@ func (o *Outputs) Summary() []string {
 	}
 	if o.Spool != nil {
 		st := o.Spool.Stats()
-		out = append(out, fmt.Sprintf("spool %s: %d points appended, %d acknowledged by InfluxDB, %d pending, %d dropped (cap %d, buffer %d), %d dead-lettered, %d bytes on disk",
-			o.Spool.Dir(), st.Appended, st.Acknowledged, st.Pending, st.DroppedCap+st.DroppedBuffer, st.DroppedCap, st.DroppedBuffer, st.DeadLettered, st.Bytes))
+		dropped := st.DroppedCap + st.DroppedBuffer + st.DroppedCorrupt
+		if o.Shipper == nil {
+			out = append(out, fmt.Sprintf("spool %s: %d points stored, %d dropped (cap %d, buffer %d, corrupt %d), %d bytes on disk",
+				o.Spool.Dir(), st.Appended, dropped, st.DroppedCap, st.DroppedBuffer, st.DroppedCorrupt, st.Bytes))
+			return out
+		}
+		out = append(out, fmt.Sprintf("spool %s: %d points appended, %d acknowledged by InfluxDB, %d pending, %d dropped (cap %d, buffer %d, corrupt %d), %d dead-lettered, %d bytes on disk",
+			o.Spool.Dir(), st.Appended, st.Acknowledged, st.Pending, dropped, st.DroppedCap, st.DroppedBuffer, st.DroppedCorrupt, st.DeadLettered, st.Bytes))
+		sh := o.Shipper.Stats()
+		line := fmt.Sprintf("InfluxDB: %d points in %d batches, %d retries, state %s", sh.Points, sh.Batches, sh.Retries, sh.State)
+		if sh.State != influx.StateOK {
+			line += fmt.Sprintf(" since %s (last HTTP status %d: %s)", time.Unix(0, sh.OutageStartNS).UTC().Format(time.RFC3339), sh.LastStatus, sh.LastError)
+		}
+		if st.DeadLettered > 0 {
+			line += fmt.Sprintf("; %d dead-lettered lines in %s ('monagent spool replay-deadletter' ships them again once fixed)", st.DeadLettered, o.Shipper.DeadLetterPath())
+		}
+		out = append(out, line)
 	}
 	return out
 }
@@ -102,6 +128,7 @@ func (o *Outputs) selfRecords(b *Batch, now int64) {
 			record.Uint("pending", st.Pending),
 			record.Uint("dropped_cap", st.DroppedCap),
 			record.Uint("dropped_buffer", st.DroppedBuffer),
+			record.Uint("dropped_corrupt", st.DroppedCorrupt),
 			record.Uint("dead_lettered", st.DeadLettered),
 			record.Uint("recovered", st.Recovered),
 			record.Uint("truncated_bytes", st.TruncatedBytes),
@@ -120,8 +147,17 @@ func (o *Outputs) selfRecords(b *Batch, now int64) {
 			record.Uint("requests", st.Requests),
 			record.Uint("retries", st.Retries),
 			record.Uint("dead_lettered", st.DeadLettered),
+			record.Uint("splits", st.Splits),
 			record.Int("last_latency_ns", int64(st.LastLatency)),
 			record.String("last_error", st.LastError),
+			record.String("state", st.State),
+			record.Int("last_status", int64(st.LastStatus)),
+			record.Int("outage_start_ns", st.OutageStartNS),
+			record.Uint("consecutive_failures", st.ConsecutiveFailures),
+			record.String("local_state", st.LocalState),
+			record.Uint("reader_errors", st.ReaderErrors),
+			record.Uint("ack_errors", st.AckErrors),
+			record.Uint("dead_letter_errors", st.DeadLetterErrors),
 		)
 	}
 }
