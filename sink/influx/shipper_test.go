@@ -246,11 +246,11 @@ func TestShipperSurvivesReaderAndAckFailures(t *testing.T) {
 	if st.ReaderErrors == 0 || st.AckErrors == 0 || q.opened.Load() < 2 {
 		t.Fatalf("no failures injected: %+v, readers opened %d", st, q.opened.Load())
 	}
-	if st.LocalState != "ok" || st.DeadLettered != 0 {
+	if st.DeadLettered != 0 {
 		t.Fatalf("after the run %+v", st)
 	}
-	text := out.String()
-	if !strings.Contains(text, "spool_read failing") || !strings.Contains(text, "spool_ack failing") {
+	text := out.String() // (an idle reader may have just failed again: LocalState is not asserted)
+	if !strings.Contains(text, "spool_read failing") || !strings.Contains(text, "spool_ack failing") || !strings.Contains(text, "working again") {
 		t.Fatalf("failures not logged:\n%s", text)
 	}
 	if n := strings.Count(text, "\n"); uint64(n) > 2*(st.ReaderErrors+st.AckErrors) {
