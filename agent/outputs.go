@@ -93,7 +93,7 @@ func (o *Outputs) Summary() []string {
 		st := o.Spool.Stats()
 		dropped := st.DroppedCap + st.DroppedBuffer + st.DroppedCorrupt
 		if o.Shipper == nil {
-			out = append(out, fmt.Sprintf("spool %s: %d points stored, %d dropped (cap %d, buffer %d, corrupt %d), %d bytes on disk",
+			out = append(out, fmt.Sprintf("spool %s: %d points appended, %d dropped (cap %d, buffer %d, corrupt %d), %d bytes on disk",
 				o.Spool.Dir(), st.Appended, dropped, st.DroppedCap, st.DroppedBuffer, st.DroppedCorrupt, st.Bytes))
 			return out
 		}

@@ -32,7 +32,7 @@ func TestSummaryMentionsInfluxOnlyWhenConfigured(t *testing.T) {
 		if withInflux && (!strings.Contains(text, "acknowledged by InfluxDB") || !strings.Contains(text, "state ok")) {
 			t.Fatalf("summary with InfluxDB:\n%s", text)
 		}
-		if !withInflux && !strings.Contains(text, "1 points stored") {
+		if !withInflux && !strings.Contains(text, "1 points appended, 0 dropped") {
 			t.Fatalf("summary without InfluxDB:\n%s", text)
 		}
 	}
