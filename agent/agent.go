@@ -58,6 +58,7 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	out.SetLogger(log) // the shipper says once per state change what is wrong and how to fix it
 	a, err := newAgent(cfg, log, out.Sink)
 	if err != nil {
 		out.Close()

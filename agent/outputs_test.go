@@ -1,8 +1,13 @@
 package agent
 
 import (
+	"bytes"
+	"context"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/monagent/monagent/record"
 )
@@ -35,5 +40,49 @@ func TestSummaryMentionsInfluxOnlyWhenConfigured(t *testing.T) {
 		if !withInflux && !strings.Contains(text, "1 points appended, 0 dropped") {
 			t.Fatalf("summary without InfluxDB:\n%s", text)
 		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger written from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The agent hands its logger to the shipper: an unreachable InfluxDB is
+// named once in the agent's log, not retried in silence.
+func TestAgentLogsAnUnreachableInfluxOnce(t *testing.T) {
+	cfg := Default()
+	cfg.Clock.Interval = 50 * time.Millisecond
+	cfg.PHC.Enabled, cfg.Sensors.Enabled = false, false
+	cfg.Spool.Dir = t.TempDir()
+	cfg.Influx.Enabled = true
+	cfg.Influx.URL = "http://127.0.0.1:1" // nothing listens on port 1
+	cfg.Influx.Bucket = "db/autogen"
+	cfg.Influx.TokenEnv = ""
+	var logs syncBuffer
+	a, err := New(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	if err := a.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(logs.String(), "InfluxDB unreachable at http://127.0.0.1:1"); n != 1 {
+		t.Fatalf("%d log lines name the unreachable InfluxDB, want 1:\n%s", n, logs.String())
 	}
 }
