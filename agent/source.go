@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -122,5 +123,22 @@ func (t *Translators) ResetDomain(d timebase.Domain) {
 		if k[0] == d || k[1] == d {
 			tr.Reset()
 		}
+	}
+}
+
+// ToRealtime returns a function that moves a time of dom (a PHC) to REALTIME
+// with the model the phc source keeps of it, looked up at each call: that
+// source may start after the caller.
+func (t *Translators) ToRealtime(dom timebase.Domain) func(int64) (int64, error) {
+	return func(ns int64) (int64, error) {
+		tr, ok := t.Lookup(timebase.DomainRealtime, dom)
+		if !ok {
+			return 0, fmt.Errorf("no %s<->realtime model (enable the phc source for this PHC)", dom)
+		}
+		ts, err := tr.Translate(timebase.Timestamp{NS: ns, Domain: dom})
+		if err != nil {
+			return 0, err
+		}
+		return ts.NS, nil
 	}
 }

@@ -46,22 +46,6 @@ func newNTPSource(sc NTPServerConfig, timeout time.Duration, addr netip.AddrPort
 		tags: []record.Tag{{Key: "server", Value: addr.String()}}, start: time.Now()}
 }
 
-// phcRealtime translates PHC time of dom to REALTIME with the model the phc
-// source keeps (looked up at each call: that source may start later).
-func phcRealtime(trs *Translators, dom timebase.Domain) func(int64) (int64, error) {
-	return func(ns int64) (int64, error) {
-		tr, ok := trs.Lookup(timebase.DomainRealtime, dom)
-		if !ok {
-			return 0, fmt.Errorf("no %s<->realtime model (enable the phc source for this PHC)", dom)
-		}
-		ts, err := tr.Translate(timebase.Timestamp{NS: ns, Domain: dom})
-		if err != nil {
-			return 0, err
-		}
-		return ts.NS, nil
-	}
-}
-
 func buildNTPSources(env *Env) ([]Source, error) {
 	n := env.Config.NTP
 	var out []Source
@@ -71,7 +55,7 @@ func buildNTPSources(env *Env) ([]Source, error) {
 		if err != nil || idx < 0 {
 			return nil, keyErr("ntp.interface", "%s has no PTP hardware clock for hardware timestamps (%v)", n.Interface, err)
 		}
-		toRealtime = phcRealtime(env.Translators, timebase.PHC(idx))
+		toRealtime = env.Translators.ToRealtime(timebase.PHC(idx))
 	}
 	for i, sc := range n.Servers {
 		addr, err := resolveNTP(sc.Address)

@@ -136,7 +136,7 @@ func TestNTPMixedExchangeTranslatedPerStamp(t *testing.T) {
 	srv := &ntptest.Server{Addr: netip.MustParseAddrPort("10.0.0.1:123"), Now: 1_795_000_004_000_000_000, Step: 1_000_000,
 		OffsetNS: 4_000, DelayNS: 30_000, ProcessingNS: 5_000, PHCOffsetNS: phcAhead,
 		TxSource: sockts.SourceUser, RxSource: sockts.SourceHardware}
-	s := newNTPSource(NTPServerConfig{Interval: time.Second, Burst: 1, Basic: true}, time.Second, srv.Addr, srv, phcRealtime(trs, dom))
+	s := newNTPSource(NTPServerConfig{Interval: time.Second, Burst: 1, Basic: true}, time.Second, srv.Addr, srv, trs.ToRealtime(dom))
 	b := &Batch{host: "h"}
 	if err := s.Collect(context.Background(), b); err != nil {
 		t.Fatal(err)

@@ -144,7 +144,7 @@ func buildPTPProbe(env *Env) ([]Source, error) {
 		return nil, keyErr("ptp.probe", "%v", err)
 	}
 	if hw {
-		p.Translate = phcToRealtime(env.Translators, dom)
+		p.Translate = env.Translators.ToRealtime(dom)
 	}
 	s, err := newPTPProbeSource(p, 0, nil)
 	if err != nil {
@@ -243,18 +243,5 @@ func (d *ptpProbe) self() []record.Field {
 		record.Uint("delay_req_timeouts", st.DelayTimeouts), record.Uint("delay_req_no_t3", st.DelayNoT3),
 		record.Uint("send_errors", p.SendErrors.Load()), record.Uint("socket_read_errors", p.ReadErrors.Load()),
 		record.Int("time_bumps", d.bumps),
-	}
-}
-
-// phcToRealtime translates with the model the phc source keeps of the PHC
-// (looked up at each call: the source may start after the probe).
-func phcToRealtime(trs *Translators, dom timebase.Domain) func(int64) (int64, error) {
-	return func(ns int64) (int64, error) {
-		tr, ok := trs.Lookup(timebase.DomainRealtime, dom)
-		if !ok {
-			return 0, fmt.Errorf("no %s<->realtime model (enable the phc source for this PHC)", dom)
-		}
-		ts, err := tr.Translate(timebase.Timestamp{NS: ns, Domain: dom})
-		return ts.NS, err
 	}
 }

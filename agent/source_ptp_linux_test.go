@@ -23,7 +23,7 @@ import (
 func TestPHCToRealtime(t *testing.T) {
 	trs := NewTranslators()
 	dom := timebase.PHC(3)
-	f := phcToRealtime(trs, dom)
+	f := trs.ToRealtime(dom)
 	if _, err := f(1_000); err == nil || !strings.Contains(err.Error(), "enable the phc source") {
 		t.Fatalf("no model: %v", err)
 	}
