@@ -182,8 +182,12 @@ func TestProbeRecoversFromALostDelayResp(t *testing.T) {
 	for _, ex := range exs {
 		t3s[ex.T3] = true
 	}
-	if got, want := len(t3s), int(m.answered.Load()); got < want-1 {
-		t.Errorf("exchanges used %d distinct Delay_Reqs of %d answered", got, want)
+	// Each answer is used unless its Delay_Resp or a neighbouring message was
+	// refused on its own (a Follow_Up late past the next Sync on a loaded
+	// machine: counted as a sequence reject), and the last may not have had
+	// its Sync yet.
+	if got, want := len(t3s), int(m.answered.Load())-1-int(st.Rejects[RejectSequence]); got < want {
+		t.Errorf("exchanges used %d distinct Delay_Reqs of %d answered (%d sequence rejects)", got, m.answered.Load(), st.Rejects[RejectSequence])
 	}
 	t.Logf("%d exchanges; master: %d delay_reqs, %d answered, %d dropped; probe: %d timeouts, rejects %v, %d distinct t3",
 		len(exs), m.delayReq.Load(), m.answered.Load(), m.dropped.Load(), st.DelayTimeouts, st.Rejects, len(t3s))
