@@ -254,6 +254,7 @@ func (a *Agent) write(recs []record.Record) {
 	if err := a.out.Write(recs); err != nil {
 		a.writeErrors.Add(1)
 		a.log.Warn("output", "err", err)
+		return
 	}
 	a.written.Add(uint64(len(recs)))
 }

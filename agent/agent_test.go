@@ -178,3 +178,19 @@ func TestAgentCountsDropsInsteadOfBlocking(t *testing.T) {
 	}
 	close(out.release)
 }
+
+// failSink refuses every write.
+type failSink struct{}
+
+func (failSink) Write([]record.Record) error { return errors.New("disk full") }
+func (failSink) Close() error                { return nil }
+
+// records_out counts what the outputs took, not what they refused.
+func TestRecordsOutCountsOnlyWrittenRecords(t *testing.T) {
+	cfg := Default()
+	a := newWithSources(cfg, quietLog(), failSink{})
+	a.write([]record.Record{{Measurement: "m", Fields: []record.Field{record.Int("v", 1)}, TimeNS: 1}})
+	if a.written.Load() != 0 || a.writeErrors.Load() != 1 {
+		t.Fatalf("records_out %d, output_errors %d after a refused write", a.written.Load(), a.writeErrors.Load())
+	}
+}

@@ -38,11 +38,12 @@ func clockGettime(id int32) (int64, error) {
 // errTime32 is a 32-bit time that wrapped (after 2038-01-19T03:14:07Z).
 var errTime32 = errors.New("32-bit time_t overflowed (2038): this kernel lacks clock_gettime64")
 
-// seconds32 converts a 32-bit timespec. REALTIME and TAI are never before
-// 1970, so negative seconds there are a wrapped time_t, which is refused
-// rather than shipped as 1901; the other clocks count from boot.
+// seconds32 converts a 32-bit timespec. REALTIME, TAI and PHCs (dynamic
+// clocks, negative ids) count from 1970 and are never before it, so negative
+// seconds there are a wrapped time_t, which is refused rather than shipped as
+// 1901; the monotonic clocks count from boot.
 func seconds32(id int32, sec, nsec int32) (int64, error) {
-	if sec < 0 && (id == unix.CLOCK_REALTIME || id == unix.CLOCK_TAI) {
+	if sec < 0 && (id == unix.CLOCK_REALTIME || id == unix.CLOCK_TAI || id < 0) {
 		return 0, fmt.Errorf("clock_gettime(%d): %w", id, errTime32)
 	}
 	return int64(sec)*1_000_000_000 + int64(nsec), nil

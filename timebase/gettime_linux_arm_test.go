@@ -21,6 +21,9 @@ func TestClockGettimeArm(t *testing.T) {
 	if _, err := seconds32(unix.CLOCK_REALTIME, -2147483647, 0); !errors.Is(err, errTime32) {
 		t.Fatalf("wrapped REALTIME: %v", err)
 	}
+	if _, err := seconds32(-29, -2147483647, 0); !errors.Is(err, errTime32) { // a PHC's dynamic clock id
+		t.Fatalf("wrapped PHC time: %v", err)
+	}
 	if got, err := seconds32(unix.CLOCK_MONOTONIC, 2147483647, 5); err != nil || got != 2147483647_000_000_005 {
 		t.Fatalf("last 32-bit second: %d %v", got, err)
 	}
