@@ -76,6 +76,9 @@ func (s *sensorsSource) scan() error {
 			if x.Label != "" {
 				tags = append(tags, record.Tag{Key: "label", Value: x.Label})
 			}
+			if x.Node != x.Device { // two chips of one name (two NVMe drives) stay apart
+				tags = append(tags, record.Tag{Key: "node", Value: x.Node})
+			}
 			s.sensors, s.tags = append(s.sensors, x), append(s.tags, tags)
 		}
 	}

@@ -82,3 +82,40 @@ func TestSensorsSourceWithoutSensorsHasNoData(t *testing.T) {
 }
 
 var _ SelfReporter = (*sensorsSource)(nil)
+
+// Two hwmon chips of one name (two NVMe drives) read in one collection must
+// not share a key: InfluxDB would keep one of them.
+func TestSensorsOfTwoChipsWithOneNameStayApart(t *testing.T) {
+	sys := t.TempDir()
+	for i, v := range []string{"41850", "39850"} {
+		chip := filepath.Join(sys, "class", "hwmon", fmt.Sprintf("hwmon%d", i))
+		for name, val := range map[string]string{"name": "nvme", "temp1_input": v, "temp1_label": "Composite"} {
+			if err := os.MkdirAll(chip, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(chip, name), []byte(val+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cfg := Default().Sensors
+	cfg.Thermal, cfg.IIO = false, false
+	s := newSensorsSource(cfg, sensors.NewFS(sys, t.TempDir()), time.Now)
+	defer s.Close()
+	b := &Batch{}
+	if err := s.Collect(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	for _, r := range b.Records {
+		var tags []string
+		for _, tg := range r.Tags {
+			tags = append(tags, tg.Key+"="+tg.Value)
+		}
+		sort.Strings(tags)
+		keys[r.Measurement+" "+strings.Join(tags, ",")] = true
+	}
+	if len(b.Records) != 2 || len(keys) != 2 {
+		t.Fatalf("%d records with %d distinct tag sets: %v", len(b.Records), len(keys), keys)
+	}
+}

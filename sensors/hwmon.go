@@ -66,7 +66,7 @@ func (fs FS) Hwmon() ([]*Sensor, error) {
 				continue
 			}
 			label, _ := readString(filepath.Join(dir, ch+"_label"))
-			out = append(out, &Sensor{Source: "hwmon", Device: name, Path: filepath.Join(dir, n), Name: ch, Label: label,
+			out = append(out, &Sensor{Source: "hwmon", Device: name, Node: filepath.Base(chip), Path: filepath.Join(dir, n), Name: ch, Label: label,
 				Kind: t.kind, exact: t.mult})
 		}
 	}
@@ -108,7 +108,7 @@ func (fs FS) Thermal() ([]*Sensor, error) {
 		if typ == "" {
 			typ = filepath.Base(z)
 		}
-		out = append(out, &Sensor{Source: "thermal", Device: filepath.Base(z), Path: filepath.Join(z, "temp"), Name: typ,
+		out = append(out, &Sensor{Source: "thermal", Device: filepath.Base(z), Node: filepath.Base(z), Path: filepath.Join(z, "temp"), Name: typ,
 			Kind: KindTemperature, exact: 1_000})
 	}
 	return out, nil

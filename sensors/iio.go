@@ -85,7 +85,7 @@ func iioChannels(d IIODevice) ([]*Sensor, error) {
 		if !ok {
 			continue
 		}
-		s := &Sensor{Source: "iio", Device: d.Name, Path: filepath.Join(d.Dir, n), Name: ch, Kind: t.kind, scale: t.mult}
+		s := &Sensor{Source: "iio", Device: d.Name, Node: d.Node, Path: filepath.Join(d.Dir, n), Name: ch, Kind: t.kind, scale: t.mult}
 		if !processed {
 			scale, err := iioAttr(d.Dir, ch, typ, "scale", 1)
 			if err != nil {

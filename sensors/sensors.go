@@ -66,6 +66,7 @@ func (k Kind) Unit() string {
 type Sensor struct {
 	Source string // hwmon, thermal or iio
 	Device string // the chip's, zone's or ADC's name (hwmon "name", thermal "type", IIO "name")
+	Node   string // its sysfs node (hwmon3, thermal_zone0, iio:device0): tells apart chips of one name
 	Path   string // the attribute read
 	Name   string // the channel: temp1, power2, zone type, voltage3
 	Label  string // hwmon's label when the driver gives one
