@@ -165,11 +165,16 @@ func (p *Prober) Poll(ctx context.Context) (Result, error) {
 		return Result{Best: -1}, fmt.Errorf("ntp %s: %w until %s", p.cfg.Server, ErrHeldOff, p.holdUntil.Format(time.RFC3339))
 	}
 	res := Result{Best: -1}
+burst:
 	for i := 0; i < p.cfg.Burst; i++ {
 		if i > 0 {
 			select {
 			case <-ctx.Done():
-				return res, ctx.Err()
+				// Stopped mid-burst: the samples taken are results all the same.
+				if res.Best < 0 {
+					return res, ctx.Err()
+				}
+				break burst
 			case <-time.After(p.cfg.BurstSpacing):
 			}
 		}
@@ -270,6 +275,12 @@ func (p *Prober) exchange() (Sample, error) {
 			return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, err)
 		}
 		p.C.BytesReceived.Add(uint64(n) + p.overhead())
+		if from != p.cfg.Server && from.Addr().Unmap() != p.cfg.Server.Addr().Unmap() {
+			// Not the server: refused before its stamp is translated, so a
+			// stray packet never ends the wait for the real reply.
+			p.C.Rejects[RejectSource].Add(1)
+			continue
+		}
 		t1, terr := p.realtime(tx)
 		t4, rerr := p.realtime(rx)
 		if terr != nil || rerr != nil {
@@ -280,13 +291,7 @@ func (p *Prober) exchange() (Sample, error) {
 			return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, errors.Join(terr, rerr))
 		}
 		var h Header
-		err = nil
-		if from != p.cfg.Server && from.Addr().Unmap() != p.cfg.Server.Addr().Unmap() {
-			err = reject(RejectSource, "reply from %s", from)
-		} else {
-			err = ParseReply(p.buf[:n], cookie, xcookie, t1, &h)
-		}
-		if err != nil {
+		if err = ParseReply(p.buf[:n], cookie, xcookie, t1, &h); err != nil {
 			r := RejectOf(err)
 			p.C.Rejects[r].Add(1)
 			if r == RejectOrigin || r == RejectSource {

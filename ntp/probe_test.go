@@ -148,3 +148,27 @@ func TestDispersion(t *testing.T) {
 		t.Fatalf("dispersion %d", got)
 	}
 }
+
+// A burst stopped by its context keeps the samples it took: they are results,
+// not a failure.
+func TestBurstStoppedMidwayKeepsItsSamples(t *testing.T) {
+	f := &fakeServer{now: 1_795_000_000_000_000_000, delays: []int64{40_000, 12_000, 30_000}}
+	p := NewProber(ProbeConfig{Server: server, Burst: 3, BurstSpacing: 200 * time.Millisecond}, f)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res, err := p.Poll(ctx)
+	if err != nil {
+		t.Fatalf("a burst stopped after 2 samples: %v", err)
+	}
+	if len(res.Samples) != 2 || res.Best != 1 {
+		t.Fatalf("samples %d best %d, want 2 and 1", len(res.Samples), res.Best)
+	}
+	// Stopped before any sample: that is the context's error.
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	p = NewProber(ProbeConfig{Server: server, Burst: 3, BurstSpacing: time.Second}, &fakeServer{now: 1_795_000_000_000_000_000, from: netip.MustParseAddrPort("10.6.6.6:123")})
+	p.cfg.Timeout = 10 * time.Millisecond
+	if _, err := p.Poll(ctx); err == nil {
+		t.Fatal("a burst with no sample stopped by its context: no error")
+	}
+}
