@@ -20,6 +20,9 @@ type Outputs struct {
 	Files   []*sink.Writer
 	Spool   *spool.Spool
 	Shipper *influx.Shipper
+
+	log          *slog.Logger
+	lastSpoolErr string // the spool's flush failure last logged (self-metrics goroutine only)
 }
 
 // OpenOutputs opens the outputs cfg asks for.
@@ -76,6 +79,7 @@ func OpenOutputs(cfg *Config) (*Outputs, error) {
 // SetLogger gives the shipper a logger for its state changes (401, database
 // missing, unreachable, back again). Call it before the shipper runs.
 func (o *Outputs) SetLogger(l *slog.Logger) {
+	o.log = l
 	if o.Shipper != nil {
 		o.Shipper.SetLogger(l)
 	}
@@ -121,6 +125,14 @@ func (o *Outputs) Close() error {
 func (o *Outputs) selfRecords(b *Batch, now int64) {
 	if o.Spool != nil {
 		st := o.Spool.Stats()
+		if st.LastError != o.lastSpoolErr && o.log != nil { // once per change, not every interval
+			if st.LastError != "" {
+				o.log.Error("spool: writing to disk failed; unwritten points wait in a bounded buffer, beyond it they are dropped and counted (dropped_buffer)", "err", st.LastError, "dir", o.Spool.Dir())
+			} else {
+				o.log.Info("spool: writing to disk works again", "dir", o.Spool.Dir())
+			}
+		}
+		o.lastSpoolErr = st.LastError
 		b.Add("monagent_spool", now, nil,
 			record.Uint("appended", st.Appended),
 			record.Uint("rejected", st.Rejected),
@@ -133,6 +145,7 @@ func (o *Outputs) selfRecords(b *Batch, now int64) {
 			record.Uint("recovered", st.Recovered),
 			record.Uint("truncated_bytes", st.TruncatedBytes),
 			record.Uint("write_errors", st.WriteErrors),
+			record.String("last_error", st.LastError),
 			record.Uint("fsyncs", st.Fsyncs),
 			record.Int("spool_bytes", st.Bytes),
 			record.Int("segments", int64(st.Segments)),

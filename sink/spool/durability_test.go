@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +182,91 @@ func TestAppendLines(t *testing.T) {
 	lines, b := drain(t, s.NewReader())
 	if strings.Join(lines, "|") != "a v=1i 1|b v=2i 2" || b.Points != 2 || s.Stats().Appended != 2 {
 		t.Fatalf("lines %q batch %+v", lines, b)
+	}
+}
+
+// Damage in the segment being written costs the entries it holds, not the
+// ones appended after it was found.
+func TestCorruptActiveSegmentDoesNotSwallowLaterEntries(t *testing.T) {
+	s := open(t, Options{Dir: t.TempDir(), SegmentBytes: 1 << 20})
+	defer s.Close()
+	for i := 0; i < 10; i++ {
+		s.Append(recs(i*10, 10))
+		s.Flush()
+	}
+	s.io.Lock()
+	active := s.segs[len(s.segs)-1]
+	s.io.Unlock()
+	f, err := os.OpenFile(active.path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var one [1]byte
+	f.ReadAt(one[:], HeaderSize+10)
+	one[0] ^= 0xff
+	f.WriteAt(one[:], HeaderSize+10)
+	f.Close()
+	r := s.NewReader()
+	read := func() (n int) {
+		for {
+			e, ok, err := r.TryNext()
+			if err != nil {
+				t.Fatalf("reader: %v", err)
+			}
+			if !ok {
+				return n
+			}
+			n += strings.Count(string(e.Lines), "\n")
+		}
+	}
+	if got := read(); got != 0 || s.Stats().DroppedCorrupt != 100 {
+		t.Fatalf("read %d, dropped %d of the damaged segment's 100", got, s.Stats().DroppedCorrupt)
+	}
+	for i := 10; i < 20; i++ { // appended after the damage was found
+		s.Append(recs(i*10, 10))
+		s.Flush()
+	}
+	if got := read(); got != 100 || s.Stats().DroppedCorrupt != 100 {
+		t.Fatalf("read %d of the 100 points appended after the damage; dropped %d", got, s.Stats().DroppedCorrupt)
+	}
+}
+
+// A failure of the background flush (here the ack file's directory vanished)
+// is reported in Stats until a flush succeeds again; the acknowledgement is
+// written then.
+func TestBackgroundFlushFailureIsReported(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "spool")
+	s := open(t, Options{Dir: dir, FlushInterval: 5 * time.Millisecond, FsyncInterval: 5 * time.Millisecond})
+	defer s.Close()
+	s.Append(recs(0, 10))
+	s.Flush()
+	r := s.NewReader()
+	e, ok, err := r.TryNext()
+	if err != nil || !ok {
+		t.Fatalf("read: %v %v", ok, err)
+	}
+	moved := dir + ".away"
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ack(Batch{FirstSeq: e.FirstSeq, LastSeq: e.LastSeq(), Points: int(e.Points)}, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s: %+v", what, s.Stats())
+			}
+		}
+	}
+	waitFor("reported failure", func() bool { return strings.Contains(s.Stats().LastError, "spool ack") })
+	if err := os.Rename(moved, dir); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("recovery", func() bool { return s.Stats().LastError == "" })
+	b, err := os.ReadFile(filepath.Join(dir, "ack"))
+	if err != nil || len(b) < 8 || binary.LittleEndian.Uint64(b) != e.LastSeq() {
+		t.Fatalf("ack file after recovery: %x %v", b, err)
 	}
 }

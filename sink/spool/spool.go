@@ -70,6 +70,9 @@ type Stats struct {
 	Bytes          int64 // on disk
 	Segments       int
 	Pending        uint64 // points written but not yet resolved
+	// LastError is the background flush's latest failure (a segment write,
+	// an fsync, the ack file), "" once a flush succeeds again.
+	LastError string
 }
 
 // ErrClosed is returned by Append after Close.
@@ -109,11 +112,12 @@ type Spool struct {
 	active         *os.File
 	nextSeq        uint64
 	acked          uint64
-	delivered      uint64    // highest seq the reader handed out
-	lostThrough    uint64    // highest in-flight seq whose segment the cap removed
-	corruptThrough uint64    // highest seq skipped as corrupt by the reader
-	ackDirty       bool      // acked is ahead of the ack file
-	ackSync        time.Time // when the ack file was last written and fsynced
+	delivered      uint64                 // highest seq the reader handed out
+	lostThrough    uint64                 // highest in-flight seq whose segment the cap removed
+	corruptThrough uint64                 // highest seq skipped as corrupt by the reader
+	flushErr       atomic.Pointer[string] // the background flush's latest failure
+	ackDirty       bool                   // acked is ahead of the ack file
+	ackSync        time.Time              // when the ack file was last written and fsynced
 	ioClosed       bool
 	lastSync       time.Time
 	dirty          bool
@@ -338,7 +342,12 @@ func (s *Spool) flusher() {
 		case <-t.C:
 		case <-s.kick:
 		}
-		s.Flush()
+		if err := s.Flush(); err != nil {
+			msg := err.Error()
+			s.flushErr.Store(&msg)
+		} else {
+			s.flushErr.Store(nil)
+		}
 	}
 }
 
@@ -585,12 +594,17 @@ func (s *Spool) Stats() Stats {
 		}
 	}
 	s.io.Unlock()
+	var lastErr string
+	if p := s.flushErr.Load(); p != nil {
+		lastErr = *p
+	}
 	return Stats{
 		Appended: s.appended.Load(), Rejected: s.rejected.Load(), Acknowledged: s.acknowledged.Load(),
 		DeadLettered: s.deadLettered.Load(), DroppedCap: s.droppedCap.Load(), DroppedBuffer: s.droppedBuffer.Load(),
 		DroppedCorrupt: s.droppedCorrupt.Load(),
 		Recovered:      s.recovered.Load(), TruncatedBytes: s.truncated.Load(), WriteErrors: s.writeErrors.Load(),
 		Fsyncs: s.fsyncs.Load(), Bytes: bytes, Segments: nseg, Pending: pending,
+		LastError: lastErr,
 	}
 }
 
@@ -726,6 +740,14 @@ func (r *Reader) try() (Entry, <-chan struct{}, error) {
 			s.corruptThrough = seg.last
 			r.f.Close()
 			r.f, r.path = nil, ""
+			if seg == s.segs[len(s.segs)-1] && len(s.frame) == 0 {
+				// The damage is in the segment being written: later entries
+				// go to a new one, not behind the damage (where the next read
+				// would drop them too).
+				if err := s.roll(); err != nil {
+					return Entry{}, nil, err
+				}
+			}
 			continue
 		}
 		if err != nil {
