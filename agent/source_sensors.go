@@ -71,16 +71,30 @@ func (s *sensorsSource) scan() error {
 				x.Close()
 				continue
 			}
-			tags := []record.Tag{{Key: "source", Value: x.Source}, {Key: "device", Value: x.Device}, {Key: "sensor", Value: x.Name},
-				{Key: "kind", Value: x.Kind.String()}, {Key: "unit", Value: x.Kind.Unit()}}
-			if x.Label != "" {
-				tags = append(tags, record.Tag{Key: "label", Value: x.Label})
-			}
-			if x.Node != x.Device { // two chips of one name (two NVMe drives) stay apart
-				tags = append(tags, record.Tag{Key: "node", Value: x.Node})
-			}
-			s.sensors, s.tags = append(s.sensors, x), append(s.tags, tags)
+			s.sensors = append(s.sensors, x)
 		}
+	}
+	// Chips that share a name (two NVMe drives) are told apart by their sysfs
+	// node; a unique name goes without it, so its series survive a reboot
+	// that numbers the nodes differently.
+	nodes := map[[2]string]map[string]bool{}
+	for _, x := range s.sensors {
+		k := [2]string{x.Source, x.Device}
+		if nodes[k] == nil {
+			nodes[k] = map[string]bool{}
+		}
+		nodes[k][x.Node] = true
+	}
+	for _, x := range s.sensors {
+		tags := []record.Tag{{Key: "source", Value: x.Source}, {Key: "device", Value: x.Device}, {Key: "sensor", Value: x.Name},
+			{Key: "kind", Value: x.Kind.String()}, {Key: "unit", Value: x.Kind.Unit()}}
+		if x.Label != "" {
+			tags = append(tags, record.Tag{Key: "label", Value: x.Label})
+		}
+		if len(nodes[[2]string{x.Source, x.Device}]) > 1 {
+			tags = append(tags, record.Tag{Key: "node", Value: x.Node})
+		}
+		s.tags = append(s.tags, tags)
 	}
 	return errors.Join(errs...)
 }
