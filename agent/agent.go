@@ -120,6 +120,9 @@ func (a *Agent) Sources() []string {
 // agent or a source needs runs under ctx and has returned when Run returns.
 func (a *Agent) Run(ctx context.Context) error {
 	a.start, _ = timebase.Realtime.Now()
+	if a.outputs != nil && a.outputs.Spool != nil {
+		a.outputs.Spool.Start() // runs until the spool closes, at the end of Run
+	}
 	var readers sync.WaitGroup
 	for _, r := range a.sources {
 		if rn, ok := r.src.(Runner); ok {

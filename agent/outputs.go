@@ -49,6 +49,7 @@ func OpenOutputs(cfg *Config) (*Outputs, error) {
 		sp, err := spool.Open(spool.Options{
 			Dir: sc.Dir, SegmentBytes: sc.SegmentBytes, MaxBytes: sc.MaxBytes,
 			FlushInterval: sc.FlushInterval, FsyncInterval: sc.FsyncInterval, Compress: sc.Compress,
+			DeferFlush: true, // Agent.Run starts it: building the agent starts nothing
 		})
 		if err != nil {
 			return fail(keyErr("spool.dir", "%v", err))

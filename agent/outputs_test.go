@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -84,5 +85,37 @@ func TestAgentLogsAnUnreachableInfluxOnce(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "InfluxDB unreachable at http://127.0.0.1:1"); n != 1 {
 		t.Fatalf("%d log lines name the unreachable InfluxDB, want 1:\n%s", n, logs.String())
+	}
+}
+
+// Building the agent starts no goroutine (its outputs' included): everything
+// runs under Run and has stopped when Run returns.
+func TestBuildingTheAgentStartsNothing(t *testing.T) {
+	cfg := Default()
+	cfg.PHC.Enabled, cfg.Sensors.Enabled = false, false
+	cfg.Clock.Interval = 20 * time.Millisecond
+	cfg.Spool.Dir = t.TempDir()
+	before := runtime.NumGoroutine()
+	a, err := New(cfg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := runtime.NumGoroutine(); n != before {
+		t.Fatalf("New started %d goroutines", n-before)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := a.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() != before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // exiting goroutines are still counted for a moment
+	}
+	if n := runtime.NumGoroutine(); n != before {
+		t.Fatalf("%d goroutines outlive Run", n-before)
+	}
+	if st := a.Outputs().Spool.Stats(); st.Appended == 0 {
+		t.Fatal("nothing reached the spool")
 	}
 }

@@ -271,3 +271,33 @@ func TestBackgroundFlushFailureIsReported(t *testing.T) {
 		return err == nil && len(b) >= 8 && binary.LittleEndian.Uint64(b) == e.LastSeq()
 	})
 }
+
+// A spool opened with DeferFlush writes nothing in the background until
+// Start, and Close without Start still writes everything accepted.
+func TestDeferFlushStartsOnStart(t *testing.T) {
+	for _, start := range []bool{false, true} {
+		dir := t.TempDir()
+		s := open(t, Options{Dir: dir, FlushInterval: time.Millisecond, DeferFlush: true})
+		s.Append(recs(0, 10))
+		time.Sleep(20 * time.Millisecond)
+		if st := s.Stats(); st.Bytes != 0 {
+			t.Fatalf("%d bytes on disk before Start", st.Bytes)
+		}
+		if start {
+			s.Start()
+			for deadline := time.Now().Add(2 * time.Second); s.Stats().Bytes == 0; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("Start did not start the background flush")
+				}
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = open(t, Options{Dir: dir})
+		if st := s.Stats(); st.Recovered != 10 {
+			t.Fatalf("start %v: %d points recovered, want 10", start, st.Recovered)
+		}
+		s.Close()
+	}
+}

@@ -31,6 +31,9 @@ type Options struct {
 	FlushBytes    int           // seal early when the buffer reaches this (default 1 MiB)
 	MaxBuffer     int           // appends beyond this much unwritten data (buffered and sealed) are dropped and counted (default 32 MiB)
 	Compress      bool          // gzip each entry (BestSpeed)
+	// DeferFlush leaves the background flush to Start (an agent starts it
+	// when it runs, so that opening starts nothing); Open starts it otherwise.
+	DeferFlush bool
 }
 
 func (o *Options) defaults() {
@@ -116,6 +119,7 @@ type Spool struct {
 	lostThrough    uint64                 // highest in-flight seq whose segment the cap removed
 	corruptThrough uint64                 // highest seq skipped as corrupt by the reader
 	flushErr       atomic.Pointer[string] // the background flush's latest failure
+	startOnce      sync.Once
 	ackDirty       bool                   // acked is ahead of the ack file
 	ackSync        time.Time              // when the ack file was last written and fsynced
 	ioClosed       bool
@@ -157,8 +161,17 @@ func Open(opts Options) (*Spool, error) {
 		lock.Close()
 		return nil, err
 	}
-	go s.flusher()
+	if !opts.DeferFlush {
+		s.Start()
+	}
 	return s, nil
+}
+
+// Start starts the background flush (every FlushInterval, and early when the
+// buffer fills); it runs until Close. Calling it again, or after Close, does
+// nothing.
+func (s *Spool) Start() {
+	s.startOnce.Do(func() { go s.flusher() })
 }
 
 func (s *Spool) ackPath() string { return filepath.Join(s.opts.Dir, "ack") }
@@ -622,6 +635,7 @@ func (s *Spool) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	close(s.stop)
+	s.startOnce.Do(func() { close(s.done) }) // never started: nothing to wait for
 	<-s.done
 	s.io.Lock()
 	s.forgetInFlight() // whatever the shipper has not acknowledged by now is re-read after a restart, if still on disk
