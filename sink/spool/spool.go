@@ -120,8 +120,8 @@ type Spool struct {
 	corruptThrough uint64                 // highest seq skipped as corrupt by the reader
 	flushErr       atomic.Pointer[string] // the background flush's latest failure
 	startOnce      sync.Once
-	ackDirty       bool                   // acked is ahead of the ack file
-	ackSync        time.Time              // when the ack file was last written and fsynced
+	ackDirty       bool      // acked is ahead of the ack file
+	ackSync        time.Time // when the ack file was last written and fsynced
 	ioClosed       bool
 	lastSync       time.Time
 	dirty          bool
