@@ -35,7 +35,7 @@ func commands() []subcommand {
 		{"run", "--config FILE [flags]", "measure and write records until stopped", func() *flag.FlagSet { fs, _ := runFlags(); return fs }, runCmd},
 		{"probe", "[flags]", "inventory clocks, PHCs, NICs, GPIO, sensors, daemons, InfluxDB", func() *flag.FlagSet { fs, _ := probeFlags(); return fs }, probeCmd},
 		{"config", "check FILE...", "validate configuration files (a shell glob works)", nil, configCmd},
-		{"spool", "replay-deadletter --config FILE [--dry-run]", "ship dead-lettered lines again once their cause is fixed", nil, spoolCmd},
+		{"spool", "replay-deadletter|stats --config FILE [--dry-run]", "ship dead-lettered lines again once their cause is fixed (stop the agent first); or show the spool's counters", func() *flag.FlagSet { fs, _, _ := spoolFlags(); return fs }, spoolCmd},
 		{"version", "", "print the version", func() *flag.FlagSet { return flag.NewFlagSet("version", flag.ContinueOnError) }, versionCmd},
 	}
 }

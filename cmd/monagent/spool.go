@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/monagent/monagent/agent"
@@ -15,14 +16,26 @@ import (
 
 const spoolUsage = "spool: want 'spool replay-deadletter --config FILE [--dry-run]' or 'spool stats --config FILE'"
 
+// spoolFlags are the spool subcommands' flags.
+func spoolFlags() (fs *flag.FlagSet, config *string, dry *bool) {
+	fs = flag.NewFlagSet("spool", flag.ContinueOnError)
+	config = fs.String("config", "", "the agent's configuration `FILE` (spool and influx sections)")
+	dry = fs.Bool("dry-run", false, "count the lines without queueing them (replay-deadletter)")
+	return fs, config, dry
+}
+
 // spoolCmd handles 'monagent spool replay-deadletter|stats --config FILE'.
 func spoolCmd(args []string) error {
+	fs, config, dry := spoolFlags()
 	if len(args) == 0 {
 		return usageError(spoolUsage)
 	}
-	fs := flag.NewFlagSet("spool", flag.ContinueOnError)
-	config := fs.String("config", "", "the agent's configuration `file` (spool and influx sections)")
-	dry := fs.Bool("dry-run", false, "count the lines without queueing them (replay-deadletter)")
+	if strings.HasPrefix(args[0], "-") { // --help, or a flag before the subcommand
+		if err := parseFlags(fs, args); err != nil {
+			return err
+		}
+		return usageError(spoolUsage)
+	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
