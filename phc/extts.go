@@ -98,8 +98,9 @@ type ExttsStats struct {
 	Events uint64 // events decoded
 	Reads  uint64 // reads that returned events
 	// FullReads are reads that returned the kernel's maximum of
-	// KernelExttsPerRead events: a backlog waited, and if it reached
-	// KernelExttsQueue-1 the kernel dropped stamps it does not count.
+	// KernelExttsPerRead events or filled the caller's buffer: a backlog may
+	// have waited, and if it reached KernelExttsQueue-1 the kernel dropped
+	// stamps it does not count.
 	FullReads uint64
 	// MissedEdges are edges missing between stamps of channels with a PeriodNS.
 	MissedEdges uint64
