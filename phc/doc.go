@@ -11,5 +11,13 @@
 // this package always asks for the clock id the caller wants and, when the kernel
 // refuses it, says which clock it fell back to.
 //
+// External timestamps (OpenExtts): pins set to EXTTS (PTP_PIN_SETFUNC2) and
+// channels enabled with PTP_EXTTS_REQUEST2, read as batches of 32-byte
+// ptp_extts_events in the PHC's time. The kernel queues them in a 128-slot
+// buffer that drops the oldest stamp when full and carries no sequence number,
+// so such loss cannot be counted exactly: ExttsStats counts what can be seen
+// (full reads, edges missing from a known period, stamps going backwards).
+// Closing disables the channels and puts the pins back.
+//
 // It never adjusts a clock: no PTP_CLOCK_ADJTIME, no clock_settime.
 package phc
