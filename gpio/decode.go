@@ -20,7 +20,7 @@ const (
 // DecodeEvents decodes the whole gpio_v2_line_event records at the start of
 // buf into dst, at most len(dst), and returns how many it decoded. Every
 // event gets clock, the clock of the request that produced it. It does not
-// allocate on success. A buf whose length is not a multiple of EventSize
+// allocate on success. Records beyond len(dst) are left undecoded. A buf whose length is not a multiple of EventSize
 // yields the whole records before the tail and an error wrapping
 // ErrPartialEvent; a record with an unknown edge id stops the decoding there
 // with an error wrapping ErrBadEvent.

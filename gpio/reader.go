@@ -50,6 +50,8 @@ func newReader(src eventFD, name string, clock EventClock, maxEvents int) *Reade
 // ctx.Err() when ctx is done (within about 100 ms), io.EOF when the
 // descriptor hung up, and an error wrapping ErrPartialEvent when a read ends
 // inside an event (the whole events before it are returned and accounted).
+// A record the kernel never writes (ErrBadEvent) ends the batch there; the
+// records after it show as a seqno gap at the next Read.
 func (r *Reader) Read(ctx context.Context, events []Event) (n int, lost uint64, err error) {
 	if len(events) == 0 {
 		return 0, 0, nil
