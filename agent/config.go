@@ -22,6 +22,7 @@ type Config struct {
 	NTP         NTPConfig         `yaml:"ntp"`
 	PTP         PTPConfig         `yaml:"ptp"`
 	Sensors     SensorsConfig     `yaml:"sensors"`
+	GPIO        GPIOConfig        `yaml:"gpio"`
 	Loadgen     LoadgenConfig     `yaml:"loadgen"`
 	Output      OutputConfig      `yaml:"output"`
 	Spool       SpoolConfig       `yaml:"spool"`
@@ -78,6 +79,7 @@ func sections() []section {
 		{key: "ntp", of: func(c *Config) sectionConfig { return &c.NTP }},
 		{key: "ptp", of: func(c *Config) sectionConfig { return &c.PTP }},
 		{key: "sensors", of: func(c *Config) sectionConfig { return &c.Sensors }},
+		{key: "gpio", of: func(c *Config) sectionConfig { return &c.GPIO }},
 		{key: "loadgen", of: func(c *Config) sectionConfig { return &c.Loadgen }},
 		{key: "output", of: func(c *Config) sectionConfig { return &outputs{c} }},
 		{key: "spool", of: func(c *Config) sectionConfig { return &c.Spool }},

@@ -75,6 +75,7 @@ func registrations() []registration {
 		{"ptp_probe", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Probe.Enabled }, buildPTPProbe},
 		{"sensors", func(c *Config) bool { return c.Sensors.Enabled }, buildSensorsSource},
 		{"sensor_buffers", func(c *Config) bool { return c.Sensors.Enabled && len(c.Sensors.Buffers) > 0 }, buildSensorBuffers},
+		{"gpio", func(c *Config) bool { return c.GPIO.Enabled }, buildGPIOSources},
 		{"loadgen", func(c *Config) bool { return c.Loadgen.Enabled }, buildLoadgen},
 	}
 }
@@ -141,4 +142,57 @@ func (t *Translators) ToRealtime(dom timebase.Domain) func(int64) (int64, error)
 		}
 		return ts.NS, nil
 	}
+}
+
+// errNoTranslation is a move between two domains no kept model connects.
+var errNoTranslation = errors.New("no clock model connects the domains (yet)")
+
+// Move moves ts to domain to through the models the clock and phc sources
+// keep: directly, or through monotonic_raw (the clock source's reference) and
+// REALTIME (a phc source's usual system clock), in up to three steps. The
+// result's uncertainty adds every model's to ts's. It does not allocate when
+// the models exist.
+func (t *Translators) Move(ts timebase.Timestamp, to timebase.Domain) (timebase.Timestamp, error) {
+	if ts.Domain == to {
+		return ts, nil
+	}
+	const raw, rt = timebase.DomainMonotonicRaw, timebase.DomainRealtime
+	paths := [...][3]timebase.Domain{
+		{to}, {raw, to}, {rt, to}, {raw, rt, to}, {rt, raw, to},
+	}
+	err := errNoTranslation
+	for _, path := range paths {
+		cur, ok := ts, true
+		for _, d := range path {
+			if d == 0 || !ok {
+				break
+			}
+			if d == cur.Domain || (d != to && d == ts.Domain) {
+				ok = false
+				break
+			}
+			tr, found := t.Lookup(cur.Domain, d)
+			if !found {
+				ok = false
+				break
+			}
+			next, e := tr.Translate(cur)
+			if e != nil {
+				err, ok = e, false
+				break
+			}
+			cur = next
+			if d == to {
+				return cur, nil
+			}
+		}
+	}
+	return timebase.Timestamp{}, err
+}
+
+// Realtime moves a timestamp of any system-clock domain (or of a PHC with a
+// kept model) to REALTIME, through monotonic_raw where no direct model
+// exists, with its uncertainty.
+func (t *Translators) Realtime(ts timebase.Timestamp) (timebase.Timestamp, error) {
+	return t.Move(ts, timebase.DomainRealtime)
 }

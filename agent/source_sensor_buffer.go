@@ -135,28 +135,9 @@ func (d *sensorBuffer) produce(ctx context.Context, q *EventQueue[scan]) error {
 
 // realtime moves a kernel timestamp to REALTIME: directly, through the
 // clock source's model of its clock, or through monotonic_raw (the clock
-// source's reference) in two steps.
+// source's reference) in two steps (Translators.Realtime).
 func (d *sensorBuffer) realtime(ns int64) (int64, bool) {
-	c := d.buf.Clock
-	if c == timebase.DomainRealtime {
-		return ns, true
-	}
-	ts := timebase.Timestamp{NS: ns, Domain: c}
-	if c != timebase.DomainMonotonicRaw {
-		tr, ok := d.tr.Lookup(c, timebase.DomainMonotonicRaw)
-		if !ok {
-			return 0, false
-		}
-		var err error
-		if ts, err = tr.Translate(ts); err != nil {
-			return 0, false
-		}
-	}
-	tr, ok := d.tr.Lookup(timebase.DomainMonotonicRaw, timebase.DomainRealtime)
-	if !ok {
-		return 0, false
-	}
-	ts, err := tr.Translate(ts)
+	ts, err := d.tr.Realtime(timebase.Timestamp{NS: ns, Domain: d.buf.Clock})
 	return ts.NS, err == nil
 }
 

@@ -1,0 +1,249 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/monagent/monagent/gpio"
+)
+
+// GPIOConfig is the GPIO edge source (source_gpio_linux.go): lines of GPIO
+// character devices requested with edge detection, each edge shipped as a
+// gpio_event record at the kernel's stamp moved to REALTIME.
+type GPIOConfig struct {
+	Enabled  bool             `yaml:"enabled"`
+	Interval time.Duration    `yaml:"interval"` // how often the edges are shipped
+	Chips    []GPIOChipConfig `yaml:"chips"`
+	// PHC, when set (/dev/ptpN), adds each edge's time in that PHC as the
+	// phc_ns field, through the phc source's model of it.
+	PHC string `yaml:"phc"`
+}
+
+// GPIOChipConfig is one chip's lines. Lines with the same settings (edge,
+// bias, active_low, debounce, clock) share one line request; each request is
+// one event source.
+type GPIOChipConfig struct {
+	Chip  string           `yaml:"chip"` // gpiochipN, or a path under paths.dev
+	Lines []GPIOLineConfig `yaml:"lines"`
+	// Buffer is the kernel's event queue of a request, in events (at most
+	// 1024); it is also the largest batch one read takes.
+	Buffer int `yaml:"buffer"`
+	// Ring is the events between the reader and the shipper, a power of two.
+	Ring int `yaml:"ring"`
+	// Replay reads raw 48-byte gpio_v2_line_event records from this file or
+	// FIFO instead of requesting the lines: a capture replayed, or a test's
+	// fixture. It is read once, to its end (a FIFO: until its writer closes);
+	// events of offsets not listed in lines are shipped with an empty name.
+	// The lines' clock says what the stamps count in.
+	Replay string `yaml:"replay"`
+}
+
+// GPIOLineConfig is one line.
+type GPIOLineConfig struct {
+	Offset    int           `yaml:"offset"`
+	Name      string        `yaml:"name"`       // the name tag (default: line<offset>)
+	Edge      string        `yaml:"edge"`       // rising, falling or both (default both)
+	Bias      string        `yaml:"bias"`       // as_is, pull_up, pull_down or disabled (default as_is)
+	ActiveLow bool          `yaml:"active_low"` // swaps rising and falling
+	Debounce  time.Duration `yaml:"debounce"`   // whole microseconds; 0: none
+	Clock     string        `yaml:"clock"`      // monotonic, realtime or hte (default monotonic)
+}
+
+func (g *GPIOConfig) defaults() {
+	*g = GPIOConfig{Interval: time.Second}
+}
+
+func (c *GPIOChipConfig) defaults() {
+	*c = GPIOChipConfig{Buffer: 1024, Ring: 4096}
+}
+
+func (l *GPIOLineConfig) defaults() {
+	*l = GPIOLineConfig{Edge: "both", Bias: "as_is", Clock: "monotonic"}
+}
+
+// UnmarshalYAML decodes a chips entry over its defaults.
+func (c *GPIOChipConfig) UnmarshalYAML(n *yaml.Node) error {
+	type plain GPIOChipConfig
+	c.defaults()
+	return n.Decode((*plain)(c))
+}
+
+// UnmarshalYAML decodes a lines entry over its defaults.
+func (l *GPIOLineConfig) UnmarshalYAML(n *yaml.Node) error {
+	type plain GPIOLineConfig
+	l.defaults()
+	return n.Decode((*plain)(l))
+}
+
+var (
+	gpioEdges  = map[string]gpio.EdgeDetect{"rising": gpio.DetectRising, "falling": gpio.DetectFalling, "both": gpio.DetectBoth}
+	gpioBiases = map[string]gpio.Bias{"as_is": gpio.BiasAsIs, "pull_up": gpio.BiasPullUp, "pull_down": gpio.BiasPullDown, "disabled": gpio.BiasDisabled}
+	gpioClocks = map[string]gpio.EventClock{"monotonic": gpio.ClockMonotonic, "realtime": gpio.ClockRealtime, "hte": gpio.ClockHTE}
+)
+
+// lineConfig is the request settings of a checked line.
+func (l *GPIOLineConfig) lineConfig() gpio.LineConfig {
+	return gpio.LineConfig{Consumer: "monagent", Edge: gpioEdges[l.Edge], Bias: gpioBiases[l.Bias],
+		ActiveLow: l.ActiveLow, Debounce: l.Debounce, Clock: gpioClocks[l.Clock]}
+}
+
+// tagName is the line's name tag.
+func (l *GPIOLineConfig) tagName() string {
+	if l.Name != "" {
+		return l.Name
+	}
+	return fmt.Sprintf("line%d", l.Offset)
+}
+
+// groupGPIOLines splits a chip's lines into requests: lines with the same
+// settings share one (a replay is one group).
+func groupGPIOLines(cc GPIOChipConfig) [][]GPIOLineConfig {
+	if cc.Replay != "" {
+		return [][]GPIOLineConfig{cc.Lines}
+	}
+	var groups [][]GPIOLineConfig
+	for _, l := range cc.Lines {
+		placed := false
+		for g := range groups {
+			if groups[g][0].lineConfig() == l.lineConfig() {
+				groups[g] = append(groups[g], l)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			groups = append(groups, []GPIOLineConfig{l})
+		}
+	}
+	return groups
+}
+
+func offsetsString(lines []GPIOLineConfig) string {
+	s := make([]string, len(lines))
+	for i, l := range lines {
+		s[i] = strconv.Itoa(l.Offset)
+	}
+	return strings.Join(s, ",")
+}
+
+// Validate checks the gpio section.
+func (g *GPIOConfig) Validate() error {
+	var p problems
+	g.check(&p)
+	return p.err()
+}
+
+func keysOf[V any](m map[string]V) string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return strings.Join(ks, ", ")
+}
+
+func (g *GPIOConfig) check(p *problems) {
+	if !g.Enabled {
+		return
+	}
+	p.positive("gpio.interval", g.Interval)
+	if len(g.Chips) == 0 {
+		p.add("gpio.chips", "list at least one chip with its lines")
+	}
+	if g.PHC != "" && !strings.HasPrefix(filepath.Base(g.PHC), "ptp") {
+		p.add("gpio.phc", "%q is not a PHC device (/dev/ptpN)", g.PHC)
+	}
+	chips := map[string]int{}
+	for i, c := range g.Chips {
+		key := fmt.Sprintf("gpio.chips[%d]", i)
+		if c.Chip == "" {
+			p.add(key+".chip", "must be set (gpiochipN or a device path)")
+		} else if j, dup := chips[c.Chip]; dup {
+			p.add(key+".chip", "%s is also gpio.chips[%d]: list its lines in one entry", c.Chip, j)
+		} else {
+			chips[c.Chip] = i
+		}
+		if len(c.Lines) == 0 {
+			p.add(key+".lines", "list at least one line")
+		}
+		if c.Buffer < 1 || c.Buffer > gpio.MaxEventBufferSize {
+			p.add(key+".buffer", "%d events: 1 to %d (the kernel's limit)", c.Buffer, gpio.MaxEventBufferSize)
+		}
+		if c.Ring < 1 || c.Ring&(c.Ring-1) != 0 {
+			p.add(key+".ring", "%d is not a power of two", c.Ring)
+		}
+		offsets := map[int]int{}
+		for j, l := range c.Lines {
+			lk := fmt.Sprintf("%s.lines[%d]", key, j)
+			if l.Offset < 0 {
+				p.add(lk+".offset", "must not be negative, got %d", l.Offset)
+			} else if k, dup := offsets[l.Offset]; dup {
+				p.add(lk+".offset", "offset %d is also %s.lines[%d]", l.Offset, key, k)
+			} else {
+				offsets[l.Offset] = j
+			}
+			if _, ok := gpioEdges[l.Edge]; !ok {
+				p.add(lk+".edge", "%q: want %s", l.Edge, keysOf(gpioEdges))
+			}
+			if _, ok := gpioBiases[l.Bias]; !ok {
+				p.add(lk+".bias", "%q: want %s", l.Bias, keysOf(gpioBiases))
+			}
+			if _, ok := gpioClocks[l.Clock]; !ok {
+				p.add(lk+".clock", "%q: want %s", l.Clock, keysOf(gpioClocks))
+			} else if l.Clock == "hte" {
+				p.add(lk+".clock", "hte stamps count in the engine's own timebase, which monagent cannot move to REALTIME yet")
+			}
+			if l.Debounce < 0 || l.Debounce%time.Microsecond != 0 {
+				p.add(lk+".debounce", "%v: whole microseconds, not negative", l.Debounce)
+			}
+			if c.Replay != "" && l.Clock != c.Lines[0].Clock {
+				p.add(lk+".clock", "%q differs from lines[0]'s %q: a replay has one clock", l.Clock, c.Lines[0].Clock)
+			}
+		}
+		if len(c.Lines) > gpio.MaxLines {
+			p.add(key+".lines", "%d lines: at most %d per chip", len(c.Lines), gpio.MaxLines)
+		}
+	}
+}
+
+// chipPath is the device of a chip entry.
+func (c *GPIOChipConfig) chipPath(dev string) string {
+	if strings.ContainsRune(c.Chip, '/') {
+		return c.Chip
+	}
+	return filepath.Join(dev, c.Chip)
+}
+
+// board checks that every chip (or replay file) and the PHC exist.
+func (g *GPIOConfig) board(paths PathsConfig, p *problems) {
+	if !g.Enabled {
+		return
+	}
+	for i, c := range g.Chips {
+		key := fmt.Sprintf("gpio.chips[%d]", i)
+		if c.Replay != "" {
+			if _, err := os.Stat(c.Replay); err != nil {
+				p.put(&KeyError{Key: key + ".replay", Reason: fmt.Sprintf("replay file: %v", err), Err: err})
+			}
+			continue
+		}
+		if c.Chip == "" {
+			continue
+		}
+		if _, err := os.Stat(c.chipPath(paths.Dev)); err != nil {
+			p.put(&KeyError{Key: key + ".chip", Reason: fmt.Sprintf("no GPIO chip: %v", err), Err: err})
+		}
+	}
+	if g.PHC != "" {
+		if _, err := os.Stat(g.PHC); err != nil {
+			p.put(&KeyError{Key: "gpio.phc", Reason: fmt.Sprintf("no PHC: %v", err), Err: err})
+		}
+	}
+}

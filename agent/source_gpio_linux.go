@@ -1,0 +1,340 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/monagent/monagent/gpio"
+	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/timebase"
+)
+
+// gpioEdge is one edge as the reader hands it to the shipper.
+type gpioEdge struct {
+	ev gpio.Event
+	// read is the event clock's time when the read that brought the edge
+	// returned (its latency is read - ev.TimestampNS).
+	read int64
+	// readRT is REALTIME at that read plus the edge's index in it: the time
+	// of an edge whose stamp cannot be moved to REALTIME yet.
+	readRT int64
+}
+
+// latencyCap bounds the latency samples kept per line and interval (the
+// latest ones); the maximum counts every edge.
+const latencyCap = 1024
+
+// gpioLine is one requested line: its tags and counts.
+type gpioLine struct {
+	offset   uint32
+	rising   []record.Tag // chip, line, name, edge
+	falling  []record.Tag
+	fieldPfx string // "line17_"
+
+	lost atomic.Uint64 // line_seqno gaps (the producer writes it)
+
+	// Written on the collection goroutine only.
+	last     int64 // the last shipped time (no two records of the line share one)
+	events   uint64
+	lat      [latencyCap]int64
+	latN     int // samples this interval (may exceed latencyCap: it wraps)
+	latMax   int64
+	snapshot [4]int64 // p50, p99, max, samples of the last interval
+}
+
+// gpioSource is the decoder of one line request's event source (or of one
+// replayed capture).
+type gpioSource struct {
+	chip    string // as configured (the chip tag)
+	path    string // the device
+	replay  string
+	offsets []int
+	cfg     gpio.LineConfig
+	buffer  int
+	clock   timebase.SystemClock // the event clock, for the read latency
+	tr      *Translators
+	phc     timebase.Domain // DomainUnknown: no phc_ns
+	lines   []*gpioLine
+
+	replayDone atomic.Bool
+	unlisted   atomic.Uint64 // replayed edges of lines not configured
+	unlost     atomic.Uint64 // their losses
+
+	// Written on the collection goroutine only (Emit, After, Self).
+	untranslated, phcUntranslated, bumps uint64
+	scratch                              [latencyCap]int64
+}
+
+func buildGPIOSources(env *Env) ([]Source, error) {
+	c := env.Config
+	phcDom := timebase.DomainUnknown
+	if c.GPIO.PHC != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(c.GPIO.PHC), "ptp"))
+		if err != nil {
+			return nil, keyErr("gpio.phc", "%q is not a PHC device (/dev/ptpN)", c.GPIO.PHC)
+		}
+		phcDom = timebase.PHC(n)
+	}
+	tr := env.Translators
+	if tr == nil {
+		tr = NewTranslators()
+	}
+	var out []Source
+	for i, cc := range c.GPIO.Chips {
+		for _, group := range groupGPIOLines(cc) {
+			d, err := newGPIOSource(cc, group, cc.chipPath(c.Paths.Dev), tr, phcDom)
+			if err != nil {
+				for _, o := range out {
+					o.Close()
+				}
+				return nil, keyErr(fmt.Sprintf("gpio.chips[%d]", i), "%v", err)
+			}
+			name := "gpio:" + cc.Chip
+			if len(group) != len(cc.Lines) {
+				name += ":" + offsetsString(group)
+			}
+			s, err := d.eventSource(name, c.GPIO.Interval, cc.Ring)
+			if err != nil {
+				for _, o := range out {
+					o.Close()
+				}
+				return nil, keyErr(fmt.Sprintf("gpio.chips[%d]", i), "%v", err)
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func newGPIOSource(cc GPIOChipConfig, lines []GPIOLineConfig, path string, tr *Translators, phcDom timebase.Domain) (*gpioSource, error) {
+	cfg := lines[0].lineConfig()
+	cfg.EventBufferSize = cc.Buffer
+	clk, ok := timebase.SystemClockFor(cfg.Clock.Domain())
+	if !ok {
+		return nil, fmt.Errorf("gpio %s: event clock %s has no system clock", path, cfg.Clock)
+	}
+	d := &gpioSource{chip: cc.Chip, path: path, replay: cc.Replay, cfg: cfg, buffer: cc.Buffer,
+		clock: clk, tr: tr, phc: phcDom}
+	for _, l := range lines {
+		d.offsets = append(d.offsets, l.Offset)
+		base := []record.Tag{{Key: "chip", Value: cc.Chip}, {Key: "line", Value: strconv.Itoa(l.Offset)}, {Key: "name", Value: l.tagName()}}
+		d.lines = append(d.lines, &gpioLine{offset: uint32(l.Offset),
+			rising:   append(slices.Clip(base), record.Tag{Key: "edge", Value: "rising"}),
+			falling:  append(slices.Clip(base), record.Tag{Key: "edge", Value: "falling"}),
+			fieldPfx: "line" + strconv.Itoa(l.Offset) + "_"})
+	}
+	return d, nil
+}
+
+func (d *gpioSource) eventSource(name string, interval time.Duration, ringSize int) (*EventSource[gpioEdge], error) {
+	return NewEventSource(EventSourceConfig[gpioEdge]{
+		Name: name, Interval: interval, Ring: ringSize,
+		Producer: ProducerFunc[gpioEdge](d.produce), Emit: d.emit, After: d.after, Self: d.self,
+	})
+}
+
+// line is the configured line at offset, or nil.
+func (d *gpioSource) line(offset uint32) *gpioLine {
+	for _, l := range d.lines {
+		if l.offset == offset {
+			return l
+		}
+	}
+	return nil
+}
+
+// open requests the lines (or opens the replayed capture) and returns its
+// reader and what to close after the reader's last Read.
+func (d *gpioSource) open() (*gpio.Reader, func(), error) {
+	if d.replay != "" {
+		// Non-blocking, so that opening a FIFO does not wait for its writer.
+		f, err := os.OpenFile(d.replay, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return nil, nil, fmt.Errorf("gpio %s: replay: %w", d.chip, err)
+		}
+		rd, err := gpio.NewFileReader(f, d.chip+" replay "+d.replay, d.cfg.Clock, d.buffer)
+		if err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+		return rd, func() { f.Close() }, nil
+	}
+	chip, err := gpio.Open(d.path)
+	if err != nil {
+		return nil, nil, err
+	}
+	req, err := chip.RequestLines(d.offsets, d.cfg)
+	if err != nil {
+		chip.Close()
+		return nil, nil, err
+	}
+	return req.Reader(d.buffer), func() { req.Close(); chip.Close() }, nil
+}
+
+// produce drains the request into the queue until ctx is done; a failure
+// ends it (the event source counts it, backs off and calls it again, which
+// requests the lines again). A replay is read once: at its end (or at a
+// malformed record) the producer idles until ctx is done.
+func (d *gpioSource) produce(ctx context.Context, q *EventQueue[gpioEdge]) error {
+	if d.replay != "" && d.replayDone.Load() {
+		<-ctx.Done()
+		return nil
+	}
+	rd, closeFn, err := d.open()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	evs := make([]gpio.Event, d.buffer)
+	batch := make([]gpioEdge, d.buffer)
+	var prevLost [gpio.MaxLines]uint64
+	var ll [gpio.MaxLines]gpio.LineLoss
+	for {
+		n, lost, err := rd.Read(ctx, evs)
+		if n > 0 {
+			readEv, _ := d.clock.Now()
+			readRT, _ := timebase.Realtime.Now()
+			for i := range evs[:n] {
+				batch[i] = gpioEdge{ev: evs[i], read: readEv, readRT: readRT + int64(i)}
+			}
+			q.Put(batch[:n])
+		}
+		if lost > 0 {
+			q.Lost(lost)
+			for i, l := range rd.Loss().Lines(ll[:0]) {
+				delta := l.Lost - prevLost[i]
+				prevLost[i] = l.Lost
+				if line := d.line(l.Offset); line != nil {
+					line.lost.Add(delta)
+				} else {
+					d.unlost.Add(delta)
+				}
+			}
+		}
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if d.replay != "" {
+			d.replayDone.Store(true)
+			if errors.Is(err, io.EOF) {
+				<-ctx.Done()
+				return nil
+			}
+		}
+		return err
+	}
+}
+
+// emit ships one edge at its kernel stamp moved to REALTIME. An edge whose
+// stamp cannot be moved yet (no clock model) is shipped at REALTIME of the
+// read that brought it (plus its index in the read), without uncertainty_ns,
+// and counted as untranslated; kernel_ns keeps its stamp. Two edges of a line
+// never share a time: a time not after the line's previous one is moved to
+// 1 ns after it, and counted (time_bumps).
+func (d *gpioSource) emit(b *Batch, e *gpioEdge) {
+	l := d.line(e.ev.Offset)
+	if l == nil {
+		d.unlisted.Add(1)
+		return
+	}
+	l.events++
+	lat := e.read - e.ev.TimestampNS
+	l.lat[l.latN%latencyCap] = lat
+	l.latN++
+	l.latMax = max(l.latMax, lat)
+
+	ts := timebase.Timestamp{NS: e.ev.TimestampNS, Domain: e.ev.Domain()}
+	t, unc, ok := d.realtime(ts)
+	if !ok {
+		t = e.readRT
+		d.untranslated++
+	}
+	if t <= l.last {
+		t = l.last + 1
+		d.bumps++
+	}
+	l.last = t
+	tags := l.rising
+	if e.ev.Edge == gpio.EdgeFalling {
+		tags = l.falling
+	}
+	f := make([]record.Field, 0, 7)
+	f = append(f, record.Int("kernel_ns", e.ev.TimestampNS), record.String("clock", e.ev.Clock.String()),
+		record.Uint("seqno", uint64(e.ev.Seqno)), record.Uint("line_seqno", uint64(e.ev.LineSeqno)))
+	if ok {
+		f = append(f, record.Int("uncertainty_ns", unc))
+	}
+	if d.phc != timebase.DomainUnknown {
+		if p, err := d.tr.Move(ts, d.phc); err == nil {
+			f = append(f, record.Int("phc_ns", p.NS), record.Int("phc_uncertainty_ns", p.UncertaintyNS))
+		} else {
+			d.phcUntranslated++
+		}
+	}
+	b.Add("gpio_event", t, tags, f...)
+}
+
+// realtime moves a kernel stamp to REALTIME with its uncertainty; it does
+// not allocate when the models exist.
+func (d *gpioSource) realtime(ts timebase.Timestamp) (int64, int64, bool) {
+	if ts.Domain == timebase.DomainRealtime {
+		return ts.NS, 0, true
+	}
+	rt, err := d.tr.Realtime(ts)
+	return rt.NS, rt.UncertaintyNS, err == nil
+}
+
+// after closes the interval's latency statistics of every line.
+func (d *gpioSource) after(b *Batch, events int) error {
+	for _, l := range d.lines {
+		n := min(l.latN, latencyCap)
+		if n == 0 {
+			l.snapshot = [4]int64{}
+			continue
+		}
+		s := d.scratch[:n]
+		copy(s, l.lat[:n])
+		slices.Sort(s)
+		l.snapshot = [4]int64{rank(s, 50), rank(s, 99), l.latMax, int64(l.latN)}
+		l.latN, l.latMax = 0, 0
+	}
+	return nil
+}
+
+// rank is the p-th percentile of sorted s (nearest rank).
+func rank(s []int64, p int) int64 {
+	i := (len(s)*p + 99) / 100
+	return s[max(i, 1)-1]
+}
+
+// self is the decoder's counts beside the event source's: per line, its
+// edges, the kernel's drops (line_seqno gaps) and the read latency (kernel
+// stamp -> user space) over the last interval.
+func (d *gpioSource) self() []record.Field {
+	f := []record.Field{
+		record.Uint("untranslated", d.untranslated), record.Uint("time_bumps", d.bumps),
+		record.Uint("unlisted", d.unlisted.Load()), record.Uint("unlisted_lost", d.unlost.Load()),
+	}
+	if d.phc != timebase.DomainUnknown {
+		f = append(f, record.Uint("phc_untranslated", d.phcUntranslated))
+	}
+	for _, l := range d.lines {
+		f = append(f, record.Uint(l.fieldPfx+"events", l.events), record.Uint(l.fieldPfx+"lost", l.lost.Load()),
+			record.Int(l.fieldPfx+"latency_p50_ns", l.snapshot[0]), record.Int(l.fieldPfx+"latency_p99_ns", l.snapshot[1]),
+			record.Int(l.fieldPfx+"latency_max_ns", l.snapshot[2]), record.Int(l.fieldPfx+"latency_samples", l.snapshot[3]))
+	}
+	return f
+}
