@@ -49,7 +49,7 @@ type gpioLine struct {
 	lat      [latencyCap]int64
 	latN     int // samples this interval (may exceed latencyCap: it wraps)
 	latMax   int64
-	snapshot [4]int64 // p50, p99, max, samples of the last interval
+	snapshot [4]int64 // p50, p99, max, samples of the last interval with edges
 }
 
 // gpioSource is the decoder of one line request's event source (or of one
@@ -297,12 +297,14 @@ func (d *gpioSource) realtime(ts timebase.Timestamp) (int64, int64, bool) {
 	return rt.NS, rt.UncertaintyNS, err == nil
 }
 
-// after closes the interval's latency statistics of every line.
+// after closes the interval's latency statistics of every line that had
+// edges in it; a line without edges keeps those of its last interval with
+// edges (latency_samples says how many edges they cover), so that the
+// self-metrics shipped less often than the edges still show them.
 func (d *gpioSource) after(b *Batch, events int) error {
 	for _, l := range d.lines {
 		n := min(l.latN, latencyCap)
-		if n == 0 {
-			l.snapshot = [4]int64{}
+		if n == 0 { // keep the statistics of the last interval with edges
 			continue
 		}
 		s := d.scratch[:n]
@@ -322,7 +324,7 @@ func rank(s []int64, p int) int64 {
 
 // self is the decoder's counts beside the event source's: per line, its
 // edges, the kernel's drops (line_seqno gaps) and the read latency (kernel
-// stamp -> user space) over the last interval.
+// stamp -> user space) over the last interval with edges (see after).
 func (d *gpioSource) self() []record.Field {
 	f := []record.Field{
 		record.Uint("untranslated", d.untranslated), record.Uint("time_bumps", d.bumps),

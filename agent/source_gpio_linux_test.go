@@ -184,10 +184,16 @@ func TestGPIOSourceShipsEdgesAtTheirTranslatedTimes(t *testing.T) {
 	if mx < 5e6 || mx > 5e6+5e9 || p99 != mx || p50 < 3e6 || p50 >= mx || selfField(t, f.s, "line17_latency_samples").I != 3 {
 		t.Errorf("line 17 latency p50 %d p99 %d max %d, want p50 ≈ 3 ms < p99 = max ≈ 5 ms", p50, p99, mx)
 	}
-	// The next interval has no edge: the statistics start over.
+	// An interval without edges keeps them; the next with edges replaces them.
 	f.s.Collect(context.Background(), &Batch{})
-	if got := selfField(t, f.s, "line17_latency_samples").I; got != 0 {
-		t.Errorf("latency samples %d in an empty interval", got)
+	if got := selfField(t, f.s, "line17_latency_max_ns").I; got != mx {
+		t.Errorf("latency max %d after an empty interval, want %d kept", got, mx)
+	}
+	now, _ = timebase.Monotonic.Now()
+	f.write(gpio.Event{TimestampNS: now, Offset: 17, Seqno: 7, LineSeqno: 6, Edge: gpio.EdgeFalling})
+	f.collect()
+	if n, got := selfField(t, f.s, "line17_latency_samples").I, selfField(t, f.s, "line17_latency_max_ns").I; n != 1 || got >= mx {
+		t.Errorf("latency over %d edges, max %d; want 1 edge, below the previous interval's %d", n, got, mx)
 	}
 }
 
