@@ -30,6 +30,10 @@ type gpioEdge struct {
 	readRT int64
 }
 
+// gpioFields is the most fields of a gpio_event record; slabRecords is
+// the records whose fields one allocation holds.
+const gpioFields, slabRecords = 7, 512
+
 // latencyCap bounds the latency samples kept per line and interval (the
 // latest ones); the maximum counts every edge.
 const latencyCap = 1024
@@ -40,6 +44,8 @@ type gpioLine struct {
 	rising   []record.Tag // chip, line, name, edge
 	falling  []record.Tag
 	fieldPfx string // "line17_"
+	host     string
+	tags     [2][]record.Tag // rising, falling: with the host tag, sorted
 
 	lost atomic.Uint64 // line_seqno gaps (the producer writes it)
 
@@ -72,6 +78,7 @@ type gpioSource struct {
 
 	// Written on the collection goroutine only (Emit, After, Self).
 	untranslated, phcUntranslated, bumps uint64
+	slab                                 []record.Field
 	scratch                              [latencyCap]int64
 }
 
@@ -238,17 +245,68 @@ func (d *gpioSource) produce(ctx context.Context, q *EventQueue[gpioEdge]) error
 	}
 }
 
-// emit ships one edge at its kernel stamp moved to REALTIME. An edge whose
-// stamp cannot be moved yet (no clock model) is shipped at REALTIME of the
-// read that brought it (plus its index in the read), without uncertainty_ns,
-// and counted as untranslated; kernel_ns keeps its stamp. Two edges of a line
-// never share a time: a time not after the line's previous one is moved to
-// 1 ns after it, and counted (time_bumps).
+// emit ships one edge at its kernel stamp moved to REALTIME (place). An
+// edge of a line that is not configured (only a replay has them) is counted
+// as unlisted, not shipped.
 func (d *gpioSource) emit(b *Batch, e *gpioEdge) {
-	l := d.line(e.ev.Offset)
+	l, t, unc, ok := d.place(e)
 	if l == nil {
-		d.unlisted.Add(1)
 		return
+	}
+	if l.host != b.host || l.tags[0] == nil {
+		l.withHost(b.host)
+	}
+	tags := l.tags[0]
+	if e.ev.Edge == gpio.EdgeFalling {
+		tags = l.tags[1]
+	}
+	// The fields come from a slab shared by many records (one allocation
+	// per slabRecords edges); records keep their part of it until shipped.
+	if cap(d.slab)-len(d.slab) < gpioFields {
+		d.slab = make([]record.Field, 0, gpioFields*slabRecords)
+	}
+	f := d.slab[len(d.slab) : len(d.slab) : len(d.slab)+gpioFields]
+	f = append(f, record.Int("kernel_ns", e.ev.TimestampNS), record.String("clock", e.ev.Clock.String()),
+		record.Uint("seqno", uint64(e.ev.Seqno)), record.Uint("line_seqno", uint64(e.ev.LineSeqno)))
+	if ok {
+		f = append(f, record.Int("uncertainty_ns", unc))
+	}
+	if d.phc != timebase.DomainUnknown {
+		ts := timebase.Timestamp{NS: e.ev.TimestampNS, Domain: e.ev.Domain()}
+		if p, err := d.tr.Move(ts, d.phc); err == nil {
+			f = append(f, record.Int("phc_ns", p.NS), record.Int("phc_uncertainty_ns", p.UncertaintyNS))
+		} else {
+			d.phcUntranslated++
+		}
+	}
+	d.slab = d.slab[:len(d.slab)+len(f)]
+	// The record's tags are the line's, host included and sorted (as
+	// Batch.Add would make them), shared by its records: the encoder
+	// leaves sorted tags as they are.
+	b.Records = append(b.Records, record.Record{Measurement: "gpio_event", Tags: tags, Fields: f, TimeNS: t})
+}
+
+// withHost builds the line's tags with the host tag, sorted by key.
+func (l *gpioLine) withHost(host string) {
+	for i, base := range [2][]record.Tag{l.rising, l.falling} {
+		t := append([]record.Tag{{Key: "host", Value: host}}, base...)
+		slices.SortFunc(t, func(a, b record.Tag) int { return strings.Compare(a.Key, b.Key) })
+		l.tags[i] = t
+	}
+	l.host = host
+}
+
+// place accounts one edge to its line (events, read latency) and returns
+// the line and the edge's record time: its kernel stamp moved to REALTIME
+// with the model's uncertainty (ok). An edge whose stamp cannot be moved yet
+// (no clock model) gets REALTIME of the read that brought it plus its index
+// in the read (!ok, counted as untranslated). Two edges of a line never
+// share a time: a time not after the line's previous one is moved to 1 ns
+// after it, and counted (time_bumps). It does not allocate.
+func (d *gpioSource) place(e *gpioEdge) (l *gpioLine, t, unc int64, ok bool) {
+	if l = d.line(e.ev.Offset); l == nil {
+		d.unlisted.Add(1)
+		return nil, 0, 0, false
 	}
 	l.events++
 	lat := e.read - e.ev.TimestampNS
@@ -256,8 +314,7 @@ func (d *gpioSource) emit(b *Batch, e *gpioEdge) {
 	l.latN++
 	l.latMax = max(l.latMax, lat)
 
-	ts := timebase.Timestamp{NS: e.ev.TimestampNS, Domain: e.ev.Domain()}
-	t, unc, ok := d.realtime(ts)
+	t, unc, ok = d.realtime(timebase.Timestamp{NS: e.ev.TimestampNS, Domain: e.ev.Domain()})
 	if !ok {
 		t = e.readRT
 		d.untranslated++
@@ -267,24 +324,7 @@ func (d *gpioSource) emit(b *Batch, e *gpioEdge) {
 		d.bumps++
 	}
 	l.last = t
-	tags := l.rising
-	if e.ev.Edge == gpio.EdgeFalling {
-		tags = l.falling
-	}
-	f := make([]record.Field, 0, 7)
-	f = append(f, record.Int("kernel_ns", e.ev.TimestampNS), record.String("clock", e.ev.Clock.String()),
-		record.Uint("seqno", uint64(e.ev.Seqno)), record.Uint("line_seqno", uint64(e.ev.LineSeqno)))
-	if ok {
-		f = append(f, record.Int("uncertainty_ns", unc))
-	}
-	if d.phc != timebase.DomainUnknown {
-		if p, err := d.tr.Move(ts, d.phc); err == nil {
-			f = append(f, record.Int("phc_ns", p.NS), record.Int("phc_uncertainty_ns", p.UncertaintyNS))
-		} else {
-			d.phcUntranslated++
-		}
-	}
-	b.Add("gpio_event", t, tags, f...)
+	return l, t, unc, ok
 }
 
 // realtime moves a kernel stamp to REALTIME with its uncertainty; it does

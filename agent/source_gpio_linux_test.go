@@ -297,3 +297,103 @@ func TestGPIOReplayIsReadOnce(t *testing.T) {
 		t.Errorf("read_errors %d, want 1 (the cut event)", got)
 	}
 }
+
+// gpioPipeline is the agent's per-edge path without the kernel: the batch
+// decode of a read, the ring, and the placement of each edge at its stamp
+// moved to REALTIME through two clock models (MONOTONIC -> monotonic_raw ->
+// REALTIME).
+type gpioPipeline struct {
+	d     *gpioSource
+	s     *EventSource[gpioEdge]
+	raw   []byte
+	evs   []gpio.Event
+	batch []gpioEdge
+	out   []gpioEdge
+}
+
+func newGPIOPipeline(tb testing.TB, events int) *gpioPipeline {
+	var cc GPIOChipConfig
+	cc.defaults()
+	cc.Chip, cc.Lines = "gpiochip0", []GPIOLineConfig{gpioLineCfg(17, "pps_in", "monotonic"), gpioLineCfg(18, "drdy", "monotonic")}
+	d, err := newGPIOSource(cc, cc.Lines, "/dev/gpiochip0", fakeModels(false), timebase.DomainUnknown)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := d.eventSource("gpio:gpiochip0", time.Second, 4096)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &gpioPipeline{d: d, s: s, evs: make([]gpio.Event, events), batch: make([]gpioEdge, events), out: make([]gpioEdge, events)}
+	for i := 0; i < events; i++ {
+		p.raw = gpio.AppendEvent(p.raw, gpio.Event{TimestampNS: 5e9 + int64(i)*1000, Offset: 17 + uint32(i%2),
+			Seqno: uint32(i + 1), LineSeqno: uint32(i/2 + 1), Edge: gpio.Edge(1 + i/2%2)})
+	}
+	return p
+}
+
+// run passes one read's batch through decode, ring and placement, and hands
+// each placed edge to each (nil: none).
+func (p *gpioPipeline) run(tb testing.TB, each func(e *gpioEdge)) {
+	n, err := gpio.DecodeEvents(p.evs, p.raw, gpio.ClockMonotonic)
+	if err != nil || n != len(p.evs) {
+		tb.Fatalf("decoded %d: %v", n, err)
+	}
+	for i := range p.evs[:n] {
+		p.batch[i] = gpioEdge{ev: p.evs[i], read: p.evs[i].TimestampNS + 1000, readRT: int64(i)}
+	}
+	p.s.Queue().Put(p.batch[:n])
+	got := p.s.q.ring.Get(p.out)
+	for i := range p.out[:got] {
+		if each != nil {
+			each(&p.out[i])
+			continue
+		}
+		if l, _, _, ok := p.d.place(&p.out[i]); l == nil || !ok {
+			tb.Fatalf("edge %d not placed", i)
+		}
+	}
+}
+
+// The per-edge path from the read to the record's time does not allocate.
+func TestGPIODecodeRingPlaceDoesNotAllocate(t *testing.T) {
+	p := newGPIOPipeline(t, 64)
+	if a := testing.AllocsPerRun(100, func() { p.run(t, nil) }); a != 0 {
+		t.Fatalf("%.1f allocations per batch of 64 edges, want 0", a)
+	}
+	if p.d.untranslated != 0 || p.s.Queue().RingDropped() != 0 {
+		t.Fatalf("untranslated %d, ring dropped %d", p.d.untranslated, p.s.Queue().RingDropped())
+	}
+}
+
+// BenchmarkGPIOEdges: ns and allocations per edge (b.N edges, in reads of
+// 256): decode + ring + translation, then the same with the gpio_event record
+// built and encoded as line protocol.
+func BenchmarkGPIOEdges(b *testing.B) {
+	const batch = 256
+	b.Run("decode+ring+translate", func(b *testing.B) {
+		p := newGPIOPipeline(b, batch)
+		b.ReportAllocs()
+		b.ResetTimer()
+		done := 0
+		for ; done < b.N; done += batch {
+			p.run(b, nil)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(done), "ns/edge")
+	})
+	b.Run("decode+ring+translate+lineprotocol", func(b *testing.B) {
+		p := newGPIOPipeline(b, batch)
+		bt := &Batch{host: "bbb"}
+		var enc record.Encoder
+		var buf []byte
+		emit := func(e *gpioEdge) { p.d.emit(bt, e) }
+		b.ReportAllocs()
+		b.ResetTimer()
+		done := 0
+		for ; done < b.N; done += batch {
+			p.run(b, emit)
+			buf, _, _ = enc.Append(buf[:0], bt.Records)
+			bt.Records = bt.Records[:0]
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(done), "ns/edge")
+	})
+}
