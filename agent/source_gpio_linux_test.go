@@ -397,3 +397,44 @@ func BenchmarkGPIOEdges(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(done), "ns/edge")
 	})
 }
+
+// Translators.Move finds the chain of kept models: directly, through
+// monotonic_raw, through REALTIME, or through both; and says when none does.
+func TestTranslatorsMove(t *testing.T) {
+	tr := fakeModels(true) // raw->mono +1000, raw->realtime +epoch, realtime->phc0 +37 s
+	noModel := NewTranslators()
+	noModel.Get(timebase.DomainMonotonicRaw, timebase.DomainRealtime, 8) // no sample yet
+	for _, c := range []struct {
+		name string
+		tr   *Translators
+		from timebase.Domain
+		to   timebase.Domain
+		want int64 // from 10 s; -1: an error
+	}{
+		{"same domain", tr, timebase.DomainMonotonic, timebase.DomainMonotonic, 10e9},
+		{"direct", tr, timebase.DomainMonotonicRaw, timebase.DomainRealtime, 10e9 + epoch},
+		{"inverse", tr, timebase.DomainRealtime, timebase.DomainMonotonicRaw, 10e9 - epoch},
+		{"through raw", tr, timebase.DomainMonotonic, timebase.DomainRealtime, 10e9 - 1000 + epoch},
+		{"through raw and realtime", tr, timebase.DomainMonotonic, timebase.PHC(0), 10e9 - 1000 + epoch + 37e9},
+		{"back from the PHC", tr, timebase.PHC(0), timebase.DomainMonotonic, 10e9 - 37e9 - epoch + 1000},
+		{"no model of that PHC", tr, timebase.DomainMonotonic, timebase.PHC(1), -1},
+		{"no clock source", noModel, timebase.DomainMonotonic, timebase.DomainRealtime, -1},
+		{"model without samples", noModel, timebase.DomainMonotonicRaw, timebase.DomainRealtime, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := c.tr.Move(timebase.Timestamp{NS: 10e9, Domain: c.from}, c.to)
+			if c.want == -1 {
+				if err == nil {
+					t.Fatalf("moved to %v, want an error", got)
+				}
+				return
+			}
+			if err != nil || got.NS != c.want || got.Domain != c.to {
+				t.Fatalf("got %v, %v; want %d in %s", got, err, c.want, c.to)
+			}
+			if c.from != c.to && got.UncertaintyNS <= 0 {
+				t.Errorf("a translated time without uncertainty: %v", got)
+			}
+		})
+	}
+}
