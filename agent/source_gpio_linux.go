@@ -91,6 +91,9 @@ func buildGPIOSources(env *Env) ([]Source, error) {
 			return nil, keyErr("gpio.phc", "%q is not a PHC device (/dev/ptpN)", c.GPIO.PHC)
 		}
 		phcDom = timebase.PHC(n)
+		if !c.PHC.Enabled && env.Log != nil {
+			env.Log.Warn("gpio.phc needs the phc source's model of the PHC: every edge will count as phc_untranslated", "phc", c.GPIO.PHC)
+		}
 	}
 	tr := env.Translators
 	if tr == nil {
