@@ -66,7 +66,13 @@ for pkg in $(go list ./...); do
   dir=$(go list -f '{{.Dir}}' "$pkg")
   for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //'); do
     echo "--- $pkg $target"
-    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1 | tail -n 2
+    # The whole output when it fails (the failing input and its message), the
+    # last two lines when it passes.
+    if ! out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1); then
+      printf '%s\n' "$out"
+      exit 1
+    fi
+    printf '%s\n' "$out" | tail -n 2
   done
 done
 
