@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/timebase"
 )
@@ -24,22 +25,23 @@ import (
 // Inventory is what monagent can measure on this machine. Whatever is missing is
 // listed as absent, with the reason, rather than failing the probe.
 type Inventory struct {
-	Host       string        `json:"host"`
-	GOOS       string        `json:"goos"`
-	GOARCH     string        `json:"goarch"`
-	Clocks     []ClockProbe  `json:"clocks"`
-	Kernel     *KernelProbe  `json:"kernel_clock,omitempty"`
-	KernelErr  string        `json:"kernel_clock_error,omitempty"`
-	PHCs       []PHCProbe    `json:"phcs"`
-	Interfaces []IfaceProbe  `json:"interfaces"`
-	GPIOChips  []string      `json:"gpio_chips"`
-	PPS        []DeviceProbe `json:"pps"`
-	IIO        []DeviceProbe `json:"iio"`
-	Hwmon      []DeviceProbe `json:"hwmon"`
-	Thermal    []DeviceProbe `json:"thermal_zones"`
-	Daemons    []SocketProbe `json:"daemons"`
-	Influx     *InfluxProbe  `json:"influx,omitempty"`
-	Notes      []string      `json:"notes,omitempty"`
+	Host       string          `json:"host"`
+	GOOS       string          `json:"goos"`
+	GOARCH     string          `json:"goarch"`
+	Clocks     []ClockProbe    `json:"clocks"`
+	Kernel     *KernelProbe    `json:"kernel_clock,omitempty"`
+	KernelErr  string          `json:"kernel_clock_error,omitempty"`
+	PHCs       []PHCProbe      `json:"phcs"`
+	Interfaces []IfaceProbe    `json:"interfaces"`
+	GPIOChips  []string        `json:"gpio_chips"`
+	GPIO       []GPIOChipProbe `json:"gpio"`
+	PPS        []PPSProbe      `json:"pps"`
+	IIO        []DeviceProbe   `json:"iio"`
+	Hwmon      []DeviceProbe   `json:"hwmon"`
+	Thermal    []DeviceProbe   `json:"thermal_zones"`
+	Daemons    []SocketProbe   `json:"daemons"`
+	Influx     *InfluxProbe    `json:"influx,omitempty"`
+	Notes      []string        `json:"notes,omitempty"`
 }
 
 // ClockProbe describes one system clock. NowNS counts in the clock's own
@@ -70,6 +72,7 @@ type PHCProbe struct {
 	phc.Info
 	Caps        *phc.Caps `json:"caps,omitempty"`
 	PinFuncs    []phc.Pin `json:"pins,omitempty"`
+	PinsError   string    `json:"pins_error,omitempty"`
 	Method      string    `json:"method,omitempty"`
 	OffsetNS    int64     `json:"offset_from_realtime_ns,omitempty"` // realtime - PHC
 	PHCNS       int64     `json:"phc_ns,omitempty"`                  // the trial reading's PHC time
@@ -114,6 +117,38 @@ type DeviceProbe struct {
 	Name string `json:"name,omitempty"`
 }
 
+// GPIOChipProbe is a GPIO chip with its lines, as the character device
+// reports them (gpioinfo's view).
+type GPIOChipProbe struct {
+	Path  string          `json:"path"`
+	Name  string          `json:"name,omitempty"`
+	Label string          `json:"label,omitempty"`
+	Lines int             `json:"num_lines"`
+	Line  []GPIOLineProbe `json:"lines,omitempty"`
+	Error string          `json:"error,omitempty"`
+}
+
+// GPIOLineProbe is one line: a line in use names its consumer (a driver,
+// "sysfs", or the process that requested it).
+type GPIOLineProbe struct {
+	Offset   int      `json:"offset"`
+	Name     string   `json:"name,omitempty"`
+	Used     bool     `json:"used"`
+	Consumer string   `json:"consumer,omitempty"`
+	Flags    []string `json:"flags"`
+}
+
+// PPSProbe is a PPS device with its caps: which edges it can capture, and
+// the mode in force (which it does capture now).
+type PPSProbe struct {
+	DeviceProbe
+	AssertCapture bool     `json:"assert_capture"`
+	ClearCapture  bool     `json:"clear_capture"`
+	Caps          []string `json:"caps,omitempty"`
+	Mode          []string `json:"mode,omitempty"`
+	Error         string   `json:"error,omitempty"`
+}
+
 // SocketProbe says whether a daemon's control socket is there and answers.
 type SocketProbe struct {
 	Daemon    string `json:"daemon"`
@@ -127,7 +162,9 @@ type SocketProbe struct {
 type ProbeEnv struct {
 	Paths        PathsConfig
 	Timestamping func(iface string) (phc.Timestamping, error)
-	ReadPHC      func(path string) PHCProbe // opens and measures one PHC
+	ReadPHC      func(path string) PHCProbe      // opens and measures one PHC
+	GPIOChip     func(path string) GPIOChipProbe // opens a GPIO chip and lists its lines
+	PPS          func(path string) PPSProbe      // opens a PPS device and reads its caps
 	Timex        func() (timebase.KernelState, error)
 	Clocks       bool   // read the real system clocks
 	ChronyUDP    string // chronyd's command port, "" to skip
@@ -137,7 +174,7 @@ type ProbeEnv struct {
 
 // DefaultProbeEnv probes the real machine under paths.
 func DefaultProbeEnv(p PathsConfig) ProbeEnv {
-	return ProbeEnv{Paths: p, Timestamping: phc.InterfaceTimestamping, ReadPHC: readPHC, Timex: timebase.ReadKernelState, Clocks: true, ChronyUDP: "127.0.0.1:323"}
+	return ProbeEnv{Paths: p, Timestamping: phc.InterfaceTimestamping, ReadPHC: readPHC, GPIOChip: readGPIOChip, PPS: readPPS, Timex: timebase.ReadKernelState, Clocks: true, ChronyUDP: "127.0.0.1:323"}
 }
 
 // Probe inventories the machine.
@@ -171,8 +208,21 @@ func Probe(ctx context.Context, env ProbeEnv) Inventory {
 	}
 	inv.Interfaces = probeInterfaces(p.Sys, env.Timestamping)
 	inv.GPIOChips = glob(filepath.Join(p.Dev, "gpiochip*"))
+	for _, d := range inv.GPIOChips {
+		cp := GPIOChipProbe{Path: d}
+		if env.GPIOChip != nil {
+			cp = env.GPIOChip(d)
+			cp.Path = d
+		}
+		inv.GPIO = append(inv.GPIO, cp)
+	}
 	for _, d := range glob(filepath.Join(p.Dev, "pps*")) {
-		inv.PPS = append(inv.PPS, DeviceProbe{Path: d, Name: readTrim(filepath.Join(p.Sys, "class", "pps", filepath.Base(d), "name"))})
+		var pp PPSProbe
+		if env.PPS != nil {
+			pp = env.PPS(d)
+		}
+		pp.DeviceProbe = DeviceProbe{Path: d, Name: readTrim(filepath.Join(p.Sys, "class", "pps", filepath.Base(d), "name"))}
+		inv.PPS = append(inv.PPS, pp)
 	}
 	for _, d := range glob(filepath.Join(p.Sys, "bus", "iio", "devices", "iio:device*")) {
 		inv.IIO = append(inv.IIO, DeviceProbe{Path: d, Name: readTrim(filepath.Join(d, "name"))})
@@ -538,6 +588,9 @@ func (inv *Inventory) WriteText(w io.Writer) {
 		for _, pin := range p.PinFuncs {
 			pf("    pin %d %q: %s channel %d\n", pin.Index, pin.Name, pin.Func, pin.Channel)
 		}
+		if len(p.PinFuncs) == 0 {
+			pf("    pins: absent: %s\n", pinsAbsent(p))
+		}
 		if p.Error != "" {
 			pf("    error: %s\n", p.Error)
 		} else if p.Method != "" {
@@ -580,10 +633,29 @@ func (inv *Inventory) WriteText(w io.Writer) {
 	if len(inv.GPIOChips) == 0 {
 		pf("  absent: no /dev/gpiochip*\n")
 	}
-	for _, g := range inv.GPIOChips {
-		pf("  %s\n", g)
+	for i, g := range inv.GPIOChips {
+		if i >= len(inv.GPIO) {
+			pf("  %s\n", g)
+			continue
+		}
+		inv.GPIO[i].writeText(pf)
 	}
-	list("PPS sources", "no /dev/pps*", inv.PPS)
+	pf("\nPPS sources:\n")
+	if len(inv.PPS) == 0 {
+		pf("  absent: no /dev/pps*\n")
+	}
+	for _, d := range inv.PPS {
+		pf("  %s %s", d.Path, orNone(d.Name))
+		switch {
+		case d.Error != "":
+			pf(": %s\n", d.Error)
+		case d.Caps == nil:
+			pf("\n")
+		default:
+			pf(": assert capture %s, clear capture %s\n    caps %s; mode %s\n", canDo(d.AssertCapture, d.Mode, "capture_assert"),
+				canDo(d.ClearCapture, d.Mode, "capture_clear"), strings.Join(d.Caps, " "), orNone(strings.Join(d.Mode, " ")))
+		}
+	}
 	list("IIO devices", "no /sys/bus/iio/devices/iio:device*", inv.IIO)
 	list("hwmon chips", "no /sys/class/hwmon/hwmon*", inv.Hwmon)
 	list("Thermal zones", "no /sys/class/thermal/thermal_zone*", inv.Thermal)
@@ -612,6 +684,62 @@ func (inv *Inventory) WriteText(w io.Writer) {
 	}
 	for _, n := range inv.Notes {
 		pf("\nnote: %s\n", n)
+	}
+}
+
+// ppsProbe lists a PPS device's caps and mode.
+func ppsProbe(in gpio.PPSInfo) PPSProbe {
+	return PPSProbe{AssertCapture: in.Caps&gpio.PPSCaptureAssert != 0, ClearCapture: in.Caps&gpio.PPSCaptureClear != 0,
+		Caps: in.Caps.Names(), Mode: in.Mode.Names()}
+}
+
+// pinsAbsent says why a PHC lists no pins.
+func pinsAbsent(p PHCProbe) string {
+	switch {
+	case p.PinsError != "":
+		return p.PinsError
+	case p.Pins == 0:
+		return "the PHC has no programmable pins (n_programmable_pins 0)"
+	case p.Caps == nil:
+		return "not read: the PHC did not open"
+	}
+	return "the PHC listed none"
+}
+
+// canDo says whether a PPS device can capture an edge, and whether its mode
+// captures it now.
+func canDo(can bool, mode []string, bit string) string {
+	switch {
+	case !can:
+		return "no"
+	case slices.Contains(mode, bit):
+		return "yes"
+	}
+	return "possible, not enabled (PPS_SETPARAMS)"
+}
+
+func (c *GPIOChipProbe) writeText(pf func(string, ...any)) {
+	if c.Error != "" && c.Name == "" {
+		pf("  %s  error: %s\n", c.Path, c.Error)
+		return
+	}
+	pf("  %s  %s %q, %d lines\n", c.Path, c.Name, c.Label, c.Lines)
+	if c.Error != "" {
+		defer pf("    error: %s\n", c.Error)
+	}
+	for _, l := range c.Line {
+		name := l.Name
+		if name == "" {
+			name = "unnamed"
+		}
+		state := "unused"
+		switch {
+		case l.Used && l.Consumer == "":
+			state = "used (no consumer name)"
+		case l.Used:
+			state = fmt.Sprintf("used by %q", l.Consumer)
+		}
+		pf("    line %3d  %-12s %-24s %s\n", l.Offset, name, state, strings.Join(l.Flags, " "))
 	}
 }
 
