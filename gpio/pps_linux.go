@@ -156,9 +156,13 @@ func (d *PPSDevice) fetch(wait time.Duration) (PPSEvent, error) {
 // saying which are new, and how many edges (both kinds) were stamped but
 // never fetched since the previous Fetch. The first Fetch takes the edges
 // already stamped as its baseline and waits for the next. Each PPS_FETCH
-// waits at most 100 ms, so a cancelled ctx is seen within about that; between
-// two waits a zero-timeout fetch catches an edge that came in between. It
-// returns ctx.Err() when ctx is done. It does not allocate.
+// waits at most 100 ms, so a cancelled ctx is seen within about that; after
+// each wait that timed out a zero-timeout fetch catches an edge stamped
+// between two waits. (One stamped in the microseconds between that look and
+// the next wait is returned with the following edge and counted as lost: the
+// kernel's PPS_FETCH waits for an edge after the call, never for one after a
+// given sequence number.) It returns ctx.Err() when ctx is done. It does not
+// allocate.
 func (d *PPSDevice) Fetch(ctx context.Context) (PPSEvent, uint64, error) {
 	if !d.tr.seen {
 		e, err := d.fetch(0)
@@ -167,21 +171,30 @@ func (d *PPSDevice) Fetch(ctx context.Context) (PPSEvent, uint64, error) {
 		}
 		d.tr.Baseline(&e)
 	}
-	for wait := time.Duration(0); ; wait = pollInterval {
+	// zero: look without waiting first, and again after every wait that
+	// timed out, so that an edge stamped between two waits is returned at
+	// once rather than with the next one.
+	for zero := true; ; {
 		if err := ctx.Err(); err != nil {
 			return PPSEvent{}, 0, err
 		}
+		wait := pollInterval
 		if dl, ok := ctx.Deadline(); ok {
 			wait = min(wait, time.Until(dl))
+		}
+		if zero {
+			wait = 0
 		}
 		e, err := d.fetch(max(wait, 0))
 		switch {
 		case err == nil:
 		case errors.Is(err, unix.ETIMEDOUT), errors.Is(err, unix.EINTR):
+			zero = true
 			continue
 		default:
 			return PPSEvent{}, 0, d.fetchError(err)
 		}
+		zero = false
 		var la, lc uint64
 		e.NewAssert, e.NewClear, la, lc = d.tr.Observe(&e)
 		if e.NewAssert || e.NewClear {
