@@ -40,8 +40,6 @@ const (
 
 	kpAPIVersion = 0 // int api_version
 	kpMode       = 4 // int mode
-
-	ppsTimeInvalid = 1 << 0 // PPS_TIME_INVALID in pps_ktime.flags
 )
 
 // PPSMode is the PPS mode and capability bits (PPS_CAPTUREASSERT etc.): the
