@@ -18,6 +18,11 @@
 // Reader is the poll-driven batch reader an agent's event-source producer
 // wraps; it works over any descriptor (a line request, or a pipe in tests).
 //
+// OpenPPS reads /dev/ppsN (linux/pps.h): PPS_GETCAP, PPS_GETPARAMS and
+// PPS_FETCH with a wait of at most 100 ms. Stamps are CLOCK_REALTIME. The
+// kernel keeps only the latest assert and clear, so PPSTracker counts sequence
+// gaps as lost edges.
+//
 // The package only measures: it never drives a line as an output, and it
 // uses no uAPI v1 calls. Programs that want to set line values, or that need
 // the v1 ABI of kernels older than 5.10, should use go-gpiocdev or libgpiod
