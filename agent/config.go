@@ -23,6 +23,8 @@ type Config struct {
 	PTP         PTPConfig         `yaml:"ptp"`
 	Sensors     SensorsConfig     `yaml:"sensors"`
 	GPIO        GPIOConfig        `yaml:"gpio"`
+	PPS         PPSConfig         `yaml:"pps"`
+	Extts       ExttsConfig       `yaml:"extts"`
 	Loadgen     LoadgenConfig     `yaml:"loadgen"`
 	Output      OutputConfig      `yaml:"output"`
 	Spool       SpoolConfig       `yaml:"spool"`
@@ -80,6 +82,8 @@ func sections() []section {
 		{key: "ptp", of: func(c *Config) sectionConfig { return &c.PTP }},
 		{key: "sensors", of: func(c *Config) sectionConfig { return &c.Sensors }},
 		{key: "gpio", of: func(c *Config) sectionConfig { return &c.GPIO }},
+		{key: "pps", of: func(c *Config) sectionConfig { return &c.PPS }},
+		{key: "extts", of: func(c *Config) sectionConfig { return &c.Extts }},
 		{key: "loadgen", of: func(c *Config) sectionConfig { return &c.Loadgen }},
 		{key: "output", of: func(c *Config) sectionConfig { return &outputs{c} }},
 		{key: "spool", of: func(c *Config) sectionConfig { return &c.Spool }},

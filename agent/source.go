@@ -76,6 +76,8 @@ func registrations() []registration {
 		{"sensors", func(c *Config) bool { return c.Sensors.Enabled }, buildSensorsSource},
 		{"sensor_buffers", func(c *Config) bool { return c.Sensors.Enabled && len(c.Sensors.Buffers) > 0 }, buildSensorBuffers},
 		{"gpio", func(c *Config) bool { return c.GPIO.Enabled }, buildGPIOSources},
+		{"pps", func(c *Config) bool { return c.PPS.Enabled }, buildPPSSources},
+		{"extts", func(c *Config) bool { return c.Extts.Enabled }, buildExttsSources},
 		{"loadgen", func(c *Config) bool { return c.Loadgen.Enabled }, buildLoadgen},
 	}
 }

@@ -1,0 +1,138 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/monagent/monagent/phc"
+	"github.com/monagent/monagent/timebase"
+)
+
+// ExttsConfig is the PHC external-timestamp source (source_extts_linux.go):
+// channels of one PHC stamping edges on input pins in the PHC's time, each
+// shipped as an extts_event record at its stamp moved to REALTIME through
+// the phc source's model of that PHC.
+type ExttsConfig struct {
+	Enabled  bool                 `yaml:"enabled"`
+	Interval time.Duration        `yaml:"interval"` // how often the edges are shipped
+	PHC      string               `yaml:"phc"`      // /dev/ptpN
+	Channels []ExttsChannelConfig `yaml:"channels"`
+	// Ring is the events between the reader and the shipper, a power of two.
+	Ring int `yaml:"ring"`
+}
+
+// ExttsChannelConfig is one extts channel.
+type ExttsChannelConfig struct {
+	Channel int    `yaml:"channel"` // extts channel index
+	Pin     int    `yaml:"pin"`     // programmable pin to assign, or -1 to leave the pins alone
+	Edges   string `yaml:"edges"`   // rising, falling or both (default rising)
+	Name    string `yaml:"name"`    // the name tag (default: channel<N>)
+	// Period is the expected time between two stamps (1s for a PPS on one
+	// edge), or 0: when set, the edges missing between two stamps are counted
+	// as lost.
+	Period time.Duration `yaml:"period"`
+}
+
+func (x *ExttsConfig) defaults() {
+	*x = ExttsConfig{Interval: time.Second, PHC: "/dev/ptp0", Ring: 1024}
+}
+
+func (c *ExttsChannelConfig) defaults() {
+	*c = ExttsChannelConfig{Pin: phc.NoPin, Edges: "rising"}
+}
+
+// UnmarshalYAML decodes a channels entry over its defaults.
+func (c *ExttsChannelConfig) UnmarshalYAML(n *yaml.Node) error {
+	type plain ExttsChannelConfig
+	c.defaults()
+	return n.Decode((*plain)(c))
+}
+
+var exttsEdges = map[string]phc.Edge{"rising": phc.EdgeRising, "falling": phc.EdgeFalling, "both": phc.EdgeBoth}
+
+// tagName is the channel's name tag.
+func (c *ExttsChannelConfig) tagName() string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return "channel" + strconv.Itoa(c.Channel)
+}
+
+// request is the phc request of a checked channel.
+func (c *ExttsChannelConfig) request() phc.ExttsChannel {
+	return phc.ExttsChannel{Channel: c.Channel, Pin: c.Pin, Edges: exttsEdges[c.Edges], PeriodNS: c.Period.Nanoseconds()}
+}
+
+// phcDomain is the clock domain of a /dev/ptpN path.
+func phcDomain(path string) (timebase.Domain, bool) {
+	n, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(path), "ptp"))
+	if err != nil || n < 0 || !strings.HasPrefix(filepath.Base(path), "ptp") {
+		return timebase.DomainUnknown, false
+	}
+	return timebase.PHC(n), true
+}
+
+// Validate checks the extts section.
+func (x *ExttsConfig) Validate() error {
+	var p problems
+	x.check(&p)
+	return p.err()
+}
+
+func (x *ExttsConfig) check(p *problems) {
+	if !x.Enabled {
+		return
+	}
+	p.positive("extts.interval", x.Interval)
+	if _, ok := phcDomain(x.PHC); !ok {
+		p.add("extts.phc", "%q is not a PHC device (/dev/ptpN)", x.PHC)
+	}
+	if len(x.Channels) == 0 {
+		p.add("extts.channels", "list at least one channel")
+	}
+	if x.Ring < 1 || x.Ring&(x.Ring-1) != 0 {
+		p.add("extts.ring", "%d is not a power of two", x.Ring)
+	}
+	chans, pins := map[int]int{}, map[int]int{}
+	for i, c := range x.Channels {
+		key := fmt.Sprintf("extts.channels[%d]", i)
+		if c.Channel < 0 {
+			p.add(key+".channel", "must not be negative, got %d", c.Channel)
+		} else if j, dup := chans[c.Channel]; dup {
+			p.add(key+".channel", "channel %d is also extts.channels[%d]", c.Channel, j)
+		} else {
+			chans[c.Channel] = i
+		}
+		if c.Pin < phc.NoPin {
+			p.add(key+".pin", "%d: a pin index, or -1 to leave the pins alone", c.Pin)
+		} else if c.Pin != phc.NoPin {
+			if j, dup := pins[c.Pin]; dup {
+				p.add(key+".pin", "pin %d is also extts.channels[%d]'s: a pin feeds one channel", c.Pin, j)
+			} else {
+				pins[c.Pin] = i
+			}
+		}
+		if _, ok := exttsEdges[c.Edges]; !ok {
+			p.add(key+".edges", "%q: want %s", c.Edges, keysOf(exttsEdges))
+		}
+		if c.Period < 0 {
+			p.add(key+".period", "must not be negative, got %s", c.Period)
+		}
+	}
+}
+
+// board checks that the PHC exists.
+func (x *ExttsConfig) board(paths PathsConfig, p *problems) {
+	if !x.Enabled || x.PHC == "" {
+		return
+	}
+	if _, err := os.Stat(x.PHC); err != nil {
+		p.put(&KeyError{Key: "extts.phc", Reason: fmt.Sprintf("no PHC: %v", err), Err: err})
+	}
+}

@@ -1,0 +1,115 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// PPSConfig is the PPS source (source_pps_linux.go): /dev/ppsN devices, each
+// new assert (or clear) edge shipped as a pps_event record at the kernel's
+// stamp, which PPS drivers take in REALTIME.
+type PPSConfig struct {
+	Enabled  bool              `yaml:"enabled"`
+	Interval time.Duration     `yaml:"interval"` // how often the edges are shipped
+	Devices  []PPSDeviceConfig `yaml:"devices"`
+}
+
+// PPSDeviceConfig is one PPS device; each is one event source.
+type PPSDeviceConfig struct {
+	Device string `yaml:"device"` // /dev/ppsN, or ppsN under paths.dev
+	Name   string `yaml:"name"`   // the name tag (default: the device's base name)
+	Assert bool   `yaml:"assert"` // ship assert edges (default true)
+	Clear  bool   `yaml:"clear"`  // ship clear edges (default false); the device must capture them
+	// Ring is the edges between the reader and the shipper, a power of two.
+	Ring int `yaml:"ring"`
+}
+
+func (p *PPSConfig) defaults() {
+	*p = PPSConfig{Interval: time.Second}
+}
+
+func (d *PPSDeviceConfig) defaults() {
+	*d = PPSDeviceConfig{Assert: true, Ring: 64}
+}
+
+// UnmarshalYAML decodes a devices entry over its defaults.
+func (d *PPSDeviceConfig) UnmarshalYAML(n *yaml.Node) error {
+	type plain PPSDeviceConfig
+	d.defaults()
+	return n.Decode((*plain)(d))
+}
+
+// path is the device's file.
+func (d *PPSDeviceConfig) path(dev string) string {
+	if strings.ContainsRune(d.Device, '/') {
+		return d.Device
+	}
+	return filepath.Join(dev, d.Device)
+}
+
+// tagName is the device's name tag.
+func (d *PPSDeviceConfig) tagName() string {
+	if d.Name != "" {
+		return d.Name
+	}
+	return filepath.Base(d.Device)
+}
+
+// Validate checks the pps section.
+func (p *PPSConfig) Validate() error {
+	var ps problems
+	p.check(&ps)
+	return ps.err()
+}
+
+func (p *PPSConfig) check(ps *problems) {
+	if !p.Enabled {
+		return
+	}
+	ps.positive("pps.interval", p.Interval)
+	if len(p.Devices) == 0 {
+		ps.add("pps.devices", "list at least one PPS device")
+	}
+	seen := map[string]int{}
+	for i, d := range p.Devices {
+		key := fmt.Sprintf("pps.devices[%d]", i)
+		switch {
+		case d.Device == "":
+			ps.add(key+".device", "must be set (/dev/ppsN or ppsN)")
+		case !strings.HasPrefix(filepath.Base(d.Device), "pps"):
+			ps.add(key+".device", "%q is not a PPS device (/dev/ppsN)", d.Device)
+		default:
+			if j, dup := seen[filepath.Base(d.Device)]; dup {
+				ps.add(key+".device", "%s is also pps.devices[%d]: one reader per device", d.Device, j)
+			} else {
+				seen[filepath.Base(d.Device)] = i
+			}
+		}
+		if !d.Assert && !d.Clear {
+			ps.add(key, "neither assert nor clear: ship at least one edge")
+		}
+		if d.Ring < 1 || d.Ring&(d.Ring-1) != 0 {
+			ps.add(key+".ring", "%d is not a power of two", d.Ring)
+		}
+	}
+}
+
+// board checks that every device exists.
+func (p *PPSConfig) board(paths PathsConfig, ps *problems) {
+	if !p.Enabled {
+		return
+	}
+	for i, d := range p.Devices {
+		if d.Device == "" {
+			continue
+		}
+		if _, err := os.Stat(d.path(paths.Dev)); err != nil {
+			ps.put(&KeyError{Key: fmt.Sprintf("pps.devices[%d].device", i), Reason: fmt.Sprintf("no PPS device: %v", err), Err: err})
+		}
+	}
+}

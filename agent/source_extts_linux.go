@@ -1,0 +1,236 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/monagent/monagent/phc"
+	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/timebase"
+)
+
+// exttsReader is what the extts source needs of an enabled PHC (*phc.Extts):
+// batched reads of decoded stamps, the reader's counters, and closing (which
+// disables the channels again).
+type exttsReader interface {
+	Read(ctx context.Context, dst []phc.ExttsEvent) (int, error)
+	Stats() phc.ExttsStats
+	Close() error
+}
+
+var _ exttsReader = (*phc.Extts)(nil)
+
+// exttsBatch is the most events one read takes (the kernel returns at most
+// phc.KernelExttsPerRead).
+const exttsBatch = 64
+
+// exttsStamp is one stamp as the reader hands it to the shipper.
+type exttsStamp struct {
+	ev phc.ExttsEvent
+	// readRT is REALTIME at the read that brought it plus its index in the
+	// read: the time of a stamp that cannot be moved to REALTIME yet.
+	readRT int64
+}
+
+// exttsChan is one configured channel: its tags and counts.
+type exttsChan struct {
+	channel uint32
+	edges   phc.Edge
+	tags    map[phc.Edge][]record.Tag // by the edge tag's value: rising, falling, unknown
+
+	// Written on the collection goroutine only.
+	last   int64 // the last shipped time (no two records of the channel share one)
+	events uint64
+}
+
+// exttsSource is the decoder of one PHC's extts event source.
+type exttsSource struct {
+	path  string
+	dom   timebase.Domain
+	tr    *Translators
+	chans []*exttsChan
+	open  func() (exttsReader, error)
+
+	// The reader's counters over every open (the producer adds to them).
+	fullReads, missed, backwards, others atomic.Uint64
+
+	// Written on the collection goroutine only.
+	untranslated, bumps, unlisted uint64
+}
+
+func buildExttsSources(env *Env) ([]Source, error) {
+	c := env.Config
+	x := c.Extts
+	dom, ok := phcDomain(x.PHC)
+	if !ok {
+		return nil, keyErr("extts.phc", "%q is not a PHC device (/dev/ptpN)", x.PHC)
+	}
+	if !c.PHC.Enabled && env.Log != nil {
+		env.Log.Warn("extts needs the phc source's model of the PHC: every stamp will count as untranslated", "phc", x.PHC)
+	}
+	tr := env.Translators
+	if tr == nil {
+		tr = NewTranslators()
+	}
+	d := newExttsSource(x, dom, tr, nil)
+	s, err := d.eventSource("extts:"+x.PHC, x.Interval, x.Ring)
+	if err != nil {
+		return nil, keyErr("extts", "%v", err)
+	}
+	return []Source{s}, nil
+}
+
+// newExttsSource reads the channels of x.PHC, whose time is dom; open, when
+// not nil, replaces enabling them on the device (tests).
+func newExttsSource(x ExttsConfig, dom timebase.Domain, tr *Translators, open func() (exttsReader, error)) *exttsSource {
+	d := &exttsSource{path: x.PHC, dom: dom, tr: tr, open: open}
+	reqs := make([]phc.ExttsChannel, len(x.Channels))
+	for i, c := range x.Channels {
+		reqs[i] = c.request()
+		ch := &exttsChan{channel: uint32(c.Channel), edges: reqs[i].Edges, tags: map[phc.Edge][]record.Tag{}}
+		for _, e := range []phc.Edge{phc.EdgeRising, phc.EdgeFalling, 0} {
+			ch.tags[e] = []record.Tag{{Key: "phc", Value: x.PHC}, {Key: "channel", Value: fmt.Sprint(c.Channel)},
+				{Key: "name", Value: c.tagName()}, {Key: "edge", Value: e.String()}}
+		}
+		d.chans = append(d.chans, ch)
+	}
+	if d.open == nil {
+		d.open = func() (exttsReader, error) { return phc.OpenExtts(x.PHC, reqs...) }
+	}
+	return d
+}
+
+func (d *exttsSource) eventSource(name string, interval time.Duration, ringSize int) (*EventSource[exttsStamp], error) {
+	return NewEventSource(EventSourceConfig[exttsStamp]{
+		Name: name, Interval: interval, Ring: ringSize,
+		Producer: ProducerFunc[exttsStamp](d.produce), Emit: d.emit, Self: d.self,
+	})
+}
+
+// produce enables the channels and drains the stamps into the queue until
+// ctx is done; a failure ends it (the event source counts it, backs off and
+// calls it again, which enables the channels again). The edges missing
+// between two stamps of a channel with a period are the losses counted: the
+// kernel keeps no drop counter of its extts queue (see phc.ExttsStats).
+func (d *exttsSource) produce(ctx context.Context, q *EventQueue[exttsStamp]) error {
+	rd, err := d.open()
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	var evs [exttsBatch]phc.ExttsEvent
+	var batch [exttsBatch]exttsStamp
+	var prev phc.ExttsStats
+	for {
+		n, err := rd.Read(ctx, evs[:])
+		if n > 0 {
+			readRT, _ := timebase.Realtime.Now()
+			for i := range evs[:n] {
+				batch[i] = exttsStamp{ev: evs[i], readRT: readRT + int64(i)}
+			}
+			q.Put(batch[:n])
+		}
+		st := rd.Stats()
+		if st.MissedEdges > prev.MissedEdges {
+			m := st.MissedEdges - prev.MissedEdges
+			q.Lost(m)
+			d.missed.Add(m)
+		}
+		addDelta(&d.fullReads, st.FullReads, prev.FullReads)
+		addDelta(&d.backwards, st.Backwards, prev.Backwards)
+		addDelta(&d.others, st.OtherChannels, prev.OtherChannels)
+		prev = st
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !strings.Contains(err.Error(), d.path) {
+			err = fmt.Errorf("phc %s: extts: %w", d.path, err)
+		}
+		return err
+	}
+}
+
+func addDelta(c *atomic.Uint64, cur, prev uint64) {
+	if cur > prev {
+		c.Add(cur - prev)
+	}
+}
+
+// channel is the configured channel ch, or nil.
+func (d *exttsSource) channel(ch uint32) *exttsChan {
+	for _, c := range d.chans {
+		if c.channel == ch {
+			return c
+		}
+	}
+	return nil
+}
+
+// emit ships one stamp at its PHC time moved to REALTIME through the phc
+// source's model, with the model's uncertainty. A stamp that cannot be moved
+// yet (no model) is shipped at REALTIME of the read that brought it plus its
+// index in the read, with phc_ns kept, and counted (untranslated). Two stamps
+// of a channel never share a time: a time not after the channel's previous
+// one is moved to 1 ns after it and counted (time_bumps). Stamps of channels
+// not configured (another reader's, where open files share the queue) are
+// counted as unlisted, not shipped.
+func (d *exttsSource) emit(b *Batch, e *exttsStamp) {
+	c := d.channel(e.ev.Channel)
+	if c == nil {
+		d.unlisted++
+		return
+	}
+	c.events++
+	dom := e.ev.Domain
+	if dom == timebase.DomainUnknown {
+		dom = d.dom
+	}
+	f := make([]record.Field, 1, 2)
+	f[0] = record.Int("phc_ns", e.ev.PHCNS)
+	var t int64
+	if rt, err := d.tr.Realtime(timebase.Timestamp{NS: e.ev.PHCNS, Domain: dom}); err == nil {
+		t = rt.NS
+		f = append(f, record.Int("uncertainty_ns", rt.UncertaintyNS))
+	} else {
+		t = e.readRT
+		d.untranslated++
+	}
+	if t <= c.last {
+		t = c.last + 1
+		d.bumps++
+	}
+	c.last = t
+	b.Add("extts_event", t, c.tags[c.edgeOf(&e.ev)], f...)
+}
+
+// edgeOf is the edge of a stamp: the one the driver reports, else the one
+// the channel was enabled for when it is a single edge, else 0 (unknown).
+func (c *exttsChan) edgeOf(e *phc.ExttsEvent) phc.Edge {
+	if ed := e.Edge(); ed == phc.EdgeRising || ed == phc.EdgeFalling {
+		return ed
+	}
+	if c.edges == phc.EdgeRising || c.edges == phc.EdgeFalling {
+		return c.edges
+	}
+	return 0
+}
+
+// self is the decoder's counts beside the event source's.
+func (d *exttsSource) self() []record.Field {
+	f := []record.Field{
+		record.Uint("untranslated", d.untranslated), record.Uint("time_bumps", d.bumps),
+		record.Uint("unlisted", d.unlisted), record.Uint("missed_edges", d.missed.Load()),
+		record.Uint("full_reads", d.fullReads.Load()), record.Uint("backwards", d.backwards.Load()),
+		record.Uint("other_channels", d.others.Load()),
+	}
+	for _, c := range d.chans {
+		f = append(f, record.Uint(fmt.Sprintf("channel%d_events", c.channel), c.events))
+	}
+	return f
+}

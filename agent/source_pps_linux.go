@@ -1,0 +1,161 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/monagent/monagent/gpio"
+	"github.com/monagent/monagent/record"
+)
+
+// ppsFetcher is what the PPS source needs of a device (*gpio.PPSDevice):
+// Fetch waits for new edges and reports those lost since the previous fetch;
+// Tracker splits the losses by edge kind.
+type ppsFetcher interface {
+	Fetch(ctx context.Context) (gpio.PPSEvent, uint64, error)
+	Tracker() *gpio.PPSTracker
+	Close() error
+}
+
+var _ ppsFetcher = (*gpio.PPSDevice)(nil)
+
+// ppsEdge is one new PPS edge as the reader hands it to the shipper.
+type ppsEdge struct {
+	ns    int64  // the kernel's stamp, REALTIME
+	seq   uint32 // its sequence number
+	clear bool   // a clear edge (else assert)
+}
+
+// ppsSource is the decoder of one PPS device's event source.
+type ppsSource struct {
+	path          string
+	assert, clear bool
+	tags          [2][]record.Tag // assert, clear: device, name, edge
+	open          func() (ppsFetcher, error)
+
+	lostAssert, lostClear atomic.Uint64 // sequence gaps of the shipped kinds (producer)
+	ignored               atomic.Uint64 // new edges of a kind not shipped (producer)
+
+	// Written on the collection goroutine only.
+	last   [2]int64 // the last shipped time per edge kind
+	events [2]uint64
+	bumps  uint64
+}
+
+func buildPPSSources(env *Env) ([]Source, error) {
+	c := env.Config
+	var out []Source
+	for i, dc := range c.PPS.Devices {
+		d := newPPSSource(dc, dc.path(c.Paths.Dev), nil)
+		s, err := d.eventSource("pps:"+dc.tagName(), c.PPS.Interval, dc.Ring)
+		if err != nil {
+			for _, o := range out {
+				o.Close()
+			}
+			return nil, keyErr(fmt.Sprintf("pps.devices[%d]", i), "%v", err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// newPPSSource reads the device at path; open, when not nil, replaces
+// opening it (tests).
+func newPPSSource(dc PPSDeviceConfig, path string, open func() (ppsFetcher, error)) *ppsSource {
+	d := &ppsSource{path: path, assert: dc.Assert, clear: dc.Clear, open: open}
+	if d.open == nil {
+		cfg := gpio.PPSConfig{Assert: dc.Assert, Clear: dc.Clear}
+		d.open = func() (ppsFetcher, error) { return gpio.OpenPPS(path, cfg) }
+	}
+	for i, edge := range []string{"assert", "clear"} {
+		d.tags[i] = []record.Tag{{Key: "device", Value: path}, {Key: "name", Value: dc.tagName()}, {Key: "edge", Value: edge}}
+	}
+	return d
+}
+
+func (d *ppsSource) eventSource(name string, interval time.Duration, ringSize int) (*EventSource[ppsEdge], error) {
+	return NewEventSource(EventSourceConfig[ppsEdge]{
+		Name: name, Interval: interval, Ring: ringSize,
+		Producer: ProducerFunc[ppsEdge](d.produce), Emit: d.emit, Self: d.self,
+	})
+}
+
+// produce fetches edges until ctx is done and queues each new edge of the
+// kinds shipped; the sequence gaps of those kinds are the kernel's losses
+// (the device keeps only its latest edge of each kind). A failure ends it:
+// the event source counts it, backs off and opens the device again (a new
+// baseline: edges between the two opens are not counted).
+func (d *ppsSource) produce(ctx context.Context, q *EventQueue[ppsEdge]) error {
+	dev, err := d.open()
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	var prevA, prevC uint64
+	for {
+		e, _, err := dev.Fetch(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if !strings.Contains(err.Error(), d.path) {
+				err = fmt.Errorf("pps %s: %w", d.path, err)
+			}
+			return err
+		}
+		la, lc := dev.Tracker().Lost()
+		if d.assert && la > prevA {
+			q.Lost(la - prevA)
+			d.lostAssert.Add(la - prevA)
+		}
+		if d.clear && lc > prevC {
+			q.Lost(lc - prevC)
+			d.lostClear.Add(lc - prevC)
+		}
+		prevA, prevC = la, lc
+		if e.NewAssert {
+			if d.assert {
+				q.Put1(ppsEdge{ns: e.AssertNS, seq: e.AssertSeq})
+			} else {
+				d.ignored.Add(1)
+			}
+		}
+		if e.NewClear {
+			if d.clear {
+				q.Put1(ppsEdge{ns: e.ClearNS, seq: e.ClearSeq, clear: true})
+			} else {
+				d.ignored.Add(1)
+			}
+		}
+	}
+}
+
+// emit ships one edge at its stamp (REALTIME). Two edges of one kind never
+// share a time: a stamp not after the kind's previous one (a stale fetch,
+// a clock step back) is moved to 1 ns after it and counted (time_bumps).
+func (d *ppsSource) emit(b *Batch, e *ppsEdge) {
+	k := 0
+	if e.clear {
+		k = 1
+	}
+	d.events[k]++
+	t := e.ns
+	if t <= d.last[k] {
+		t = d.last[k] + 1
+		d.bumps++
+	}
+	d.last[k] = t
+	b.Add("pps_event", t, d.tags[k], record.Uint("sequence", uint64(e.seq)), record.Int("kernel_ns", e.ns))
+}
+
+// self is the decoder's counts beside the event source's.
+func (d *ppsSource) self() []record.Field {
+	return []record.Field{
+		record.Uint("assert_events", d.events[0]), record.Uint("assert_lost", d.lostAssert.Load()),
+		record.Uint("clear_events", d.events[1]), record.Uint("clear_lost", d.lostClear.Load()),
+		record.Uint("ignored_edges", d.ignored.Load()), record.Uint("time_bumps", d.bumps),
+	}
+}
