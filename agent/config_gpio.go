@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -24,6 +25,24 @@ type GPIOConfig struct {
 	// PHC, when set (/dev/ptpN), adds each edge's time in that PHC as the
 	// phc_ns field, through the phc source's model of it.
 	PHC string `yaml:"phc"`
+	// Triggers tie a configured line's edges to sensor readings
+	// (source_gpio_trigger_linux.go): a gpio_trigger record per edge.
+	Triggers []GPIOTriggerConfig `yaml:"triggers"`
+}
+
+// GPIOTriggerConfig is one trigger rule: on each edge of Line of Chip (a line
+// listed in gpio.chips) that matches Edge, the sensors whose
+// "source/device/name" matches one of the Sensors patterns (path.Match) are
+// read one-shot and shipped in one gpio_trigger record at the edge's time.
+// An edge within MinInterval (by kernel stamp) of the last edge that
+// triggered a reading is skipped and counted.
+type GPIOTriggerConfig struct {
+	Name        string        `yaml:"name"`         // the trigger tag and the self-metrics' trigger_<name>_ prefix
+	Chip        string        `yaml:"chip"`         // as in gpio.chips
+	Line        int           `yaml:"line"`         // the line's offset
+	Edge        string        `yaml:"edge"`         // rising, falling or both (default both)
+	Sensors     []string      `yaml:"sensors"`      // "hwmon/ina226/*", "iio/*/voltage0"
+	MinInterval time.Duration `yaml:"min_interval"` // default 100ms; 0: every edge
 }
 
 // GPIOChipConfig is one chip's lines. Lines with the same settings (edge,
@@ -66,6 +85,17 @@ func (c *GPIOChipConfig) defaults() {
 
 func (l *GPIOLineConfig) defaults() {
 	*l = GPIOLineConfig{Edge: "both", Bias: "as_is", Clock: "monotonic"}
+}
+
+func (tr *GPIOTriggerConfig) defaults() {
+	*tr = GPIOTriggerConfig{Edge: "both", MinInterval: 100 * time.Millisecond}
+}
+
+// UnmarshalYAML decodes a triggers entry over its defaults.
+func (tr *GPIOTriggerConfig) UnmarshalYAML(n *yaml.Node) error {
+	type plain GPIOTriggerConfig
+	tr.defaults()
+	return n.Decode((*plain)(tr))
 }
 
 // UnmarshalYAML decodes a chips entry over its defaults.
@@ -211,6 +241,103 @@ func (g *GPIOConfig) check(p *problems) {
 			p.add(key+".lines", "%d lines: at most %d per chip", len(c.Lines), gpio.MaxLines)
 		}
 	}
+	g.checkTriggers(p)
+}
+
+// triggerSources are the sensor sources a trigger pattern may name.
+var triggerSources = map[string]bool{"hwmon": true, "thermal": true, "iio": true}
+
+func (g *GPIOConfig) checkTriggers(p *problems) {
+	names := map[string]int{}
+	for i, tr := range g.Triggers {
+		key := fmt.Sprintf("gpio.triggers[%d]", i)
+		if !validTriggerName(tr.Name) {
+			p.add(key+".name", "%q: want letters, digits and _ (it names the self-metrics trigger_<name>_*)", tr.Name)
+		} else if j, dup := names[tr.Name]; dup {
+			p.add(key+".name", "%q is also gpio.triggers[%d]", tr.Name, j)
+		} else {
+			names[tr.Name] = i
+		}
+		edge, okEdge := gpioEdges[tr.Edge]
+		if !okEdge {
+			p.add(key+".edge", "%q: want %s", tr.Edge, keysOf(gpioEdges))
+		}
+		if tr.MinInterval < 0 {
+			p.add(key+".min_interval", "%v is negative", tr.MinInterval)
+		}
+		if len(tr.Sensors) == 0 {
+			p.add(key+".sensors", "list at least one sensor pattern (source/device/name)")
+		}
+		for j, pat := range tr.Sensors {
+			if err := checkTriggerPattern(pat); err != nil {
+				p.add(fmt.Sprintf("%s.sensors[%d]", key, j), "%q: %v", pat, err)
+			}
+		}
+		line := g.triggerLine(tr)
+		switch {
+		case tr.Chip == "":
+			p.add(key+".chip", "must be set: a chip of gpio.chips")
+		case line == nil && !g.hasChip(tr.Chip):
+			p.add(key+".chip", "%s is not in gpio.chips", tr.Chip)
+		case line == nil:
+			p.add(key+".line", "%d is not a line of %s in gpio.chips", tr.Line, tr.Chip)
+		case okEdge && gpioEdges[line.Edge]&edge == 0:
+			p.add(key+".edge", "%s: line %d of %s detects %s edges only: the trigger would never fire", tr.Edge, tr.Line, tr.Chip, line.Edge)
+		}
+	}
+}
+
+func validTriggerName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkTriggerPattern checks a "source/device/name" pattern.
+func checkTriggerPattern(pat string) error {
+	parts := strings.Split(pat, "/")
+	if len(parts) != 3 {
+		return fmt.Errorf("want source/device/name (e.g. hwmon/ina226/*)")
+	}
+	for _, s := range parts {
+		if _, err := path.Match(s, ""); err != nil {
+			return err
+		}
+	}
+	if !strings.ContainsAny(parts[0], "*?[\\") && !triggerSources[parts[0]] {
+		return fmt.Errorf("source %q: want hwmon, thermal or iio", parts[0])
+	}
+	return nil
+}
+
+func (g *GPIOConfig) hasChip(chip string) bool {
+	for _, c := range g.Chips {
+		if c.Chip == chip {
+			return true
+		}
+	}
+	return false
+}
+
+// triggerLine is the configured line a trigger names, or nil.
+func (g *GPIOConfig) triggerLine(tr GPIOTriggerConfig) *GPIOLineConfig {
+	for i := range g.Chips {
+		if g.Chips[i].Chip != tr.Chip {
+			continue
+		}
+		for j := range g.Chips[i].Lines {
+			if g.Chips[i].Lines[j].Offset == tr.Line {
+				return &g.Chips[i].Lines[j]
+			}
+		}
+	}
+	return nil
 }
 
 // chipPath is the device of a chip entry.

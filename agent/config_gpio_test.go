@@ -127,3 +127,73 @@ func gpioLineCfg(offset int, name, clock string) GPIOLineConfig {
 	l.Offset, l.Name, l.Clock = offset, name, clock
 	return l
 }
+
+func TestGPIOTriggerConfigDefaultsAndDecode(t *testing.T) {
+	c, err := Parse("x.yaml", []byte(`gpio:
+  enabled: true
+  chips:
+    - chip: gpiochip0
+      lines:
+        - {offset: 17, edge: rising}
+        - {offset: 18}
+  triggers:
+    - {name: power, chip: gpiochip0, line: 17, sensors: ["hwmon/ina226/*"]}
+    - {name: adc, chip: gpiochip0, line: 18, edge: falling, sensors: ["iio/*/voltage0", "thermal/*/*"], min_interval: 0s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []GPIOTriggerConfig{
+		{Name: "power", Chip: "gpiochip0", Line: 17, Edge: "both", Sensors: []string{"hwmon/ina226/*"}, MinInterval: 100 * time.Millisecond},
+		{Name: "adc", Chip: "gpiochip0", Line: 18, Edge: "falling", Sensors: []string{"iio/*/voltage0", "thermal/*/*"}},
+	}
+	if !reflect.DeepEqual(c.GPIO.Triggers, want) {
+		t.Errorf("triggers %+v, want %+v", c.GPIO.Triggers, want)
+	}
+}
+
+func TestGPIOTriggerConfigCheckNamesKeyAndReason(t *testing.T) {
+	_, err := Parse("x.yaml", []byte(`gpio:
+  enabled: true
+  chips:
+    - chip: gpiochip0
+      lines:
+        - {offset: 17, edge: rising}
+  triggers:
+    - {name: ok, chip: gpiochip0, line: 17, edge: rising, sensors: ["hwmon/*/*"]}
+    - {name: ok, chip: gpiochip1, line: 17, edge: up, sensors: ["hwmon/[/*", "ina226/*"], min_interval: -1s}
+    - {name: "a-b", chip: gpiochip0, line: 4, sensors: []}
+    - {name: c, chip: gpiochip0, line: 17, edge: falling, sensors: ["gpu/x/y", "*/x/y"]}
+    - {name: d, line: 17, sensors: ["iio/*/*"]}
+`))
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("Parse: %v, want Problems", err)
+	}
+	got := map[string]string{}
+	for _, p := range ps {
+		got[p.Key] += p.Reason + ";"
+	}
+	want := map[string]string{
+		"gpio.triggers[1].name":         `"ok" is also gpio.triggers[0]`,
+		"gpio.triggers[1].chip":         "gpiochip1 is not in gpio.chips",
+		"gpio.triggers[1].edge":         `"up": want both, falling, rising`,
+		"gpio.triggers[1].sensors[0]":   "syntax error in pattern",
+		"gpio.triggers[1].sensors[1]":   "want source/device/name",
+		"gpio.triggers[1].min_interval": "negative",
+		"gpio.triggers[2].name":         `"a-b": want letters, digits and _`,
+		"gpio.triggers[2].line":         "4 is not a line of gpiochip0",
+		"gpio.triggers[2].sensors":      "at least one",
+		"gpio.triggers[3].edge":         "line 17 of gpiochip0 detects rising edges only",
+		"gpio.triggers[3].sensors[0]":   `source "gpu": want hwmon, thermal or iio`,
+		"gpio.triggers[4].chip":         "must be set",
+	}
+	for k, reason := range want {
+		if !strings.Contains(got[k], reason) {
+			t.Errorf("%s: %q, want it to say %q", k, got[k], reason)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("problems at %d keys, want %d: %v", len(got), len(want), got)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/sensors"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -48,6 +49,8 @@ type gpioLine struct {
 	tags     [2][]record.Tag // rising, falling: with the host tag, sorted
 
 	lost atomic.Uint64 // line_seqno gaps (the producer writes it)
+
+	triggers []*gpioTrigger // gpio.triggers rules of this line (collection goroutine)
 
 	// Written on the collection goroutine only.
 	last     int64 // the last shipped time (no two records of the line share one)
@@ -109,6 +112,7 @@ func buildGPIOSources(env *Env) ([]Source, error) {
 				}
 				return nil, keyErr(fmt.Sprintf("gpio.chips[%d]", i), "%v", err)
 			}
+			d.attachTriggers(c.GPIO.Triggers, sensors.NewFS(c.Paths.Sys, c.Paths.Dev), env.Log)
 			name := "gpio:" + cc.Chip
 			if len(group) != len(cc.Lines) {
 				name += ":" + offsetsString(group)
@@ -150,6 +154,7 @@ func (d *gpioSource) eventSource(name string, interval time.Duration, ringSize i
 	return NewEventSource(EventSourceConfig[gpioEdge]{
 		Name: name, Interval: interval, Ring: ringSize,
 		Producer: ProducerFunc[gpioEdge](d.produce), Emit: d.emit, After: d.after, Self: d.self,
+		Close: d.closeTriggers,
 	})
 }
 
@@ -287,6 +292,9 @@ func (d *gpioSource) emit(b *Batch, e *gpioEdge) {
 	// Batch.Add would make them), shared by its records: the encoder
 	// leaves sorted tags as they are.
 	b.Records = append(b.Records, record.Record{Measurement: "gpio_event", Tags: tags, Fields: f, TimeNS: t})
+	for _, tr := range l.triggers {
+		tr.fire(b, e, t)
+	}
 }
 
 // withHost builds the line's tags with the host tag, sorted by key.
@@ -380,6 +388,9 @@ func (d *gpioSource) self() []record.Field {
 		f = append(f, record.Uint(l.fieldPfx+"events", l.events), record.Uint(l.fieldPfx+"lost", l.lost.Load()),
 			record.Int(l.fieldPfx+"latency_p50_ns", l.snapshot[0]), record.Int(l.fieldPfx+"latency_p99_ns", l.snapshot[1]),
 			record.Int(l.fieldPfx+"latency_max_ns", l.snapshot[2]), record.Int(l.fieldPfx+"latency_samples", l.snapshot[3]))
+		for _, tr := range l.triggers {
+			f = tr.self(f)
+		}
 	}
 	return f
 }

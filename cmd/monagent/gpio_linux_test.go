@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/gpio"
+	"github.com/monagent/monagent/sensors/sensorstest"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -25,9 +26,15 @@ type gpioRecord struct {
 
 func gpioEvents(t *testing.T, out string) []gpioRecord {
 	t.Helper()
+	return gpioRecords(t, out, "gpio_event")
+}
+
+// gpioRecords parses the records of one measurement.
+func gpioRecords(t *testing.T, out, measurement string) []gpioRecord {
+	t.Helper()
 	var recs []gpioRecord
 	for _, l := range strings.Split(out, "\n") {
-		if !strings.HasPrefix(l, "gpio_event,") {
+		if !strings.HasPrefix(l, measurement+",") {
 			continue
 		}
 		parts := strings.Split(l, " ") // no spaces in these tags and fields
@@ -56,8 +63,12 @@ func gpioEvents(t *testing.T, out string) []gpioRecord {
 // a capture file of REALTIME-stamped edges (line 17 lost two edges in the
 // kernel), one a FIFO fed while the agent runs with MONOTONIC stamps, ships a
 // gpio_event per edge with the documented tags and fields, at the kernel
-// stamp moved to REALTIME, and counts the kernel's losses.
+// stamp moved to REALTIME, and counts the kernel's losses. A trigger on the
+// FIFO's line reads the fixture board's sensors (paths.sys) at its first edge
+// and skips the second (1 ms later, within min_interval): one gpio_trigger
+// record at the edge's time with the values and the read delay.
 func TestRunGPIOReplayedLines(t *testing.T) {
+	sys, dev := sensorstest.Board(t)
 	dir := t.TempDir()
 	capture, fifo := filepath.Join(dir, "capture"), filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -71,7 +82,10 @@ func TestRunGPIOReplayedLines(t *testing.T) {
 	if err := os.WriteFile(capture, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := writeConfig(t, dir, fmt.Sprintf(`clock:
+	cfg := writeConfig(t, dir, fmt.Sprintf(`paths:
+  sys: %s
+  dev: %s
+clock:
   interval: 200ms
 phc:
   enabled: false
@@ -89,11 +103,13 @@ gpio:
       replay: %s
       lines:
         - {offset: 4, name: drdy, edge: rising}
+  triggers:
+    - {name: drdy_power, chip: gpiochip1, line: 4, edge: rising, sensors: ["hwmon/ina226/power1", "thermal/*/*"]}
 output:
   stdout: true
 spool:
   enabled: false
-`, capture, fifo))
+`, sys, dev, capture, fifo))
 	cmd := command("run", "--config", cfg, "--duration", "3s")
 	cmd.Dir = dir
 	var o, e bytes.Buffer
@@ -165,6 +181,27 @@ spool:
 		t.Errorf("no latency self-metrics for line 4")
 	} else if v, _ := strconv.ParseInt(m[len(m)-1][1], 10, 64); v < 2e6 || v > 2e9 {
 		t.Errorf("line 4 read latency max %d ns, want [2 ms, 2 s]", v)
+	}
+	trig := gpioRecords(t, stdout, "gpio_trigger")
+	if len(trig) != 1 {
+		t.Fatalf("%d gpio_trigger records, want 1 (the second edge within min_interval)", len(trig))
+	}
+	tr := trig[0]
+	if tr.time != l4[0].time || tr.fields["kernel_ns"] != l4[0].fields["kernel_ns"] || tr.tags["trigger"] != "drdy_power" ||
+		tr.tags["chip"] != "gpiochip1" || tr.tags["line"] != "4" || tr.tags["edge"] != "rising" || tr.tags["host"] == "" {
+		t.Errorf("gpio_trigger %v %v at %d, want drdy_power at line 4's first edge %d", tr.tags, tr.fields, tr.time, l4[0].time)
+	}
+	if tr.fields["hwmon/ina226/power1"] != "2065000i" || tr.fields["thermal/thermal_zone0/cpu_thermal"] != "47500000i" {
+		t.Errorf("gpio_trigger fields %v, want the fixture board's power1 and zone 0", tr.fields)
+	}
+	// Stamped 2 ms before the write, read at the next collection.
+	if d, err := strconv.ParseInt(strings.TrimSuffix(tr.fields["read_delay_ns"], "i"), 10, 64); err != nil || d < 2e6 || d > 2e9 {
+		t.Errorf("read_delay_ns %q, want [2 ms, 2 s]", tr.fields["read_delay_ns"])
+	}
+	for _, want := range []string{"trigger_drdy_power_readings=1i", "trigger_drdy_power_skipped=1i", "trigger_drdy_power_read_errors=1i"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("self-metrics lack %s", want)
+		}
 	}
 	if testing.Verbose() {
 		t.Logf("stdout:\n%s", stdout)
