@@ -48,14 +48,18 @@ type EventQueue[E any] struct {
 // Put queues events (one producer only) and returns how many the ring took;
 // the rest are counted as ring drops. It does not allocate.
 func (q *EventQueue[E]) Put(evs []E) int {
+	n := q.ring.PutBatch(evs)
+	// Counted after the ring has them: whoever sees Received grow finds the
+	// events in the ring (or among its drops).
 	q.received.Add(uint64(len(evs)))
-	return q.ring.PutBatch(evs)
+	return n
 }
 
 // Put1 queues one event; false (and counted) when the ring is full.
 func (q *EventQueue[E]) Put1(e E) bool {
+	ok := q.ring.Put(e)
 	q.received.Add(1)
-	return q.ring.Put(e)
+	return ok
 }
 
 // Lost counts n events the kernel (or the peer) reports as lost before they
