@@ -122,6 +122,10 @@ spool:
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // the clock source has its models by now
+	// REALTIME read on both sides of the MONOTONIC stamp: the bracket holds
+	// REALTIME at the stamp even when this process is descheduled between the
+	// reads (as under qemu-arm).
+	rt1, _ := timebase.Realtime.Now()
 	mono, _ := timebase.Monotonic.Now()
 	rt2, _ := timebase.Realtime.Now()
 	b = b[:0]
@@ -167,9 +171,9 @@ spool:
 	}
 	// MONOTONIC stamps moved to REALTIME through the clock source's models.
 	for i, r := range l4 {
-		want := rt2 - int64(2-i)*1e6 // REALTIME at the stamp, read within a few µs of it
-		if d := r.time - want; d < -1e6 || d > 1e6 || r.fields["clock"] != `"monotonic"` || r.tags["name"] != "drdy" {
-			t.Errorf("line 4 record %d: %v at %d, %d ns from REALTIME at its stamp", i, r.fields, r.time, d)
+		lo, hi := rt1-int64(2-i)*1e6, rt2-int64(2-i)*1e6 // REALTIME at the stamp lies between
+		if r.time < lo-1e6 || r.time > hi+1e6 || r.fields["clock"] != `"monotonic"` || r.tags["name"] != "drdy" {
+			t.Errorf("line 4 record %d: %v at %d, want within 1 ms of [%d, %d] (REALTIME around its stamp)", i, r.fields, r.time, lo, hi)
 		}
 	}
 	if !strings.Contains(stdout, "kernel_lost=2i,") || !strings.Contains(stdout, "line17_lost=2i,") {
