@@ -100,7 +100,8 @@ func TestBuildingTheAgentStartsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := runtime.NumGoroutine(); n != before {
+	// Goroutines of earlier tests may still be ending: fewer is fine, more is not.
+	if n := runtime.NumGoroutine(); n > before {
 		t.Fatalf("New started %d goroutines", n-before)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -109,10 +110,10 @@ func TestBuildingTheAgentStartsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() != before && time.Now().Before(deadline) {
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond) // exiting goroutines are still counted for a moment
 	}
-	if n := runtime.NumGoroutine(); n != before {
+	if n := runtime.NumGoroutine(); n > before {
 		t.Fatalf("%d goroutines outlive Run", n-before)
 	}
 	if st := a.Outputs().Spool.Stats(); st.Appended == 0 {
