@@ -73,6 +73,7 @@ func TestAgentLogsAnUnreachableInfluxOnce(t *testing.T) {
 	cfg.Influx.URL = "http://127.0.0.1:1" // nothing listens on port 1
 	cfg.Influx.Bucket = "db/autogen"
 	cfg.Influx.TokenEnv = ""
+	cfg.Influx.BatchInterval = 50 * time.Millisecond // the first attempt comes early in the run
 	var logs syncBuffer
 	a, err := New(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
