@@ -234,3 +234,25 @@ func (s *EventSource[E]) SelfFields() []record.Field {
 	}
 	return f
 }
+
+// maxBumpNS bounds the move seriesTime makes: a time further before the
+// previous record's is a clock stepped back, kept as it is.
+const maxBumpNS = 1000
+
+// seriesTime keeps the record times of one series (one measurement and tag
+// set) apart, so that InfluxDB keeps every record: a time equal to the
+// previous record's, or at most maxBumpNS before it (stamps of a coarse clock,
+// or a model's rounding), moves to 1 ns after it and is counted. A time
+// further back is a stepped clock and is kept: moving it would shift every
+// record after the step.
+type seriesTime struct{ last int64 }
+
+// next returns the time for a record stamped t, counting a move in bumps.
+func (s *seriesTime) next(t int64, bumps *uint64) int64 {
+	if t <= s.last && t >= s.last-maxBumpNS {
+		t = s.last + 1
+		*bumps++
+	}
+	s.last = t
+	return t
+}

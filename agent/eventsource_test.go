@@ -211,3 +211,21 @@ func TestEventQueuePutDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per put", allocs)
 	}
 }
+
+// seriesTime moves a repeated (or barely earlier) time 1 ns past the previous
+// record's and counts it; a clock stepped back is kept as it is.
+func TestSeriesTime(t *testing.T) {
+	var st seriesTime
+	var bumps uint64
+	for i, c := range []struct{ in, want int64 }{
+		{1000, 1000}, {1000, 1001}, {1000, 1002}, {1500, 1500}, {1499, 1501},
+		{1501 - maxBumpNS, 1502}, {1502 - maxBumpNS - 1, 1502 - maxBumpNS - 1}, {5000, 5000},
+	} {
+		if got := st.next(c.in, &bumps); got != c.want {
+			t.Fatalf("step %d: %d -> %d, want %d", i, c.in, got, c.want)
+		}
+	}
+	if bumps != 4 {
+		t.Fatalf("%d bumps, want 4", bumps)
+	}
+}

@@ -42,7 +42,7 @@ type exttsChan struct {
 	tags    map[phc.Edge][]record.Tag // by the edge tag's value: rising, falling, unknown
 
 	// Written on the collection goroutine only.
-	last   int64 // the last shipped time (no two records of the channel share one)
+	times  seriesTime // no two records of the channel share a time
 	events uint64
 }
 
@@ -201,11 +201,7 @@ func (d *exttsSource) emit(b *Batch, e *exttsStamp) {
 		t = e.readRT
 		d.untranslated++
 	}
-	if t <= c.last {
-		t = c.last + 1
-		d.bumps++
-	}
-	c.last = t
+	t = c.times.next(t, &d.bumps)
 	b.Add("extts_event", t, c.tags[c.edgeOf(&e.ev)], f...)
 }
 

@@ -53,7 +53,7 @@ type gpioLine struct {
 	triggers []*gpioTrigger // gpio.triggers rules of this line (collection goroutine)
 
 	// Written on the collection goroutine only.
-	last     int64 // the last shipped time (no two records of the line share one)
+	times    seriesTime // no two records of the line share a time
 	events   uint64
 	lat      [latencyCap]int64
 	latN     int // samples this interval (may exceed latencyCap: it wraps)
@@ -330,11 +330,7 @@ func (d *gpioSource) place(e *gpioEdge) (l *gpioLine, t, unc int64, ok bool) {
 		t = e.readRT
 		d.untranslated++
 	}
-	if t <= l.last {
-		t = l.last + 1
-		d.bumps++
-	}
-	l.last = t
+	t = l.times.next(t, &d.bumps)
 	return l, t, unc, ok
 }
 

@@ -40,7 +40,7 @@ type ppsSource struct {
 	ignored               atomic.Uint64 // new edges of a kind not shipped (producer)
 
 	// Written on the collection goroutine only.
-	last   [2]int64 // the last shipped time per edge kind
+	times  [2]seriesTime // per edge kind: no two records share a time
 	events [2]uint64
 	bumps  uint64
 }
@@ -142,12 +142,7 @@ func (d *ppsSource) emit(b *Batch, e *ppsEdge) {
 		k = 1
 	}
 	d.events[k]++
-	t := e.ns
-	if t <= d.last[k] {
-		t = d.last[k] + 1
-		d.bumps++
-	}
-	d.last[k] = t
+	t := d.times[k].next(e.ns, &d.bumps)
 	b.Add("pps_event", t, d.tags[k], record.Uint("sequence", uint64(e.seq)), record.Int("kernel_ns", e.ns))
 }
 

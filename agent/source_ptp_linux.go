@@ -113,9 +113,10 @@ func (s *ptp4lSource) SelfFields() []record.Field {
 type ptpProbe struct {
 	p     *ptp.Probe
 	start time.Time
-	// last is the time of the latest ptp_probe record (collection goroutine
-	// only), bumps how often an exchange was moved by a nanosecond.
-	last, bumps int64
+	// times keeps ptp_probe records apart (collection goroutine only),
+	// bumps counts how often an exchange was moved by a nanosecond.
+	times seriesTime
+	bumps uint64
 }
 
 func buildPTPProbe(env *Env) ([]Source, error) {
@@ -181,12 +182,7 @@ func newPTPProbeSource(p *ptp.Probe, ring int, prod Producer[ptp.Exchange]) (*Ev
 // nanosecond ever stamp two alike, the later is moved by one nanosecond
 // (counted in time_bumps); t2_ns keeps the stamp as it was.
 func (d *ptpProbe) emit(b *Batch, ex *ptp.Exchange) {
-	t := ex.T2
-	if t == d.last {
-		t++
-		d.bumps++
-	}
-	d.last = t
+	t := d.times.next(ex.T2, &d.bumps)
 	b.Add("ptp_probe", t, []record.Tag{{Key: "master", Value: ex.Master.String()}, {Key: "timestamps", Value: ex.SyncSource.String() + "/" + ex.DelaySource.String()}},
 		record.Int("offset_ns", ex.OffsetNS), record.Int("path_delay_ns", ex.PathDelayNS), record.Int("delay_ns", ex.DelayNS),
 		record.Int("seq", int64(ex.Seq)), record.Int("t1_ns", ex.T1), record.Int("t2_ns", ex.T2),
@@ -242,6 +238,6 @@ func (d *ptpProbe) self() []record.Field {
 		record.Uint("untranslated", p.Untranslated.Load()), record.Uint("rejected", rejected),
 		record.Uint("delay_req_timeouts", st.DelayTimeouts), record.Uint("delay_req_no_t3", st.DelayNoT3),
 		record.Uint("send_errors", p.SendErrors.Load()), record.Uint("socket_read_errors", p.ReadErrors.Load()),
-		record.Int("time_bumps", d.bumps),
+		record.Uint("time_bumps", d.bumps),
 	}
 }
