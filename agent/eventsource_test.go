@@ -229,3 +229,22 @@ func TestSeriesTime(t *testing.T) {
 		t.Fatalf("%d bumps, want 4", bumps)
 	}
 }
+
+// startEvents runs an event source's reader; stop cancels it and waits until
+// it returned.
+func startEvents[E any](s *EventSource[E]) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	return func() { cancel(); <-done }
+}
+
+// selfOf returns the source's self-metrics field key.
+func selfOf[E any](t *testing.T, s *EventSource[E], key string) record.Field {
+	t.Helper()
+	f, ok := field(s.SelfFields(), key)
+	if !ok {
+		t.Fatalf("no self-metric %s", key)
+	}
+	return f
+}

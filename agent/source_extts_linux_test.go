@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -91,13 +90,9 @@ func newExttsFixture(t *testing.T, tr *Translators) *exttsFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); s.Run(ctx) }()
+	stop := startEvents(s)
 	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
+		stop()
 		w.Close()
 		if !p.closed.Load() {
 			t.Error("the reader was not closed")

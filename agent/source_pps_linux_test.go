@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -63,13 +62,9 @@ func newPPSFixture(t *testing.T, assert, clear bool, baseline gpio.PPSEvent) *pp
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); s.Run(ctx) }()
+	stop := startEvents(s)
 	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
+		stop()
 		select {
 		case <-dev.closed:
 		default:
@@ -108,17 +103,6 @@ func collectAll[E any](t *testing.T, s *EventSource[E]) []record.Record {
 		t.Fatalf("Collect: %v", err)
 	}
 	return b.Records
-}
-
-func selfOf[E any](t *testing.T, s *EventSource[E], key string) record.Field {
-	t.Helper()
-	for _, f := range s.SelfFields() {
-		if f.Key == key {
-			return f
-		}
-	}
-	t.Fatalf("no self-metric %s", key)
-	return record.Field{}
 }
 
 func tagOf(r record.Record, key string) string {

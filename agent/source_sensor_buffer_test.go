@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,10 +16,8 @@ import (
 // runEvents runs an event source's reader until the test ends.
 func runEvents[E any](t *testing.T, s *EventSource[E]) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; s.Close() })
+	stop := startEvents(s)
+	t.Cleanup(func() { stop(); s.Close() })
 }
 
 func waitRing(t *testing.T, s *EventSource[scan], n int) {
