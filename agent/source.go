@@ -134,13 +134,9 @@ func (t *Translators) ResetDomain(d timebase.Domain) {
 // source may start after the caller.
 func (t *Translators) ToRealtime(dom timebase.Domain) func(int64) (int64, error) {
 	return func(ns int64) (int64, error) {
-		tr, ok := t.Lookup(timebase.DomainRealtime, dom)
-		if !ok {
-			return 0, fmt.Errorf("no %s<->realtime model (enable the phc source for this PHC)", dom)
-		}
-		ts, err := tr.Translate(timebase.Timestamp{NS: ns, Domain: dom})
+		ts, err := t.Realtime(timebase.Timestamp{NS: ns, Domain: dom})
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("%s to realtime: %w (enable the phc source for this PHC)", dom, err)
 		}
 		return ts.NS, nil
 	}
