@@ -30,6 +30,9 @@ type phcSource struct {
 	domain  timebase.Domain
 	opens   uint64
 	reopens uint64 // opens after the first
+
+	prev         map[timebase.Domain]phc.Reading // the last reading against each clock
+	notAdvancing uint64                          // readings that found the PHC stopped
 }
 
 func buildPHCSources(env *Env) ([]Source, error) {
@@ -127,6 +130,7 @@ func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
 		return err
 	}
 	dev := s.domain.String()
+	var stopped error
 	for _, sys := range s.against {
 		var r phc.Reading
 		if err := s.sampler.Sample(sys, &r); err != nil {
@@ -151,11 +155,26 @@ func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
 			record.String("method", r.Method.String()),
 			record.Int("bracket_ns", r.BracketNS),
 		)
+		// A stopped PHC's readings are recorded, as they are, but kept out of
+		// the clock model: a model through them would map every stamp to one
+		// instant.
+		prev, seen := s.prev[sys]
+		if s.prev == nil {
+			s.prev = map[timebase.Domain]phc.Reading{}
+		}
+		s.prev[sys] = r
+		if seen {
+			if err := phc.CheckAdvancing(prev, r); err != nil {
+				s.notAdvancing++
+				stopped = fmt.Errorf("phc %s against %s: %w", s.path, sys, err)
+				continue
+			}
+		}
 		if s.tr != nil {
 			s.tr.Get(sys, s.domain, s.cfg.Window).Add(r.Sample())
 		}
 	}
-	return nil
+	return stopped
 }
 
 // noteOpen counts an open of the device and reports whether it was a reopen:
@@ -172,9 +191,9 @@ func (s *phcSource) noteOpen() bool {
 // SelfFields reports read-method fallbacks and why methods were refused.
 func (s *phcSource) SelfFields() []record.Field {
 	if s.sampler == nil {
-		return []record.Field{record.Uint("reopens", s.reopens)}
+		return []record.Field{record.Uint("reopens", s.reopens), record.Uint("not_advancing", s.notAdvancing)}
 	}
-	f := []record.Field{record.Uint("method_fallbacks", s.sampler.Fallbacks()), record.Uint("reopens", s.reopens)}
+	f := []record.Field{record.Uint("method_fallbacks", s.sampler.Fallbacks()), record.Uint("reopens", s.reopens), record.Uint("not_advancing", s.notAdvancing)}
 	if r := s.sampler.Refusals(); len(r) > 0 {
 		f = append(f, record.String("method_refusals", fmt.Sprint(r)))
 	}

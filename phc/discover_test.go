@@ -3,9 +3,12 @@ package phc
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/monagent/monagent/timebase"
 )
 
 func TestDiscoverFixture(t *testing.T) {
@@ -55,5 +58,32 @@ func TestParseMethod(t *testing.T) {
 	}
 	if _, err := ParseMethod("fastest"); err == nil {
 		t.Error("ParseMethod accepted an unknown method")
+	}
+}
+
+func TestCheckAdvancing(t *testing.T) {
+	rt := timebase.DomainRealtime
+	at := func(sys, p int64) Reading { return Reading{SysNS: sys, PHCNS: p, SysDomain: rt} }
+	for _, c := range []struct {
+		name       string
+		prev, cur  Reading
+		notAdvance bool
+	}{
+		{"running", at(1e9, 5e9), at(2e9, 6e9+1000), false},
+		{"steered 500 ppm slow", at(1e9, 5e9), at(2e9, 6e9-500_000), false},
+		{"frozen", at(1e9, 5e9), at(2e9, 5e9), true},
+		{"stepped back", at(1e9, 5e9), at(2e9, 4e9), true},
+		{"half speed", at(1e9, 5e9), at(2e9, 5.4e9), true},
+		{"too close to judge", at(1e9, 5e9), at(1e9+999_999, 5e9), false},
+		{"other clocks", at(1e9, 5e9), Reading{SysNS: 3e9, PHCNS: 5e9, SysDomain: timebase.DomainMonotonic}, false},
+	} {
+		err := CheckAdvancing(c.prev, c.cur)
+		if got := errors.Is(err, ErrNotAdvancing); got != c.notAdvance {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	err := CheckAdvancing(at(1e9, 5e9), at(2e9, 5e9))
+	if want := "PHC is not advancing: it moved 0 ns while realtime moved 1000000000 ns (stopped, or stepped back)"; err == nil || err.Error() != want {
+		t.Errorf("message %v\nwant    %s", err, want)
 	}
 }

@@ -2,6 +2,7 @@ package phc
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/monagent/monagent/timebase"
@@ -110,3 +111,25 @@ var ErrMethodUnsupported = errors.New("read method not supported by this PHC or 
 // MaxSamples is the most reads one PTP_SYS_OFFSET(_EXTENDED) call takes
 // (PTP_MAX_SAMPLES of the uapi).
 const MaxSamples = 25
+
+// ErrNotAdvancing marks a PHC whose time did not move on between two readings
+// while the system clock did: a stopped or broken clock (QEMU's e1000e, a
+// CPTS whose driver never started it), or one stepped back in between.
+var ErrNotAdvancing = errors.New("PHC is not advancing")
+
+// CheckAdvancing compares two readings of one PHC against one system clock,
+// prev taken before cur. A running PHC, however it is steered, moves within
+// its maximum frequency adjustment (at most a few parts per thousand) of the
+// system clock; one that moved less than half as far is stopped, or was
+// stepped back, and its readings must not feed a clock model. Readings less
+// than 1 ms apart, or against different clocks, are not judged.
+func CheckAdvancing(prev, cur Reading) error {
+	dsys, dphc := cur.SysNS-prev.SysNS, cur.PHCNS-prev.PHCNS
+	if prev.SysDomain != cur.SysDomain || dsys < 1_000_000 {
+		return nil
+	}
+	if dphc < dsys/2 {
+		return fmt.Errorf("%w: it moved %d ns while %s moved %d ns (stopped, or stepped back)", ErrNotAdvancing, dphc, cur.SysDomain, dsys)
+	}
+	return nil
+}
