@@ -17,6 +17,7 @@ require (
 	github.com/influxdata/line-protocol v0.0.0-20200327222509-2487e7298839 // indirect
 	github.com/mdlayher/socket v0.7.0 // indirect
 	github.com/oapi-codegen/runtime v1.0.0 // indirect
+	github.com/warthog618/go-gpiocdev v0.9.1 // indirect
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 )
