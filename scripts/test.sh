@@ -3,7 +3,9 @@
 # and runs: go vet (amd64 and arm), static builds for amd64/arm64/armv7, unit and
 # integration tests with -race on amd64, every package's tests again as
 # linux/arm GOARM=7 under qemu-arm-static, short fuzz runs and a one-iteration
-# pass over every benchmark.
+# pass over every benchmark; and the kernel-in-the-loop stage: the kernel-facing
+# packages' tests inside QEMU guests booting Debian's 32-bit ARM and amd64
+# kernels (internal/testbed/guest).
 #
 #   ./scripts/test.sh            everything
 #   FUZZTIME=30s ./scripts/test.sh   longer fuzzing
@@ -15,12 +17,23 @@ step() { printf '\n=== %s\n' "$*"; }
 
 # Real peers for the integration tests: chronyd (chrony), ptp4l (linuxptp),
 # ip netns (iproute2); qemu-arm-static for the 32-bit ARM pass.
+# The kernel-in-the-loop stage boots Debian's kernels under qemu-system-arm and
+# qemu-system-x86_64 (its device tree edited with dtc), fetches armhf packages
+# (so apt needs that architecture's index) and compares with gpiomon (gpiod).
 need_apt=()
 command -v qemu-arm-static >/dev/null || need_apt+=(qemu-user-static)
 command -v chronyd >/dev/null || need_apt+=(chrony)
 command -v ptp4l >/dev/null || need_apt+=(linuxptp)
 command -v ip >/dev/null || need_apt+=(iproute2)
-if [ ${#need_apt[@]} -gt 0 ]; then
+command -v qemu-system-arm >/dev/null || need_apt+=(qemu-system-arm)
+command -v qemu-system-x86_64 >/dev/null || need_apt+=(qemu-system-x86)
+command -v dtc >/dev/null || need_apt+=(device-tree-compiler)
+command -v gpiomon >/dev/null || need_apt+=(gpiod)
+need_update=""
+if ! dpkg --print-foreign-architectures 2>/dev/null | grep -qx armhf; then
+  [ "$(id -u)" = 0 ] && dpkg --add-architecture armhf && need_update=1
+fi
+if [ ${#need_apt[@]} -gt 0 ] || [ -n "$need_update" ]; then
   step "installing ${need_apt[*]}"
   sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo
@@ -32,8 +45,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     $sudo chmod +x /usr/sbin/policy-rc.d
     made_policy=1
   fi
-  $sudo apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  # A mirror caught mid-sync fails one index; the others still serve.
+  $sudo apt-get update -qq || echo "apt-get update reported errors; going on with the indexes it has"
+  if [ ${#need_apt[@]} -gt 0 ]; then
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  fi
   [ -z "$made_policy" ] || $sudo rm -f /usr/sbin/policy-rc.d
 fi
 
@@ -60,6 +76,11 @@ CGO_ENABLED=1 go test -race -count=1 ./...
 
 step "tests as linux/arm GOARM=7 under qemu-arm-static"
 GOOS=linux GOARCH=arm GOARM=7 CGO_ENABLED=0 go test -count=1 -exec qemu-arm-static ./...
+
+step "kernel in the loop: the tests inside QEMU guests (32-bit ARM kernel; amd64 kernel with gpio-sim)"
+# Kernels, modules and images are cached under the testbed's cache directory;
+# every guest line is relayed with its guest's name: [guest arm], [guest amd64].
+MONAGENT_GUEST_RIG=1 go test -count=1 -v -timeout 30m -run '^TestGuest' ./internal/testbed/guest
 
 step "fuzz targets, $FUZZTIME each"
 for pkg in $(go list ./...); do
