@@ -189,11 +189,9 @@ func TestSimOverflow(t *testing.T) {
 		}
 		return n
 	}
-	// Bursts of 40 pulls until the 16-event queue has overflowed (at most
-	// 5). The edges the kernel saw are the line's IRQs, read once they stop
-	// coming: pulls faster than the interrupt is handled merge into one edge
-	// before the kernel stamps it, and under emulation a burst can even end
-	// before the first interrupt is handled.
+	// Bursts of 40 pulls, nobody reading, until the 16-event queue has
+	// overflowed (at most 5 bursts). The line's IRQs are read once they stop
+	// coming.
 	settled := func() uint64 {
 		last := irqs()
 		for range 50 {
@@ -211,36 +209,39 @@ func TestSimOverflow(t *testing.T) {
 	var evs []Event
 	var lost, seen uint64
 	const n = 40
+	buf := make([]Event, 64)
 	for burst := 0; burst < 5 && lost == 0; burst++ {
 		for i := range n {
 			sim.pull(t, 0, i%2 == 0)
 		}
 		seen = settled() - irq0
-		// Everything queued comes with the reads; the last event is edge
-		// seen, so everything dropped shows as a gap before some event.
-		for len(evs) == 0 && seen > 0 || len(evs) > 0 && uint64(evs[len(evs)-1].LineSeqno) < seen {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			buf := make([]Event, 64)
+		// Read until nothing more comes for a second.
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			k, l, err := rd.Read(ctx, buf)
 			cancel()
-			if err != nil && len(evs) == 0 {
-				// Seen in the amd64 guest under TCG, intermittently: the
-				// line's IRQ fired during a burst nobody was reading, yet
-				// no event was ever queued. Not a reader fault (nothing to
-				// read), but not yet explained; reported, not hidden.
-				t.Skipf("gpio-sim: %d IRQs on the line but no event queued within 10 s (%v)", seen, err)
-			}
 			if err != nil {
-				t.Fatalf("after %d events (%d lost) of %d seen: %v", len(evs), lost, seen, err)
+				break
 			}
 			evs, lost = append(evs, buf[:k]...), lost+l
 		}
-		t.Logf("burst %d: %d pulls, %d edges seen by the kernel in all, %d received, %d counted lost", burst+1, n, seen, len(evs), lost)
+		t.Logf("burst %d: %d pulls; in all %d line IRQs, %d received, %d counted lost", burst+1, n, seen, len(evs), lost)
 	}
-	if uint64(len(evs))+lost != seen || lost == 0 {
-		t.Errorf("received %d + lost %d != %d edges the kernel saw (and the 16-event queue must have overflowed)", len(evs), lost, seen)
+	if len(evs) == 0 && seen > 0 {
+		// Seen in the amd64 guest under TCG, intermittently: the line's
+		// IRQs fired during bursts nobody was reading, yet no event was
+		// ever queued. Nothing to account for; reported, not hidden.
+		t.Skipf("gpio-sim: %d IRQs on the line but no event queued", seen)
 	}
-	if l := rd.Loss().Lines(nil); len(l) != 1 || l[0].Received+l[0].Lost != seen {
+	// What the kernel queued is the last line seqno: every one of those
+	// edges was received or counted lost. IRQs beyond it were merged by
+	// gpiolib-cdev's IRQ thread into one event, with no seqno gap.
+	queued := uint64(evs[len(evs)-1].LineSeqno)
+	t.Logf("the kernel queued %d events for %d IRQs (%d merged before queuing)", queued, seen, seen-queued)
+	if uint64(len(evs))+lost != queued || lost == 0 || queued > seen {
+		t.Errorf("received %d + lost %d != %d queued (of %d IRQs), or the 16-event queue never overflowed", len(evs), lost, queued, seen)
+	}
+	if l := rd.Loss().Lines(nil); len(l) != 1 || l[0].Received+l[0].Lost != queued {
 		t.Errorf("per line %+v", l)
 	}
 }
