@@ -48,7 +48,8 @@ type gpioLine struct {
 	host     string
 	tags     [2][]record.Tag // rising, falling: with the host tag, sorted
 
-	lost atomic.Uint64 // line_seqno gaps (the producer writes it)
+	lost   atomic.Uint64 // line_seqno gaps (the producer writes it)
+	queued atomic.Uint64 // the open request's events + gaps: its last line seqno (the producer writes it)
 
 	triggers []*gpioTrigger // gpio.triggers rules of this line (collection goroutine)
 
@@ -74,6 +75,7 @@ type gpioSource struct {
 	tr      *Translators
 	phc     timebase.Domain // DomainUnknown: no phc_ns
 	lines   []*gpioLine
+	irqs    *gpioIRQs // the lines' IRQ counts (nil for a replay)
 
 	replayDone atomic.Bool
 	unlisted   atomic.Uint64 // replayed edges of lines not configured
@@ -133,6 +135,7 @@ func buildGPIOSources(env *Env) ([]Source, error) {
 func newGPIOSource(cc GPIOChipConfig, lines []GPIOLineConfig, path string, tr *Translators, phcDom timebase.Domain) (*gpioSource, error) {
 	cfg := lines[0].lineConfig()
 	cfg.EventBufferSize = cc.Buffer
+	cfg.Consumer = gpioConsumer(path)
 	clk, ok := timebase.SystemClockFor(cfg.Clock.Domain())
 	if !ok {
 		return nil, fmt.Errorf("gpio %s: event clock %s has no system clock", path, cfg.Clock)
@@ -147,7 +150,29 @@ func newGPIOSource(cc GPIOChipConfig, lines []GPIOLineConfig, path string, tr *T
 			falling:  append(slices.Clip(base), record.Tag{Key: "edge", Value: "falling"}),
 			fieldPfx: "line" + strconv.Itoa(l.Offset) + "_"})
 	}
+	if d.replay == "" {
+		d.irqs = newGPIOIRQs(cfg.Consumer, d.offsets)
+	}
 	return d, nil
+}
+
+// gpioConsumer is the consumer label of monagent's requests on a chip:
+// gpiolib-cdev names the lines' IRQs after it, so it tells them from other
+// chips' in /proc/interrupts.
+func gpioConsumer(path string) string {
+	c := "monagent-" + filepath.Base(path)
+	if len(c) > 31 {
+		c = c[:31]
+	}
+	return c
+}
+
+// queuedOf is a line's events + counted losses in the open request.
+func (d *gpioSource) queuedOf(offset int) uint64 {
+	if l := d.line(uint32(offset)); l != nil {
+		return l.queued.Load()
+	}
+	return 0
 }
 
 func (d *gpioSource) eventSource(name string, interval time.Duration, ringSize int) (*EventSource[gpioEdge], error) {
@@ -210,6 +235,13 @@ func (d *gpioSource) produce(ctx context.Context, q *EventQueue[gpioEdge]) error
 		return err
 	}
 	defer closeFn()
+	if d.irqs != nil {
+		for _, l := range d.lines {
+			l.queued.Store(0)
+		}
+		d.irqs.start()
+		defer d.irqs.stop(d.queuedOf)
+	}
 	evs := make([]gpio.Event, d.buffer)
 	batch := make([]gpioEdge, d.buffer)
 	var prevLost [gpio.MaxLines]uint64
@@ -223,6 +255,13 @@ func (d *gpioSource) produce(ctx context.Context, q *EventQueue[gpioEdge]) error
 				batch[i] = gpioEdge{ev: evs[i], read: readEv, readRT: readRT + int64(i)}
 			}
 			q.Put(batch[:n])
+			if d.irqs != nil {
+				for _, l := range rd.Loss().Lines(ll[:0]) {
+					if line := d.line(l.Offset); line != nil {
+						line.queued.Store(l.Received + l.Lost)
+					}
+				}
+			}
 		}
 		if lost > 0 {
 			q.Lost(lost)
@@ -349,6 +388,9 @@ func (d *gpioSource) realtime(ts timebase.Timestamp) (int64, int64, bool) {
 // edges (latency_samples says how many edges they cover), so that the
 // self-metrics shipped less often than the edges still show them.
 func (d *gpioSource) after(b *Batch, events int) error {
+	if d.irqs != nil {
+		d.irqs.check(d.queuedOf)
+	}
 	for _, l := range d.lines {
 		n := min(l.latN, latencyCap)
 		if n == 0 { // keep the statistics of the last interval with edges
@@ -380,10 +422,18 @@ func (d *gpioSource) self() []record.Field {
 	if d.phc != timebase.DomainUnknown {
 		f = append(f, record.Uint("phc_untranslated", d.phcUntranslated))
 	}
+	if d.irqs != nil {
+		if why := d.irqs.why(); why != "" {
+			f = append(f, record.String("irqs_unavailable", why))
+		}
+	}
 	for _, l := range d.lines {
 		f = append(f, record.Uint(l.fieldPfx+"events", l.events), record.Uint(l.fieldPfx+"lost", l.lost.Load()),
 			record.Int(l.fieldPfx+"latency_p50_ns", l.snapshot[0]), record.Int(l.fieldPfx+"latency_p99_ns", l.snapshot[1]),
 			record.Int(l.fieldPfx+"latency_max_ns", l.snapshot[2]), record.Int(l.fieldPfx+"latency_samples", l.snapshot[3]))
+		if d.irqs != nil {
+			f = d.irqs.fields(f, int(l.offset), l.fieldPfx)
+		}
 		for _, tr := range l.triggers {
 			f = tr.self(f)
 		}

@@ -1,0 +1,152 @@
+package agent
+
+import (
+	"os"
+	"sync"
+
+	"github.com/monagent/monagent/gpio"
+	"github.com/monagent/monagent/record"
+)
+
+// gpioIRQs counts the edges a line request's lines raised as IRQs
+// (/proc/interrupts), so that the edges gpiolib-cdev merged before queuing
+// them — IRQs that fired before its IRQ thread ran, which show in no seqno —
+// are counted too: per line, irqs (the kernel saw) = events + lost (seqno
+// gaps) + merged.
+//
+// merged is judged one check late: the IRQs counted at the previous check
+// (an interval ago) must all have been queued, and read, by now; any beyond
+// the line's last seqno were merged. It is exact once a line has been quiet
+// for an interval; while edges stream, one queued but unread for longer
+// than an interval counts as merged until it is read.
+type gpioIRQs struct {
+	path     string // /proc/interrupts
+	consumer string
+	offsets  []int
+
+	mu          sync.Mutex
+	live        bool           // a request is open and its IRQs were found
+	base, prev  map[int]uint64 // counts when the request opened, at the last check
+	merged      map[int]uint64 // this request's
+	irqsDone    map[int]uint64 // earlier requests'
+	mergedDone  map[int]uint64
+	found       map[int]bool // lines whose IRQ was ever found
+	unavailable string       // why the counts are not there, if they are not
+}
+
+func newGPIOIRQs(consumer string, offsets []int) *gpioIRQs {
+	return &gpioIRQs{path: "/proc/interrupts", consumer: consumer, offsets: offsets,
+		base: map[int]uint64{}, prev: map[int]uint64{}, merged: map[int]uint64{},
+		irqsDone: map[int]uint64{}, mergedDone: map[int]uint64{}, found: map[int]bool{}}
+}
+
+func (w *gpioIRQs) read() (map[int]uint64, error) {
+	b, err := os.ReadFile(w.path)
+	if err != nil {
+		return nil, err
+	}
+	irqs, err := gpio.ParseInterrupts(b)
+	if err != nil {
+		return nil, err
+	}
+	return gpio.LineIRQCounts(irqs, w.consumer, w.offsets)
+}
+
+// start is called by the producer once a request is open.
+func (w *gpioIRQs) start() {
+	counts, err := w.read()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.live = err == nil && len(counts) > 0
+	switch {
+	case err != nil:
+		w.unavailable = err.Error()
+	case len(counts) == 0:
+		w.unavailable = "no IRQ named " + w.consumer + " in " + w.path
+	default:
+		w.unavailable = ""
+	}
+	clear(w.base)
+	clear(w.prev)
+	clear(w.merged)
+	for o, c := range counts {
+		w.base[o], w.prev[o] = c, c
+		w.found[o] = true
+	}
+}
+
+// stop is called by the producer before the request closes: this request's
+// counts join the earlier ones'.
+func (w *gpioIRQs) stop(queued func(offset int) uint64) {
+	w.check(queued)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.live {
+		return
+	}
+	for o := range w.base {
+		w.irqsDone[o] += w.prev[o] - w.base[o]
+		w.mergedDone[o] += w.merged[o]
+	}
+	w.live = false
+}
+
+// check reads the counts and updates merged (the collection goroutine, each
+// interval). queued is a line's events + counted losses of the open request.
+func (w *gpioIRQs) check(queued func(offset int) uint64) {
+	w.mu.Lock()
+	live := w.live
+	w.mu.Unlock()
+	if !live {
+		return
+	}
+	counts, err := w.read()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.live {
+		return
+	}
+	if err != nil {
+		w.unavailable = err.Error()
+		return
+	}
+	for o, cur := range counts {
+		if _, ok := w.base[o]; !ok || cur < w.prev[o] {
+			continue
+		}
+		w.merged[o] = 0
+		if seen, q := w.prev[o]-w.base[o], queued(o); seen > q {
+			w.merged[o] = seen - q
+		}
+		w.prev[o] = cur
+	}
+}
+
+// fields appends a line's irqs and merged, once its IRQ was found.
+func (w *gpioIRQs) fields(f []record.Field, offset int, pfx string) []record.Field {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.found[offset] {
+		return f
+	}
+	irqs, merged := w.irqsDone[offset], w.mergedDone[offset]
+	if w.live {
+		irqs += w.prev[offset] - w.base[offset]
+		merged += w.merged[offset]
+	}
+	return append(f, record.Uint(pfx+"irqs", irqs), record.Uint(pfx+"merged", merged))
+}
+
+// why is the reason the counts are unavailable, or "".
+func (w *gpioIRQs) why() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.unavailable
+}
+
+// isLive says whether a request is open and its IRQs were found.
+func (w *gpioIRQs) isLive() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.live
+}

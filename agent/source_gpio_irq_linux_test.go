@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestGPIOIRQsCountMergedEdges(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "interrupts")
+	write := func(line0, line3 uint64) {
+		t.Helper()
+		b := fmt.Sprintf("           CPU0       CPU1\n 24: %d 0 gpio-sim 0 Edge monagent-gpiochip1\n 25: %d 0 gpio-sim 3 Edge monagent-gpiochip1\n 26: 77 0 gpio-sim 0 Edge gpiomon\n", line0, line3)
+		if err := os.WriteFile(path, []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := newGPIOIRQs("monagent-gpiochip1", []int{0, 3})
+	w.path = path
+	queued := map[int]uint64{}
+	q := func(o int) uint64 { return queued[o] }
+
+	write(1000, 5) // counts before the request: the baseline
+	w.start()
+	if why := w.why(); why != "" {
+		t.Fatal(why)
+	}
+	write(1100, 5) // 100 IRQs on line 0
+	queued[0] = 60 // read so far
+	w.check(q)     // judges the IRQs of the previous check (none)
+	if f := w.fields(nil, 0, "line0_"); len(f) != 2 || f[0].Key != "line0_irqs" {
+		t.Fatalf("fields %+v", f)
+	}
+	if irqs, merged := counts(w, 0); irqs != 100 || merged != 0 {
+		t.Errorf("after one check: irqs %d merged %d; want 100, 0 (edges may still be on their way)", irqs, merged)
+	}
+	queued[0] = 90 // the rest arrived; 10 never will
+	w.check(q)
+	if irqs, merged := counts(w, 0); irqs != 100 || merged != 10 {
+		t.Errorf("irqs %d merged %d; want 100, 10", irqs, merged)
+	}
+	// The request closes and reopens: counts carry over; the new request's
+	// seqnos start again.
+	w.stop(q)
+	write(1100, 5)
+	queued[0] = 0
+	w.start()
+	write(1120, 5)
+	queued[0] = 20
+	w.check(q)
+	w.check(q)
+	if irqs, merged := counts(w, 0); irqs != 120 || merged != 10 {
+		t.Errorf("after a reopen: irqs %d merged %d; want 120, 10", irqs, merged)
+	}
+	if irqs, merged := counts(w, 3); irqs != 0 || merged != 0 {
+		t.Errorf("quiet line 3: irqs %d merged %d", irqs, merged)
+	}
+	// A line with no IRQ row gets no fields; an unreadable file says why.
+	w2 := newGPIOIRQs("monagent-gpiochip9", []int{0})
+	w2.path = path
+	w2.start()
+	if f := w2.fields(nil, 0, "line0_"); len(f) != 0 || w2.why() != "no IRQ named monagent-gpiochip9 in "+path {
+		t.Errorf("fields %+v, why %q", f, w2.why())
+	}
+	w3 := newGPIOIRQs("x", []int{0})
+	w3.path = filepath.Join(t.TempDir(), "absent")
+	w3.start()
+	if w3.why() == "" {
+		t.Error("an absent /proc/interrupts gives no reason")
+	}
+}
+
+func counts(w *gpioIRQs, off int) (irqs, merged uint64) {
+	f := w.fields(nil, off, "")
+	if len(f) != 2 {
+		return 0, 0
+	}
+	return f[0].U, f[1].U
+}
