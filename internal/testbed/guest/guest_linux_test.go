@@ -133,7 +133,8 @@ func TestGuestAMD64(t *testing.T) {
 	}
 	spec := Spec{
 		Machine: AMD64, Cache: cache, ModuleRoot: root,
-		Packages:   []string{"gpio", "phc", "internal/testbed/gpioladder"},
+		Packages:   []string{"gpio", "phc", "internal/testbed/gpioladder", "agent"},
+		Run:        map[string]string{"agent": "OnGPIOSim"},
 		TestArgs:   guestTestArgs(),
 		Modules:    []string{"e1000e", "configfs"},
 		ExtraKOs:   []string{ko},

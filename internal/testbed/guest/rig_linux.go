@@ -14,12 +14,13 @@ import (
 // the kernel modules it loads, and anything else its initramfs holds.
 type Spec struct {
 	Machine    Machine
-	Cache      string   // the rig's cache directory (kernels, packages, images)
-	ModuleRoot string   // the project's directory (go.mod)
-	Packages   []string // relative package directories: "gpio", "phc", ...
-	TestArgs   []string // for every test binary, after -test.v
-	Modules    []string // kernel modules by name, dependencies resolved
-	ExtraKOs   []string // out-of-tree modules, loaded after Modules
+	Cache      string            // the rig's cache directory (kernels, packages, images)
+	ModuleRoot string            // the project's directory (go.mod)
+	Packages   []string          // relative package directories: "gpio", "phc", ...
+	Run        map[string]string // a package's tests to run (go test -run), if not all
+	TestArgs   []string          // for every test binary, after -test.v (and -test.run of Run)
+	Modules    []string          // kernel modules by name, dependencies resolved
+	ExtraKOs   []string          // out-of-tree modules, loaded after Modules
 	ConfigFS   bool
 	Interfaces []string
 	Env        []string
@@ -75,8 +76,12 @@ func Prepare(ctx context.Context, spec Spec, work string) (*Boot, error) {
 				return nil, err
 			}
 		}
+		args := []string{"-test.v", "-test.count=1"}
+		if r := spec.Run[pkg]; r != "" {
+			args = append(args, "-test.run="+r)
+		}
 		plan.Runs = append(plan.Runs, Run{Name: pkg, Dir: dir, Bin: dir + "/" + name + ".test",
-			Args: append([]string{"-test.v", "-test.count=1"}, spec.TestArgs...), Timeout: spec.Timeout})
+			Args: append(args, spec.TestArgs...), Timeout: spec.Timeout})
 	}
 	for dst, src := range spec.Files {
 		if err := a.File(dst, src); err != nil {
