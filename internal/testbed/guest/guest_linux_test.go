@@ -82,7 +82,8 @@ func TestGuestARM(t *testing.T) {
 	}
 	spec := Spec{
 		Machine: ARM, Cache: cache, ModuleRoot: root,
-		Packages:   []string{"phc", "gpio", "sockts", "ntp", "ptp"},
+		Packages:   []string{"phc", "gpio", "sockts", "ntp", "ptp", "agent"},
+		Run:        map[string]string{"agent": "OnPowerButton"},
 		TestArgs:   guestTestArgs(),
 		Modules:    []string{"e1000e"},
 		Interfaces: []string{"eth0"},

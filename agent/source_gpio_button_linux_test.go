@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/monagent/monagent/internal/testbed/guest"
+	"github.com/monagent/monagent/timebase"
+)
+
+// TestGPIOSourceOnPowerButton runs the agent's GPIO source in the rig's ARM
+// guest on the PL061 line wired to QEMU's power button: three presses are
+// six gpio_event records at their kernel stamps, and the line's IRQ count
+// (read from the 32-bit ARM kernel's /proc/interrupts) equals the events.
+func TestGPIOSourceOnPowerButton(t *testing.T) {
+	spec := os.Getenv("MONAGENT_GUEST_POWER_BUTTON")
+	if spec == "" {
+		t.Skip("no GPIO line wired to a button the test can press (the rig's ARM guest sets MONAGENT_GUEST_POWER_BUTTON)")
+	}
+	var chip string
+	var line int
+	if _, err := fmt.Sscanf(strings.Replace(spec, ":", " ", 1), "%s %d", &chip, &line); err != nil {
+		t.Fatalf("MONAGENT_GUEST_POWER_BUTTON=%q: %v", spec, err)
+	}
+	var cc GPIOChipConfig
+	cc.defaults()
+	cc.Chip, cc.Lines = chip, []GPIOLineConfig{gpioLineCfg(line, "power", "monotonic")}
+	cc.Lines[0].Edge = "both"
+	d, err := newGPIOSource(cc, cc.Lines, "/dev/"+chip, NewTranslators(), timebase.DomainUnknown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.eventSource("gpio:"+chip, time.Second, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runEvents(t, s)
+	for deadline := time.Now().Add(5 * time.Second); !d.irqs.isLive(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the line's IRQ never showed: %q", d.irqs.why())
+		}
+	}
+	for range 3 {
+		guest.Ask("powerdown")
+		time.Sleep(400 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	b := &Batch{host: "h"}
+	for range 2 {
+		if err := s.Collect(context.Background(), b); err != nil && !errors.Is(err, ErrNoData) {
+			t.Fatal(err)
+		}
+	}
+	pfx := fmt.Sprintf("line%d_", line)
+	events, irqs := selfOf(t, s, pfx+"events").U, selfOf(t, s, pfx+"irqs").U
+	lost, merged := selfOf(t, s, pfx+"lost").U, selfOf(t, s, pfx+"merged").U
+	t.Logf("3 presses: %d IRQs, %d events, %d lost, %d merged; %d records", irqs, events, lost, merged, len(b.Records))
+	if events != 6 || irqs != 6 || lost != 0 || merged != 0 {
+		t.Errorf("want 6 edges, 6 IRQs, nothing lost or merged")
+	}
+	var last int64
+	n := 0
+	for _, r := range b.Records {
+		if r.Measurement != "gpio_event" {
+			continue
+		}
+		n++
+		if r.TimeNS <= last {
+			t.Errorf("gpio_event at %d after %d", r.TimeNS, last)
+		}
+		last = r.TimeNS
+	}
+	if n != 6 {
+		t.Errorf("%d gpio_event records, want 6", n)
+	}
+}
