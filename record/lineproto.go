@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 	"unsafe"
 
@@ -33,20 +34,137 @@ func (e *RejectError) Unwrap() error { return e.Err }
 // Append encodes recs after buf and returns the extended buffer. Records that
 // cannot be encoded are left out; the error then joins one RejectError for each of
 // them, and rejected says how many there were. Append sorts each record's tags.
+//
+// A record whose names, keys and string values need no escaping (the agent's
+// own records) is written directly (appendPlain); any other goes through
+// InfluxData's validating encoder. Both write the same bytes for a plain
+// record (TestPlainMatchesEncoder, FuzzPlainMatchesEncoder).
 func (e *Encoder) Append(buf []byte, recs []Record) (out []byte, rejected int, err error) {
-	e.enc.SetBuffer(buf)
-	e.enc.SetPrecision(lineprotocol.Nanosecond)
 	var errs []error
 	for i := range recs {
 		r := &recs[i]
 		sortTags(r.Tags)
+		if b, ok := appendPlain(buf, r); ok {
+			buf = b
+			continue
+		}
+		e.enc.SetBuffer(buf)
+		e.enc.SetPrecision(lineprotocol.Nanosecond)
 		if err := e.line(r); err != nil {
 			rejected++
 			errs = append(errs, &RejectError{Measurement: r.Measurement, Index: i, Err: err})
 			e.enc.ClearErr()
 		}
+		buf = e.enc.Bytes()
 	}
-	return e.enc.Bytes(), rejected, errors.Join(errs...)
+	return buf, rejected, errors.Join(errs...)
+}
+
+// plainByte marks the bytes a name, key or tag value may hold without
+// escaping or validation: printable ASCII but for space, comma, equals,
+// double quote and backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x21; c < 0x7f; c++ {
+		t[c] = true
+	}
+	for _, c := range ` ,="\` {
+		t[c] = false
+	}
+	return t
+}()
+
+func plain(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !plainByte[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// plainString is a string field value needing no escaping: printable ASCII
+// and space, without double quote or backslash.
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != ' ' && !plainByte[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// appendPlain writes a record that needs no escaping, exactly as the
+// validating encoder would, or reports false (leaving dst as it was) for the
+// encoder to write or refuse.
+func appendPlain(dst []byte, r *Record) ([]byte, bool) {
+	if len(r.Fields) == 0 || !plain(r.Measurement) || r.Measurement[0] == '#' {
+		return dst, false
+	}
+	n := len(dst)
+	dst = append(dst, r.Measurement...)
+	prev := ""
+	for i := range r.Tags {
+		t := &r.Tags[i]
+		if t.Value == "" { // InfluxDB drops empty tags; so do we
+			continue
+		}
+		if !plain(t.Key) || !plain(t.Value) || t.Key <= prev {
+			return dst[:n], false
+		}
+		prev = t.Key
+		dst = append(dst, ',')
+		dst = append(dst, t.Key...)
+		dst = append(dst, '=')
+		dst = append(dst, t.Value...)
+	}
+	sep := byte(' ')
+	for i := range r.Fields {
+		f := &r.Fields[i]
+		if !plain(f.Key) {
+			return dst[:n], false
+		}
+		dst = append(dst, sep)
+		sep = ','
+		dst = append(dst, f.Key...)
+		dst = append(dst, '=')
+		switch f.Kind {
+		case KindInt:
+			dst = strconv.AppendInt(dst, f.I, 10)
+			dst = append(dst, 'i')
+		case KindUint:
+			if f.U > math.MaxInt64 {
+				return dst[:n], false
+			}
+			dst = strconv.AppendInt(dst, int64(f.U), 10)
+			dst = append(dst, 'i')
+		case KindFloat:
+			if math.IsNaN(f.F) || math.IsInf(f.F, 0) {
+				return dst[:n], false
+			}
+			dst = strconv.AppendFloat(dst, f.F, 'g', -1, 64)
+		case KindBool:
+			if f.I != 0 {
+				dst = append(dst, "true"...)
+			} else {
+				dst = append(dst, "false"...)
+			}
+		case KindString:
+			if !plainString(f.S) {
+				return dst[:n], false
+			}
+			dst = append(dst, '"')
+			dst = append(dst, f.S...)
+			dst = append(dst, '"')
+		default:
+			return dst[:n], false
+		}
+	}
+	dst = append(dst, ' ')
+	dst = strconv.AppendInt(dst, r.TimeNS, 10)
+	return append(dst, '\n'), true
 }
 
 func (e *Encoder) line(r *Record) error {

@@ -91,3 +91,23 @@ func FuzzEncodeRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPlainMatchesEncoder: whatever the plain path writes, the validating
+// encoder writes byte for byte.
+func FuzzPlainMatchesEncoder(f *testing.F) {
+	f.Add("gpio_event", "chip", "gpiochip0", "kernel_ns", int64(-5), 1.5, "rising", true, int64(1795000000123456789))
+	f.Add("m", "k", "", "f", int64(0), -0.0, "", false, int64(0))
+	f.Fuzz(func(t *testing.T, meas, tk, tv, fk string, iv int64, fv float64, sv string, bv bool, ts int64) {
+		r := Record{Measurement: meas, Tags: []Tag{{tk, tv}, {tk + "z", tv}},
+			Fields: []Field{Int(fk, iv), Float(fk+"f", fv), String(fk+"s", sv), Bool(fk+"b", bv), Uint(fk+"u", uint64(iv))}, TimeNS: ts}
+		fast, ok := appendPlain(nil, &r)
+		if !ok {
+			return
+		}
+		var e Encoder
+		slow, err := slowAppend(&e, nil, &r)
+		if err != nil || string(fast) != string(slow) {
+			t.Fatalf("plain   %q\nencoder %q (%v)", fast, slow, err)
+		}
+	})
+}

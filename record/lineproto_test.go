@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
 )
 
 func TestEncodeGolden(t *testing.T) {
@@ -80,5 +82,67 @@ func TestEncodeRejectsCommentMeasurement(t *testing.T) {
 	out, rejected, err := e.Append(nil, []Record{{Measurement: "#m", Fields: []Field{Int("v", 1)}, TimeNS: 1}})
 	if rejected != 1 || len(out) != 0 || err == nil {
 		t.Fatalf("'#m' encoded as %q (rejected %d, %v); every reader would drop it as a comment", out, rejected, err)
+	}
+}
+
+// slowAppend is the validating encoder alone, as Append was before its plain
+// path.
+func slowAppend(e *Encoder, buf []byte, r *Record) ([]byte, error) {
+	e.enc.SetBuffer(buf)
+	e.enc.SetPrecision(lineprotocol.Nanosecond)
+	err := e.line(r)
+	e.enc.ClearErr()
+	return e.enc.Bytes(), err
+}
+
+func TestPlainMatchesEncoder(t *testing.T) {
+	recs := []Record{
+		{Measurement: "gpio_event", Tags: []Tag{{"chip", "gpiochip0"}, {"edge", "rising"}, {"host", "bbb-1"}, {"line", "17"}, {"name", "P9_12"}},
+			Fields: []Field{Int("kernel_ns", 123456789), Int("uncertainty_ns", 250), Uint("seqno", 7), Float("x", 1.5e-7), Bool("ok", true), String("clock", "monotonic raw")},
+			TimeNS: 1795000000123456789},
+		{Measurement: "m", Fields: []Field{Float("f", -0.0), Bool("b", false), String("s", ""), Float("big", 1e300)}, TimeNS: -5},
+		{Measurement: "m", Tags: []Tag{{"a", ""}, {"b", "x"}}, Fields: []Field{Int("i", math.MinInt64)}, TimeNS: 0},
+	}
+	var e Encoder
+	for i := range recs {
+		fast, ok := appendPlain([]byte("prefix\n"), &recs[i])
+		if !ok {
+			t.Fatalf("record %d not plain", i)
+		}
+		slow, err := slowAppend(&e, []byte("prefix\n"), &recs[i])
+		if err != nil || string(fast) != string(slow) {
+			t.Errorf("record %d:\nplain   %q\nencoder %q (%v)", i, fast, slow, err)
+		}
+	}
+	// Not plain: left to the encoder, dst untouched.
+	for _, r := range []Record{
+		{Measurement: "a b", Fields: []Field{Int("i", 1)}},
+		{Measurement: "#m", Fields: []Field{Int("i", 1)}},
+		{Measurement: "m", Tags: []Tag{{"k", "v,w"}}, Fields: []Field{Int("i", 1)}},
+		{Measurement: "m", Tags: []Tag{{"k", "v"}, {"k", "w"}}, Fields: []Field{Int("i", 1)}},
+		{Measurement: "m", Fields: []Field{String("s", `say "hi"`)}},
+		{Measurement: "m", Fields: []Field{Float("f", math.NaN())}},
+		{Measurement: "m", Fields: []Field{Uint("u", math.MaxUint64)}},
+		{Measurement: "m"},
+		{Measurement: "mé", Fields: []Field{Int("i", 1)}},
+	} {
+		if out, ok := appendPlain([]byte("x"), &r); ok || string(out) != "x" {
+			t.Errorf("%+v: plain %v, %q", r, ok, out)
+		}
+	}
+}
+
+func TestAppendMixesPlainAndEscaped(t *testing.T) {
+	recs := []Record{
+		{Measurement: "a", Fields: []Field{Int("i", 1)}, TimeNS: 1},
+		{Measurement: "b c", Tags: []Tag{{"k", "v w"}}, Fields: []Field{String("s", `q"`)}, TimeNS: 2},
+		{Measurement: "bad", Fields: []Field{Float("f", math.Inf(1))}, TimeNS: 3},
+		{Measurement: "d", Fields: []Field{Bool("b", true)}, TimeNS: 4},
+	}
+	var e Encoder
+	out, rejected, err := e.Append(nil, recs)
+	want := "a i=1i 1\nb\\ c,k=v\\ w s=\"q\\\"\" 2\nd b=true 4\n"
+	if string(out) != want || rejected != 1 || err == nil {
+		t.Errorf("got %q, %d rejected, %v\nwant %q", out, rejected, err, want)
 	}
 }
