@@ -271,8 +271,15 @@ func TestHangingServer(t *testing.T) {
 	r.waitResolved(60 * time.Second)
 	lat := time.Duration(r.maxLat.Load())
 	t.Logf("slowest append during the hang: %v; shipper %+v", lat, r.sh.Stats())
-	if lat > 10*time.Millisecond {
-		t.Fatalf("an append took %v while the server hung", lat)
+	// Blocking on the hung server would take seconds. 10 ms natively; a
+	// 32-bit ARM run is emulated here (qemu-user) or on a slow board, where
+	// the scheduler alone can stall a goroutine for more.
+	bound := 10 * time.Millisecond
+	if runtime.GOARCH == "arm" {
+		bound = 250 * time.Millisecond
+	}
+	if lat > bound {
+		t.Fatalf("an append took %v while the server hung (bound %v)", lat, bound)
 	}
 	if n := countRun(in, "hang"); n != r.next.Load() {
 		t.Fatalf("influxd holds %d points, %d were appended", n, r.next.Load())
