@@ -33,6 +33,7 @@ type exttsStamp struct {
 	// readRT is REALTIME at the read that brought it plus its index in the
 	// read: the time of a stamp that cannot be moved to REALTIME yet.
 	readRT int64
+	read   int64 // REALTIME at that read
 }
 
 // exttsChan is one configured channel: its tags and counts.
@@ -44,6 +45,7 @@ type exttsChan struct {
 	// Written on the collection goroutine only.
 	times  seriesTime // no two records of the channel share a time
 	events uint64
+	lat    latencyStats // stamp (moved to REALTIME) -> the read that brought it
 }
 
 // exttsSource is the decoder of one PHC's extts event source.
@@ -59,6 +61,7 @@ type exttsSource struct {
 
 	// Written on the collection goroutine only.
 	untranslated, bumps, unlisted uint64
+	scratch                       [latencyCap]int64
 }
 
 func buildExttsSources(env *Env) ([]Source, error) {
@@ -106,7 +109,7 @@ func newExttsSource(x ExttsConfig, dom timebase.Domain, tr *Translators, open fu
 func (d *exttsSource) eventSource(name string, interval time.Duration, ringSize int) (*EventSource[exttsStamp], error) {
 	return NewEventSource(EventSourceConfig[exttsStamp]{
 		Name: name, Interval: interval, Ring: ringSize,
-		Producer: ProducerFunc[exttsStamp](d.produce), Emit: d.emit, Self: d.self,
+		Producer: ProducerFunc[exttsStamp](d.produce), Emit: d.emit, After: d.after, Self: d.self,
 	})
 }
 
@@ -129,7 +132,7 @@ func (d *exttsSource) produce(ctx context.Context, q *EventQueue[exttsStamp]) er
 		if n > 0 {
 			readRT, _ := timebase.Realtime.Now()
 			for i := range evs[:n] {
-				batch[i] = exttsStamp{ev: evs[i], readRT: readRT + int64(i)}
+				batch[i] = exttsStamp{ev: evs[i], readRT: readRT + int64(i), read: readRT}
 			}
 			q.Put(batch[:n])
 		}
@@ -197,6 +200,7 @@ func (d *exttsSource) emit(b *Batch, e *exttsStamp) {
 	if rt, err := d.tr.Realtime(timebase.Timestamp{NS: e.ev.PHCNS, Domain: dom}); err == nil {
 		t = rt.NS
 		f = append(f, record.Int("uncertainty_ns", rt.UncertaintyNS))
+		c.lat.add(e.read - rt.NS)
 	} else {
 		t = e.readRT
 		d.untranslated++
@@ -226,7 +230,17 @@ func (d *exttsSource) self() []record.Field {
 		record.Uint("other_channels", d.others.Load()),
 	}
 	for _, c := range d.chans {
-		f = append(f, record.Uint(fmt.Sprintf("channel%d_events", c.channel), c.events))
+		pfx := fmt.Sprintf("channel%d_", c.channel)
+		f = append(f, record.Uint(pfx+"events", c.events))
+		f = c.lat.fields(f, pfx)
 	}
 	return f
+}
+
+// after closes the interval's read-latency statistics of each channel.
+func (d *exttsSource) after(b *Batch, events int) error {
+	for _, c := range d.chans {
+		c.lat.close(&d.scratch)
+	}
+	return nil
 }

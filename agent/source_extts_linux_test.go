@@ -157,6 +157,13 @@ func TestExttsSourceShipsStampsAtTheirRealtime(t *testing.T) {
 			t.Errorf("%s %d, want %d", k, got, want)
 		}
 	}
+	// The read latency per channel, from each stamp moved to REALTIME.
+	if n := selfOf(t, f.s, "channel1_latency_samples").I; n != 2 {
+		t.Errorf("channel1_latency_samples %d, want 2", n)
+	}
+	if p50, mx := selfOf(t, f.s, "channel1_latency_p50_ns").I, selfOf(t, f.s, "channel1_latency_max_ns").I; p50 <= 0 || p50 > mx {
+		t.Errorf("channel1 latency p50 %d max %d", p50, mx)
+	}
 }
 
 func TestExttsSourceWithoutModelShipsAtReadTimeAndCounts(t *testing.T) {

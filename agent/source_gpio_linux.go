@@ -35,10 +35,6 @@ type gpioEdge struct {
 // the records whose fields one allocation holds.
 const gpioFields, slabRecords = 7, 512
 
-// latencyCap bounds the latency samples kept per line and interval (the
-// latest ones); the maximum counts every edge.
-const latencyCap = 1024
-
 // gpioLine is one requested line: its tags and counts.
 type gpioLine struct {
 	offset   uint32
@@ -54,12 +50,9 @@ type gpioLine struct {
 	triggers []*gpioTrigger // gpio.triggers rules of this line (collection goroutine)
 
 	// Written on the collection goroutine only.
-	times    seriesTime // no two records of the line share a time
-	events   uint64
-	lat      [latencyCap]int64
-	latN     int // samples this interval (may exceed latencyCap: it wraps)
-	latMax   int64
-	snapshot [4]int64 // p50, p99, max, samples of the last interval with edges
+	times  seriesTime // no two records of the line share a time
+	events uint64
+	lat    latencyStats
 }
 
 // gpioSource is the decoder of one line request's event source (or of one
@@ -359,10 +352,7 @@ func (d *gpioSource) place(e *gpioEdge) (l *gpioLine, t, unc int64, ok bool) {
 		return nil, 0, 0, false
 	}
 	l.events++
-	lat := e.read - e.ev.TimestampNS
-	l.lat[l.latN%latencyCap] = lat
-	l.latN++
-	l.latMax = max(l.latMax, lat)
+	l.lat.add(e.read - e.ev.TimestampNS)
 
 	t, unc, ok = d.realtime(timebase.Timestamp{NS: e.ev.TimestampNS, Domain: e.ev.Domain()})
 	if !ok {
@@ -392,23 +382,9 @@ func (d *gpioSource) after(b *Batch, events int) error {
 		d.irqs.check(d.queuedOf)
 	}
 	for _, l := range d.lines {
-		n := min(l.latN, latencyCap)
-		if n == 0 { // keep the statistics of the last interval with edges
-			continue
-		}
-		s := d.scratch[:n]
-		copy(s, l.lat[:n])
-		slices.Sort(s)
-		l.snapshot = [4]int64{rank(s, 50), rank(s, 99), l.latMax, int64(l.latN)}
-		l.latN, l.latMax = 0, 0
+		l.lat.close(&d.scratch)
 	}
 	return nil
-}
-
-// rank is the p-th percentile of sorted s (nearest rank).
-func rank(s []int64, p int) int64 {
-	i := (len(s)*p + 99) / 100
-	return s[max(i, 1)-1]
 }
 
 // self is the decoder's counts beside the event source's: per line, its
@@ -428,9 +404,8 @@ func (d *gpioSource) self() []record.Field {
 		}
 	}
 	for _, l := range d.lines {
-		f = append(f, record.Uint(l.fieldPfx+"events", l.events), record.Uint(l.fieldPfx+"lost", l.lost.Load()),
-			record.Int(l.fieldPfx+"latency_p50_ns", l.snapshot[0]), record.Int(l.fieldPfx+"latency_p99_ns", l.snapshot[1]),
-			record.Int(l.fieldPfx+"latency_max_ns", l.snapshot[2]), record.Int(l.fieldPfx+"latency_samples", l.snapshot[3]))
+		f = append(f, record.Uint(l.fieldPfx+"events", l.events), record.Uint(l.fieldPfx+"lost", l.lost.Load()))
+		f = l.lat.fields(f, l.fieldPfx)
 		if d.irqs != nil {
 			f = d.irqs.fields(f, int(l.offset), l.fieldPfx)
 		}

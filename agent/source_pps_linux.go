@@ -9,6 +9,7 @@ import (
 
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/timebase"
 )
 
 // ppsFetcher is what the PPS source needs of a device (*gpio.PPSDevice):
@@ -25,6 +26,7 @@ var _ ppsFetcher = (*gpio.PPSDevice)(nil)
 // ppsEdge is one new PPS edge as the reader hands it to the shipper.
 type ppsEdge struct {
 	ns    int64  // the kernel's stamp, REALTIME
+	read  int64  // REALTIME when the fetch that brought it returned
 	seq   uint32 // its sequence number
 	clear bool   // a clear edge (else assert)
 }
@@ -40,9 +42,11 @@ type ppsSource struct {
 	ignored               atomic.Uint64 // new edges of a kind not shipped (producer)
 
 	// Written on the collection goroutine only.
-	times  [2]seriesTime // per edge kind: no two records share a time
-	events [2]uint64
-	bumps  uint64
+	times   [2]seriesTime // per edge kind: no two records share a time
+	events  [2]uint64
+	bumps   uint64
+	lat     [2]latencyStats // per edge kind: kernel stamp -> fetch returned
+	scratch [latencyCap]int64
 }
 
 func buildPPSSources(env *Env) ([]Source, error) {
@@ -79,7 +83,7 @@ func newPPSSource(dc PPSDeviceConfig, path string, open func() (ppsFetcher, erro
 func (d *ppsSource) eventSource(name string, interval time.Duration, ringSize int) (*EventSource[ppsEdge], error) {
 	return NewEventSource(EventSourceConfig[ppsEdge]{
 		Name: name, Interval: interval, Ring: ringSize,
-		Producer: ProducerFunc[ppsEdge](d.produce), Emit: d.emit, Self: d.self,
+		Producer: ProducerFunc[ppsEdge](d.produce), Emit: d.emit, After: d.after, Self: d.self,
 	})
 }
 
@@ -116,16 +120,17 @@ func (d *ppsSource) produce(ctx context.Context, q *EventQueue[ppsEdge]) error {
 			d.lostClear.Add(lc - prevC)
 		}
 		prevA, prevC = la, lc
+		read, _ := timebase.Realtime.Now()
 		if e.NewAssert {
 			if d.assert {
-				q.Put1(ppsEdge{ns: e.AssertNS, seq: e.AssertSeq})
+				q.Put1(ppsEdge{ns: e.AssertNS, read: read, seq: e.AssertSeq})
 			} else {
 				d.ignored.Add(1)
 			}
 		}
 		if e.NewClear {
 			if d.clear {
-				q.Put1(ppsEdge{ns: e.ClearNS, seq: e.ClearSeq, clear: true})
+				q.Put1(ppsEdge{ns: e.ClearNS, read: read, seq: e.ClearSeq, clear: true})
 			} else {
 				d.ignored.Add(1)
 			}
@@ -142,15 +147,30 @@ func (d *ppsSource) emit(b *Batch, e *ppsEdge) {
 		k = 1
 	}
 	d.events[k]++
+	d.lat[k].add(e.read - e.ns)
 	t := d.times[k].next(e.ns, &d.bumps)
 	b.Add("pps_event", t, d.tags[k], record.Uint("sequence", uint64(e.seq)), record.Int("kernel_ns", e.ns))
 }
 
 // self is the decoder's counts beside the event source's.
 func (d *ppsSource) self() []record.Field {
-	return []record.Field{
+	f := []record.Field{
 		record.Uint("assert_events", d.events[0]), record.Uint("assert_lost", d.lostAssert.Load()),
 		record.Uint("clear_events", d.events[1]), record.Uint("clear_lost", d.lostClear.Load()),
 		record.Uint("ignored_edges", d.ignored.Load()), record.Uint("time_bumps", d.bumps),
 	}
+	if d.assert {
+		f = d.lat[0].fields(f, "assert_")
+	}
+	if d.clear {
+		f = d.lat[1].fields(f, "clear_")
+	}
+	return f
+}
+
+// after closes the interval's read-latency statistics of each edge kind.
+func (d *ppsSource) after(b *Batch, events int) error {
+	d.lat[0].close(&d.scratch)
+	d.lat[1].close(&d.scratch)
+	return nil
 }

@@ -153,6 +153,14 @@ func TestPPSSourceShipsEachNewEdgeAtItsStampAndCountsGaps(t *testing.T) {
 			t.Errorf("%s %d, want %d", k, got, want)
 		}
 	}
+	// The read latency of each kind: kernel stamp -> the fetch that brought it.
+	for _, kind := range []string{"assert_", "clear_"} {
+		p50, p99 := selfOf(t, f.s, kind+"latency_p50_ns").I, selfOf(t, f.s, kind+"latency_p99_ns").I
+		mx, n := selfOf(t, f.s, kind+"latency_max_ns").I, selfOf(t, f.s, kind+"latency_samples").I
+		if n != 2 || p50 <= 0 || p50 > p99 || p99 > mx {
+			t.Errorf("%slatency p50 %d p99 %d max %d samples %d; want 2 samples, 0 < p50 <= p99 <= max", kind, p50, p99, mx, n)
+		}
+	}
 }
 
 func TestPPSSourceAssertOnlyIgnoresClearEdgesAndTheirLosses(t *testing.T) {
