@@ -90,3 +90,19 @@ func ifaceExists(paths PathsConfig, key, name string, ps *problems) {
 		ps.put(&KeyError{Key: key, Reason: fmt.Sprintf("no network interface %q", name), Err: err})
 	}
 }
+
+// notMeasured says why the phc section keeps no model of the PHC dev, which
+// another source (extts, gpio.phc) needs to move its stamps: dev is not among
+// phc.devices and no phc.interfaces could name it. "" when it is measured, or
+// may be (interfaces, or every PHC found).
+func (p *PHCConfig) notMeasured(dev string) string {
+	if !p.Enabled || len(p.Interfaces) > 0 || len(p.Devices) == 0 {
+		return ""
+	}
+	for _, d := range p.Devices {
+		if filepath.Clean(d) == filepath.Clean(dev) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("%s is not among phc.devices %v: the phc source keeps no model of it, so no stamp could be moved to REALTIME (add it there, or leave phc.devices empty to measure every PHC)", dev, p.Devices)
+}

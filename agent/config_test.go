@@ -199,3 +199,23 @@ func TestSensorsSection(t *testing.T) {
 		}
 	}
 }
+
+func TestPHCNotMeasured(t *testing.T) {
+	var p PHCConfig
+	p.defaults()
+	if why := p.notMeasured("/dev/ptp1"); why != "" {
+		t.Errorf("every PHC found is measured: %q", why)
+	}
+	p.Devices = []string{"/dev/ptp0"}
+	if why := p.notMeasured("/dev/ptp0/"); why != "" {
+		t.Errorf("listed: %q", why)
+	}
+	want := "/dev/ptp1 is not among phc.devices [/dev/ptp0]: the phc source keeps no model of it"
+	if why := p.notMeasured("/dev/ptp1"); !strings.HasPrefix(why, want) {
+		t.Errorf("not listed: %q", why)
+	}
+	p.Interfaces = []string{"eth0"}
+	if why := p.notMeasured("/dev/ptp1"); why != "" {
+		t.Errorf("an interface may name it: %q", why)
+	}
+}

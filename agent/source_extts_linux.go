@@ -74,6 +74,9 @@ func buildExttsSources(env *Env) ([]Source, error) {
 	if !c.PHC.Enabled && env.Log != nil {
 		env.Log.Warn("extts needs the phc source's model of the PHC: every stamp will count as untranslated", "phc", x.PHC)
 	}
+	if why := c.PHC.notMeasured(x.PHC); why != "" {
+		return nil, keyErr("extts.phc", "%s", why)
+	}
 	tr := env.Translators
 	if tr == nil {
 		tr = NewTranslators()

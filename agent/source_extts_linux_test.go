@@ -239,3 +239,17 @@ func TestExttsRealDeviceOpensOrNamesWhyNot(t *testing.T) {
 	}
 	rd.Close()
 }
+
+// An extts PHC the phc section does not measure could never be translated:
+// refused at start, naming the key.
+func TestExttsOnAnUnmeasuredPHCIsRefused(t *testing.T) {
+	c := Default()
+	c.PHC.Devices = []string{"/dev/ptp0"}
+	c.Extts.Enabled, c.Extts.PHC = true, "/dev/ptp1"
+	c.Extts.Channels = []ExttsChannelConfig{{Channel: 0, Pin: -1, Edges: "rising"}}
+	_, err := buildExttsSources(&Env{Config: &c})
+	var ke *KeyError
+	if !errors.As(err, &ke) || ke.Key != "extts.phc" || !strings.Contains(ke.Reason, "not among phc.devices") {
+		t.Fatalf("%v; want an extts.phc error", err)
+	}
+}

@@ -92,6 +92,9 @@ func buildGPIOSources(env *Env) ([]Source, error) {
 		if !c.PHC.Enabled && env.Log != nil {
 			env.Log.Warn("gpio.phc needs the phc source's model of the PHC: every edge will count as phc_untranslated", "phc", c.GPIO.PHC)
 		}
+		if why := c.PHC.notMeasured(c.GPIO.PHC); why != "" {
+			return nil, keyErr("gpio.phc", "%s", why)
+		}
 	}
 	tr := env.Translators
 	if tr == nil {
