@@ -225,6 +225,22 @@ func TestShippedConfigsPassCheck(t *testing.T) {
 	}
 }
 
+// The board configurations' disabled sections are examples: switched on,
+// they must be valid too.
+func TestShippedConfigsExamplesAreValid(t *testing.T) {
+	files, _ := filepath.Glob("../configs/*.yaml")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		on := strings.ReplaceAll(string(b), "\n  enabled: false", "\n  enabled: true")
+		if _, err := Parse(f, []byte(on)); err != nil {
+			t.Errorf("%s with every section enabled: %v", f, err)
+		}
+	}
+}
+
 func TestUnreadableFileIsAKeyError(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "nope.yaml")
 	_, err := Check(p)
