@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/monagent/monagent/record"
@@ -85,8 +86,9 @@ func registrations() []registration {
 // Translators holds the clock translators sources maintain, keyed by domains, so
 // that event sources can move kernel timestamps between clock domains.
 type Translators struct {
-	mu sync.RWMutex
-	m  map[[2]timebase.Domain]*timebase.Translator
+	mu  sync.RWMutex
+	m   map[[2]timebase.Domain]*timebase.Translator
+	gen atomic.Uint64 // bumped when a translator is added (Routes search again)
 }
 
 // NewTranslators returns an empty set.
@@ -103,6 +105,7 @@ func (t *Translators) Get(from, to timebase.Domain, window int) *timebase.Transl
 	if tr == nil {
 		tr = timebase.NewTranslator(from, to, window)
 		t.m[k] = tr
+		t.gen.Add(1)
 	}
 	return tr
 }

@@ -53,6 +53,7 @@ type exttsSource struct {
 	path  string
 	dom   timebase.Domain
 	tr    *Translators
+	toRT  *Route // the collection goroutine's
 	chans []*exttsChan
 	open  func() (exttsReader, error)
 
@@ -92,7 +93,7 @@ func buildExttsSources(env *Env) ([]Source, error) {
 // newExttsSource reads the channels of x.PHC, whose time is dom; open, when
 // not nil, replaces enabling them on the device (tests).
 func newExttsSource(x ExttsConfig, dom timebase.Domain, tr *Translators, open func() (exttsReader, error)) *exttsSource {
-	d := &exttsSource{path: x.PHC, dom: dom, tr: tr, open: open}
+	d := &exttsSource{path: x.PHC, dom: dom, tr: tr, toRT: tr.Route(dom, timebase.DomainRealtime), open: open}
 	reqs := make([]phc.ExttsChannel, len(x.Channels))
 	for i, c := range x.Channels {
 		reqs[i] = c.request()
@@ -200,7 +201,7 @@ func (d *exttsSource) emit(b *Batch, e *exttsStamp) {
 	f := make([]record.Field, 1, 2)
 	f[0] = record.Int("phc_ns", e.ev.PHCNS)
 	var t int64
-	if rt, err := d.tr.Realtime(timebase.Timestamp{NS: e.ev.PHCNS, Domain: dom}); err == nil {
+	if rt, err := d.toRT.Move(timebase.Timestamp{NS: e.ev.PHCNS, Domain: dom}); err == nil {
 		t = rt.NS
 		f = append(f, record.Int("uncertainty_ns", rt.UncertaintyNS))
 		c.lat.add(e.read - rt.NS)

@@ -67,6 +67,9 @@ type gpioSource struct {
 	clock   timebase.SystemClock // the event clock, for the read latency
 	tr      *Translators
 	phc     timebase.Domain // DomainUnknown: no phc_ns
+	// Routes from the event clock to REALTIME and to the PHC (the
+	// collection goroutine's: they keep model copies between stamps).
+	toRT, toPHC *Route
 	lines   []*gpioLine
 	irqs    *gpioIRQs // the lines' IRQ counts (nil for a replay)
 
@@ -137,7 +140,8 @@ func newGPIOSource(cc GPIOChipConfig, lines []GPIOLineConfig, path string, tr *T
 		return nil, fmt.Errorf("gpio %s: event clock %s has no system clock", path, cfg.Clock)
 	}
 	d := &gpioSource{chip: cc.Chip, path: path, replay: cc.Replay, cfg: cfg, buffer: cc.Buffer,
-		clock: clk, tr: tr, phc: phcDom}
+		clock: clk, tr: tr, phc: phcDom,
+		toRT: tr.Route(cfg.Clock.Domain(), timebase.DomainRealtime), toPHC: tr.Route(cfg.Clock.Domain(), phcDom)}
 	for _, l := range lines {
 		d.offsets = append(d.offsets, l.Offset)
 		base := []record.Tag{{Key: "chip", Value: cc.Chip}, {Key: "line", Value: strconv.Itoa(l.Offset)}, {Key: "name", Value: l.tagName()}}
@@ -316,7 +320,7 @@ func (d *gpioSource) emit(b *Batch, e *gpioEdge) {
 	}
 	if d.phc != timebase.DomainUnknown {
 		ts := timebase.Timestamp{NS: e.ev.TimestampNS, Domain: e.ev.Domain()}
-		if p, err := d.tr.Move(ts, d.phc); err == nil {
+		if p, err := d.toPHC.Move(ts); err == nil {
 			f = append(f, record.Int("phc_ns", p.NS), record.Int("phc_uncertainty_ns", p.UncertaintyNS))
 		} else {
 			d.phcUntranslated++
@@ -372,7 +376,7 @@ func (d *gpioSource) realtime(ts timebase.Timestamp) (int64, int64, bool) {
 	if ts.Domain == timebase.DomainRealtime {
 		return ts.NS, 0, true
 	}
-	rt, err := d.tr.Realtime(ts)
+	rt, err := d.toRT.Move(ts)
 	return rt.NS, rt.UncertaintyNS, err == nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrNoModel is returned by a Translator that has no samples yet.
@@ -35,6 +36,7 @@ type Translator struct {
 	points  []Point // scratch for fits
 	model   LinearModel
 	ok      bool
+	ver     atomic.Uint64 // bumped (under mu) whenever the model changes
 }
 
 // NewTranslator returns a translator from domain from to domain to over the last
@@ -65,6 +67,7 @@ func (t *Translator) Add(s Sample) {
 		t.next = (t.next + 1) % t.window
 	}
 	t.refit()
+	t.ver.Add(1)
 }
 
 // Reset forgets all samples, e.g. after a clock step.
@@ -74,6 +77,7 @@ func (t *Translator) Reset() {
 	t.samples = t.samples[:0]
 	t.next = 0
 	t.ok = false
+	t.ver.Add(1)
 }
 
 func (t *Translator) refit() {
@@ -101,6 +105,21 @@ func (t *Translator) Model() (LinearModel, error) {
 		return LinearModel{}, fmt.Errorf("%s->%s: %w", t.from, t.to, ErrNoModel)
 	}
 	return t.model, nil
+}
+
+// Version changes whenever the model does (a sample added, a reset): a
+// caller that keeps a copy of the model refreshes it when Version moved.
+func (t *Translator) Version() uint64 { return t.ver.Load() }
+
+// ModelAt returns the current model and the version it belongs to.
+func (t *Translator) ModelAt() (LinearModel, uint64, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	v := t.ver.Load()
+	if !t.ok {
+		return LinearModel{}, v, fmt.Errorf("%s->%s: %w", t.from, t.to, ErrNoModel)
+	}
+	return t.model, v, nil
 }
 
 // Translate maps a timestamp in either of the translator's domains to the other.

@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/monagent/monagent/timebase"
+)
+
+// routeModels: monotonic_raw -> monotonic, monotonic_raw -> REALTIME and
+// REALTIME -> PHC 0, each with a slope and scatter so that every term of the
+// uncertainty counts.
+func routeModels() *Translators {
+	tr := NewTranslators()
+	add := func(from, to timebase.Domain, off int64, ppb int64) {
+		t := tr.Get(from, to, 8)
+		for i, x := range []int64{1e9, 2e9, 3e9, 4e9} {
+			t.Add(timebase.Sample{Local: x, Ref: x + off + x/1e9*ppb + int64(i%2)*7, DelayNS: 40})
+		}
+	}
+	add(timebase.DomainMonotonicRaw, timebase.DomainMonotonic, 1000, 120)
+	add(timebase.DomainMonotonicRaw, timebase.DomainRealtime, 1795e15, -35)
+	add(timebase.DomainRealtime, timebase.PHC(0), 37e9, 12)
+	return tr
+}
+
+func TestRouteMovesAsMoveDoes(t *testing.T) {
+	tr := routeModels()
+	doms := []timebase.Domain{timebase.DomainMonotonic, timebase.DomainMonotonicRaw, timebase.DomainRealtime, timebase.PHC(0), timebase.PHC(1)}
+	check := func(stage string) {
+		t.Helper()
+		for _, from := range doms {
+			for _, to := range doms {
+				r := tr.Route(from, to)
+				for _, ns := range []int64{0, 2.5e9, 1795e15 + 3e9, 123456789012} {
+					ts := timebase.Timestamp{NS: ns, Domain: from, UncertaintyNS: 3}
+					want, werr := tr.Move(ts, to)
+					for range 2 { // the second through the kept chain
+						got, gerr := r.Move(ts)
+						if got != want || (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+							t.Fatalf("%s: %v -> %v at %d: route %+v, %v; Move %+v, %v", stage, from, to, ns, got, gerr, want, werr)
+						}
+					}
+				}
+			}
+		}
+	}
+	check("steady")
+	// A model changes: the routes see the new one.
+	tr.Get(timebase.DomainMonotonicRaw, timebase.DomainRealtime, 8).Add(timebase.Sample{Local: 5e9, Ref: 5e9 + 1795e15 + 900, DelayNS: 40})
+	check("refit")
+	// A model is reset (a clock step): no route through it, as Move says.
+	tr.ResetDomain(timebase.PHC(0))
+	check("reset")
+	// A direct translator appears: routes take it, as Move does.
+	d := tr.Get(timebase.DomainMonotonic, timebase.DomainRealtime, 8)
+	d.Add(timebase.Sample{Local: 1e9, Ref: 1e9 + 1795e15 - 1000, DelayNS: 10})
+	d.Add(timebase.Sample{Local: 2e9, Ref: 2e9 + 1795e15 - 1000, DelayNS: 10})
+	check("direct")
+}
+
+func TestRouteWithoutModelSaysSo(t *testing.T) {
+	tr := NewTranslators()
+	r := tr.Route(timebase.DomainMonotonic, timebase.DomainRealtime)
+	if _, err := r.Move(timebase.Timestamp{NS: 1, Domain: timebase.DomainMonotonic}); !errors.Is(err, errNoTranslation) {
+		t.Fatalf("no models: %v", err)
+	}
+	tr.Get(timebase.DomainMonotonic, timebase.DomainRealtime, 4) // no samples yet
+	if _, err := r.Move(timebase.Timestamp{NS: 1, Domain: timebase.DomainMonotonic}); !errors.Is(err, timebase.ErrNoModel) {
+		t.Fatalf("a translator without samples: %v", err)
+	}
+}
+
+func TestRouteMoveDoesNotAllocate(t *testing.T) {
+	tr := routeModels()
+	r := tr.Route(timebase.DomainMonotonic, timebase.PHC(0))
+	ts := timebase.Timestamp{NS: 2.5e9, Domain: timebase.DomainMonotonic}
+	if a := testing.AllocsPerRun(1000, func() { r.Move(ts) }); a != 0 {
+		t.Fatalf("%.1f allocations per move", a)
+	}
+}
+
+// BenchmarkMove: MONOTONIC -> REALTIME (two models, one inverted) by search
+// and by a kept route.
+func BenchmarkMove(b *testing.B) {
+	tr := routeModels()
+	ts := timebase.Timestamp{NS: 2.5e9, Domain: timebase.DomainMonotonic}
+	b.Run("Translators.Move", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := tr.Move(ts, timebase.DomainRealtime); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Route.Move", func(b *testing.B) {
+		r := tr.Route(timebase.DomainMonotonic, timebase.DomainRealtime)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := r.Move(ts); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
