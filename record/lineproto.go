@@ -98,7 +98,7 @@ func plainString(s string) bool {
 
 // appendPlain writes a record that needs no escaping, exactly as the
 // validating encoder would, or reports false (leaving dst as it was) for the
-// encoder to write or refuse.
+// encoder to write or refuse. r's tags must be sorted by key.
 func appendPlain(dst []byte, r *Record) ([]byte, bool) {
 	if len(r.Fields) == 0 || !plain(r.Measurement) || r.Measurement[0] == '#' {
 		return dst, false
@@ -111,7 +111,9 @@ func appendPlain(dst []byte, r *Record) ([]byte, bool) {
 		if t.Value == "" { // InfluxDB drops empty tags; so do we
 			continue
 		}
-		if !plain(t.Key) || !plain(t.Value) || t.Key <= prev {
+		// Sorted (Append sorts them), so only a repeated key can be out of
+		// order; the encoder refuses it.
+		if !plain(t.Key) || !plain(t.Value) || t.Key == prev {
 			return dst[:n], false
 		}
 		prev = t.Key
