@@ -16,6 +16,22 @@ import (
 type Encoder struct {
 	enc  lineprotocol.Encoder
 	vals []lineprotocol.Value
+	// The series (measurement and tags) and field keys of recent plain
+	// records, checked and encoded once: an agent ships many records of few
+	// series. Compared by content (strings are immutable, and equal strings
+	// that share their bytes compare at once), so a hit is exact.
+	series [seriesCache]seriesEntry
+	next   int
+}
+
+// seriesCache is how many series an Encoder keeps encoded.
+const seriesCache = 8
+
+type seriesEntry struct {
+	meas   string
+	tags   []Tag    // as the record had them (sorted), empty values too
+	keys   []string // field keys last seen with this series, all plain
+	prefix []byte   // "measurement,k=v,k=v"
 }
 
 // RejectError describes a record the encoder refused.
@@ -44,7 +60,7 @@ func (e *Encoder) Append(buf []byte, recs []Record) (out []byte, rejected int, e
 	for i := range recs {
 		r := &recs[i]
 		sortTags(r.Tags)
-		if b, ok := appendPlain(buf, r); ok {
+		if b, ok := e.appendPlain(buf, r); ok {
 			buf = b
 			continue
 		}
@@ -99,33 +115,26 @@ func plainString(s string) bool {
 // appendPlain writes a record that needs no escaping, exactly as the
 // validating encoder would, or reports false (leaving dst as it was) for the
 // encoder to write or refuse. r's tags must be sorted by key.
-func appendPlain(dst []byte, r *Record) ([]byte, bool) {
-	if len(r.Fields) == 0 || !plain(r.Measurement) || r.Measurement[0] == '#' {
+func (e *Encoder) appendPlain(dst []byte, r *Record) ([]byte, bool) {
+	if len(r.Fields) == 0 {
 		return dst, false
 	}
+	se := e.lookup(r)
+	if se == nil {
+		if se = e.add(r); se == nil {
+			return dst, false
+		}
+	}
 	n := len(dst)
-	dst = append(dst, r.Measurement...)
-	prev := ""
-	for i := range r.Tags {
-		t := &r.Tags[i]
-		if t.Value == "" { // InfluxDB drops empty tags; so do we
-			continue
-		}
-		// Sorted (Append sorts them), so only a repeated key can be out of
-		// order; the encoder refuses it.
-		if !plain(t.Key) || !plain(t.Value) || t.Key == prev {
-			return dst[:n], false
-		}
-		prev = t.Key
-		dst = append(dst, ',')
-		dst = append(dst, t.Key...)
-		dst = append(dst, '=')
-		dst = append(dst, t.Value...)
+	dst = append(dst, se.prefix...)
+	known := len(se.keys) == len(r.Fields)
+	for i := 0; known && i < len(r.Fields); i++ {
+		known = se.keys[i] == r.Fields[i].Key
 	}
 	sep := byte(' ')
 	for i := range r.Fields {
 		f := &r.Fields[i]
-		if !plain(f.Key) {
+		if !known && !plain(f.Key) {
 			return dst[:n], false
 		}
 		dst = append(dst, sep)
@@ -164,9 +173,73 @@ func appendPlain(dst []byte, r *Record) ([]byte, bool) {
 			return dst[:n], false
 		}
 	}
+	if !known { // every key was checked
+		se.keys = se.keys[:0]
+		for i := range r.Fields {
+			se.keys = append(se.keys, r.Fields[i].Key)
+		}
+	}
 	dst = append(dst, ' ')
 	dst = strconv.AppendInt(dst, r.TimeNS, 10)
 	return append(dst, '\n'), true
+}
+
+// lookup finds the record's series among the kept ones.
+func (e *Encoder) lookup(r *Record) *seriesEntry {
+	for i := range e.series {
+		se := &e.series[i]
+		if se.prefix == nil || se.meas != r.Measurement || len(se.tags) != len(r.Tags) {
+			continue
+		}
+		hit := true
+		for j := range r.Tags {
+			if se.tags[j] != r.Tags[j] {
+				hit = false
+				break
+			}
+		}
+		if hit {
+			return se
+		}
+	}
+	return nil
+}
+
+// add checks and encodes the record's series and keeps it (replacing the
+// oldest), or returns nil when it needs escaping or is invalid.
+func (e *Encoder) add(r *Record) *seriesEntry {
+	if !plain(r.Measurement) || r.Measurement[0] == '#' {
+		return nil
+	}
+	prev := ""
+	for i := range r.Tags {
+		t := &r.Tags[i]
+		if t.Value == "" { // InfluxDB drops empty tags; so do we
+			continue
+		}
+		// Sorted (Append sorts them), so only a repeated key can be out of
+		// order; the encoder refuses it.
+		if !plain(t.Key) || !plain(t.Value) || t.Key == prev {
+			return nil
+		}
+		prev = t.Key
+	}
+	se := &e.series[e.next]
+	e.next = (e.next + 1) % seriesCache
+	se.meas = r.Measurement
+	se.tags = append(se.tags[:0], r.Tags...)
+	se.keys = se.keys[:0]
+	p := append(se.prefix[:0], r.Measurement...)
+	for i := range r.Tags {
+		if t := &r.Tags[i]; t.Value != "" {
+			p = append(p, ',')
+			p = append(p, t.Key...)
+			p = append(p, '=')
+			p = append(p, t.Value...)
+		}
+	}
+	se.prefix = p
+	return se
 }
 
 func (e *Encoder) line(r *Record) error {

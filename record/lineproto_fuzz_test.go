@@ -100,7 +100,7 @@ func FuzzPlainMatchesEncoder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, meas, tk, tv, fk string, iv int64, fv float64, sv string, bv bool, ts int64) {
 		r := Record{Measurement: meas, Tags: []Tag{{tk, tv}, {tk + "z", tv}},
 			Fields: []Field{Int(fk, iv), Float(fk+"f", fv), String(fk+"s", sv), Bool(fk+"b", bv), Uint(fk+"u", uint64(iv))}, TimeNS: ts}
-		fast, ok := appendPlain(nil, &r)
+		fast, ok := plainOnce(nil, &r)
 		if !ok {
 			return
 		}

@@ -2,6 +2,7 @@ package record
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -105,7 +106,7 @@ func TestPlainMatchesEncoder(t *testing.T) {
 	}
 	var e Encoder
 	for i := range recs {
-		fast, ok := appendPlain([]byte("prefix\n"), &recs[i])
+		fast, ok := plainOnce([]byte("prefix\n"), &recs[i])
 		if !ok {
 			t.Fatalf("record %d not plain", i)
 		}
@@ -126,7 +127,7 @@ func TestPlainMatchesEncoder(t *testing.T) {
 		{Measurement: "m"},
 		{Measurement: "mé", Fields: []Field{Int("i", 1)}},
 	} {
-		if out, ok := appendPlain([]byte("x"), &r); ok || string(out) != "x" {
+		if out, ok := plainOnce([]byte("x"), &r); ok || string(out) != "x" {
 			t.Errorf("%+v: plain %v, %q", r, ok, out)
 		}
 	}
@@ -144,5 +145,41 @@ func TestAppendMixesPlainAndEscaped(t *testing.T) {
 	want := "a i=1i 1\nb\\ c,k=v\\ w s=\"q\\\"\" 2\nd b=true 4\n"
 	if string(out) != want || rejected != 1 || err == nil {
 		t.Errorf("got %q, %d rejected, %v\nwant %q", out, rejected, err, want)
+	}
+}
+
+// plainOnce is the plain path of a fresh encoder.
+func plainOnce(dst []byte, r *Record) ([]byte, bool) {
+	var e Encoder
+	return e.appendPlain(dst, r)
+}
+
+// The kept series make the same bytes as a first encoding, whatever the
+// order of series and field sets, and never serve a record whose series
+// differs by one byte.
+func TestSeriesCacheIsExact(t *testing.T) {
+	var recs []Record
+	for i := range 40 {
+		tags := []Tag{{"chip", "gpiochip0"}, {"edge", []string{"rising", "falling"}[i%2]}, {"line", fmt.Sprint(i % 11)}}
+		fields := []Field{Int("kernel_ns", int64(i)), String("clock", "monotonic")}
+		if i%3 == 0 {
+			fields = append(fields, Int("uncertainty_ns", 5))
+		}
+		if i%7 == 0 {
+			fields[0].Key = "kernel ns" // needs escaping: the encoder's
+		}
+		recs = append(recs, Record{Measurement: "gpio_event", Tags: tags, Fields: fields, TimeNS: int64(i)})
+	}
+	var cached Encoder
+	var out []byte
+	for i := range 3 * len(recs) {
+		r := recs[(i*7)%len(recs)]
+		var fresh Encoder
+		want, _, _ := fresh.Append(nil, []Record{r})
+		n := len(out)
+		out, _, _ = cached.Append(out, []Record{r})
+		if got := out[n:]; string(got) != string(want) {
+			t.Fatalf("record %d: kept series wrote %q, a fresh encoder %q", i, got, want)
+		}
 	}
 }
