@@ -19,6 +19,14 @@ type Route struct {
 	gen      uint64 // the translators' generation the chain was found in
 	hops     []routeHop
 	found    bool
+	// Translators on paths Move prefers that had no model when the chain was
+	// found: when one of them changes (gains a model), search again.
+	waiting []routeWait
+}
+
+type routeWait struct {
+	tr  *timebase.Translator
+	ver uint64
 }
 
 type routeHop struct {
@@ -44,7 +52,7 @@ func (r *Route) Move(ts timebase.Timestamp) (timebase.Timestamp, error) {
 	if ts.Domain != r.from {
 		return r.t.Move(ts, r.to)
 	}
-	if !r.found || r.gen != r.t.gen.Load() {
+	if !r.found || r.gen != r.t.gen.Load() || r.preferredChanged() {
 		if err := r.resolve(); err != nil {
 			return timebase.Timestamp{}, err
 		}
@@ -60,6 +68,17 @@ func (r *Route) Move(ts timebase.Timestamp) (timebase.Timestamp, error) {
 		return out, nil
 	}
 	return r.t.Move(ts, r.to)
+}
+
+// preferredChanged says whether a translator of a path Move prefers to the
+// kept one has changed since the chain was found.
+func (r *Route) preferredChanged() bool {
+	for _, w := range r.waiting {
+		if w.tr.Version() != w.ver {
+			return true
+		}
+	}
+	return false
 }
 
 // apply runs the kept chain, refreshing a hop's model copy when it changed;
@@ -94,6 +113,7 @@ func (r *Route) apply(ts timebase.Timestamp) (timebase.Timestamp, bool) {
 func (r *Route) resolve() error {
 	r.gen = r.t.gen.Load()
 	r.found = false
+	r.waiting = r.waiting[:0]
 	const raw, rt = timebase.DomainMonotonicRaw, timebase.DomainRealtime
 	paths := [...][3]timebase.Domain{
 		{r.to}, {raw, r.to}, {rt, r.to}, {raw, rt, r.to}, {rt, raw, r.to},
@@ -115,7 +135,8 @@ func (r *Route) resolve() error {
 				ok = false
 				break
 			}
-			if _, e := tr.Model(); e != nil {
+			if _, v, e := tr.ModelAt(); e != nil {
+				r.waiting = append(r.waiting, routeWait{tr: tr, ver: v})
 				err, ok = e, false
 				break
 			}

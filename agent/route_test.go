@@ -27,11 +27,18 @@ func routeModels() *Translators {
 func TestRouteMovesAsMoveDoes(t *testing.T) {
 	tr := routeModels()
 	doms := []timebase.Domain{timebase.DomainMonotonic, timebase.DomainMonotonicRaw, timebase.DomainRealtime, timebase.PHC(0), timebase.PHC(1)}
+	// The routes are kept across the stages, as a source keeps its own.
+	routes := map[[2]timebase.Domain]*Route{}
+	for _, from := range doms {
+		for _, to := range doms {
+			routes[[2]timebase.Domain{from, to}] = tr.Route(from, to)
+		}
+	}
 	check := func(stage string) {
 		t.Helper()
 		for _, from := range doms {
 			for _, to := range doms {
-				r := tr.Route(from, to)
+				r := routes[[2]timebase.Domain{from, to}]
 				for _, ns := range []int64{0, 2.5e9, 1795e15 + 3e9, 123456789012} {
 					ts := timebase.Timestamp{NS: ns, Domain: from, UncertaintyNS: 3}
 					want, werr := tr.Move(ts, to)
@@ -49,14 +56,28 @@ func TestRouteMovesAsMoveDoes(t *testing.T) {
 	// A model changes: the routes see the new one.
 	tr.Get(timebase.DomainMonotonicRaw, timebase.DomainRealtime, 8).Add(timebase.Sample{Local: 5e9, Ref: 5e9 + 1795e15 + 900, DelayNS: 40})
 	check("refit")
-	// A model is reset (a clock step): no route through it, as Move says.
+	// A model is reset (a clock step): routes through it go another way or
+	// fail, as Move does...
 	tr.ResetDomain(timebase.PHC(0))
 	check("reset")
-	// A direct translator appears: routes take it, as Move does.
+	// ...and come back to it once it has a model again.
+	tr.Get(timebase.DomainRealtime, timebase.PHC(0), 8).Add(timebase.Sample{Local: 1795e15 + 1e9, Ref: 1795e15 + 38e9, DelayNS: 30})
+	check("model back")
+	// A preferred path's translator that had no model gains one: the kept
+	// routes leave their longer chain for it, as Move does.
 	d := tr.Get(timebase.DomainMonotonic, timebase.DomainRealtime, 8)
+	check("direct, no model yet")
 	d.Add(timebase.Sample{Local: 1e9, Ref: 1e9 + 1795e15 - 1000, DelayNS: 10})
 	d.Add(timebase.Sample{Local: 2e9, Ref: 2e9 + 1795e15 - 1000, DelayNS: 10})
 	check("direct")
+	// The clock source's case: REALTIME steps, both its models reset, one
+	// comes back first.
+	tr.ResetDomain(timebase.DomainRealtime)
+	check("realtime reset")
+	tr.Get(timebase.DomainMonotonicRaw, timebase.DomainRealtime, 8).Add(timebase.Sample{Local: 6e9, Ref: 6e9 + 1795e15 + 2000, DelayNS: 40})
+	check("raw model back")
+	tr.Get(timebase.DomainRealtime, timebase.PHC(0), 8).Add(timebase.Sample{Local: 1795e15 + 7e9, Ref: 1795e15 + 44e9, DelayNS: 30})
+	check("phc model back")
 }
 
 func TestRouteWithoutModelSaysSo(t *testing.T) {

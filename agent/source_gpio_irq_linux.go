@@ -16,9 +16,12 @@ import (
 //
 // merged is judged one check late: the IRQs counted at the previous check
 // (an interval ago) must all have been queued, and read, by now; any beyond
-// the line's last seqno were merged. It is exact once a line has been quiet
-// for an interval; while edges stream, one queued but unread for longer
-// than an interval counts as merged until it is read.
+// the line's last seqno were merged. While edges stream it is a lower bound
+// (the seqno also counts edges of later IRQs), never decreasing; it is exact
+// once the line has been quiet for an interval, and when the request
+// closes (edges the kernel queued but nobody read by then are lost with it,
+// and counted here). It assumes the reader drains the kernel's queue within
+// an interval, which it does unless the agent stalls.
 type gpioIRQs struct {
 	path     string // /proc/interrupts
 	consumer string
@@ -75,16 +78,24 @@ func (w *gpioIRQs) start() {
 	}
 }
 
-// stop is called by the producer before the request closes: this request's
+// stop is called by the producer, which reads no more, before the request
+// closes: every IRQ so far has become an event, a counted loss or is
+// merged (or sits unread in a queue about to be dropped): this request's
 // counts join the earlier ones'.
 func (w *gpioIRQs) stop(queued func(offset int) uint64) {
-	w.check(queued)
+	counts, err := w.read()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.live {
 		return
 	}
 	for o := range w.base {
+		if cur, ok := counts[o]; err == nil && ok && cur >= w.prev[o] {
+			w.prev[o] = cur
+		}
+		if seen, q := w.prev[o]-w.base[o], queued(o); seen > q {
+			w.merged[o] = max(w.merged[o], seen-q)
+		}
 		w.irqsDone[o] += w.prev[o] - w.base[o]
 		w.mergedDone[o] += w.merged[o]
 	}
@@ -110,13 +121,13 @@ func (w *gpioIRQs) check(queued func(offset int) uint64) {
 		w.unavailable = err.Error()
 		return
 	}
+	w.unavailable = ""
 	for o, cur := range counts {
 		if _, ok := w.base[o]; !ok || cur < w.prev[o] {
 			continue
 		}
-		w.merged[o] = 0
 		if seen, q := w.prev[o]-w.base[o], queued(o); seen > q {
-			w.merged[o] = seen - q
+			w.merged[o] = max(w.merged[o], seen-q)
 		}
 		w.prev[o] = cur
 	}

@@ -40,18 +40,43 @@ func TestGPIOIRQsCountMergedEdges(t *testing.T) {
 	if irqs, merged := counts(w, 0); irqs != 100 || merged != 10 {
 		t.Errorf("irqs %d merged %d; want 100, 10", irqs, merged)
 	}
-	// The request closes and reopens: counts carry over; the new request's
-	// seqnos start again.
+	// While edges stream, merged never goes down: 50 more IRQs, 40 more
+	// events (the seqno counts the new ones too).
+	write(1150, 5)
+	w.check(q) // judges the 100 of the previous check: 100-90
+	queued[0] = 130
+	w.check(q) // judges 150 against 130: 20 so far
+	if irqs, merged := counts(w, 0); irqs != 150 || merged != 20 {
+		t.Errorf("streaming: irqs %d merged %d; want 150, 20", irqs, merged)
+	}
+	// The request fails while 10 more IRQs came and 5 were read: at stop
+	// every IRQ is judged, so irqs = events + lost + merged holds.
+	write(1160, 5)
+	queued[0] = 135
 	w.stop(q)
-	write(1100, 5)
+	if irqs, merged := counts(w, 0); irqs != 160 || merged != 25 || irqs != queued[0]+merged {
+		t.Errorf("after stop: irqs %d merged %d; want 160 = 135 + 25", irqs, merged)
+	}
+	// It reopens: counts carry over; the new request's seqnos start again.
 	queued[0] = 0
 	w.start()
-	write(1120, 5)
+	write(1180, 5)
 	queued[0] = 20
 	w.check(q)
 	w.check(q)
-	if irqs, merged := counts(w, 0); irqs != 120 || merged != 10 {
-		t.Errorf("after a reopen: irqs %d merged %d; want 120, 10", irqs, merged)
+	if irqs, merged := counts(w, 0); irqs != 180 || merged != 25 {
+		t.Errorf("after a reopen: irqs %d merged %d; want 180, 25", irqs, merged)
+	}
+	// A failed read says why; the next good one clears it.
+	os.WriteFile(path, []byte("garbage"), 0o644)
+	w.check(q)
+	if w.why() == "" {
+		t.Error("an unparsable /proc/interrupts gives no reason")
+	}
+	write(1180, 5)
+	w.check(q)
+	if why := w.why(); why != "" {
+		t.Errorf("still unavailable after a good read: %q", why)
 	}
 	if irqs, merged := counts(w, 3); irqs != 0 || merged != 0 {
 		t.Errorf("quiet line 3: irqs %d merged %d", irqs, merged)

@@ -150,7 +150,9 @@ func newGPIOSource(cc GPIOChipConfig, lines []GPIOLineConfig, path string, tr *T
 			falling:  append(slices.Clip(base), record.Tag{Key: "edge", Value: "falling"}),
 			fieldPfx: "line" + strconv.Itoa(l.Offset) + "_"})
 	}
-	if d.replay == "" {
+	// A debounced line's IRQ fires on every bounce (gpiolib-cdev's software
+	// debounce takes both edges), so its IRQs are no count of its edges.
+	if d.replay == "" && cfg.Debounce == 0 {
 		d.irqs = newGPIOIRQs(cfg.Consumer, d.offsets)
 	}
 	return d, nil

@@ -31,8 +31,15 @@ type phcSource struct {
 	opens   uint64
 	reopens uint64 // opens after the first
 
-	prev         map[timebase.Domain]phc.Reading // the last reading against each clock
-	notAdvancing uint64                          // readings that found the PHC stopped
+	prev         map[timebase.Domain]phcLast // the last reading against each clock
+	notAdvancing uint64                      // readings that found the PHC stopped
+}
+
+// phcLast is a source's last reading against one clock, with MONOTONIC_RAW
+// when it was taken.
+type phcLast struct {
+	r   phc.Reading
+	raw int64
 }
 
 func buildPHCSources(env *Env) ([]Source, error) {
@@ -124,6 +131,11 @@ func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
 		}
 		s.dev, s.domain = d, d.Domain()
 		s.sampler = d.NewSampler(s.cfg.Samples, s.method)
+		clear(s.prev) // the PHC may have been reset while closed
+	}
+	raw, err := timebase.MonotonicRaw.Now()
+	if err != nil {
+		return err
 	}
 	now, err := timebase.Realtime.Now()
 	if err != nil {
@@ -131,6 +143,7 @@ func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
 	}
 	dev := s.domain.String()
 	var stopped error
+	reset := false
 	for _, sys := range s.against {
 		var r phc.Reading
 		if err := s.sampler.Sample(sys, &r); err != nil {
@@ -155,22 +168,29 @@ func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
 			record.String("method", r.Method.String()),
 			record.Int("bracket_ns", r.BracketNS),
 		)
-		// A stopped PHC's readings are recorded, as they are, but kept out of
-		// the clock model: a model through them would map every stamp to one
-		// instant.
-		prev, seen := s.prev[sys]
+		// A reading feeds the clock model only once the next one shows the
+		// PHC advancing, judged against MONOTONIC_RAW, which nobody steps:
+		// a stopped PHC's readings (recorded, as they are) would map every
+		// stamp to one instant, and a PHC stepped back would bend the fit.
+		// A failed check forgets the PHC's models, which start again.
+		last, seen := s.prev[sys]
 		if s.prev == nil {
-			s.prev = map[timebase.Domain]phc.Reading{}
+			s.prev = map[timebase.Domain]phcLast{}
 		}
-		s.prev[sys] = r
-		if seen {
-			if err := phc.CheckAdvancing(prev, r); err != nil {
-				s.notAdvancing++
-				stopped = fmt.Errorf("phc %s against %s: %w", s.path, sys, err)
-				continue
+		s.prev[sys] = phcLast{r: r, raw: raw}
+		if !seen {
+			continue
+		}
+		if err := phc.CheckElapsed(r.PHCNS-last.r.PHCNS, raw-last.raw, timebase.DomainMonotonicRaw); err != nil {
+			s.notAdvancing++
+			stopped = fmt.Errorf("phc %s against %s: %w", s.path, sys, err)
+			if !reset && s.tr != nil {
+				s.tr.ResetDomain(s.domain)
+				reset = true
 			}
+			continue
 		}
-		if s.tr != nil {
+		if s.tr != nil && !reset {
 			s.tr.Get(sys, s.domain, s.cfg.Window).Add(r.Sample())
 		}
 	}

@@ -122,14 +122,23 @@ var ErrNotAdvancing = errors.New("PHC is not advancing")
 // its maximum frequency adjustment (at most a few parts per thousand) of the
 // system clock; one that moved less than half as far is stopped, or was
 // stepped back, and its readings must not feed a clock model. Readings less
-// than 1 ms apart, or against different clocks, are not judged.
+// than 1 ms apart, or against different clocks, are not judged. REALTIME
+// can itself be stepped: judge against a clock that never is (Elapsed).
 func CheckAdvancing(prev, cur Reading) error {
-	dsys, dphc := cur.SysNS-prev.SysNS, cur.PHCNS-prev.PHCNS
-	if prev.SysDomain != cur.SysDomain || dsys < 1_000_000 {
+	if prev.SysDomain != cur.SysDomain {
 		return nil
 	}
-	if dphc < dsys/2 {
-		return fmt.Errorf("%w: it moved %d ns while %s moved %d ns (stopped, or stepped back)", ErrNotAdvancing, dphc, cur.SysDomain, dsys)
+	return CheckElapsed(cur.PHCNS-prev.PHCNS, cur.SysNS-prev.SysNS, cur.SysDomain)
+}
+
+// CheckElapsed judges a PHC that moved dphc while clock, one nobody steps
+// (MONOTONIC_RAW), moved elapsed; see CheckAdvancing.
+func CheckElapsed(dphc, elapsed int64, clock timebase.Domain) error {
+	if elapsed < 1_000_000 {
+		return nil
+	}
+	if dphc < elapsed/2 {
+		return fmt.Errorf("%w: it moved %d ns while %s moved %d ns (stopped, or stepped back)", ErrNotAdvancing, dphc, clock, elapsed)
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ func requireRig(t *testing.T, m Machine) (cache, root string) {
 }
 
 func guestTestArgs() []string {
-	args := []string{"-test.short", "-test.timeout=8m"}
+	args := []string{"-test.short", "-test.timeout=4m"}
 	if r := os.Getenv("MONAGENT_GUEST_RUN"); r != "" {
 		args = append(args, "-test.run="+r)
 	}
@@ -74,7 +74,7 @@ func check(t *testing.T, spec Spec, res *Result, err error) {
 // line 3, packet timestamps on loopback and eth0.
 func TestGuestARM(t *testing.T) {
 	cache, root := requireRig(t, ARM)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	dtb, err := ARMDeviceTree(ctx, filepath.Join(cache, "dtb"))
 	if err != nil {
@@ -83,19 +83,19 @@ func TestGuestARM(t *testing.T) {
 	spec := Spec{
 		Machine: ARM, Cache: cache, ModuleRoot: root,
 		Packages:   []string{"phc", "gpio", "sockts", "ntp", "ptp", "agent"},
-		Run:        map[string]string{"agent": "OnPowerButton"},
+		Run:        map[string]string{"agent": "OnPowerButton|FrozenPHC"},
 		TestArgs:   guestTestArgs(),
 		Modules:    []string{"e1000e"},
 		Interfaces: []string{"eth0"},
 		Env:        []string{"MONAGENT_GUEST_POWER_BUTTON=gpiochip0:3", "MONAGENT_GUEST_PHC_IFACE=eth0"},
 		DTB:        dtb,
-		Timeout:    8 * time.Minute,
+		Timeout:    4 * time.Minute,
 	}
 	boot, err := Prepare(ctx, spec, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot.Out, boot.Timeout = os.Stdout, 15*time.Minute
+	boot.Out, boot.Timeout = os.Stdout, 10*time.Minute
 	presses := 0
 	boot.Request = func(req string, mon *Monitor) error {
 		if req != "powerdown" {
@@ -116,7 +116,7 @@ func TestGuestARM(t *testing.T) {
 // e1000e's PHC.
 func TestGuestAMD64(t *testing.T) {
 	cache, root := requireRig(t, AMD64)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	debs, err := FetchGPIOSimDebs(ctx, cache)
 	if err != nil {
@@ -135,7 +135,7 @@ func TestGuestAMD64(t *testing.T) {
 	spec := Spec{
 		Machine: AMD64, Cache: cache, ModuleRoot: root,
 		Packages:   []string{"gpio", "phc", "internal/testbed/gpioladder", "agent"},
-		Run:        map[string]string{"agent": "OnGPIOSim"},
+		Run:        map[string]string{"agent": "OnGPIOSim|FrozenPHC"},
 		TestArgs:   guestTestArgs(),
 		Modules:    []string{"e1000e", "configfs"},
 		ExtraKOs:   []string{ko},
@@ -143,13 +143,13 @@ func TestGuestAMD64(t *testing.T) {
 		Interfaces: []string{"eth0"},
 		Env:        []string{"MONAGENT_GUEST_PHC_IFACE=eth0"},
 		Files:      files,
-		Timeout:    8 * time.Minute,
+		Timeout:    4 * time.Minute,
 	}
 	boot, err := Prepare(ctx, spec, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot.Out, boot.Timeout = os.Stdout, 15*time.Minute
+	boot.Out, boot.Timeout = os.Stdout, 10*time.Minute
 	start = time.Now()
 	res, err := boot.Run(ctx)
 	t.Logf("amd64 guest: %v", time.Since(start).Round(time.Second))

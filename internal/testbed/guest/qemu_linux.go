@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -99,6 +100,8 @@ func (b *Boot) Run(ctx context.Context) (*Result, error) {
 		args = append(args, "-dtb", b.DTB)
 	}
 	cmd := exec.CommandContext(ctx, b.Machine.QEMU, args...)
+	// QEMU dies with the test binary, even one killed by go test's timeout.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe() // never written: QEMU must not read the test's stdin
 	if err != nil {
 		return nil, err
@@ -159,6 +162,11 @@ func (b *Boot) Run(ctx context.Context) (*Result, error) {
 				reqErr = errors.Join(reqErr, fmt.Errorf("answering %q: %w", rest, err))
 			}
 		}
+	}
+	if err := sc.Err(); err != nil {
+		// A line too long to scan: keep QEMU's console flowing to its end.
+		reqErr = errors.Join(reqErr, fmt.Errorf("guest %s: reading the console: %w", b.Machine.Arch, err))
+		io.Copy(io.Discard, pr)
 	}
 	err = <-waitErr
 	switch {

@@ -130,6 +130,10 @@ func runOne(plan *guest.Plan, r guest.Run) int {
 	cmd.Env = append([]string{"PATH=/bin:/usr/bin", "HOME=/tmp", "TMPDIR=/tmp"}, plan.Env...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
 	cmd.WaitDelay = 5 * time.Second
+	// On timeout the whole process group goes, with any program the tests
+	// started (gpiomon, say), which could otherwise hold a line.
+	cmd.SysProcAttr = &unix.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return unix.Kill(-cmd.Process.Pid, unix.SIGKILL) }
 	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {
