@@ -32,6 +32,10 @@ type seriesEntry struct {
 	tags   []Tag    // as the record had them (sorted), empty values too
 	keys   []string // field keys last seen with this series, all plain
 	prefix []byte   // "measurement,k=v,k=v"
+	// hint is where the tags of the record that last used the entry were
+	// (callers often share one tag slice among a series' records): checked
+	// first, and then confirmed by content like any entry.
+	hint *Tag
 }
 
 // RejectError describes a record the encoder refused.
@@ -186,23 +190,36 @@ func (e *Encoder) appendPlain(dst []byte, r *Record) ([]byte, bool) {
 
 // lookup finds the record's series among the kept ones.
 func (e *Encoder) lookup(r *Record) *seriesEntry {
-	for i := range e.series {
-		se := &e.series[i]
-		if se.prefix == nil || se.meas != r.Measurement || len(se.tags) != len(r.Tags) {
-			continue
-		}
-		hit := true
-		for j := range r.Tags {
-			if se.tags[j] != r.Tags[j] {
-				hit = false
-				break
+	var hint *Tag
+	if len(r.Tags) > 0 {
+		hint = &r.Tags[0]
+		for i := range e.series {
+			if se := &e.series[i]; se.hint == hint && se.same(r) {
+				return se
 			}
 		}
-		if hit {
+	}
+	for i := range e.series {
+		if se := &e.series[i]; se.same(r) {
+			se.hint = hint
 			return se
 		}
 	}
 	return nil
+}
+
+// same says whether r is of the entry's series: the same measurement and
+// tags, by content.
+func (se *seriesEntry) same(r *Record) bool {
+	if se.prefix == nil || se.meas != r.Measurement || len(se.tags) != len(r.Tags) {
+		return false
+	}
+	for j := range r.Tags {
+		if se.tags[j] != r.Tags[j] {
+			return false
+		}
+	}
+	return true
 }
 
 // add checks and encodes the record's series and keeps it (replacing the
@@ -228,6 +245,10 @@ func (e *Encoder) add(r *Record) *seriesEntry {
 	e.next = (e.next + 1) % seriesCache
 	se.meas = r.Measurement
 	se.tags = append(se.tags[:0], r.Tags...)
+	se.hint = nil
+	if len(r.Tags) > 0 {
+		se.hint = &r.Tags[0]
+	}
 	se.keys = se.keys[:0]
 	p := append(se.prefix[:0], r.Measurement...)
 	for i := range r.Tags {

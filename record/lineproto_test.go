@@ -183,3 +183,16 @@ func TestSeriesCacheIsExact(t *testing.T) {
 		}
 	}
 }
+
+// A caller that reuses one tag slice for another series gets that series:
+// the kept entry is confirmed by content, not by where the tags are.
+func TestSeriesCacheFollowsReusedTagSlice(t *testing.T) {
+	tags := []Tag{{"chip", "a"}, {"line", "1"}}
+	var e Encoder
+	out, _, _ := e.Append(nil, []Record{{Measurement: "m", Tags: tags, Fields: []Field{Int("v", 1)}, TimeNS: 1}})
+	tags[1].Value = "2"
+	out, _, _ = e.Append(out, []Record{{Measurement: "m", Tags: tags, Fields: []Field{Int("v", 2)}, TimeNS: 2}})
+	if want := "m,chip=a,line=1 v=1i 1\nm,chip=a,line=2 v=2i 2\n"; string(out) != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+}
