@@ -1,0 +1,330 @@
+package hca
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"testing"
+
+	"github.com/monagent/monagent/timebase"
+)
+
+const tenSeconds = 10_000_000_000
+
+// lanSim is the network of the accuracy tests: 20 µs one way, exponential
+// jitter of 1 µs mean per message, 2 µs processing, clocks within ±100 ppm
+// and ±1 s.
+func lanSim(t *testing.T, p int, seed uint64) *Sim {
+	return mustSim(t, SimConfig{
+		Nodes: p, Seed: seed, DriftPPM: 100, OffsetNS: 1_000_000_000,
+		LatencyNS: 20_000, JitterNS: 1_000, ProcessingNS: 2_000,
+		StartNS: 1_000_000_000,
+	})
+}
+
+// accuracyParams spread each line over 29 × 200 ms = 5.8 s.
+func accuracyParams() Params {
+	p := DefaultParams()
+	p.Fitpoints = 30
+	p.SpacingNS = 200_000_000
+	return p
+}
+
+type accuracy struct {
+	atSync, after10s int64 // max |error| over ranks (ns)
+	driftSpread      int64 // max |d_r − d_0| × 10 s (ns): what drift alone does in 10 s
+	covered          int   // ranks whose error at sync is within 3 × Uncertainty
+	coveredAfter     int   // ranks whose error 10 s later is within 3 × Uncertainty
+}
+
+// measure checks res on s: the max |model error| over all ranks right at the
+// end of the sync and over the following 10 s of simulated time.
+func measure(t *testing.T, s *Sim, res Result) accuracy {
+	t.Helper()
+	if len(res.Models) != s.Size() {
+		t.Fatalf("%d models for %d ranks", len(res.Models), s.Size())
+	}
+	if res.Models[0] != timebase.Identity {
+		t.Errorf("root model %+v, want the identity", res.Models[0])
+	}
+	var a accuracy
+	for r := 1; r < s.Size(); r++ {
+		now := s.Now(r)
+		end := now + tenSeconds + int64(s.Drift(r)*tenSeconds)
+		e0 := s.ModelError(r, res.Models[r], now, now, 1)
+		a.atSync = max(a.atSync, e0)
+		e10 := s.ModelError(r, res.Models[r], end, end, 1)
+		a.after10s = max(a.after10s, s.ModelError(r, res.Models[r], now, end, tenSeconds/10))
+		if e10 <= 3*res.Models[r].Uncertainty(end) {
+			a.coveredAfter++
+		}
+		a.driftSpread = max(a.driftSpread, int64(math.Abs(s.Drift(r)-s.Drift(0))*tenSeconds))
+		if e0 <= 3*res.Models[r].Uncertainty(now) {
+			a.covered++
+		}
+	}
+	return a
+}
+
+func TestAlgorithmsAccuracy(t *testing.T) {
+	// Bounds (ns) on the max |error| over all ranks, from the sim's figures.
+	// A fitpoint is the median of 10 samples, each one message's exponential
+	// jitter minus the mean (σ ≈ 1 µs/√10 ≈ 0.32 µs, bias (ln 2 − 1) × 1 µs
+	// ≈ −0.31 µs); the cached mean RTT of 20 ping-pongs adds a per-pair error
+	// of σ ≈ 0.16 µs. A least-squares line over 30 fitpoints 200 ms apart has
+	// a slope error of 0.32 µs/√Sxx, √Sxx = 0.2 s × √(30·899/12) ≈ 9.5 s, so
+	// 0.034 ppm, 0.34 µs per 10 s.
+	//  - JK fits each rank against the root: σ ≈ 0.2 µs at sync, 0.5 µs 10 s
+	//    later (the line's mean is 3 s before the end), plus the bias.
+	//  - HCA merges up to ⌈log2 p⌉ = 6 slopes (σ ≈ 0.083 ppm, 0.83 µs per
+	//    10 s) and re-measures intercepts with SKaMPI's interval, whose
+	//    midpoint is unbiased on symmetric links (σ ≈ 30 ns for 30 ping-pongs).
+	//  - HCA3 adds the fitpoint bias and RTT error at every level down the
+	//    tree (6 × 0.31 µs) and its top models are extrapolated over the whole
+	//    sync (≈ 35 s for p = 33: ≈ 1.2 µs σ).
+	// Each bound is the bias plus about 5σ.
+	bounds := map[string]struct{ atSync, after10s int64 }{
+		"jk":   {1_500, 3_000},
+		"hca":  {500, 4_500},
+		"hca3": {4_000, 9_000},
+	}
+	for _, p := range []int{7, 16, 33} {
+		for _, alg := range Algorithms() {
+			t.Run(fmt.Sprintf("%s/p=%d", alg.Name(), p), func(t *testing.T) {
+				s := lanSim(t, p, uint64(100+p))
+				res, err := alg.Sync(context.Background(), s, accuracyParams())
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := measure(t, s, res)
+				st := s.Stats()
+				t.Logf("%-6s p=%2d  max|err| at sync %6d ns, after 10 s %8d ns (drift alone %8d ns); exchanges %6d, messages %6d, sim duration %6.2f s, 3σ covers %d/%d at sync",
+					alg.Name(), p, a.atSync, a.after10s, a.driftSpread, res.Exchanges, res.Messages, float64(res.DurationNS)/1e9, a.covered, p-1)
+				if res.Exchanges != st.Exchanges || res.DurationNS != s.Elapsed() {
+					t.Errorf("result counts %d exchanges over %d ns, sim %d over %d", res.Exchanges, res.DurationNS, st.Exchanges, s.Elapsed())
+				}
+				if res.Messages < 2*res.Exchanges || res.Rejected != 0 || res.Lost != 0 {
+					t.Errorf("messages %d for %d exchanges, %d rejected, %d lost", res.Messages, res.Exchanges, res.Rejected, res.Lost)
+				}
+				if alg.Name() == "skampi" {
+					// Offset-only: ranks measured early in the sync have
+					// drifted by its end, so the bound at sync is the
+					// interval plus the drift over the sync's duration.
+					if b := 500 + a.driftSpread*res.DurationNS/tenSeconds; a.atSync > b {
+						t.Errorf("at sync %d ns, want < %d", a.atSync, b)
+					}
+					// 10 s later off by about the drift between the clocks.
+					if a.after10s < a.driftSpread/2 || a.after10s < 100*a.atSync {
+						t.Errorf("after 10 s %d ns: want about the drift spread %d ns and ≫ %d ns at sync", a.after10s, a.driftSpread, a.atSync)
+					}
+					if a.coveredAfter != p-1 {
+						t.Errorf("worst-slope uncertainty covers %d of %d ranks after 10 s", a.coveredAfter, p-1)
+					}
+					return
+				}
+				b := bounds[alg.Name()]
+				if a.atSync > b.atSync || a.after10s > b.after10s {
+					t.Errorf("max error %d ns at sync, %d ns after 10 s; bounds %d, %d", a.atSync, a.after10s, b.atSync, b.after10s)
+				}
+				if a.after10s*100 > a.driftSpread {
+					t.Errorf("after 10 s %d ns, not 100× better than modelling no drift (%d ns)", a.after10s, a.driftSpread)
+				}
+				if alg.Name() == "hca" && a.covered != p-1 {
+					// HCA's floor is the SKaMPI interval's half-width, a
+					// hard bound on a symmetric link.
+					t.Errorf("hca: 3 × Uncertainty covers %d of %d ranks at sync", a.covered, p-1)
+				}
+			})
+		}
+	}
+}
+
+func TestTreeRounds(t *testing.T) {
+	for _, p := range []int{1, 2, 3, 5, 7, 8, 16, 33, 100, 4096, 4097} {
+		rounds, extra := treeRounds(p)
+		k := 0
+		for 1<<(k+1) <= p {
+			k++
+		}
+		if len(rounds) != k {
+			t.Errorf("p=%d: %d rounds, want %d", p, len(rounds), k)
+		}
+		// Bottom-up order: extra, then rounds 0..k-1. Every non-root rank
+		// is a client exactly once, and after that never a reference (it
+		// has shipped its subtree), and every pair is within range.
+		seen := make([]bool, p)
+		done := make([]bool, p)
+		for _, round := range append([][]pair{extra}, rounds...) {
+			for _, pr := range round {
+				if pr.client <= 0 || pr.client >= p || pr.ref < 0 || pr.ref >= p || pr.client == pr.ref {
+					t.Fatalf("p=%d: bad pair %+v", p, pr)
+				}
+				if seen[pr.client] || done[pr.ref] {
+					t.Fatalf("p=%d: pair %+v out of order", p, pr)
+				}
+				seen[pr.client], done[pr.client] = true, true
+			}
+		}
+		for r := 1; r < p; r++ {
+			if !seen[r] {
+				t.Errorf("p=%d: rank %d never synchronised", p, r)
+			}
+		}
+	}
+}
+
+func TestNoiselessRecoversModels(t *testing.T) {
+	// Symmetric constant latency, no jitter: every sample is exact but for
+	// the clocks' nanosecond rounding, so every drift-modelling algorithm
+	// must recover every model to within a few ns, at any depth of merging.
+	p := DefaultParams()
+	p.Fitpoints, p.Exchanges, p.RTTWarmup, p.RTTExchanges = 3, 1, 0, 2
+	p.MinPingPongs, p.MaxPingPongs = 1, 2
+	// Fitpoints 10 s apart, so that nanosecond rounding of the stamps moves
+	// a slope by at most ~1 ns / 20 s.
+	p.SpacingNS = tenSeconds
+	sizes := []int{2, 33, 1024}
+	if !testing.Short() {
+		sizes = append(sizes, 4096)
+	}
+	for _, size := range sizes {
+		for _, alg := range []Algorithm{JK{}, HCA{}, HCA3{}} {
+			t.Run(fmt.Sprintf("%s/p=%d", alg.Name(), size), func(t *testing.T) {
+				s := mustSim(t, SimConfig{Nodes: size, Seed: 3, DriftPPM: 100, OffsetNS: 1e9, LatencyNS: 20_000, ProcessingNS: 2_000, StartNS: 1e9})
+				res, err := alg.Sync(context.Background(), s, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := measure(t, s, res)
+				t.Logf("%s p=%d: max |error| %d ns at sync, %d ns after 10 s", alg.Name(), size, a.atSync, a.after10s)
+				// Clocks and models round to whole nanoseconds: JK and HCA
+				// (whose merged slopes are exact to ~1e-11) stay within 3 ns.
+				// HCA3 fits each level against its parent's rounded global
+				// time, so rounding accumulates by about 1 ns per level;
+				// allow 3 ns per level of the tree.
+				bound := int64(3)
+				if alg.Name() == "hca3" {
+					bound = 3 * int64(bits.Len(uint(size)))
+				}
+				if a.atSync > bound || a.after10s > bound+2 {
+					t.Errorf("max |error| %d ns at sync, %d ns after 10 s; want ≤ %d and ≤ %d", a.atSync, a.after10s, bound, bound+2)
+				}
+			})
+		}
+	}
+}
+
+func TestSyncLossAndRejection(t *testing.T) {
+	ctx := context.Background()
+	// 5 % loss: retried and counted, and the models are as good.
+	s := mustSim(t, SimConfig{Nodes: 9, Seed: 8, DriftPPM: 100, OffsetNS: 1e9, LatencyNS: 20_000, JitterNS: 1_000, Loss: 0.05})
+	res, err := HCA{}.Sync(ctx, s, accuracyParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Lost == 0 || res.Lost != s.Stats().Lost {
+		t.Errorf("lost %d, sim lost %d", res.Lost, s.Stats().Lost)
+	}
+	if a := measure(t, s, res); a.after10s > 4_500 {
+		t.Errorf("with loss: %d ns after 10 s", a.after10s)
+	}
+	// Total loss: the sync fails with ErrLost, not a hang or a bad model.
+	dead := mustSim(t, SimConfig{Nodes: 3, Seed: 8, Loss: 0.999999})
+	for _, alg := range Algorithms() {
+		if _, err := alg.Sync(ctx, dead, DefaultParams()); !errors.Is(err, ErrLost) {
+			t.Errorf("%s on a dead network: %v, want ErrLost", alg.Name(), err)
+		}
+	}
+	// Absurd slopes: a clock 800 ppm fast is rejected, re-measured
+	// Retries times, and then reported.
+	fast := mustSim(t, SimConfig{Nodes: 2, Seed: 8, Drifts: []float64{0, 800e-6}, LatencyNS: 1_000})
+	p := DefaultParams()
+	p.Retries = 2
+	if _, err = (JK{}).Sync(ctx, fast, p); !errors.Is(err, ErrAbsurdSlope) {
+		t.Fatalf("800 ppm: %v, want ErrAbsurdSlope", err)
+	}
+	if want := int64(p.RTTWarmup + p.RTTExchanges + 3*p.Fitpoints*p.Exchanges); fast.Stats().Exchanges != want {
+		t.Errorf("%d exchanges, want RTT + 3 attempts = %d", fast.Stats().Exchanges, want)
+	}
+	// A fit spoiled once (the reference's answers ramp by 10 µs per
+	// exchange during the first attempt: 1000 ppm) is rejected, counted,
+	// and re-measured into a good model.
+	sim := lanSim(t, 2, 4)
+	spoilt := &ramp{Sim: sim, until: int64(p.RTTWarmup + p.RTTExchanges + p.Fitpoints*p.Exchanges)}
+	res, err = JK{}.Sync(ctx, spoilt, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rejected != 1 {
+		t.Errorf("%d rejections, want 1", res.Rejected)
+	}
+	if a := measure(t, sim, res); a.after10s > 3_000 {
+		t.Errorf("after a rejection: %d ns after 10 s", a.after10s)
+	}
+}
+
+// ramp spoils the answers of its first until exchanges with a ramp of 10 µs
+// per exchange.
+type ramp struct {
+	*Sim
+	n, until int64
+}
+
+func (r *ramp) Exchange(ctx context.Context, from, to int) (Exchange, error) {
+	e, err := r.Sim.Exchange(ctx, from, to)
+	if r.n < r.until {
+		e.Remote -= 10_000 * r.n
+	}
+	r.n++
+	return e, err
+}
+
+func TestSyncBadInput(t *testing.T) {
+	ctx := context.Background()
+	s := mustSim(t, SimConfig{Nodes: 1})
+	for _, alg := range Algorithms() {
+		res, err := alg.Sync(ctx, s, DefaultParams())
+		if err != nil || len(res.Models) != 1 || res.Exchanges != 0 {
+			t.Errorf("%s on one node: %+v, %v", alg.Name(), res, err)
+		}
+		bad := DefaultParams()
+		bad.Fitpoints = 1
+		if _, err := alg.Sync(ctx, s, bad); err == nil {
+			t.Errorf("%s accepted 1 fitpoint", alg.Name())
+		}
+	}
+	if _, err := AlgorithmByName("hca2"); err == nil {
+		t.Error("unknown algorithm found")
+	}
+	if a, err := AlgorithmByName("hca3"); err != nil || a.Name() != "hca3" {
+		t.Errorf("hca3: %v, %v", a, err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := (HCA{}).Sync(cctx, lanSim(t, 4, 1), DefaultParams()); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
+
+func TestSyncDeterministic(t *testing.T) {
+	for _, alg := range Algorithms() {
+		run := func() Result {
+			res, err := alg.Sync(context.Background(), lanSim(t, 11, 77), DefaultParams())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		a, b := run(), run()
+		if a.Exchanges != b.Exchanges || a.DurationNS != b.DurationNS {
+			t.Errorf("%s: runs differ: %d/%d exchanges, %d/%d ns", alg.Name(), a.Exchanges, b.Exchanges, a.DurationNS, b.DurationNS)
+		}
+		for r := range a.Models {
+			if a.Models[r] != b.Models[r] {
+				t.Errorf("%s: rank %d: %+v vs %+v", alg.Name(), r, a.Models[r], b.Models[r])
+			}
+		}
+	}
+}

@@ -1,0 +1,29 @@
+// Package hca synchronises the clocks of monagent agents in the manner of
+// Hunold & Carpen-Amarie's hierarchical clock synchronisation (HCA, EuroMPI'15)
+// and the baselines it is compared with.
+//
+// What it produces is, for every node (rank 0..p-1), a timebase.LinearModel of
+// that node's CLOCK_MONOTONIC_RAW relative to the root's (rank 0): the offset
+// local − root as a linear function of local time. CLOCK_MONOTONIC_RAW is
+// nobody's to steer, so between re-synchronisations a line describes it well,
+// and application markers and GPIO or sensor events stamped on many nodes can
+// be placed on one global timeline (the root's clock) with an error bound: the
+// model's Uncertainty, which grows with the time since the fit. The root's
+// model is the identity.
+//
+// The package holds the building blocks (RTT estimation with an outlier cutoff,
+// Jones & Koenig fitpoints, least-squares and Theil–Sen line fits, SKaMPI's
+// interval offset method, min-RTT offsets) and the algorithms built from them
+// behind one Algorithm interface, so that they can be compared on the same
+// Network: SKaMPI offset-only, JK, HCA and HCA3. The algorithm notes are in
+// docs/hca.md of the shared documentation.
+//
+// The algorithms drive a Network, which runs ping-pongs between any two ranks.
+// Sim is an in-memory Network with simulated time and known virtual clocks, so
+// that tests can measure every model's true error; it never sleeps. The agent's
+// transport (authenticated UDP) lives elsewhere.
+//
+// The algorithms run the whole exchange schedule from one goroutine; they are a
+// measurement harness, not the distributed protocol. Nothing here steps, slews
+// or otherwise disciplines a clock; callers apply the models to timestamps.
+package hca

@@ -1,0 +1,332 @@
+package hca
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/monagent/monagent/timebase"
+)
+
+// scripted is a Network that replays fixed exchanges.
+type scripted struct {
+	ex []Exchange
+	i  int
+}
+
+func (s *scripted) Size() int { return 2 }
+
+func (s *scripted) Exchange(ctx context.Context, from, to int) (Exchange, error) {
+	if s.i >= len(s.ex) {
+		return Exchange{}, fmt.Errorf("script exhausted after %d exchanges", s.i)
+	}
+	e := s.ex[s.i]
+	s.i++
+	e.From, e.To = from, to
+	return e, nil
+}
+
+func TestSummarizeRTT(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []int64
+		want RTT
+	}{
+		{"one", []int64{7}, RTT{Mean: 7, Min: 7, Kept: 1}},
+		{"clean", []int64{100, 110, 120, 130}, RTT{Mean: 115, Min: 100, Kept: 4}},
+		// p75 of five values is the fourth smallest; the cut is 1.5 × 100.
+		{"at cut", []int64{100, 100, 100, 100, 150}, RTT{Mean: 110, Min: 100, Kept: 5}},
+		{"over cut", []int64{151, 100, 100, 100, 100}, RTT{Mean: 100, Min: 100, Kept: 4, Dropped: 1}},
+		{"tail", []int64{10, 10, 11, 10, 12, 10, 500, 10, 900, 10, 11, 10}, RTT{Mean: 10, Min: 10, Kept: 10, Dropped: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := append([]int64(nil), tc.in...)
+			got, err := SummarizeRTT(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			for i := range in {
+				if in[i] != tc.in[i] {
+					t.Fatal("input modified")
+				}
+			}
+		})
+	}
+	if _, err := SummarizeRTT(nil); !errors.Is(err, ErrNoSamples) {
+		t.Errorf("empty: %v", err)
+	}
+}
+
+func TestRTTCacheMeasuresOnce(t *testing.T) {
+	const lat = 5_000
+	s := mustSim(t, SimConfig{Nodes: 3, Seed: 1, OffsetNS: 1e9, LatencyNS: lat})
+	c := NewRTTCache(3, 10)
+	ctx := context.Background()
+	r, err := c.Get(ctx, s, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Mean != 2*lat || r.Min != 2*lat || r.Kept != 10 {
+		t.Errorf("rtt %+v, want mean=min=%d over 10", r, 2*lat)
+	}
+	if got := s.Stats().Exchanges; got != 13 {
+		t.Errorf("first Get used %d exchanges, want 3 warm-up + 10", got)
+	}
+	for range 3 {
+		r2, err := c.Get(ctx, s, 1, 0)
+		if err != nil || r2 != r {
+			t.Fatalf("cached Get = %+v, %v; want %+v", r2, err, r)
+		}
+	}
+	if got := s.Stats().Exchanges; got != 13 {
+		t.Errorf("cached Gets re-measured: %d exchanges", got)
+	}
+	if c.Best(1, 0) != 2*lat || c.Best(0, 1) != 0 {
+		t.Errorf("best %d / %d", c.Best(1, 0), c.Best(0, 1))
+	}
+	// The first fitpoint already uses the measured RTT: on a symmetric
+	// noiseless link it is exact, where RTT 0 would be off by the latency.
+	fp, err := MeasureFitpoint(ctx, s, 1, 0, r.Mean, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := s.TrueOffset(1, fp.X); fp.Offset != want {
+		t.Errorf("first fitpoint offset %d, want %d (error %d)", fp.Offset, want, fp.Offset-want)
+	}
+}
+
+func TestMeasureFitpointIsMedianSample(t *testing.T) {
+	// Samples Recv − Remote − rtt/2 with rtt 100: 950, 10, 30, 20, 1000;
+	// the median, 30, is the third exchange's, at its Recv − rtt/2.
+	var ex []Exchange
+	for i, off := range []int64{1000, 60, 80, 70, 1050} {
+		recv := int64(1_000_000 + 1000*i)
+		ex = append(ex, Exchange{Send: recv - 100, Remote: recv - off, Recv: recv})
+	}
+	fp, err := MeasureFitpoint(context.Background(), &scripted{ex: ex}, 1, 0, 100, len(ex))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (timebase.Point{X: 1_002_000 - 50, Offset: 30}); fp != want {
+		t.Errorf("fitpoint %+v, want the median sample %+v", fp, want)
+	}
+	if _, err := MeasureFitpoint(context.Background(), &scripted{}, 1, 0, 100, 0); !errors.Is(err, ErrNoSamples) {
+		t.Errorf("zero exchanges: %v", err)
+	}
+	if _, err := MeasureFitpoint(context.Background(), &scripted{}, 1, 0, 100, 1); err == nil {
+		t.Error("network error not returned")
+	}
+}
+
+func linePoints(n int, slope float64, icept int64) []timebase.Point {
+	pts := make([]timebase.Point, n)
+	for i := range pts {
+		x := int64(1_700_000_000_000_000_000) + int64(i)*100_000_000
+		pts[i] = timebase.Point{X: x, Offset: icept + int64(math.Round(slope*float64(x-pts[0].X)))}
+		if i == 0 {
+			pts[i].Offset = icept
+		}
+	}
+	return pts
+}
+
+func TestFitLine(t *testing.T) {
+	for _, method := range []FitMethod{LeastSquares, TheilSen} {
+		t.Run(method.String(), func(t *testing.T) {
+			pts := linePoints(10, 80e-6, -123_456_789)
+			m, err := FitLine(pts, method)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(m.Slope-80e-6) > 1e-11 {
+				t.Errorf("slope %g, want 80e-6", m.Slope)
+			}
+			for _, p := range pts {
+				if d := abs64(m.Offset(p.X) - p.Offset); d > 1 {
+					t.Errorf("at %d: model %d, point %d", p.X, m.Offset(p.X), p.Offset)
+				}
+			}
+			if m.N != 10 || m.ResidualNS > 1 {
+				t.Errorf("N %d residual %g", m.N, m.ResidualNS)
+			}
+			_, err = FitLine(linePoints(10, 600e-6, 0), method)
+			if !errors.Is(err, ErrAbsurdSlope) {
+				t.Errorf("600 ppm: %v, want ErrAbsurdSlope", err)
+			}
+			if _, err := FitLine(linePoints(10, -499e-6, 0), method); err != nil {
+				t.Errorf("-499 ppm rejected: %v", err)
+			}
+			if _, err := FitLine(pts[:1], method); !errors.Is(err, timebase.ErrTooFewPoints) {
+				t.Errorf("one point: %v", err)
+			}
+			if _, err := FitLine([]timebase.Point{{X: 5, Offset: 1}, {X: 5, Offset: 2}}, method); !errors.Is(err, timebase.ErrTooFewPoints) {
+				t.Errorf("one point: %v", err)
+			}
+		})
+	}
+	if _, err := FitLine(linePoints(MaxTheilSenPoints+1, 0, 0), TheilSen); err == nil {
+		t.Error("theil-sen accepted more than MaxTheilSenPoints")
+	}
+	if _, err := FitLine(linePoints(3, 0, 0), FitMethod(9)); err == nil {
+		t.Error("unknown method accepted")
+	}
+}
+
+func TestTheilSenResistsOutliers(t *testing.T) {
+	pts := linePoints(12, 30e-6, 5000)
+	pts[3].Offset += 40_000 // two delayed answers
+	pts[8].Offset += 25_000
+	ts, err := FitLine(pts, TheilSen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := FitLine(pts, LeastSquares)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(ts.Slope-30e-6) > 1e-9 {
+		t.Errorf("theil-sen slope %g, want 30e-6", ts.Slope)
+	}
+	if math.Abs(ls.Slope-30e-6) < 1e-8 {
+		t.Errorf("least squares was not disturbed (slope %g): the outliers are too weak for this test", ls.Slope)
+	}
+	if e := abs64(ts.Offset(pts[5].X) - (5000 + int64(math.Round(30e-6*float64(pts[5].X-pts[0].X))))); e > 2 {
+		t.Errorf("theil-sen intercept off by %d ns", e)
+	}
+}
+
+func TestSKaMPIEarlyStop(t *testing.T) {
+	ctx := context.Background()
+	cfg := SKaMPIConfig{Min: 3, Max: 40}
+	// Noiseless link: without a prior best RTT all Max ping-pongs run (the
+	// first measurement establishes the best); with one, only Min.
+	s := mustSim(t, SimConfig{Nodes: 2, Seed: 1, OffsetNS: 1e9, LatencyNS: 4_000})
+	first, err := SKaMPIOffset(ctx, s, 1, 0, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Exchanges != cfg.Max {
+		t.Errorf("no prior: %d ping-pongs, want %d", first.Exchanges, cfg.Max)
+	}
+	cfg.BestRTT = first.MinRTT
+	again, err := SKaMPIOffset(ctx, s, 1, 0, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Exchanges != cfg.Min {
+		t.Errorf("with prior best %d: %d ping-pongs, want %d", cfg.BestRTT, again.Exchanges, cfg.Min)
+	}
+	// A prior far better than this link can do: never within 1.1×, runs Max.
+	cfg.BestRTT = first.MinRTT / 2
+	slow, err := SKaMPIOffset(ctx, s, 1, 0, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slow.Exchanges != cfg.Max {
+		t.Errorf("unreachable best: %d ping-pongs, want %d", slow.Exchanges, cfg.Max)
+	}
+
+	// Jittery link: the stop fires somewhere between Min and Max.
+	j := mustSim(t, SimConfig{Nodes: 2, Seed: 9, OffsetNS: 1e9, LatencyNS: 4_000, JitterNS: 1_000})
+	cfg = SKaMPIConfig{Min: 2, Max: 100}
+	prior, err := SKaMPIOffset(ctx, j, 1, 0, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for range 20 {
+		cfg.BestRTT = prior.MinRTT
+		est, err := SKaMPIOffset(ctx, j, 1, 0, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += est.Exchanges
+	}
+	t.Logf("jitter: %d ping-pongs in 20 early-stopping measurements (min %d, max %d each)", total, cfg.Min, cfg.Max)
+	if total <= 20*cfg.Min || total >= 20*cfg.Max/2 {
+		t.Errorf("jitter: %d ping-pongs in 20 measurements, want between %d and %d", total, 20*cfg.Min, 20*cfg.Max/2)
+	}
+
+	for _, bad := range []SKaMPIConfig{{Min: 0, Max: 5}, {Min: 6, Max: 5}, {Min: 1, Max: 0}} {
+		if _, err := SKaMPIOffset(ctx, s, 1, 0, bad); err == nil {
+			t.Errorf("config %+v accepted", bad)
+		}
+	}
+}
+
+func TestOffsetEstimatesContainTruth(t *testing.T) {
+	ctx := context.Background()
+	s := mustSim(t, SimConfig{Nodes: 4, Seed: 11, DriftPPM: 100, OffsetNS: 1e9, LatencyNS: 4_000, JitterNS: 1_000, ProcessingNS: 500})
+	for client := 1; client < 4; client++ {
+		sk, err := SKaMPIOffset(ctx, s, client, 0, SKaMPIConfig{Min: 5, Max: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mr, err := MinRTTOffset(ctx, s, client, 0, 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, est := range map[string]OffsetEstimate{"skampi": sk, "min-rtt": mr} {
+			truth := s.TrueOffset(client, est.At)
+			if e := abs64(est.Offset - truth); e > est.HalfWidth+1 {
+				t.Errorf("%s node %d: error %d outside half-width %d", name, client, e, est.HalfWidth)
+			}
+			// A symmetric link with 1 µs jitter: the best of 30 is close.
+			if e := abs64(est.Offset - truth); e > 500 {
+				t.Errorf("%s node %d: error %d ns, want < 500", name, client, e)
+			}
+		}
+		if sk.HalfWidth > mr.HalfWidth {
+			t.Errorf("node %d: intersected interval %d wider than the best single one %d", client, sk.HalfWidth, mr.HalfWidth)
+		}
+	}
+}
+
+func TestMinRTTOffsetPicksFastest(t *testing.T) {
+	ex := []Exchange{
+		{Send: 1000, Remote: 600, Recv: 1300},
+		{Send: 2000, Remote: 1560, Recv: 2100}, // fastest: mid 2050, offset 490
+		{Send: 3000, Remote: 2500, Recv: 3200},
+	}
+	est, err := MinRTTOffset(context.Background(), &scripted{ex: ex}, 1, 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (OffsetEstimate{At: 2050, Offset: 490, HalfWidth: 50, Exchanges: 3, MinRTT: 100}); est != want {
+		t.Errorf("got %+v, want %+v", est, want)
+	}
+}
+
+func TestSKaMPISlopeCompensation(t *testing.T) {
+	// Noiseless link, clocks 150 ppm apart, 30 ping-pongs of 42 µs: the
+	// offset moves by 190 ns during the measurement. Uncompensated, the
+	// intersection's midpoint lies half of that from the truth at the last
+	// ping-pong; carried along the known slope, it is exact.
+	ctx := context.Background()
+	s := mustSim(t, SimConfig{Nodes: 2, Drifts: []float64{0, 150e-6}, Offsets: []int64{0, 5e8}, LatencyNS: 20_000, ProcessingNS: 2_000, StartNS: 1e9})
+	slope := 150e-6 / (1 + 150e-6) // d offset / d local time of node 1
+	cfg := SKaMPIConfig{Min: 30, Max: 30}
+	plain, err := SKaMPIOffset(ctx, s, 1, 0, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Slope = slope
+	comp, err := SKaMPIOffset(ctx, s, 1, 0, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ePlain := abs64(plain.Offset - s.TrueOffset(1, plain.At))
+	eComp := abs64(comp.Offset - s.TrueOffset(1, comp.At))
+	t.Logf("error without slope %d ns, with %d ns", ePlain, eComp)
+	if ePlain < 80 || eComp > 2 {
+		t.Errorf("error %d ns without the slope (want ≈ 95), %d ns with it (want ≤ 2)", ePlain, eComp)
+	}
+	if comp.HalfWidth < 20_990 || comp.HalfWidth > 21_010 {
+		t.Errorf("half-width %d, want half the 42 µs RTT (42,006 ns on the fast clock)", comp.HalfWidth)
+	}
+}
