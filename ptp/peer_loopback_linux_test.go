@@ -254,8 +254,11 @@ func measureLoopback(t *testing.T, p *Probe, m *loopMaster) {
 	if n := m.syncs.Load(); m.syncTx[sockts.SourceSoftware].Load() != n {
 		t.Errorf("master sync stamps %v of %d syncs: want kernel software all", sources(&m.syncTx), n)
 	}
-	if n := m.delayReqs.Load(); n == 0 || m.delayRx[sockts.SourceSoftware].Load() != n || m.answered.Load() != n {
-		t.Errorf("master: %d delay_reqs (stamps %v), %d answered", n, sources(&m.delayRx), m.answered.Load())
+	// Every Delay_Req is answered but one the master may have read as the
+	// run stopped (the probe's own counts above show none it waited for was
+	// left unanswered).
+	if n, a := m.delayReqs.Load(), m.answered.Load(); n == 0 || m.delayRx[sockts.SourceSoftware].Load() != n || a+1 < n || a > n {
+		t.Errorf("master: %d delay_reqs (stamps %v), %d answered", n, sources(&m.delayRx), a)
 	}
 }
 
