@@ -20,8 +20,16 @@
 //
 // The algorithms drive a Network, which runs ping-pongs between any two ranks.
 // Sim is an in-memory Network with simulated time and known virtual clocks, so
-// that tests can measure every model's true error; it never sleeps. The agent's
-// transport (authenticated UDP) lives elsewhere.
+// that tests can measure every model's true error; it never sleeps.
+//
+// Between agents, exchanges travel over authenticated UDP (wire.go, udp.go):
+// fixed 76-byte ping and pong messages with a session ID, ranks, a sequence
+// number and an HMAC-SHA256 over all of it, a per-peer replay window, and an
+// Endpoint that answers pings with its CLOCK_MONOTONIC_RAW and counts every
+// unauthenticated, replayed, foreign-session or malformed datagram it drops.
+// PeerNetwork runs the exchanges this node drives (offset-only and JK-style
+// schedules with this node as root); the tree algorithms need nodes told to
+// run exchanges among themselves, which is not built yet.
 //
 // The algorithms run the whole exchange schedule from one goroutine; they are a
 // measurement harness, not the distributed protocol. Nothing here steps, slews

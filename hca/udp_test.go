@@ -1,0 +1,399 @@
+package hca
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeClock is the test's monotonic time plus a known offset.
+func fakeClock(base time.Time, off int64) func() int64 {
+	return func() int64 { return int64(time.Since(base)) + off }
+}
+
+func newEndpoint(t *testing.T, rank int, key []byte, clock func() int64, timeout time.Duration) *Endpoint {
+	t.Helper()
+	e, err := Listen(EndpointConfig{Addr: "127.0.0.1:0", Rank: rank, Key: key, Session: 0x5e55, Clock: clock, Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// serve runs e.Serve until the test ends and checks that it stops promptly
+// with the context's error.
+func serve(t *testing.T, e *Endpoint) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("endpoint %d: Serve returned %v, want context.Canceled", e.Rank(), err)
+			}
+		case <-time.After(time.Second):
+			t.Errorf("endpoint %d: Serve did not stop within 1 s of its context ending", e.Rank())
+		}
+	})
+}
+
+// mesh makes every endpoint a peer of every other.
+func mesh(t *testing.T, eps ...*Endpoint) {
+	t.Helper()
+	for _, a := range eps {
+		for _, b := range eps {
+			if a != b {
+				if err := a.SetPeer(b.Rank(), b.LocalAddr()); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}
+
+// waitFor polls cond for up to a second.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestEndpointPing(t *testing.T) {
+	base := time.Now()
+	offs := []int64{0, 1_000_000_000, -3_500_000_123}
+	var eps []*Endpoint
+	for r, off := range offs {
+		e := newEndpoint(t, r, testKey, fakeClock(base, off), time.Second)
+		serve(t, e)
+		eps = append(eps, e)
+	}
+	mesh(t, eps...)
+
+	ctx := context.Background()
+	pairs := [][2]int{{0, 1}, {0, 2}, {1, 2}, {2, 0}, {1, 0}, {0, 1}}
+	for _, p := range pairs {
+		from, to := p[0], p[1]
+		x, err := eps[from].Ping(ctx, to)
+		if err != nil {
+			t.Fatalf("ping %d->%d: %v", from, to, err)
+		}
+		if x.From != from || x.To != to {
+			t.Errorf("ping %d->%d: exchange %+v", from, to, x)
+		}
+		if x.RTT() < 0 {
+			t.Errorf("ping %d->%d: RTT %d", from, to, x.RTT())
+		}
+		// The responder's clock, taken back to base time, lies between the
+		// requester's send and receive, taken back likewise.
+		remote := x.Remote - offs[to]
+		if remote < x.Send-offs[from] || remote > x.Recv-offs[from] {
+			t.Errorf("ping %d->%d: remote %d (base %d) outside [%d, %d]", from, to, x.Remote, remote, x.Send-offs[from], x.Recv-offs[from])
+		}
+	}
+	var answered, matched uint64
+	for _, e := range eps {
+		s := e.Stats()
+		answered += s.Answered
+		matched += s.Matched
+		if s.DroppedUnauthenticated+s.DroppedReplayed+s.DroppedForeignSession+s.DroppedMalformed+
+			s.DroppedMisaddressed+s.DroppedUnmatched+s.Lost+s.SendErrors != 0 {
+			t.Errorf("endpoint %d: drops on a clean run: %+v", e.Rank(), s)
+		}
+	}
+	if answered != uint64(len(pairs)) || matched != uint64(len(pairs)) {
+		t.Errorf("answered %d, matched %d, want %d each", answered, matched, len(pairs))
+	}
+
+	// Concurrent pings from one endpoint match their own pongs.
+	errs := make(chan error, 8)
+	for i := 0; i < cap(errs); i++ {
+		go func() {
+			x, err := eps[0].Ping(ctx, 1+i%2)
+			if err == nil && x.To != 1+i%2 {
+				err = errors.New("answer from the wrong rank")
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < cap(errs); i++ {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent ping: %v", err)
+		}
+	}
+
+	// The driver's PeerNetwork: exchanges from the local rank only.
+	n, err := NewPeerNetwork(eps[0], len(eps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Size() != 3 {
+		t.Errorf("Size %d", n.Size())
+	}
+	if _, err := n.Exchange(ctx, 0, 2); err != nil {
+		t.Errorf("PeerNetwork exchange 0->2: %v", err)
+	}
+	if _, err := n.Exchange(ctx, 1, 2); !errors.Is(err, ErrNotLocal) {
+		t.Errorf("PeerNetwork exchange 1->2: %v, want ErrNotLocal", err)
+	}
+	if _, err := n.Exchange(ctx, 0, 3); err == nil {
+		t.Error("PeerNetwork exchange to rank 3 of 3 succeeded")
+	}
+	var _ Network = n
+}
+
+func TestEndpointWrongKey(t *testing.T) {
+	a := newEndpoint(t, 0, testKey, nil, 150*time.Millisecond)
+	b := newEndpoint(t, 1, []byte("a-different-key-of-32-bytes-long"), nil, 150*time.Millisecond)
+	serve(t, a)
+	serve(t, b)
+	mesh(t, a, b)
+	ctx := context.Background()
+	for _, tc := range []struct{ from, to *Endpoint }{{a, b}, {b, a}} {
+		_, err := tc.from.Ping(ctx, tc.to.Rank())
+		if !errors.Is(err, ErrLost) {
+			t.Errorf("ping %d->%d with mismatched keys: %v, want ErrLost", tc.from.Rank(), tc.to.Rank(), err)
+		}
+		if err != nil && (strings.Contains(err.Error(), string(testKey)) || strings.Contains(err.Error(), "a-different-key")) {
+			t.Errorf("error mentions a key: %v", err)
+		}
+	}
+	for _, e := range []*Endpoint{a, b} {
+		s := e.Stats()
+		if s.DroppedUnauthenticated != 1 || s.Answered != 0 || s.Lost != 1 {
+			t.Errorf("endpoint %d: %+v, want 1 unauthenticated, 0 answered, 1 lost", e.Rank(), s)
+		}
+	}
+}
+
+func TestEndpointContextCancel(t *testing.T) {
+	a := newEndpoint(t, 0, testKey, nil, time.Second)
+	serve(t, a)
+	// A peer that never answers: a socket nobody reads.
+	sink, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	if err := a.SetPeer(1, sink.LocalAddr().(*net.UDPAddr).AddrPort()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := a.Ping(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("ping with an ending context: %v", err)
+	}
+	if _, err := a.Ping(context.Background(), 7); err == nil {
+		t.Error("ping to a rank that is no peer succeeded")
+	}
+	if err := a.Serve(context.Background()); err == nil {
+		t.Error("a second Serve started")
+	}
+}
+
+// TestEndpointDrops feeds a responder captured, replayed, truncated,
+// tampered, foreign-session and misaddressed datagrams from a raw socket.
+func TestEndpointDrops(t *testing.T) {
+	a := newEndpoint(t, 0, testKey, nil, 150*time.Millisecond)
+	b := newEndpoint(t, 1, testKey, nil, time.Second)
+	serve(t, a)
+	serve(t, b)
+	if err := b.SetPeer(0, a.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	// Capture a's ping to rank 1 at a sniffer standing in for b.
+	sniffer, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sniffer.Close()
+	if err := a.SetPeer(1, sniffer.LocalAddr().(*net.UDPAddr).AddrPort()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Ping(context.Background(), 1); !errors.Is(err, ErrLost) {
+		t.Fatalf("ping to the sniffer: %v, want ErrLost", err)
+	}
+	buf := make([]byte, 2048)
+	if err := sniffer.SetReadDeadline(time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	n, _, err := sniffer.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	captured := bytes.Clone(buf[:n])
+	if m, err := Decode(testKey, captured); err != nil || m.Type != MsgPing || m.From != 0 || m.To != 1 {
+		t.Fatalf("captured %+v, %v", m, err)
+	}
+
+	to := b.LocalAddr()
+	send := func(p []byte) {
+		t.Helper()
+		if _, err := sniffer.WriteToUDPAddrPort(p, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats := func() EndpointStats { return b.Stats() }
+
+	// The first copy is answered (to a's address from the peer list, not the
+	// sniffer); a no longer waits, so it drops the pong as unmatched.
+	send(captured)
+	waitFor(t, "the captured ping's answer", func() bool { return stats().Answered == 1 })
+	waitFor(t, "a to drop the late pong", func() bool { return a.Stats().DroppedUnmatched == 1 })
+	// Replays are dropped, not answered.
+	send(captured)
+	send(captured)
+	waitFor(t, "replays to be counted", func() bool { return stats().DroppedReplayed == 2 })
+
+	send(captured[:MessageLen-10])
+	waitFor(t, "the truncated datagram", func() bool { return stats().DroppedMalformed == 1 })
+	send(append(bytes.Clone(captured), 0))
+	waitFor(t, "the long datagram", func() bool { return stats().DroppedMalformed == 2 })
+
+	tampered := bytes.Clone(captured)
+	tampered[25]++ // another sequence number, MAC unchanged
+	send(tampered)
+	waitFor(t, "the tampered datagram", func() bool { return stats().DroppedUnauthenticated == 1 })
+
+	foreign := Encode(testKey, Message{Type: MsgPing, Session: 0xbad, From: 0, To: 1, Seq: 1000})
+	send(foreign)
+	waitFor(t, "the foreign session", func() bool { return stats().DroppedForeignSession == 1 })
+
+	for _, m := range []Message{
+		{Type: MsgPing, Session: 0x5e55, From: 0, To: 2, Seq: 1001}, // for another rank
+		{Type: MsgPing, Session: 0x5e55, From: 9, To: 1, Seq: 1002}, // from no peer
+	} {
+		send(Encode(testKey, m))
+	}
+	waitFor(t, "the misaddressed datagrams", func() bool { return stats().DroppedMisaddressed == 2 })
+
+	s := stats()
+	if s.Answered != 1 || s.Received != 9 {
+		t.Errorf("responder: %+v, want 1 answered of 9 received", s)
+	}
+
+	// A real exchange still works, and b's replay window takes a's next
+	// sequence number.
+	if err := a.SetPeer(1, b.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Ping(context.Background(), 1); err != nil {
+		t.Fatalf("ping after the drops: %v", err)
+	}
+
+	// A new session: the old capture is foreign now.
+	a.SetSession(0x5e56)
+	b.SetSession(0x5e56)
+	send(captured)
+	waitFor(t, "the capture in a new session", func() bool { return stats().DroppedForeignSession == 2 })
+	if _, err := a.Ping(context.Background(), 1); err != nil {
+		t.Fatalf("ping in the new session: %v", err)
+	}
+}
+
+func TestListenErrors(t *testing.T) {
+	for _, cfg := range []EndpointConfig{
+		{Addr: "127.0.0.1:0", Rank: 0, Key: testKey[:31]},
+		{Addr: "127.0.0.1:0", Rank: -1, Key: testKey},
+		{Addr: "no such host:x", Rank: 0, Key: testKey},
+		{Addr: "127.0.0.1:0", Rank: 0, Key: testKey, Peers: map[int]netip.AddrPort{0: netip.MustParseAddrPort("127.0.0.1:1")}},
+	} {
+		if e, err := Listen(cfg); err == nil {
+			e.Close()
+			t.Errorf("Listen(%+v) succeeded", cfg)
+		} else if strings.Contains(err.Error(), string(testKey[:31])) {
+			t.Errorf("error mentions the key: %v", err)
+		}
+	}
+}
+
+func TestLoadKey(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	key, err := LoadKey(write("good", "\n  "+string(testKey)+"\t\n"))
+	if err != nil || !bytes.Equal(key, testKey) {
+		t.Errorf("LoadKey: %q, %v", key, err)
+	}
+	secret := "short-secret-31-bytes-xxxxxxxxx"
+	_, err = LoadKey(write("short", secret+"\n"))
+	if err == nil {
+		t.Error("LoadKey took a 31-byte key")
+	} else if strings.Contains(err.Error(), "secret") {
+		t.Errorf("error mentions the key: %v", err)
+	}
+	if _, err := LoadKey(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("LoadKey of a missing file: %v", err)
+	}
+}
+
+func TestKeyRedacted(t *testing.T) {
+	cfg := EndpointConfig{Addr: "x", Key: testKey}
+	for _, f := range []string{"%v", "%+v", "%#v", "%s", "%x", "%q"} {
+		if s := fmt.Sprintf(f, cfg); strings.Contains(s, string(testKey)) || strings.Contains(s, fmt.Sprintf("%x", testKey[:8])) {
+			t.Errorf("%s shows the key: %s", f, s)
+		}
+	}
+}
+
+// TestServeRestart: Serve stops with its context, starts again on the same
+// socket, and returns when the owner closes the socket.
+func TestServeRestart(t *testing.T) {
+	a := newEndpoint(t, 0, testKey, nil, time.Second)
+	b := newEndpoint(t, 1, testKey, nil, time.Second)
+	serve(t, a)
+	mesh(t, a, b)
+	for i := 0; i < 3; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- b.Serve(ctx) }()
+		if _, err := a.Ping(context.Background(), 1); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("round %d: Serve returned %v", i, err)
+			}
+		case <-time.After(time.Second):
+			t.Fatalf("round %d: Serve did not stop", i)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.Serve(context.Background()) }()
+	if _, err := a.Ping(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Serve after Close: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("Serve did not return after Close")
+	}
+}

@@ -1,0 +1,209 @@
+package hca
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"testing"
+)
+
+var testKey = []byte("monagent-hca-test-key-0123456789")
+
+// Golden vectors: the MACs were checked independently with
+// `xxd -r -p | openssl dgst -sha256 -hmac monagent-hca-test-key-0123456789`
+// over the first 44 bytes.
+var goldenMessages = []struct {
+	name string
+	msg  Message
+	hex  string
+}{
+	{
+		name: "ping",
+		msg:  Message{Type: MsgPing, Session: 0x0123456789abcdef, From: 1, To: 2, Seq: 42, Send: 1_000_000_007},
+		hex: "4843" + "01" + "01" + "0123456789abcdef" + "00000001" + "00000002" + "000000000000002a" +
+			"000000003b9aca07" + "0000000000000000" +
+			"7f26c925f249bc2b866a40f0c96df79179871c8ec9d695882576e0e75261a315",
+	},
+	{
+		name: "pong",
+		msg:  Message{Type: MsgPong, Session: 0x0123456789abcdef, From: 2, To: 1, Seq: 42, Send: 1_000_000_007, Remote: -5_000_000_123},
+		hex: "4843" + "01" + "02" + "0123456789abcdef" + "00000002" + "00000001" + "000000000000002a" +
+			"000000003b9aca07" + "fffffffed5fa0d85" +
+			"5266bd0982400c4d301babc9375d4367d098507bae40b74474839819bc5ff759",
+	},
+}
+
+func goldenBytes(t testing.TB, i int) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(goldenMessages[i].hex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestEncodeGolden(t *testing.T) {
+	for i, g := range goldenMessages {
+		t.Run(g.name, func(t *testing.T) {
+			want := goldenBytes(t, i)
+			if len(want) != MessageLen {
+				t.Fatalf("golden vector is %d bytes, MessageLen %d", len(want), MessageLen)
+			}
+			if got := Encode(testKey, g.msg); !bytes.Equal(got, want) {
+				t.Errorf("Encode:\n got %x\nwant %x", got, want)
+			}
+			// Append keeps what is already in dst.
+			prefix := []byte("xyz")
+			if got := NewCodec(testKey).Append(prefix, g.msg); !bytes.Equal(got[:3], prefix) || !bytes.Equal(got[3:], want) {
+				t.Errorf("Append after a prefix: %x", got)
+			}
+			m, err := Decode(testKey, want)
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if m != g.msg {
+				t.Errorf("Decode: %+v, want %+v", m, g.msg)
+			}
+		})
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	c := NewCodec(testKey)
+	for _, m := range []Message{
+		{Type: MsgPing},
+		{Type: MsgPing, Session: ^uint64(0), From: ^uint32(0), To: ^uint32(0), Seq: ^uint64(0), Send: -1 << 63},
+		{Type: MsgPong, Session: 7, From: 3, To: 0, Seq: 1, Send: 1<<63 - 1, Remote: -1},
+		{Type: MsgPong, Remote: 123456789012345},
+	} {
+		b := c.Append(nil, m)
+		got, err := c.Decode(b)
+		if err != nil || got != m {
+			t.Errorf("round trip of %+v: %+v, %v", m, got, err)
+		}
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	ping := goldenBytes(t, 0)
+	mod := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(ping)) }
+	// sign re-MACs a modified header, as a sender with the key would.
+	sign := func(h []byte) []byte {
+		c := NewCodec(testKey)
+		c.mac.Write(h[:headerLen])
+		return append(h[:headerLen:headerLen], c.mac.Sum(nil)...)
+	}
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want error
+	}{
+		{"empty", nil, ErrMalformed},
+		{"short", ping[:3], ErrMalformed},
+		{"truncated", ping[:MessageLen-1], ErrMalformed},
+		{"header only", ping[:headerLen], ErrMalformed},
+		{"long", append(bytes.Clone(ping), 0), ErrMalformed},
+		{"bad magic", mod(func(b []byte) []byte { b[0] = 'X'; return b }), ErrMalformed},
+		{"version 2", mod(func(b []byte) []byte { b[2] = 2; return b }), ErrVersion},
+		{"version 0 short", []byte{'H', 'C', 0, 1}, ErrVersion},
+		{"flipped field", mod(func(b []byte) []byte { b[20] ^= 1; return b }), ErrBadMAC},
+		{"flipped MAC", mod(func(b []byte) []byte { b[MessageLen-1] ^= 0x80; return b }), ErrBadMAC},
+		{"type 3 signed", mod(func(b []byte) []byte { b[3] = 3; return sign(b) }), ErrType},
+		{"type 0 signed", mod(func(b []byte) []byte { b[3] = 0; return sign(b) }), ErrType},
+		{"ping with remote", mod(func(b []byte) []byte { b[43] = 1; return sign(b) }), ErrMalformed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode(testKey, tc.b)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Decode: %v, want %v", err, tc.want)
+			}
+			for _, other := range []error{ErrMalformed, ErrVersion, ErrType, ErrBadMAC} {
+				if other != tc.want && errors.Is(err, other) {
+					t.Errorf("Decode error %v also matches %v", err, other)
+				}
+			}
+		})
+	}
+	t.Run("wrong key", func(t *testing.T) {
+		_, err := Decode([]byte("another-key-of-thirty-two-bytes!"), ping)
+		if !errors.Is(err, ErrBadMAC) {
+			t.Fatalf("Decode with the wrong key: %v, want ErrBadMAC", err)
+		}
+		if bytes.Contains([]byte(err.Error()), testKey) {
+			t.Error("error mentions the key")
+		}
+	})
+}
+
+func TestCodecAllocs(t *testing.T) {
+	c := NewCodec(testKey)
+	buf := make([]byte, 0, MessageLen)
+	m := goldenMessages[1].msg
+	var err error
+	allocs := testing.AllocsPerRun(100, func() {
+		buf = c.Append(buf[:0], m)
+		m, err = c.Decode(buf)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allocs != 0 {
+		t.Errorf("Append+Decode allocate %v times per message", allocs)
+	}
+}
+
+func TestReplayWindow(t *testing.T) {
+	type step struct {
+		seq  uint64
+		want bool
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"in order", []step{{1, true}, {2, true}, {3, true}}},
+		{"duplicate", []step{{1, true}, {1, false}, {2, true}, {1, false}, {2, false}}},
+		{"starts anywhere", []step{{0, true}, {0, false}, {1000, true}, {999, true}, {0, false}}},
+		{"out of order within window", []step{{10, true}, {8, true}, {9, true}, {7, true}, {8, false}, {11, true}, {9, false}}},
+		{"edge of window", []step{{100, true}, {100 - WindowSize + 1, true}, {100 - WindowSize, false}, {100 - WindowSize + 1, false}}},
+		{"jump beyond window", []step{{1, true}, {2, true}, {1 + 2*WindowSize, true}, {2, false}, {WindowSize + 2, true}, {WindowSize + 2, false}}},
+		{"exact window jump", []step{{5, true}, {5 + WindowSize, true}, {5, false}, {6, true}, {6, false}}},
+		{"shift keeps bits", []step{{1, true}, {3, true}, {WindowSize + 1, true}, {3, false}, {2, true}, {2, false}, {1, false}}},
+		{"max seq", []step{{^uint64(0) - 1, true}, {^uint64(0), true}, {^uint64(0), false}, {^uint64(0) - 1, false}, {^uint64(0) - 2, true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var w ReplayWindow
+			for i, s := range tc.steps {
+				if got := w.Accept(s.seq); got != s.want {
+					t.Fatalf("step %d: Accept(%d) = %v, want %v", i, s.seq, got, s.want)
+				}
+			}
+			w.Reset()
+			if !w.Accept(tc.steps[0].seq) {
+				t.Error("Accept after Reset rejected the first sequence number")
+			}
+		})
+	}
+}
+
+// TestReplayWindowModel checks the window against a map of everything seen.
+func TestReplayWindowModel(t *testing.T) {
+	var w ReplayWindow
+	seen := map[uint64]bool{}
+	var top uint64
+	x := uint64(12345)
+	for i := 0; i < 20000; i++ {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		seq := uint64(i/2) + x%100 // mostly rising, with reordering and duplicates
+		want := !seen[seq] && (len(seen) == 0 || seq > top || top-seq < WindowSize)
+		if got := w.Accept(seq); got != want {
+			t.Fatalf("step %d: Accept(%d) = %v, want %v (top %d)", i, seq, got, want, top)
+		}
+		if want {
+			seen[seq] = true
+			top = max(top, seq)
+		}
+	}
+}
