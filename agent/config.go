@@ -25,6 +25,7 @@ type Config struct {
 	GPIO        GPIOConfig        `yaml:"gpio"`
 	PPS         PPSConfig         `yaml:"pps"`
 	Extts       ExttsConfig       `yaml:"extts"`
+	Marker      MarkerConfig      `yaml:"marker"`
 	Loadgen     LoadgenConfig     `yaml:"loadgen"`
 	Output      OutputConfig      `yaml:"output"`
 	Spool       SpoolConfig       `yaml:"spool"`
@@ -84,6 +85,7 @@ func sections() []section {
 		{key: "gpio", of: func(c *Config) sectionConfig { return &c.GPIO }},
 		{key: "pps", of: func(c *Config) sectionConfig { return &c.PPS }},
 		{key: "extts", of: func(c *Config) sectionConfig { return &c.Extts }},
+		{key: "marker", of: func(c *Config) sectionConfig { return &c.Marker }},
 		{key: "loadgen", of: func(c *Config) sectionConfig { return &c.Loadgen }},
 		{key: "output", of: func(c *Config) sectionConfig { return &outputs{c} }},
 		{key: "spool", of: func(c *Config) sectionConfig { return &c.Spool }},

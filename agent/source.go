@@ -79,6 +79,7 @@ func registrations() []registration {
 		{"gpio", func(c *Config) bool { return c.GPIO.Enabled }, buildGPIOSources},
 		{"pps", func(c *Config) bool { return c.PPS.Enabled }, buildPPSSources},
 		{"extts", func(c *Config) bool { return c.Extts.Enabled }, buildExttsSources},
+		{"marker", func(c *Config) bool { return c.Marker.Enabled }, buildMarkerSource},
 		{"loadgen", func(c *Config) bool { return c.Loadgen.Enabled }, buildLoadgen},
 	}
 }
