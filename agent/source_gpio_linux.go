@@ -70,8 +70,8 @@ type gpioSource struct {
 	// Routes from the event clock to REALTIME and to the PHC (the
 	// collection goroutine's: they keep model copies between stamps).
 	toRT, toPHC *Route
-	lines   []*gpioLine
-	irqs    *gpioIRQs // the lines' IRQ counts (nil for a replay)
+	lines       []*gpioLine
+	irqs        *gpioIRQs // the lines' IRQ counts (nil for a replay)
 
 	replayDone atomic.Bool
 	unlisted   atomic.Uint64 // replayed edges of lines not configured
