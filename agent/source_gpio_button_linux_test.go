@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,14 +16,12 @@ import (
 // six gpio_event records at their kernel stamps, and the line's IRQ count
 // (read from the 32-bit ARM kernel's /proc/interrupts) equals the events.
 func TestGPIOSourceOnPowerButton(t *testing.T) {
-	spec := os.Getenv("MONAGENT_GUEST_POWER_BUTTON")
-	if spec == "" {
-		t.Skip("no GPIO line wired to a button the test can press (the rig's ARM guest sets MONAGENT_GUEST_POWER_BUTTON)")
+	chip, line, ok, err := guest.PowerButton()
+	if err != nil {
+		t.Fatal(err)
 	}
-	var chip string
-	var line int
-	if _, err := fmt.Sscanf(strings.Replace(spec, ":", " ", 1), "%s %d", &chip, &line); err != nil {
-		t.Fatalf("MONAGENT_GUEST_POWER_BUTTON=%q: %v", spec, err)
+	if !ok {
+		t.Skip("no GPIO line wired to a button the test can press (the rig's ARM guest sets MONAGENT_GUEST_POWER_BUTTON)")
 	}
 	var cc GPIOChipConfig
 	cc.defaults()

@@ -3,8 +3,6 @@ package gpio
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,14 +20,12 @@ import (
 // edges of three presses read in one batch, seqnos without gaps, stamps in
 // the requested clock, and the line released on close.
 func TestPowerButtonEdges(t *testing.T) {
-	spec := os.Getenv("MONAGENT_GUEST_POWER_BUTTON")
-	if spec == "" {
-		t.Skip("no GPIO line wired to a button the test can press (the rig's ARM guest sets MONAGENT_GUEST_POWER_BUTTON)")
+	chipName, line, ok, err := guest.PowerButton()
+	if err != nil {
+		t.Fatal(err)
 	}
-	var chipName string
-	var line int
-	if _, err := fmt.Sscanf(strings.Replace(spec, ":", " ", 1), "%s %d", &chipName, &line); err != nil {
-		t.Fatalf("MONAGENT_GUEST_POWER_BUTTON=%q: want chip:line: %v", spec, err)
+	if !ok {
+		t.Skip("no GPIO line wired to a button the test can press (the rig's ARM guest sets MONAGENT_GUEST_POWER_BUTTON)")
 	}
 	chip, err := Open(chipName)
 	if err != nil {
