@@ -23,15 +23,18 @@
 // that tests can measure every model's true error; it never sleeps.
 //
 // Between agents, exchanges travel over authenticated UDP (wire.go, udp.go):
-// fixed 76-byte ping and pong messages with a session ID, ranks, a sequence
-// number and an HMAC-SHA256 over all of it, a per-peer replay window, and an
-// Endpoint that answers pings with its CLOCK_MONOTONIC_RAW and counts every
+// fixed-layout messages with a session ID, ranks, a sequence number and an
+// HMAC-SHA256 over all of it, a per-peer replay window, and an Endpoint that
+// answers pings with its CLOCK_MONOTONIC_RAW and counts every
 // unauthenticated, replayed, foreign-session or malformed datagram it drops.
-// PeerNetwork runs the exchanges this node drives (offset-only and JK-style
-// schedules with this node as root); the tree algorithms need nodes told to
-// run exchanges among themselves, which is not built yet.
+// A driver makes two other nodes exchange by sending the first a run
+// request, which that node carries out and reports; after a round it gives
+// each node its model (SendModel). PeerNetwork is the Network the driver's
+// harness sees: its own exchanges are pings, others' are runs, and the
+// exchanges of disjoint pairs run concurrently (Paralleler).
 //
-// The algorithms run the whole exchange schedule from one goroutine; they are a
-// measurement harness, not the distributed protocol. Nothing here steps, slews
+// The algorithms run the exchange schedule from the driver (rank 0's
+// agent): a central schedule over distributed exchanges, not the paper's
+// fully distributed protocol, so one node's failure is the driver's to see. Nothing here steps, slews
 // or otherwise disciplines a clock; callers apply the models to timestamps.
 package hca

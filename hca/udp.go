@@ -45,9 +45,9 @@ const MinKeyLen = 32
 // EndpointConfig names no timeout.
 const DefaultPingTimeout = 200 * time.Millisecond
 
-// ErrNotLocal is an exchange asked of a PeerNetwork that another node would
-// have to drive.
-var ErrNotLocal = errors.New("hca: exchange not driven by the local rank")
+// MaxRuns is how many runs (exchanges a driver asked this node to make) an
+// Endpoint carries out at once; more are dropped and counted as busy.
+const MaxRuns = 64
 
 // Key is a cluster key. It formats as "[key redacted]" with every fmt verb,
 // so that a logged config or error does not show it.
@@ -83,8 +83,13 @@ type EndpointConfig struct {
 	Session uint64                 // sync session; change with SetSession
 	// Clock reads this node's clock in ns; nil is CLOCK_MONOTONIC_RAW.
 	Clock func() int64
-	// Timeout bounds each Ping; zero is DefaultPingTimeout.
+	// Timeout bounds each Ping; zero is DefaultPingTimeout. A Run waits
+	// three times as long, a SendModel as long.
 	Timeout time.Duration
+	// OnModel, if set, receives every model a peer sends this node
+	// (SendModel), with the sender's rank and round, on Serve's goroutine:
+	// it must not block. The model-ack is sent after it returns.
+	OnModel func(from int, round int64, m timebase.LinearModel)
 }
 
 // EndpointStats counts an Endpoint's datagrams. Every datagram read is
@@ -94,29 +99,49 @@ type EndpointStats struct {
 	Sent                   uint64 // pings and pongs written (SendErrors of them failed)
 	Received               uint64 // datagrams read
 	Answered               uint64 // pings answered with a pong (written, maybe failed)
-	Matched                uint64 // pongs delivered to a waiting Ping
+	Runs                   uint64 // runs carried out (each answered with a report)
+	Models                 uint64 // models received (each answered with a model-ack)
+	Matched                uint64 // answers (pongs, reports, model-acks) delivered to their waiting request
 	DroppedUnauthenticated uint64 // bad MAC: wrong key or tampered
 	DroppedReplayed        uint64 // sequence number seen before or too old
 	DroppedForeignSession  uint64 // authenticated, another session
 	DroppedMalformed       uint64 // short, long, bad magic, unknown version or type
 	DroppedMisaddressed    uint64 // authenticated, but for another rank or from a rank not in the peer list
-	DroppedUnmatched       uint64 // authenticated pong no Ping waits for (late, after its timeout)
-	Lost                   uint64 // Pings that timed out
+	DroppedUnmatched       uint64 // authenticated answer no request waits for (late, after its timeout)
+	DroppedBusy            uint64 // runs refused: MaxRuns already under way
+	Lost                   uint64 // Pings, Runs and SendModels that timed out, and runs reported lost
 	SendErrors             uint64 // writes that failed
 }
 
 type counters struct {
-	sent, received, answered, matched                           atomic.Uint64
+	sent, received, answered, runs, models, matched             atomic.Uint64
 	unauth, replayed, foreign, malformed, misaddressed, unmatch atomic.Uint64
-	lost, sendErrors                                            atomic.Uint64
+	busy, lost, sendErrors                                      atomic.Uint64
 }
 
-// waiter is a Ping waiting for its pong.
+// waiter is a request waiting for its answer.
 type waiter struct {
-	to   uint32
-	send int64
-	ch   chan int64 // the pong's Remote; Recv goes in recv first
-	recv int64
+	req  Message      // the request as sent
+	ch   chan Message // the answer; recv is set before it is sent
+	recv int64        // the local clock when the answer was read
+}
+
+// answers reports whether a is the answer to w's request: the right type,
+// from the rank asked, echoing what the request carried.
+func (w *waiter) answers(a Message) bool {
+	r := w.req
+	if a.From != r.To {
+		return false
+	}
+	switch r.Type {
+	case MsgPing:
+		return a.Type == MsgPong && a.Send == r.Send
+	case MsgRun:
+		return a.Type == MsgReport && a.Target == r.Target
+	case MsgModel:
+		return a.Type == MsgModelAck && a.Send == r.Send
+	}
+	return false
 }
 
 // Endpoint is one agent's HCA socket. Serve must run for Ping to get answers
@@ -127,8 +152,10 @@ type Endpoint struct {
 	key     []byte
 	clock   func() int64
 	timeout time.Duration
+	onModel func(int, int64, timebase.LinearModel)
 	seq     atomic.Uint64
 	serving atomic.Bool
+	running atomic.Int32 // runs under way
 	c       counters
 
 	sendMu  sync.Mutex // guards txCodec and txBuf
@@ -174,14 +201,19 @@ func Listen(cfg EndpointConfig) (*Endpoint, error) {
 		key:     bytes.Clone(cfg.Key),
 		clock:   cfg.Clock,
 		timeout: cfg.Timeout,
+		onModel: cfg.OnModel,
 		txCodec: NewCodec(cfg.Key),
-		txBuf:   make([]byte, 0, MessageLen),
+		txBuf:   make([]byte, 0, MaxMessageLen),
 		session: cfg.Session,
 		peers:   make(map[uint32]netip.AddrPort),
 		waiters: make(map[uint64]*waiter),
 		rxPing:  make(map[uint32]*ReplayWindow),
 		rxPong:  make(map[uint32]*ReplayWindow),
 	}
+	// Sequence numbers start at the wall clock's nanoseconds, so that a
+	// restarted agent's are above its last run's and its peers' replay
+	// windows accept them without a new session.
+	e.seq.Store(uint64(time.Now().UnixNano()))
 	for r, a := range cfg.Peers {
 		if err := e.SetPeer(r, a); err != nil {
 			conn.Close()
@@ -232,10 +264,11 @@ func (e *Endpoint) SetSession(id uint64) {
 func (e *Endpoint) Stats() EndpointStats {
 	c := &e.c
 	return EndpointStats{
-		Sent: c.sent.Load(), Received: c.received.Load(), Answered: c.answered.Load(), Matched: c.matched.Load(),
+		Sent: c.sent.Load(), Received: c.received.Load(), Answered: c.answered.Load(),
+		Runs: c.runs.Load(), Models: c.models.Load(), Matched: c.matched.Load(),
 		DroppedUnauthenticated: c.unauth.Load(), DroppedReplayed: c.replayed.Load(),
 		DroppedForeignSession: c.foreign.Load(), DroppedMalformed: c.malformed.Load(),
-		DroppedMisaddressed: c.misaddressed.Load(), DroppedUnmatched: c.unmatch.Load(),
+		DroppedMisaddressed: c.misaddressed.Load(), DroppedUnmatched: c.unmatch.Load(), DroppedBusy: c.busy.Load(),
 		Lost: c.lost.Load(), SendErrors: c.sendErrors.Load(),
 	}
 }
@@ -253,56 +286,116 @@ func (e *Endpoint) Close() error {
 // up to the Endpoint's timeout, after which the error wraps ErrLost. Serve
 // must be running.
 func (e *Endpoint) Ping(ctx context.Context, to int) (Exchange, error) {
+	a, recv, err := e.request(ctx, Message{Type: MsgPing, To: uint32(to)}, e.timeout)
+	if err != nil {
+		return Exchange{}, err
+	}
+	return Exchange{From: int(e.rank), To: to, Send: a.Send, Remote: a.Remote, Recv: recv}, nil
+}
+
+// Run asks rank from to run one ping-pong with rank to and report it: how a
+// driver makes two other nodes exchange. The Exchange's stamps are from's
+// and to's clocks. A ping that from reports lost, and a report that does
+// not come within three ping timeouts, are errors wrapping ErrLost. from
+// must be a peer; to must be one of from's.
+func (e *Endpoint) Run(ctx context.Context, from, to int) (Exchange, error) {
 	if to < 0 || to > math.MaxInt32 {
-		return Exchange{}, fmt.Errorf("hca endpoint %d: ping rank %d: out of range", e.rank, to)
+		return Exchange{}, fmt.Errorf("hca endpoint %d: run %d->%d: rank out of range", e.rank, from, to)
+	}
+	a, _, err := e.request(ctx, Message{Type: MsgRun, To: uint32(from), Target: uint32(to)}, 3*e.timeout)
+	if err != nil {
+		return Exchange{}, err
+	}
+	if a.Lost {
+		e.c.lost.Add(1)
+		return Exchange{}, fmt.Errorf("hca endpoint %d: run %d->%d: rank %d got no answer: %w", e.rank, from, to, from, ErrLost)
+	}
+	return Exchange{From: from, To: to, Send: a.Send, Remote: a.Remote, Recv: a.Recv}, nil
+}
+
+// SendModel gives rank to its clock model m of sync round round and waits
+// for the acknowledgement up to the ping timeout (an error wrapping ErrLost
+// after that; callers retry).
+func (e *Endpoint) SendModel(ctx context.Context, to int, round int64, m timebase.LinearModel) error {
+	if err := checkModel(m, int64(m.N)); err != nil {
+		return fmt.Errorf("hca endpoint %d: model for rank %d: %v", e.rank, to, err)
+	}
+	_, _, err := e.request(ctx, Message{Type: MsgModel, To: uint32(to), Send: round, Model: m}, e.timeout)
+	return err
+}
+
+// request sends req (its type, To and type-specific fields set) with a new
+// sequence number in the current session and waits up to timeout for its
+// answer, returned with the local clock when it was read. A ping's send
+// stamp is taken here, just before it is encoded.
+func (e *Endpoint) request(ctx context.Context, req Message, timeout time.Duration) (Message, int64, error) {
+	to := req.To
+	if to > math.MaxInt32 {
+		return Message{}, 0, fmt.Errorf("hca endpoint %d: %v to rank %d: out of range", e.rank, req.Type, to)
 	}
 	e.mu.Lock()
-	addr, ok := e.peers[uint32(to)]
-	session := e.session
+	addr, ok := e.peers[to]
+	req.Session = e.session
 	e.mu.Unlock()
 	if !ok {
-		return Exchange{}, fmt.Errorf("hca endpoint %d: ping rank %d: not a peer", e.rank, to)
+		return Message{}, 0, fmt.Errorf("hca endpoint %d: %v to rank %d: not a peer", e.rank, req.Type, to)
 	}
-	seq := e.seq.Add(1)
-	w := &waiter{to: uint32(to), ch: make(chan int64, 1)}
+	req.From = e.rank
+	req.Seq = e.seq.Add(1)
+	w := &waiter{ch: make(chan Message, 1)}
 
 	e.sendMu.Lock()
-	w.send = e.clock()
+	if req.Type == MsgPing {
+		req.Send = e.clock()
+	}
+	w.req = req
 	e.mu.Lock()
-	e.waiters[seq] = w
+	e.waiters[req.Seq] = w
 	e.mu.Unlock()
 	defer func() {
 		e.mu.Lock()
-		delete(e.waiters, seq)
+		delete(e.waiters, req.Seq)
 		e.mu.Unlock()
 	}()
-	e.txBuf = e.txCodec.Append(e.txBuf[:0], Message{
-		Type: MsgPing, Session: session, From: e.rank, To: uint32(to), Seq: seq, Send: w.send,
-	})
+	e.txBuf = e.txCodec.Append(e.txBuf[:0], req)
 	e.c.sent.Add(1)
 	_, err := e.conn.WriteToUDPAddrPort(e.txBuf, addr)
 	e.sendMu.Unlock()
 	if err != nil {
 		e.c.sendErrors.Add(1)
-		return Exchange{}, fmt.Errorf("hca endpoint %d: ping rank %d at %s: %w", e.rank, to, addr, err)
+		return Message{}, 0, fmt.Errorf("hca endpoint %d: %v to rank %d at %s: %w", e.rank, req.Type, to, addr, err)
 	}
 
-	t := time.NewTimer(e.timeout)
+	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case remote := <-w.ch:
-		return Exchange{From: int(e.rank), To: to, Send: w.send, Remote: remote, Recv: w.recv}, nil
+	case a := <-w.ch:
+		return a, w.recv, nil
 	case <-t.C:
 		e.c.lost.Add(1)
-		return Exchange{}, fmt.Errorf("hca endpoint %d: ping rank %d seq %d: no answer in %v: %w", e.rank, to, seq, e.timeout, ErrLost)
+		return Message{}, 0, fmt.Errorf("hca endpoint %d: %v to rank %d seq %d: no answer in %v: %w", e.rank, req.Type, to, req.Seq, timeout, ErrLost)
 	case <-ctx.Done():
-		return Exchange{}, fmt.Errorf("hca endpoint %d: ping rank %d seq %d: %w", e.rank, to, seq, ctx.Err())
+		return Message{}, 0, fmt.Errorf("hca endpoint %d: %v to rank %d seq %d: %w", e.rank, req.Type, to, req.Seq, ctx.Err())
+	}
+}
+
+// send encodes m and writes it to addr on the shared transmit buffer.
+func (e *Endpoint) send(m Message, addr netip.AddrPort) {
+	e.sendMu.Lock()
+	e.txBuf = e.txCodec.Append(e.txBuf[:0], m)
+	e.c.sent.Add(1)
+	_, err := e.conn.WriteToUDPAddrPort(e.txBuf, addr)
+	e.sendMu.Unlock()
+	if err != nil {
+		e.c.sendErrors.Add(1)
 	}
 }
 
 // Serve reads the socket until ctx ends (it then returns ctx's error) or the
-// socket is closed: it answers pings and hands pongs to their Pings. Only one
-// Serve may run at a time. It closes nothing; Close is the owner's.
+// socket is closed: it answers pings and models, carries out runs (each on
+// its own goroutine, at most MaxRuns at once, ended with ctx), and hands
+// answers to their requests. Only one Serve may run at a time. It closes
+// nothing; Close is the owner's.
 func (e *Endpoint) Serve(ctx context.Context) error {
 	if !e.serving.CompareAndSwap(false, true) {
 		return fmt.Errorf("hca endpoint %d: already serving", e.rank)
@@ -313,10 +406,12 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 	}
 	stop := context.AfterFunc(ctx, func() { _ = e.conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
+	var runs sync.WaitGroup
+	defer runs.Wait()
 
 	codec := NewCodec(e.key)
-	buf := make([]byte, 2048) // more than MessageLen, so that long datagrams show
-	out := make([]byte, 0, MessageLen)
+	buf := make([]byte, 2048) // more than MaxMessageLen, so that long datagrams show
+	out := make([]byte, 0, MaxMessageLen)
 	for {
 		n, _, err := e.conn.ReadFromUDPAddrPort(buf)
 		now := e.clock()
@@ -339,35 +434,52 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 			return fmt.Errorf("hca endpoint %d: serve: read: %w", e.rank, err)
 		}
 		e.c.received.Add(1)
-		out = e.handle(codec, buf[:n], now, out)
+		m, ok := e.accept(codec, buf[:n])
+		if !ok {
+			continue
+		}
+		switch m.Type {
+		case MsgPong, MsgReport, MsgModelAck:
+			e.deliver(m, now)
+		case MsgPing:
+			out = e.pong(codec, m, now, out)
+		case MsgModel:
+			if e.onModel != nil {
+				e.onModel(int(m.From), m.Send, m.Model)
+			}
+			e.c.models.Add(1)
+			out = codec.Append(out[:0], Message{Type: MsgModelAck, Session: m.Session, From: e.rank, To: m.From, Seq: m.Seq, Send: m.Send})
+			e.reply(out, m.From)
+		case MsgRun:
+			e.startRun(ctx, &runs, m)
+		}
 	}
 }
 
-// handle processes one datagram read at now; out is a scratch buffer.
-func (e *Endpoint) handle(codec *Codec, b []byte, now int64, out []byte) []byte {
+// accept authenticates and checks one datagram: the session, the ranks, the
+// replay window. Whatever fails is counted under one drop counter.
+func (e *Endpoint) accept(codec *Codec, b []byte) (Message, bool) {
 	m, err := codec.Decode(b)
 	switch {
 	case errors.Is(err, ErrBadMAC):
 		e.c.unauth.Add(1)
-		return out
+		return m, false
 	case err != nil:
 		e.c.malformed.Add(1)
-		return out
+		return m, false
 	}
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if m.Session != e.session {
-		e.mu.Unlock()
 		e.c.foreign.Add(1)
-		return out
+		return m, false
 	}
-	addr, known := e.peers[m.From]
-	if m.To != e.rank || !known {
-		e.mu.Unlock()
+	if _, known := e.peers[m.From]; m.To != e.rank || !known {
 		e.c.misaddressed.Add(1)
-		return out
+		return m, false
 	}
 	windows := e.rxPing
-	if m.Type == MsgPong {
+	if m.Type.IsAnswer() {
 		windows = e.rxPong
 	}
 	win := windows[m.From]
@@ -376,56 +488,105 @@ func (e *Endpoint) handle(codec *Codec, b []byte, now int64, out []byte) []byte 
 		windows[m.From] = win
 	}
 	if !win.Accept(m.Seq) {
-		e.mu.Unlock()
 		e.c.replayed.Add(1)
-		return out
+		return m, false
 	}
-	if m.Type == MsgPong {
-		w := e.waiters[m.Seq]
-		if w == nil || w.to != m.From || w.send != m.Send {
-			e.mu.Unlock()
-			e.c.unmatch.Add(1)
-			return out
-		}
-		delete(e.waiters, m.Seq)
-		e.mu.Unlock()
-		w.recv = now
-		e.c.matched.Add(1)
-		w.ch <- m.Remote // buffered, and only ever sent once: the waiter is gone from the map
-		return out
-	}
-	e.mu.Unlock()
+	return m, true
+}
 
-	// A ping: answer with the midpoint of arrival and departure.
+// deliver hands an answer read at now to the request waiting for it.
+func (e *Endpoint) deliver(m Message, now int64) {
+	e.mu.Lock()
+	w := e.waiters[m.Seq]
+	if w == nil || !w.answers(m) {
+		e.mu.Unlock()
+		e.c.unmatch.Add(1)
+		return
+	}
+	delete(e.waiters, m.Seq)
+	e.mu.Unlock()
+	w.recv = now
+	e.c.matched.Add(1)
+	w.ch <- m // buffered, and only ever sent once: the waiter is gone from the map
+}
+
+// pong answers a ping read at now with the midpoint of arrival and
+// departure.
+func (e *Endpoint) pong(codec *Codec, m Message, now int64, out []byte) []byte {
 	before := e.clock()
 	out = codec.Append(out[:0], Message{
 		Type: MsgPong, Session: m.Session, From: e.rank, To: m.From, Seq: m.Seq, Send: m.Send,
 		Remote: now + (before-now)/2,
 	})
 	// Counted before the write, so that the count is up when the pong lands.
-	e.c.sent.Add(1)
 	e.c.answered.Add(1)
-	if _, err := e.conn.WriteToUDPAddrPort(out, addr); err != nil {
-		e.c.sendErrors.Add(1)
-	}
+	e.reply(out, m.From)
 	return out
 }
 
-// PeerNetwork is the Network an agent's algorithm harness sees when this node
-// drives the synchronisation: exchanges from the local rank to any peer run
-// over its Endpoint. Exchanges between two other ranks would need those nodes
-// to be told to run them, which this transport does not do; they fail with an
-// error wrapping ErrNotLocal. So only schedules in which the local rank
-// measures every pair (offset-only and JK-style star schedules with the local
-// rank as their root) run on it; the tree algorithms need a distributed
-// driver.
+// reply writes an encoded answer to rank's address from the peer list (not
+// the datagram's source, which a forger chooses).
+func (e *Endpoint) reply(b []byte, rank uint32) {
+	e.mu.Lock()
+	addr, ok := e.peers[rank]
+	e.mu.Unlock()
+	if !ok {
+		return
+	}
+	e.c.sent.Add(1)
+	if _, err := e.conn.WriteToUDPAddrPort(b, addr); err != nil {
+		e.c.sendErrors.Add(1)
+	}
+}
+
+// startRun carries out a run on its own goroutine and reports it to the
+// requester. A run whose target is not a peer, or that would exceed
+// MaxRuns, is dropped and counted; its driver times out.
+func (e *Endpoint) startRun(ctx context.Context, runs *sync.WaitGroup, m Message) {
+	e.mu.Lock()
+	_, known := e.peers[m.Target]
+	addr := e.peers[m.From]
+	e.mu.Unlock()
+	if !known {
+		e.c.misaddressed.Add(1)
+		return
+	}
+	if e.running.Add(1) > MaxRuns {
+		e.running.Add(-1)
+		e.c.busy.Add(1)
+		return
+	}
+	e.c.runs.Add(1)
+	runs.Add(1)
+	go func() {
+		defer runs.Done()
+		defer e.running.Add(-1)
+		r := Message{Type: MsgReport, Session: m.Session, From: e.rank, To: m.From, Seq: m.Seq, Target: m.Target}
+		x, err := e.Ping(ctx, int(m.Target))
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			r.Lost = true
+		} else {
+			r.Send, r.Remote, r.Recv = x.Send, x.Remote, x.Recv
+		}
+		e.send(r, addr)
+	}()
+}
+
+// PeerNetwork is the Network an agent's algorithm harness sees on the node
+// that drives a synchronisation: exchanges from the local rank run over its
+// Endpoint (Ping); exchanges between two other ranks are run by the first of
+// them at the driver's request (Run), so every algorithm runs on it. It
+// implements Paralleler: the exchanges of disjoint pairs run concurrently.
 type PeerNetwork struct {
 	ep   *Endpoint
 	size int
 }
 
 // NewPeerNetwork returns the Network of p ranks driven by ep. ep's Serve must
-// run while it is used.
+// run while it is used, and so must the other ranks'.
 func NewPeerNetwork(ep *Endpoint, p int) (*PeerNetwork, error) {
 	if p < 1 || ep.Rank() >= p {
 		return nil, fmt.Errorf("hca peer network: %d ranks, local rank %d", p, ep.Rank())
@@ -436,13 +597,36 @@ func NewPeerNetwork(ep *Endpoint, p int) (*PeerNetwork, error) {
 // Size implements Network.
 func (n *PeerNetwork) Size() int { return n.size }
 
-// Exchange implements Network for from equal to the local rank.
+// Exchange implements Network.
 func (n *PeerNetwork) Exchange(ctx context.Context, from, to int) (Exchange, error) {
-	if from != n.ep.Rank() {
-		return Exchange{}, fmt.Errorf("hca peer network: exchange %d->%d on rank %d: %w", from, to, n.ep.Rank(), ErrNotLocal)
+	if from < 0 || from >= n.size || to < 0 || to >= n.size || from == to {
+		return Exchange{}, fmt.Errorf("hca peer network: exchange %d->%d: ranks must differ and lie in 0..%d", from, to, n.size-1)
 	}
-	if to < 0 || to >= n.size {
-		return Exchange{}, fmt.Errorf("hca peer network: exchange %d->%d: rank out of range 0..%d", from, to, n.size-1)
+	if from == n.ep.Rank() {
+		return n.ep.Ping(ctx, to)
 	}
-	return n.ep.Ping(ctx, to)
+	return n.ep.Run(ctx, from, to)
+}
+
+// Parallel implements Paralleler: f(0..k-1) run on their own goroutines;
+// the first error cancels the others' context and is returned.
+func (n *PeerNetwork) Parallel(ctx context.Context, k int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for i := range k {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx, i); err != nil {
+				once.Do(func() { first = err; cancel() })
+			}
+		}()
+	}
+	wg.Wait()
+	return first
 }

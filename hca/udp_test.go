@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/monagent/monagent/timebase"
 )
 
 // fakeClock is the test's monotonic time plus a known offset.
@@ -139,7 +142,8 @@ func TestEndpointPing(t *testing.T) {
 		}
 	}
 
-	// The driver's PeerNetwork: exchanges from the local rank only.
+	// The driver's PeerNetwork: its own exchanges, and exchanges between
+	// two other ranks run at its request, all in the ranks' own clocks.
 	n, err := NewPeerNetwork(eps[0], len(eps))
 	if err != nil {
 		t.Fatal(err)
@@ -147,14 +151,24 @@ func TestEndpointPing(t *testing.T) {
 	if n.Size() != 3 {
 		t.Errorf("Size %d", n.Size())
 	}
-	if _, err := n.Exchange(ctx, 0, 2); err != nil {
-		t.Errorf("PeerNetwork exchange 0->2: %v", err)
+	for _, p := range [][2]int{{0, 2}, {1, 2}, {2, 1}, {2, 0}} {
+		from, to := p[0], p[1]
+		x, err := n.Exchange(ctx, from, to)
+		if err != nil {
+			t.Fatalf("PeerNetwork exchange %d->%d: %v", from, to, err)
+		}
+		remote := x.Remote - offs[to]
+		if x.From != from || x.To != to || x.RTT() < 0 || remote < x.Send-offs[from] || remote > x.Recv-offs[from] {
+			t.Errorf("PeerNetwork exchange %d->%d: %+v: not in the ranks' clocks", from, to, x)
+		}
 	}
-	if _, err := n.Exchange(ctx, 1, 2); !errors.Is(err, ErrNotLocal) {
-		t.Errorf("PeerNetwork exchange 1->2: %v, want ErrNotLocal", err)
+	if got := eps[1].Stats().Runs + eps[2].Stats().Runs; got != 3 {
+		t.Errorf("%d runs carried out, want 3", got)
 	}
-	if _, err := n.Exchange(ctx, 0, 3); err == nil {
-		t.Error("PeerNetwork exchange to rank 3 of 3 succeeded")
+	for _, p := range [][2]int{{0, 3}, {1, 1}, {-1, 0}} {
+		if _, err := n.Exchange(ctx, p[0], p[1]); err == nil {
+			t.Errorf("PeerNetwork exchange %d->%d of 3 ranks succeeded", p[0], p[1])
+		}
 	}
 	var _ Network = n
 }
@@ -395,5 +409,116 @@ func TestServeRestart(t *testing.T) {
 		}
 	case <-time.After(time.Second):
 		t.Fatal("Serve did not return after Close")
+	}
+}
+
+func TestEndpointRunsAndModels(t *testing.T) {
+	base := time.Now()
+	type got struct {
+		from  int
+		round int64
+		m     timebase.LinearModel
+	}
+	models := make(chan got, 4)
+	var eps []*Endpoint
+	for r := range 3 {
+		cfg := EndpointConfig{Addr: "127.0.0.1:0", Rank: r, Key: testKey, Session: 0x5e55,
+			Clock: fakeClock(base, int64(r)*1_000_000), Timeout: 100 * time.Millisecond}
+		if r == 1 {
+			cfg.OnModel = func(from int, round int64, m timebase.LinearModel) { models <- got{from, round, m} }
+		}
+		e, err := Listen(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		serve(t, e)
+		eps = append(eps, e)
+	}
+	mesh(t, eps...)
+	ctx := context.Background()
+
+	// A model reaches its rank's callback and is acknowledged.
+	want := timebase.LinearModel{Origin: 5, Intercept: -7, Slope: 3e-6, N: 20, MeanX: 9, ResidualNS: 1.5, SlopeErr: 1e-9, FloorNS: 30}
+	if err := eps[0].SendModel(ctx, 1, 42, want); err != nil {
+		t.Fatalf("SendModel: %v", err)
+	}
+	select {
+	case g := <-models:
+		if g.from != 0 || g.round != 42 || g.m != want {
+			t.Errorf("OnModel got %+v, want from 0 round 42 %+v", g, want)
+		}
+	default:
+		t.Fatal("SendModel acknowledged before OnModel ran")
+	}
+	if s := eps[1].Stats(); s.Models != 1 {
+		t.Errorf("rank 1 counted %d models, want 1", s.Models)
+	}
+	if err := eps[0].SendModel(ctx, 1, 43, timebase.LinearModel{Slope: math.NaN()}); err == nil {
+		t.Error("SendModel of a NaN slope succeeded")
+	}
+
+	// A run whose pong never comes is reported lost by the runner.
+	dead, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.LocalAddr().(*net.UDPAddr).AddrPort()
+	dead.Close()
+	if err := eps[1].SetPeer(2, deadAddr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eps[0].Run(ctx, 1, 2); !errors.Is(err, ErrLost) {
+		t.Errorf("run 1->2 with rank 2 gone: %v, want ErrLost", err)
+	}
+	if s := eps[1].Stats(); s.Runs != 1 || s.Lost != 1 {
+		t.Errorf("rank 1 after a lost run: runs %d lost %d, want 1 and 1", s.Runs, s.Lost)
+	}
+	// A run to a rank the runner does not know is dropped as misaddressed;
+	// the driver's wait ends as lost.
+	if _, err := eps[0].Run(ctx, 1, 7); !errors.Is(err, ErrLost) {
+		t.Errorf("run 1->7: %v, want ErrLost", err)
+	}
+	if s := eps[1].Stats(); s.DroppedMisaddressed != 1 || s.Runs != 1 {
+		t.Errorf("rank 1 after a run to an unknown rank: misaddressed %d runs %d, want 1 and 1", s.DroppedMisaddressed, s.Runs)
+	}
+}
+
+func TestPeerNetworkParallel(t *testing.T) {
+	var eps []*Endpoint
+	base := time.Now()
+	for r := range 4 {
+		e := newEndpoint(t, r, testKey, fakeClock(base, 0), time.Second)
+		serve(t, e)
+		eps = append(eps, e)
+	}
+	mesh(t, eps...)
+	n, err := NewPeerNetwork(eps[0], 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs := [][2]int{{1, 0}, {3, 2}}
+	xs := make([]Exchange, len(pairs))
+	if err := n.Parallel(context.Background(), len(pairs), func(ctx context.Context, i int) error {
+		var err error
+		xs[i], err = n.Exchange(ctx, pairs[i][0], pairs[i][1])
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range xs {
+		if x.From != pairs[i][0] || x.To != pairs[i][1] || x.RTT() <= 0 {
+			t.Errorf("pair %v: %+v", pairs[i], x)
+		}
+	}
+	boom := errors.New("boom")
+	if err := n.Parallel(context.Background(), 3, func(ctx context.Context, i int) error {
+		if i == 1 {
+			return boom
+		}
+		<-ctx.Done() // the others end when one fails
+		return ctx.Err()
+	}); err != boom {
+		t.Errorf("Parallel returned %v, want the first error", err)
 	}
 }

@@ -1,27 +1,47 @@
 package hca
 
-// The wire format of HCA exchanges between agents.
+// The wire format of HCA messages between agents.
 //
-// Every message is one UDP datagram of exactly MessageLen bytes, all integers
-// big-endian:
+// Every message is one UDP datagram, all integers big-endian. It starts with
+// a 44-byte header and ends with an HMAC-SHA256 over everything before it;
+// between the two, run, report and model messages carry an extension:
 //
 //	off len field
 //	  0   2 magic "HC" (0x48 0x43)
 //	  2   1 version (1)
-//	  3   1 type: 1 ping (request), 2 pong (answer)
-//	  4   8 session ID, random per sync session, shared by its agents
+//	  3   1 type (below)
+//	  4   8 session ID, shared by the agents of one cluster configuration
 //	 12   4 sender's rank
 //	 16   4 receiver's rank
-//	 20   8 sequence number: a ping's, per sender; a pong echoes its ping's
-//	 28   8 send stamp: the requester's clock when the ping left (echoed on the pong)
-//	 36   8 responder's clock (ns of its CLOCK_MONOTONIC_RAW) on a pong; 0 on a ping
-//	 44  32 HMAC-SHA256 over bytes 0..43 with the cluster key
+//	 20   8 sequence number: a request's, per sender; an answer echoes its request's
+//	 28   8 send: ping, pong: the requester's clock when the ping left (echoed);
+//	          report: the exchange's send stamp; model, model-ack: the sync round
+//	 36   8 remote: pong, report: the responder's clock (ns of its
+//	          CLOCK_MONOTONIC_RAW); 0 in the other types
+//	 44   n extension (n by type)
+//	44+n 32 HMAC-SHA256 over bytes 0..43+n with the cluster key
 //
-// A receiver checks magic, version and length, then the MAC (in constant time,
-// hmac.Equal), and only then looks at the type and the fields, so that nothing
-// unauthenticated is interpreted. A pong's sequence number is its ping's, which
-// the requester chose and never reuses, so one ReplayWindow per peer and
-// direction rejects replayed pings and pongs alike.
+//	type          dir      n  length  extension
+//	1 ping        request  0   76
+//	2 pong        answer   0   76
+//	3 run         request  8   84     target rank (4), zero (4)
+//	4 report      answer  16   92     target rank (4), status (4: 0 answered, 1 lost), recv stamp (8)
+//	5 model       request 64  140     the receiver's clock model: origin, intercept, slope
+//	                                  (IEEE 754 bits), points, mean x, residual (bits),
+//	                                  slope error (bits), floor (8 each)
+//	6 model-ack   answer   0   76
+//
+// A run asks the receiver to run one ping-pong with the target rank and to
+// answer with a report of it (how a driver makes two other nodes exchange); a
+// model gives the receiver its clock model after a sync round, and the
+// model-ack confirms it.
+//
+// A receiver checks magic, version and that the length is the one of the type
+// byte, then the MAC (in constant time, hmac.Equal), and only then looks at
+// the fields, so that nothing unauthenticated is interpreted beyond its
+// length. Requests carry the sender's sequence numbers, which it never
+// reuses; answers echo them. So one ReplayWindow per peer for requests and one
+// for answers reject replayed messages of every type.
 
 import (
 	"crypto/hmac"
@@ -30,6 +50,9 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"math"
+
+	"github.com/monagent/monagent/timebase"
 )
 
 // Wire format constants.
@@ -37,7 +60,13 @@ const (
 	WireVersion = 1
 	MACLen      = sha256.Size
 	headerLen   = 44
-	MessageLen  = headerLen + MACLen // 76 bytes
+	MessageLen  = headerLen + MACLen // ping, pong and model-ack: 76 bytes
+	// MaxMessageLen is the longest message (a model).
+	MaxMessageLen = headerLen + modelExtLen + MACLen
+
+	runExtLen    = 8
+	reportExtLen = 16
+	modelExtLen  = 64
 
 	magic0, magic1 = 'H', 'C'
 )
@@ -47,8 +76,12 @@ type MsgType uint8
 
 // Message types.
 const (
-	MsgPing MsgType = 1 // request
-	MsgPong MsgType = 2 // answer
+	MsgPing     MsgType = 1 // request: answer with a pong
+	MsgPong     MsgType = 2 // answer to a ping
+	MsgRun      MsgType = 3 // request: ping Target, answer with a report
+	MsgReport   MsgType = 4 // answer to a run
+	MsgModel    MsgType = 5 // request: here is your model; answer with a model-ack
+	MsgModelAck MsgType = 6 // answer to a model
 )
 
 func (t MsgType) String() string {
@@ -57,8 +90,35 @@ func (t MsgType) String() string {
 		return "ping"
 	case MsgPong:
 		return "pong"
+	case MsgRun:
+		return "run"
+	case MsgReport:
+		return "report"
+	case MsgModel:
+		return "model"
+	case MsgModelAck:
+		return "model-ack"
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// IsAnswer reports whether t answers a request (and so echoes the
+// requester's sequence number).
+func (t MsgType) IsAnswer() bool { return t == MsgPong || t == MsgReport || t == MsgModelAck }
+
+// wireLen is the encoded length of a message of type t, 0 for unknown types.
+func wireLen(t MsgType) int {
+	switch t {
+	case MsgPing, MsgPong, MsgModelAck:
+		return MessageLen
+	case MsgRun:
+		return MessageLen + runExtLen
+	case MsgReport:
+		return MessageLen + reportExtLen
+	case MsgModel:
+		return MessageLen + modelExtLen
+	}
+	return 0
 }
 
 // Decode errors. Decode wraps them with the datagram's length and detail;
@@ -70,16 +130,21 @@ var (
 	ErrBadMAC    = errors.New("hca wire: bad MAC") // unauthenticated: wrong key or tampered
 )
 
-// Message is a ping or a pong. Times are nanoseconds of the named node's
-// clock.
+// Message is one message of any type. Times are nanoseconds of the named
+// node's clock. Fields a type does not carry are zero after Decode and
+// ignored by Append.
 type Message struct {
 	Type    MsgType
 	Session uint64
 	From    uint32 // sender's rank
 	To      uint32 // receiver's rank
-	Seq     uint64 // ping: the sender's sequence number; pong: the ping's
-	Send    int64  // requester's clock when the ping left; echoed on the pong
-	Remote  int64  // pong: responder's clock; ping: 0
+	Seq     uint64 // request: the sender's sequence number; answer: the request's
+	Send    int64  // ping, pong, report: the exchange's send stamp; model, model-ack: the round
+	Remote  int64  // pong, report: responder's clock; otherwise 0
+	Target  uint32 // run, report: the rank pinged
+	Lost    bool   // report: the ping got no answer (Send, Remote and Recv are 0)
+	Recv    int64  // report: the pinging node's clock when the pong came back
+	Model   timebase.LinearModel
 }
 
 // Codec encodes and decodes messages with one key, reusing its HMAC state so
@@ -97,24 +162,49 @@ func NewCodec(key []byte) *Codec {
 }
 
 // Append appends the encoding of m to dst and returns the extended slice. It
-// does not allocate when dst has MessageLen bytes of spare capacity.
+// does not allocate when dst has MaxMessageLen bytes of spare capacity.
 func (c *Codec) Append(dst []byte, m Message) []byte {
 	start := len(dst)
+	be := binary.BigEndian
 	dst = append(dst, magic0, magic1, WireVersion, byte(m.Type))
-	dst = binary.BigEndian.AppendUint64(dst, m.Session)
-	dst = binary.BigEndian.AppendUint32(dst, m.From)
-	dst = binary.BigEndian.AppendUint32(dst, m.To)
-	dst = binary.BigEndian.AppendUint64(dst, m.Seq)
-	dst = binary.BigEndian.AppendUint64(dst, uint64(m.Send))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(m.Remote))
+	dst = be.AppendUint64(dst, m.Session)
+	dst = be.AppendUint32(dst, m.From)
+	dst = be.AppendUint32(dst, m.To)
+	dst = be.AppendUint64(dst, m.Seq)
+	dst = be.AppendUint64(dst, uint64(m.Send))
+	dst = be.AppendUint64(dst, uint64(m.Remote))
+	switch m.Type {
+	case MsgRun:
+		dst = be.AppendUint32(dst, m.Target)
+		dst = be.AppendUint32(dst, 0)
+	case MsgReport:
+		dst = be.AppendUint32(dst, m.Target)
+		var status uint32
+		if m.Lost {
+			status = 1
+		}
+		dst = be.AppendUint32(dst, status)
+		dst = be.AppendUint64(dst, uint64(m.Recv))
+	case MsgModel:
+		md := m.Model
+		dst = be.AppendUint64(dst, uint64(md.Origin))
+		dst = be.AppendUint64(dst, uint64(md.Intercept))
+		dst = be.AppendUint64(dst, math.Float64bits(md.Slope))
+		dst = be.AppendUint64(dst, uint64(int64(md.N)))
+		dst = be.AppendUint64(dst, uint64(md.MeanX))
+		dst = be.AppendUint64(dst, math.Float64bits(md.ResidualNS))
+		dst = be.AppendUint64(dst, math.Float64bits(md.SlopeErr))
+		dst = be.AppendUint64(dst, uint64(md.FloorNS))
+	}
 	c.mac.Reset()
 	c.mac.Write(dst[start:])
 	return c.mac.Sum(dst)
 }
 
 // Decode authenticates and parses one datagram. Errors wrap ErrMalformed,
-// ErrVersion, ErrBadMAC or ErrType, checked in that order: nothing but the
-// magic, version and length is looked at before the MAC has been verified.
+// ErrVersion, ErrType or ErrBadMAC, checked in that order: nothing but the
+// magic, version, type byte and length is looked at before the MAC has been
+// verified.
 func (c *Codec) Decode(b []byte) (Message, error) {
 	if len(b) < 4 || b[0] != magic0 || b[1] != magic1 {
 		return Message{}, fmt.Errorf("hca wire: %d-byte datagram without magic: %w", len(b), ErrMalformed)
@@ -122,39 +212,98 @@ func (c *Codec) Decode(b []byte) (Message, error) {
 	if b[2] != WireVersion {
 		return Message{}, fmt.Errorf("hca wire: version %d: %w", b[2], ErrVersion)
 	}
-	if len(b) != MessageLen {
-		return Message{}, fmt.Errorf("hca wire: %d bytes, want %d: %w", len(b), MessageLen, ErrMalformed)
+	typ := MsgType(b[3])
+	want := wireLen(typ)
+	if want == 0 {
+		return Message{}, fmt.Errorf("hca wire: %d-byte datagram of %v: %w", len(b), typ, ErrType)
 	}
+	if len(b) != want {
+		return Message{}, fmt.Errorf("hca wire: %d-byte %v, want %d bytes: %w", len(b), typ, want, ErrMalformed)
+	}
+	body := len(b) - MACLen
 	c.mac.Reset()
-	c.mac.Write(b[:headerLen])
-	if !hmac.Equal(c.mac.Sum(c.sum[:0]), b[headerLen:]) {
-		return Message{}, fmt.Errorf("hca wire: %d-byte message: %w", len(b), ErrBadMAC)
+	c.mac.Write(b[:body])
+	if !hmac.Equal(c.mac.Sum(c.sum[:0]), b[body:]) {
+		return Message{}, fmt.Errorf("hca wire: %d-byte %v: %w", len(b), typ, ErrBadMAC)
 	}
+	be := binary.BigEndian
 	m := Message{
-		Type:    MsgType(b[3]),
-		Session: binary.BigEndian.Uint64(b[4:]),
-		From:    binary.BigEndian.Uint32(b[12:]),
-		To:      binary.BigEndian.Uint32(b[16:]),
-		Seq:     binary.BigEndian.Uint64(b[20:]),
-		Send:    int64(binary.BigEndian.Uint64(b[28:])),
-		Remote:  int64(binary.BigEndian.Uint64(b[36:])),
+		Type:    typ,
+		Session: be.Uint64(b[4:]),
+		From:    be.Uint32(b[12:]),
+		To:      be.Uint32(b[16:]),
+		Seq:     be.Uint64(b[20:]),
+		Send:    int64(be.Uint64(b[28:])),
+		Remote:  int64(be.Uint64(b[36:])),
 	}
-	switch m.Type {
-	case MsgPing:
+	ext := b[headerLen:body]
+	switch typ {
+	case MsgPing, MsgRun, MsgModel, MsgModelAck:
 		if m.Remote != 0 {
-			return Message{}, fmt.Errorf("hca wire: ping with a responder clock: %w", ErrMalformed)
+			return Message{}, fmt.Errorf("hca wire: %v with a responder clock: %w", typ, ErrMalformed)
 		}
-	case MsgPong:
-	default:
-		return Message{}, fmt.Errorf("hca wire: %v: %w", m.Type, ErrType)
+	}
+	switch typ {
+	case MsgRun:
+		m.Target = be.Uint32(ext)
+		if m.Send != 0 || be.Uint32(ext[4:]) != 0 {
+			return Message{}, fmt.Errorf("hca wire: run with nonzero reserved fields: %w", ErrMalformed)
+		}
+	case MsgReport:
+		m.Target = be.Uint32(ext)
+		switch be.Uint32(ext[4:]) {
+		case 0:
+		case 1:
+			m.Lost = true
+		default:
+			return Message{}, fmt.Errorf("hca wire: report status %d: %w", be.Uint32(ext[4:]), ErrMalformed)
+		}
+		m.Recv = int64(be.Uint64(ext[8:]))
+		if m.Lost && (m.Send != 0 || m.Remote != 0 || m.Recv != 0) {
+			return Message{}, fmt.Errorf("hca wire: report of a lost exchange with stamps: %w", ErrMalformed)
+		}
+	case MsgModel:
+		md := timebase.LinearModel{
+			Origin:     int64(be.Uint64(ext[0:])),
+			Intercept:  int64(be.Uint64(ext[8:])),
+			Slope:      math.Float64frombits(be.Uint64(ext[16:])),
+			MeanX:      int64(be.Uint64(ext[32:])),
+			ResidualNS: math.Float64frombits(be.Uint64(ext[40:])),
+			SlopeErr:   math.Float64frombits(be.Uint64(ext[48:])),
+			FloorNS:    int64(be.Uint64(ext[56:])),
+		}
+		n := int64(be.Uint64(ext[24:]))
+		if err := checkModel(md, n); err != nil {
+			return Message{}, fmt.Errorf("hca wire: model: %v: %w", err, ErrMalformed)
+		}
+		md.N = int(n)
+		m.Model = md
 	}
 	return m, nil
+}
+
+// checkModel refuses what no fit produces: non-finite or absurd slopes,
+// negative or NaN errors, a negative floor or point count.
+func checkModel(m timebase.LinearModel, n int64) error {
+	switch {
+	case math.IsNaN(m.Slope) || math.Abs(m.Slope) > 1:
+		return fmt.Errorf("slope %v", m.Slope)
+	case !(m.ResidualNS >= 0) || math.IsInf(m.ResidualNS, 0):
+		return fmt.Errorf("residual %v", m.ResidualNS)
+	case !(m.SlopeErr >= 0) || math.IsInf(m.SlopeErr, 0):
+		return fmt.Errorf("slope error %v", m.SlopeErr)
+	case n < 0 || n > math.MaxInt32:
+		return fmt.Errorf("%d points", n)
+	case m.FloorNS < 0:
+		return fmt.Errorf("floor %d ns", m.FloorNS)
+	}
+	return nil
 }
 
 // Encode returns the encoding of m with key (a new Codec each call; hot paths
 // keep a Codec and use Append).
 func Encode(key []byte, m Message) []byte {
-	return NewCodec(key).Append(make([]byte, 0, MessageLen), m)
+	return NewCodec(key).Append(make([]byte, 0, MaxMessageLen), m)
 }
 
 // Decode authenticates and parses b with key; see Codec.Decode.

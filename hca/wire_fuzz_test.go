@@ -2,7 +2,10 @@ package hca
 
 import (
 	"bytes"
+	"math"
 	"testing"
+
+	"github.com/monagent/monagent/timebase"
 )
 
 // FuzzDecode: no input panics, and whatever decodes with the key re-encodes
@@ -28,18 +31,33 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// FuzzRoundTrip: every message the format can carry (pings without a
-// responder clock) survives encoding and decoding.
+// FuzzRoundTrip: every message the format can carry survives encoding and
+// decoding.
 func FuzzRoundTrip(f *testing.F) {
 	for _, g := range goldenMessages {
 		m := g.msg
-		f.Add(uint8(m.Type), m.Session, m.From, m.To, m.Seq, m.Send, m.Remote)
+		f.Add(uint8(m.Type), m.Session, m.From, m.To, m.Seq, m.Send, m.Remote, m.Target, m.Recv, m.Model.Slope, m.Model.Intercept)
 	}
 	c := NewCodec(testKey)
-	f.Fuzz(func(t *testing.T, typ uint8, session uint64, from, to uint32, seq uint64, send, remote int64) {
-		m := Message{Type: MsgType(typ%2 + 1), Session: session, From: from, To: to, Seq: seq, Send: send, Remote: remote}
-		if m.Type == MsgPing {
+	f.Fuzz(func(t *testing.T, typ uint8, session uint64, from, to uint32, seq uint64, send, remote int64, target uint32, recv int64, slope float64, intercept int64) {
+		m := Message{Type: MsgType(typ%6 + 1), Session: session, From: from, To: to, Seq: seq, Send: send, Remote: remote}
+		switch m.Type {
+		case MsgPing, MsgModelAck:
 			m.Remote = 0
+		case MsgRun:
+			m.Send, m.Remote, m.Target = 0, 0, target
+		case MsgReport:
+			m.Target, m.Recv = target, recv
+			if typ&0x80 != 0 {
+				m.Lost, m.Send, m.Remote, m.Recv = true, 0, 0, 0
+			}
+		case MsgModel:
+			m.Remote = 0
+			if math.IsNaN(slope) || math.Abs(slope) > 1 {
+				slope = 0
+			}
+			m.Model = timebase.LinearModel{Origin: recv, Intercept: intercept, Slope: slope, N: int(target >> 1), MeanX: remote,
+				ResidualNS: math.Abs(float64(seq % 1000)), SlopeErr: 1e-9, FloorNS: int64(target)}
 		}
 		got, err := c.Decode(c.Append(nil, m))
 		if err != nil || got != m {

@@ -2,16 +2,20 @@ package hca
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"math"
 	"testing"
+
+	"github.com/monagent/monagent/timebase"
 )
 
 var testKey = []byte("monagent-hca-test-key-0123456789")
 
 // Golden vectors: the MACs were checked independently with
 // `xxd -r -p | openssl dgst -sha256 -hmac monagent-hca-test-key-0123456789`
-// over the first 44 bytes.
+// (and Python's hmac module) over everything before the MAC.
 var goldenMessages = []struct {
 	name string
 	msg  Message
@@ -31,6 +35,46 @@ var goldenMessages = []struct {
 			"000000003b9aca07" + "fffffffed5fa0d85" +
 			"5266bd0982400c4d301babc9375d4367d098507bae40b74474839819bc5ff759",
 	},
+	{
+		name: "run",
+		msg:  Message{Type: MsgRun, Session: 0x0123456789abcdef, From: 0, To: 1, Seq: 43, Target: 2},
+		hex: "4843" + "01" + "03" + "0123456789abcdef" + "00000000" + "00000001" + "000000000000002b" +
+			"0000000000000000" + "0000000000000000" + "00000002" + "00000000" +
+			"9c9727b4cff51829e73c740a1e0ab715d86543787f4d956235854e4f7691d1c9",
+	},
+	{
+		name: "report",
+		msg: Message{Type: MsgReport, Session: 0x0123456789abcdef, From: 1, To: 0, Seq: 43, Target: 2,
+			Send: 1_000_000_007, Remote: -5_000_000_123, Recv: 1_000_050_011},
+		hex: "4843" + "01" + "04" + "0123456789abcdef" + "00000001" + "00000000" + "000000000000002b" +
+			"000000003b9aca07" + "fffffffed5fa0d85" + "00000002" + "00000000" + "000000003b9b8d5b" +
+			"46eeb7f396bb84fdfa331d1d668462e7ca9ac10903daa9350bafa7640c516a45",
+	},
+	{
+		name: "report lost",
+		msg:  Message{Type: MsgReport, Session: 0x0123456789abcdef, From: 1, To: 0, Seq: 44, Target: 2, Lost: true},
+		hex: "4843" + "01" + "04" + "0123456789abcdef" + "00000001" + "00000000" + "000000000000002c" +
+			"0000000000000000" + "0000000000000000" + "00000002" + "00000001" + "0000000000000000" +
+			"ca4b2cc2b6b3e2b1f8bdf756c291de90e57b96a082f02a46904ac0d369b6de2c",
+	},
+	{
+		name: "model",
+		msg: Message{Type: MsgModel, Session: 0x0123456789abcdef, From: 0, To: 3, Seq: 45, Send: 7,
+			Model: timebase.LinearModel{Origin: 1_000_000_000, Intercept: -2_500_000_000, Slope: 12.5e-6, N: 20,
+				MeanX: 1_100_000_000, ResidualNS: 3.25, SlopeErr: 1.5e-9, FloorNS: 40}},
+		hex: "4843" + "01" + "05" + "0123456789abcdef" + "00000000" + "00000003" + "000000000000002d" +
+			"0000000000000007" + "0000000000000000" +
+			"000000003b9aca00" + "ffffffff6afd0700" + "3eea36e2eb1c432d" + "0000000000000014" +
+			"000000004190ab00" + "400a000000000000" + "3e19c511dc3a41df" + "0000000000000028" +
+			"d1ce4c60611530e51b33dfe24ba90790910aba57489623a3a752ab1a6f670b52",
+	},
+	{
+		name: "model-ack",
+		msg:  Message{Type: MsgModelAck, Session: 0x0123456789abcdef, From: 3, To: 0, Seq: 45, Send: 7},
+		hex: "4843" + "01" + "06" + "0123456789abcdef" + "00000003" + "00000000" + "000000000000002d" +
+			"0000000000000007" + "0000000000000000" +
+			"374328d78733ecbf70ae5b8dec11f6b4ee6d7b86dc083f07987347a2c11ab185",
+	},
 }
 
 func goldenBytes(t testing.TB, i int) []byte {
@@ -46,8 +90,8 @@ func TestEncodeGolden(t *testing.T) {
 	for i, g := range goldenMessages {
 		t.Run(g.name, func(t *testing.T) {
 			want := goldenBytes(t, i)
-			if len(want) != MessageLen {
-				t.Fatalf("golden vector is %d bytes, MessageLen %d", len(want), MessageLen)
+			if len(want) != wireLen(g.msg.Type) {
+				t.Fatalf("golden vector is %d bytes, want %d for a %v", len(want), wireLen(g.msg.Type), g.msg.Type)
 			}
 			if got := Encode(testKey, g.msg); !bytes.Equal(got, want) {
 				t.Errorf("Encode:\n got %x\nwant %x", got, want)
@@ -108,8 +152,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"version 0 short", []byte{'H', 'C', 0, 1}, ErrVersion},
 		{"flipped field", mod(func(b []byte) []byte { b[20] ^= 1; return b }), ErrBadMAC},
 		{"flipped MAC", mod(func(b []byte) []byte { b[MessageLen-1] ^= 0x80; return b }), ErrBadMAC},
-		{"type 3 signed", mod(func(b []byte) []byte { b[3] = 3; return sign(b) }), ErrType},
-		{"type 0 signed", mod(func(b []byte) []byte { b[3] = 0; return sign(b) }), ErrType},
+		{"type 9", mod(func(b []byte) []byte { b[3] = 9; return sign(b) }), ErrType},
+		{"type 0", mod(func(b []byte) []byte { b[3] = 0; return sign(b) }), ErrType},
+		{"run of ping length", mod(func(b []byte) []byte { b[3] = byte(MsgRun); return sign(b) }), ErrMalformed},
+		{"model-ack with remote", mod(func(b []byte) []byte { b[3] = byte(MsgModelAck); b[43] = 1; return sign(b) }), ErrMalformed},
 		{"ping with remote", mod(func(b []byte) []byte { b[43] = 1; return sign(b) }), ErrMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,6 +167,46 @@ func TestDecodeErrors(t *testing.T) {
 				if other != tc.want && errors.Is(err, other) {
 					t.Errorf("Decode error %v also matches %v", err, other)
 				}
+			}
+		})
+	}
+	// Extension types: fields no sender produces are refused after the MAC.
+	resign := func(i int, f func(b []byte)) []byte {
+		b := goldenBytes(t, i)
+		f(b)
+		body := len(b) - MACLen
+		c := NewCodec(testKey)
+		c.mac.Write(b[:body])
+		return append(b[:body:body], c.mac.Sum(nil)...)
+	}
+	const run, report, lost, model = 2, 3, 4, 5
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want error
+	}{
+		{"run reserved", resign(run, func(b []byte) { b[MessageLen-MACLen+7] = 1 }), ErrMalformed},
+		{"run with send", resign(run, func(b []byte) { b[35] = 1 }), ErrMalformed},
+		{"report status 2", resign(report, func(b []byte) { b[headerLen+7] = 2 }), ErrMalformed},
+		{"lost report with recv", resign(lost, func(b []byte) { b[headerLen+15] = 1 }), ErrMalformed},
+		{"lost report with send", resign(lost, func(b []byte) { b[35] = 1 }), ErrMalformed},
+		{"model NaN slope", resign(model, func(b []byte) {
+			binary.BigEndian.PutUint64(b[headerLen+16:], math.Float64bits(math.NaN()))
+		}), ErrMalformed},
+		{"model slope 2", resign(model, func(b []byte) { binary.BigEndian.PutUint64(b[headerLen+16:], math.Float64bits(2)) }), ErrMalformed},
+		{"model negative residual", resign(model, func(b []byte) { b[headerLen+40] |= 0x80 }), ErrMalformed},
+		{"model infinite slope error", resign(model, func(b []byte) {
+			binary.BigEndian.PutUint64(b[headerLen+48:], math.Float64bits(math.Inf(1)))
+		}), ErrMalformed},
+		{"model negative points", resign(model, func(b []byte) { b[headerLen+24] = 0xff }), ErrMalformed},
+		{"model negative floor", resign(model, func(b []byte) { b[headerLen+56] = 0xff }), ErrMalformed},
+		{"model with remote", resign(model, func(b []byte) { b[43] = 1 }), ErrMalformed},
+		{"model cut to report length", goldenBytes(t, model)[:wireLen(MsgReport)], ErrMalformed},
+		{"model tampered", func() []byte { b := goldenBytes(t, model); b[headerLen+20] ^= 1; return b }(), ErrBadMAC},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Decode(testKey, tc.b); !errors.Is(err, tc.want) {
+				t.Fatalf("Decode: %v, want %v", err, tc.want)
 			}
 		})
 	}
@@ -137,8 +223,8 @@ func TestDecodeErrors(t *testing.T) {
 
 func TestCodecAllocs(t *testing.T) {
 	c := NewCodec(testKey)
-	buf := make([]byte, 0, MessageLen)
-	m := goldenMessages[1].msg
+	buf := make([]byte, 0, MaxMessageLen)
+	m := goldenMessages[5].msg // a model: the longest
 	var err error
 	allocs := testing.AllocsPerRun(100, func() {
 		buf = c.Append(buf[:0], m)
