@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
+	"sync"
 	"time"
 
 	"github.com/monagent/monagent/timebase"
@@ -30,6 +32,13 @@ type Elapser interface {
 	Elapsed() int64
 }
 
+// Paralleler is implemented by networks on which exchanges between disjoint
+// pairs of nodes can run at the same time. Parallel calls f(i) for i in
+// [0,n), possibly concurrently, and returns the first error.
+type Paralleler interface {
+	Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error
+}
+
 // Params are the knobs every algorithm shares; each uses the ones it needs.
 type Params struct {
 	RTTWarmup    int   // ping-pongs thrown away before an RTT measurement
@@ -40,13 +49,16 @@ type Params struct {
 	MinPingPongs int   // SKaMPI offset measurement: at least
 	MaxPingPongs int   // and at most this many ping-pongs
 	Fit          FitMethod
+	// Filter chooses each fitpoint's sample among its exchanges.
+	Filter FitpointFilter
 	// Retries is how often a lost exchange is retried, and how often a pair
 	// is re-measured after its fit was rejected for an absurd slope.
 	Retries int
 }
 
 // DefaultParams returns parameters for a LAN: 20 fitpoints of 10 exchanges
-// 100 ms apart, so that each line spans about 2 s.
+// 100 ms apart, so that each line spans about 2 s, each fitpoint the
+// exchange with the shortest round trip.
 func DefaultParams() Params {
 	return Params{
 		RTTWarmup:    5,
@@ -57,6 +69,7 @@ func DefaultParams() Params {
 		MinPingPongs: 5,
 		MaxPingPongs: 30,
 		Fit:          LeastSquares,
+		Filter:       MinRTTSample,
 		Retries:      3,
 	}
 }
@@ -78,6 +91,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("ping-pongs min %d max %d: want 1 <= min <= max", p.MinPingPongs, p.MaxPingPongs)
 	case p.Fit != LeastSquares && p.Fit != TheilSen:
 		return fmt.Errorf("fit %d: unknown method", int(p.Fit))
+	case p.Filter != MedianSample && p.Filter != MinRTTSample:
+		return fmt.Errorf("fitpoint filter %d: unknown", int(p.Filter))
 	case p.Retries < 0:
 		return fmt.Errorf("retries %d: must not be negative", p.Retries)
 	}
@@ -89,11 +104,16 @@ type Result struct {
 	Algorithm string
 	// Models[r] is rank r's clock relative to the root's; Models[0] is the
 	// identity. Uncertainty(x) of each grows with the distance from the
-	// measurements. For HCA and SKaMPI its floor is the SKaMPI interval's
-	// half-width, a hard bound whatever the links' asymmetry; for JK and
-	// HCA3 it is the fit's statistical error alone and does not include
-	// the fitpoints' bias (about (ln 2 − 1) × the mean jitter per level
-	// for exponential jitter), so it under-covers.
+	// measurements, and is meant to cover about 99 % of true errors: the
+	// drift-modelling algorithms publish their fits' ResidualNS and
+	// SlopeErr scaled to CoverageSigmas. For HCA, HCA2 and SKaMPI the floor
+	// is the SKaMPI intervals' half-width (summed over the levels for
+	// HCA2), a hard bound whatever the links' asymmetry; for JK and HCA3 it
+	// is a bound on the fitpoints' shared bias from the pair's RTT spread
+	// (fitpointBias), plus for HCA3 the parents' Uncertainty at the time
+	// the child was fitted. For the offset-only tree it is the summed
+	// half-RTTs and the worst slope over the lag between the levels. Link
+	// asymmetry is invisible to JK and HCA3's bound.
 	Models    []timebase.LinearModel
 	Exchanges int64 // ping-pongs attempted, retries of lost ones included
 	Lost      int64 // of which lost
@@ -107,7 +127,7 @@ type Result struct {
 
 // Algorithms returns the implemented algorithms in the order of the notes.
 func Algorithms() []Algorithm {
-	return []Algorithm{SKaMPIOffsetOnly{}, JK{}, HCA{}, HCA3{}}
+	return []Algorithm{SKaMPIOffsetOnly{}, TreeOffsetOnly{}, JK{}, HCA{}, HCA2{}, HCA3{}}
 }
 
 // AlgorithmByName returns the algorithm called name.
@@ -121,15 +141,19 @@ func AlgorithmByName(name string) (Algorithm, error) {
 }
 
 // session is the state of one Sync: the counting, retrying network, the RTT
-// cache and the result under construction.
+// cache and the result under construction. Exchange may be called
+// concurrently (from Paralleler rounds); everything else runs on the
+// goroutine of Sync.
 type session struct {
 	ctx   context.Context
 	inner Network
 	p     Params
 	rtt   *RTTCache
-	res   Result
 	now   func() int64
 	start int64
+
+	mu  sync.Mutex // guards res.Exchanges and res.Lost during parallel rounds
+	res Result
 }
 
 func newSession(ctx context.Context, name string, net Network, p Params) (*session, error) {
@@ -167,14 +191,19 @@ func (s *session) Exchange(ctx context.Context, from, to int) (Exchange, error) 
 	for range s.p.Retries + 1 {
 		var e Exchange
 		e, err = s.inner.Exchange(ctx, from, to)
+		lost := err != nil && errors.Is(err, ErrLost)
+		s.mu.Lock()
 		s.res.Exchanges++
+		if lost {
+			s.res.Lost++
+		}
+		s.mu.Unlock()
 		if err == nil {
 			return e, nil
 		}
-		if !errors.Is(err, ErrLost) {
+		if !lost {
 			return Exchange{}, err
 		}
-		s.res.Lost++
 	}
 	return Exchange{}, fmt.Errorf("after %d tries: %w", s.p.Retries+1, err)
 }
@@ -199,38 +228,106 @@ func (s *session) pause(ns int64) error {
 // pair is a client fitting its clock against a reference.
 type pair struct{ client, ref int }
 
+// parallel runs f(i) for i in [0,n) through the network's Parallel if it
+// has one, else one after the other. The caller guarantees that the n
+// calls involve disjoint nodes.
+func (s *session) parallel(n int, f func(ctx context.Context, i int) error) error {
+	if par, ok := s.inner.(Paralleler); ok && n > 1 {
+		return par.Parallel(s.ctx, n, f)
+	}
+	for i := range n {
+		if err := f(s.ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// disjointBatches splits pairs[idx[k]] into runs of consecutive pairs that
+// share no node, returning positions k into idx. A tree round is one batch;
+// JK's pairs, which all share the root, are one batch each.
+func disjointBatches(pairs []pair, idx []int) [][]int {
+	var batches [][]int
+	var cur []int
+	used := map[int]bool{}
+	for k, i := range idx {
+		pr := pairs[i]
+		if used[pr.client] || used[pr.ref] {
+			batches = append(batches, cur)
+			cur = nil
+			clear(used)
+		}
+		cur = append(cur, k)
+		used[pr.client], used[pr.ref] = true, true
+	}
+	if len(cur) > 0 {
+		batches = append(batches, cur)
+	}
+	return batches
+}
+
+// forPairs calls f(ctx, k) for every position k of idx (indices into
+// pairs), running the pairs of each disjoint batch in parallel when the
+// network is a Paralleler.
+func (s *session) forPairs(pairs []pair, idx []int, f func(ctx context.Context, k int) error) error {
+	for _, b := range disjointBatches(pairs, idx) {
+		if err := s.parallel(len(b), func(ctx context.Context, j int) error { return f(ctx, b[j]) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // fitPairs measures a line for every pair, the pairs' fitpoints interleaved
 // so that each sweep over the pairs starts SpacingNS after the previous
-// one: on a real network the pairs of one tree round run concurrently, and
-// interleaving is how a serial schedule gives each the same span. net is the
-// network the fitpoints see (HCA3 passes one whose answers are in global
-// time); RTTs are looked up once per pair before the first fitpoint. A fit
-// rejected for an absurd slope is counted and its pair re-measured, up to
-// Retries times.
-func (s *session) fitPairs(net Network, pairs []pair) ([]timebase.LinearModel, error) {
-	models := make([]timebase.LinearModel, len(pairs))
+// one. Pairs that share no node run their part of a sweep in parallel when
+// the network is a Paralleler (a tree round is one parallel step; JK's
+// pairs all share the root and stay serial); on other networks
+// interleaving is how a serial schedule gives each pair the same span.
+// global, when not nil, holds the references' models: they answer in
+// global time (HCA3), mapped without rounding. RTTs are looked up once per
+// pair before the first fitpoint. A fit rejected for an absurd slope is
+// counted and its pair re-measured, up to Retries times.
+func (s *session) fitPairs(pairs []pair, global []fine) ([]fine, error) {
+	models := make([]fine, len(pairs))
 	todo := make([]int, len(pairs))
 	for i := range todo {
 		todo[i] = i
 	}
 	for attempt := 0; len(todo) > 0; attempt++ {
-		rtts := make([]int64, len(todo))
-		for k, i := range todo {
-			r, err := s.rtt.Get(s.ctx, s, pairs[i].client, pairs[i].ref)
+		rtts := make([]float64, len(todo))
+		biases := make([]int64, len(todo))
+		err := s.forPairs(pairs, todo, func(ctx context.Context, k int) error {
+			pr := pairs[todo[k]]
+			r, err := s.rtt.Get(ctx, s, pr.client, pr.ref)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			rtts[k] = r.Mean
+			rtts[k] = fineRTT(r)
+			biases[k] = fitpointBias(r)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		points := make([][]timebase.Point, len(todo))
+		points := make([][]finePoint, len(todo))
 		for f := range s.p.Fitpoints {
 			sweep := s.now()
-			for k, i := range todo {
-				fp, err := MeasureFitpoint(s.ctx, net, pairs[i].client, pairs[i].ref, rtts[k], s.p.Exchanges)
+			err := s.forPairs(pairs, todo, func(ctx context.Context, k int) error {
+				pr := pairs[todo[k]]
+				var refOffset func(int64) float64
+				if global != nil {
+					refOffset = global[pr.ref].offsetAt
+				}
+				fp, err := measureFitpointFine(ctx, s, pr.client, pr.ref, rtts[k], s.p.Exchanges, refOffset, s.p.Filter)
 				if err != nil {
-					return nil, err
+					return err
 				}
 				points[k] = append(points[k], fp)
+				return nil
+			})
+			if err != nil {
+				return nil, err
 			}
 			if f < s.p.Fitpoints-1 {
 				if err := s.pause(s.p.SpacingNS - (s.now() - sweep)); err != nil {
@@ -240,7 +337,7 @@ func (s *session) fitPairs(net Network, pairs []pair) ([]timebase.LinearModel, e
 		}
 		var again []int
 		for k, i := range todo {
-			m, err := FitLine(points[k], s.p.Fit)
+			m, err := fitFine(points[k], s.p.Fit)
 			switch {
 			case errors.Is(err, ErrAbsurdSlope) && attempt < s.p.Retries:
 				s.res.Rejected++
@@ -251,6 +348,7 @@ func (s *session) fitPairs(net Network, pairs []pair) ([]timebase.LinearModel, e
 			case err != nil:
 				return nil, fmt.Errorf("pair %d->%d: %w", pairs[i].client, pairs[i].ref, err)
 			default:
+				m.FloorNS += biases[k]
 				models[i] = m
 			}
 		}
@@ -259,21 +357,59 @@ func (s *session) fitPairs(net Network, pairs []pair) ([]timebase.LinearModel, e
 	return models, nil
 }
 
-// offset measures rank's offset from the root with SKaMPI's method, using
-// and updating the pair's best RTT for the early stop and carrying the
-// intervals along slope.
-func (s *session) offset(rank int, slope float64) (OffsetEstimate, error) {
-	est, err := SKaMPIOffset(s.ctx, s, rank, 0, SKaMPIConfig{
+// CoverageSigmas is how many standard errors of the fits the published
+// models' Uncertainty spans: the drift-modelling algorithms scale their
+// models' ResidualNS and SlopeErr by it, so that Uncertainty, the floor
+// plus one such error, is a bound that covers about 99 % of true errors
+// rather than one sigma.
+const CoverageSigmas = 3
+
+// publish scales m's statistical error to CoverageSigmas.
+func publish(m timebase.LinearModel) timebase.LinearModel {
+	m.ResidualNS *= CoverageSigmas
+	m.SlopeErr *= CoverageSigmas
+	return m
+}
+
+// fitpointBias bounds the bias of a pair's fitpoints (ns), which every
+// fitpoint shares and the fit cannot see: a fitpoint subtracts half the
+// pair's mean RTT from one sample, whose true one-way delays differ from
+// that half by up to about half the spread between the mean and the best
+// RTT (for exponential jitter of mean J the bias is (ln 2 − 1)·J, and the
+// spread is ≈ 2J). Link asymmetry is invisible and not included.
+func fitpointBias(r RTT) int64 {
+	return int64(math.Ceil(max(fineRTT(r)-float64(r.Min), 0) / 2))
+}
+
+// inherit gives child, fitted against its parent's global time (HCA3),
+// the parent's error as well: the parent's Uncertainty at the child's mean
+// fit time becomes part of the child's floor, and the slope errors add in
+// quadrature. The root (a zero model) adds nothing.
+func inherit(child, parent fine) fine {
+	if parent.N == 0 && parent.FloorNS == 0 {
+		return child
+	}
+	child.FloorNS += parent.Uncertainty(child.MeanX - child.Intercept)
+	child.SlopeErr = math.Hypot(child.SlopeErr, parent.SlopeErr)
+	return child
+}
+
+// offset measures client's offset from ref with SKaMPI's method, using and
+// updating the pair's best RTT for the early stop and carrying the
+// intervals along slope. It also returns the offset at est.At unrounded. It
+// may run concurrently for disjoint pairs.
+func (s *session) offset(ctx context.Context, client, ref int, slope float64) (OffsetEstimate, float64, error) {
+	est, exact, err := skampiFine(ctx, s, client, ref, SKaMPIConfig{
 		Min:     s.p.MinPingPongs,
 		Max:     s.p.MaxPingPongs,
-		BestRTT: s.rtt.Best(rank, 0),
+		BestRTT: s.rtt.Best(client, ref),
 		Slope:   slope,
 	})
 	if err != nil {
-		return OffsetEstimate{}, err
+		return OffsetEstimate{}, 0, err
 	}
-	s.rtt.Observe(rank, 0, est.MinRTT)
-	return est, nil
+	s.rtt.Observe(client, ref, est.MinRTT)
+	return est, exact, nil
 }
 
 // SKaMPIOffsetOnly measures each rank's offset from the root, one rank at a
@@ -292,7 +428,7 @@ func (a SKaMPIOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Resu
 		return Result{}, err
 	}
 	for r := 1; r < net.Size(); r++ {
-		est, err := s.offset(r, 0)
+		est, _, err := s.offset(s.ctx, r, 0, 0)
 		if err != nil {
 			return Result{}, fmt.Errorf("skampi: rank %d: %w", r, err)
 		}
@@ -321,11 +457,13 @@ func (a JK) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	for r := 1; r < net.Size(); r++ {
 		pairs = append(pairs, pair{client: r, ref: 0})
 	}
-	models, err := s.fitPairs(s, pairs)
+	models, err := s.fitPairs(pairs, nil)
 	if err != nil {
 		return Result{}, fmt.Errorf("jk: %w", err)
 	}
-	copy(s.res.Models[1:], models)
+	for i, m := range models {
+		s.res.Models[i+1] = publish(m.model())
+	}
 	return s.finish(), nil
 }
 
@@ -361,10 +499,86 @@ type HCA struct{}
 // Name implements Algorithm.
 func (HCA) Name() string { return "hca" }
 
-// held is a model of rank relative to whoever holds it.
+// held is a model of rank relative to whoever holds it. TreeOffsetOnly also
+// tracks, in rank's clock, when the chain's newest edge was measured
+// (last), how many edges it has (edges) and the sum over them of the time
+// from their measurement to last (lag), for its drift bound.
 type held struct {
 	rank  int
-	model timebase.LinearModel
+	model fine
+
+	edges int
+	last  int64
+	lag   float64
+}
+
+// mergeHeld is the usual join of a tree: sub, a model relative to the
+// child, merged with edge, the child relative to its parent.
+func mergeHeld(edge, sub held) held {
+	return held{rank: sub.rank, model: mergeFine(edge.model, sub.model)}
+}
+
+// climb runs the tree bottom up (the extra round, then rounds 0..k−1).
+// measure returns, for a round's pairs, each child's model relative to its
+// parent; the child then ships its subtree's models up (one message) and
+// the parent joins them with the edge's model. climb returns what the root
+// holds, indexed by rank (index 0 unused).
+func (s *session) climb(name string, measure func(pairs []pair) ([]held, error), join func(edge, sub held) held) ([]held, error) {
+	size := s.Size()
+	rounds, extra := treeRounds(size)
+	// holds[r] are the models of r's subtree relative to r.
+	holds := make([][]held, size)
+	learn := func(pairs []pair) error {
+		if len(pairs) == 0 {
+			return nil
+		}
+		edges, err := measure(pairs)
+		if err != nil {
+			return err
+		}
+		for i, pr := range pairs {
+			e := edges[i]
+			e.rank = pr.client
+			holds[pr.ref] = append(holds[pr.ref], e)
+			for _, h := range holds[pr.client] {
+				holds[pr.ref] = append(holds[pr.ref], join(e, h))
+			}
+			s.res.Messages++ // the child ships its subtree's models up
+			holds[pr.client] = nil
+		}
+		return nil
+	}
+	if err := learn(extra); err != nil {
+		return nil, fmt.Errorf("%s: extra round: %w", name, err)
+	}
+	for i, round := range rounds {
+		if err := learn(round); err != nil {
+			return nil, fmt.Errorf("%s: round %d: %w", name, i, err)
+		}
+	}
+	if len(holds[0]) != size-1 {
+		return nil, fmt.Errorf("%s: root holds %d models for %d ranks", name, len(holds[0]), size-1)
+	}
+	out := make([]held, size)
+	for _, h := range holds[0] {
+		out[h.rank] = h
+	}
+	// The root scatters the models, one message per rank.
+	s.res.Messages += int64(size - 1)
+	return out, nil
+}
+
+// fitted is climb's measure for the slope-fitting trees.
+func (s *session) fitted(pairs []pair) ([]held, error) {
+	models, err := s.fitPairs(pairs, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]held, len(pairs))
+	for i := range pairs {
+		out[i].model = models[i]
+	}
+	return out, nil
 }
 
 // Sync implements Algorithm.
@@ -373,62 +587,139 @@ func (a HCA) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	size := net.Size()
-	rounds, extra := treeRounds(size)
-	// holds[r] are the models of r's subtree relative to r.
-	holds := make([][]held, size)
-	learn := func(pairs []pair) error {
-		if len(pairs) == 0 {
-			return nil
-		}
-		models, err := s.fitPairs(s, pairs)
-		if err != nil {
-			return err
-		}
-		for i, pr := range pairs {
-			lm := models[i] // child relative to parent
-			holds[pr.ref] = append(holds[pr.ref], held{pr.client, lm})
-			for _, h := range holds[pr.client] {
-				holds[pr.ref] = append(holds[pr.ref], held{h.rank, timebase.Merge(lm, h.model)})
-			}
-			s.res.Messages++ // the child ships its subtree's models up
-			holds[pr.client] = nil
-		}
-		return nil
+	slopes, err := s.climb(a.Name(), s.fitted, mergeHeld)
+	if err != nil {
+		return Result{}, err
 	}
-	if err := learn(extra); err != nil {
-		return Result{}, fmt.Errorf("hca: extra round: %w", err)
-	}
-	for i, round := range rounds {
-		if err := learn(round); err != nil {
-			return Result{}, fmt.Errorf("hca: round %d: %w", i, err)
-		}
-	}
-	slopes := make([]timebase.LinearModel, size)
-	for _, h := range holds[0] {
-		slopes[h.rank] = h.model
-	}
-	if len(holds[0]) != size-1 {
-		return Result{}, fmt.Errorf("hca: root holds %d models for %d ranks", len(holds[0]), size-1)
-	}
-	// The root scatters the models (one message per rank) and re-measures
-	// every intercept against itself.
-	s.res.Messages += int64(size - 1)
-	for r := 1; r < size; r++ {
-		est, err := s.offset(r, slopes[r].Slope)
+	// The root re-measures every intercept against itself.
+	for r := 1; r < net.Size(); r++ {
+		m := slopes[r].model
+		est, exact, err := s.offset(s.ctx, r, 0, m.Slope)
 		if err != nil {
 			return Result{}, fmt.Errorf("hca: intercept of rank %d: %w", r, err)
 		}
-		s.res.Models[r] = est.Model(slopes[r].Slope, slopes[r])
+		s.res.Models[r] = publish(offsetFine(est, exact, m.Slope, m.LinearModel).model())
+	}
+	return s.finish(), nil
+}
+
+// HCA2 is HCA with hierarchical intercepts: the same tree, but right after a
+// pair's line is fitted the child re-measures its intercept against the
+// parent with SKaMPI's method (carried along the pair's slope), and the
+// models, intercepts included, are merged up the tree. Every step is a
+// tree round: O(log p) rounds and no O(p) phase at the root, at the price
+// of intercept errors that add up along the depth.
+type HCA2 struct{}
+
+// Name implements Algorithm.
+func (HCA2) Name() string { return "hca2" }
+
+// Sync implements Algorithm.
+func (a HCA2) Sync(ctx context.Context, net Network, p Params) (Result, error) {
+	s, err := newSession(ctx, a.Name(), net, p)
+	if err != nil {
+		return Result{}, err
+	}
+	measure := func(pairs []pair) ([]held, error) {
+		out, err := s.fitted(pairs)
+		if err != nil {
+			return nil, err
+		}
+		idx := make([]int, len(pairs))
+		for i := range idx {
+			idx[i] = i
+		}
+		err = s.forPairs(pairs, idx, func(ctx context.Context, i int) error {
+			m := out[i].model
+			est, exact, err := s.offset(ctx, pairs[i].client, pairs[i].ref, m.Slope)
+			if err != nil {
+				return fmt.Errorf("intercept %d->%d: %w", pairs[i].client, pairs[i].ref, err)
+			}
+			out[i].model = offsetFine(est, exact, m.Slope, m.LinearModel)
+			return nil
+		})
+		return out, err
+	}
+	models, err := s.climb(a.Name(), measure, mergeHeld)
+	if err != nil {
+		return Result{}, err
+	}
+	for r := 1; r < net.Size(); r++ {
+		s.res.Models[r] = publish(models[r].model.model())
+	}
+	return s.finish(), nil
+}
+
+// TreeOffsetOnly is Netgauge's offset-only tree: each pair of the HCA tree
+// measures the child's offset from its parent with the min-RTT sample of
+// MaxPingPongs ping-pongs (MinRTTOffset), and the offsets are summed up the
+// tree. No drift is modelled. Its models' Uncertainty is the sum of the
+// per-level half-RTTs plus, as for SKaMPIOffsetOnly, the worst slope
+// (MaxSlope) over the time since the newest level was measured and over the
+// lag between the levels' measurements.
+type TreeOffsetOnly struct{}
+
+// Name implements Algorithm.
+func (TreeOffsetOnly) Name() string { return "tree" }
+
+// Sync implements Algorithm.
+func (a TreeOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Result, error) {
+	s, err := newSession(ctx, a.Name(), net, p)
+	if err != nil {
+		return Result{}, err
+	}
+	measure := func(pairs []pair) ([]held, error) {
+		out := make([]held, len(pairs))
+		idx := make([]int, len(pairs))
+		for i := range idx {
+			idx[i] = i
+		}
+		err := s.forPairs(pairs, idx, func(ctx context.Context, i int) error {
+			pr := pairs[i]
+			est, err := MinRTTOffset(ctx, s, pr.client, pr.ref, s.p.MaxPingPongs)
+			if err != nil {
+				return err
+			}
+			s.rtt.Observe(pr.client, pr.ref, est.MinRTT)
+			out[i] = held{model: fine{LinearModel: est.Model(0, timebase.LinearModel{})}, edges: 1, last: est.At}
+			return nil
+		})
+		return out, err
+	}
+	join := func(edge, sub held) held {
+		// The edge was measured at edge.last in the child's clock; in
+		// sub.rank's clock that is the child's time plus the offset of
+		// sub.rank from the child. Every earlier edge's lag grows by the
+		// time since sub's newest one.
+		last := sub.model.Invert().Apply(edge.last)
+		return held{
+			rank:  sub.rank,
+			model: mergeFine(edge.model, sub.model),
+			edges: sub.edges + 1,
+			last:  last,
+			lag:   sub.lag + float64(sub.edges)*float64(last-sub.last),
+		}
+	}
+	models, err := s.climb(a.Name(), measure, join)
+	if err != nil {
+		return Result{}, err
+	}
+	for r := 1; r < net.Size(); r++ {
+		h := models[r]
+		m := h.model.model()
+		m.N, m.MeanX, m.SlopeErr, m.ResidualNS = 1, h.last, MaxSlope, 0
+		m.FloorNS += int64(math.Ceil(MaxSlope * math.Abs(h.lag)))
+		s.res.Models[r] = m
 	}
 	return s.finish(), nil
 }
 
 // HCA3 is the top-down variant: the tree is walked from the root down, and a
 // parent that is already synchronised answers with its global time (its
-// clock mapped through its model), so each child fits its line directly
-// against the root's timeline and nothing is merged. The regression's own
-// intercept is kept. Errors accumulate down the tree's depth.
+// clock mapped through its model, unrounded), so each child fits its line
+// directly against the root's timeline and nothing is merged. The
+// regression's own intercept is kept. Errors accumulate down the tree's
+// depth, and so does the Uncertainty: each child inherits its parent's.
 type HCA3 struct{}
 
 // Name implements Algorithm.
@@ -441,17 +732,19 @@ func (a HCA3) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 		return Result{}, err
 	}
 	rounds, extra := treeRounds(net.Size())
-	global := globalAnswers{s: s, models: s.res.Models}
+	// global[r] is rank r's model once it is synchronised (the root's is
+	// the identity): its answers are its clock mapped through it.
+	global := make([]fine, net.Size())
 	learn := func(pairs []pair) error {
 		if len(pairs) == 0 {
 			return nil
 		}
-		models, err := s.fitPairs(global, pairs)
+		models, err := s.fitPairs(pairs, global)
 		if err != nil {
 			return err
 		}
 		for i, pr := range pairs {
-			s.res.Models[pr.client] = models[i]
+			global[pr.client] = inherit(models[i], global[pr.ref])
 		}
 		return nil
 	}
@@ -463,23 +756,8 @@ func (a HCA3) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	if err := learn(extra); err != nil {
 		return Result{}, fmt.Errorf("hca3: extra round: %w", err)
 	}
-	return s.finish(), nil
-}
-
-// globalAnswers is the network as HCA3's children see it: the answering
-// node reports its global time, its clock mapped through its current model.
-type globalAnswers struct {
-	s      *session
-	models []timebase.LinearModel
-}
-
-func (g globalAnswers) Size() int { return g.s.Size() }
-
-func (g globalAnswers) Exchange(ctx context.Context, from, to int) (Exchange, error) {
-	e, err := g.s.Exchange(ctx, from, to)
-	if err != nil {
-		return Exchange{}, err
+	for r := 1; r < net.Size(); r++ {
+		s.res.Models[r] = publish(global[r].model())
 	}
-	e.Remote = g.models[to].Apply(e.Remote)
-	return e, nil
+	return s.finish(), nil
 }

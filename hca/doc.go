@@ -15,8 +15,17 @@
 // Jones & Koenig fitpoints, least-squares and Theil–Sen line fits, SKaMPI's
 // interval offset method, min-RTT offsets) and the algorithms built from them
 // behind one Algorithm interface, so that they can be compared on the same
-// Network: SKaMPI offset-only, JK, HCA and HCA3. The algorithm notes are in
-// docs/hca.md of the shared documentation.
+// Network: SKaMPI offset-only, tree offset-only, JK, HCA, HCA2 and HCA3. The
+// pairs of a tree round run concurrently where the network allows it
+// (Paralleler); Sim accounts for them as parallel in simulated time. A
+// fitpoint is by default the exchange with the shortest round trip at its
+// own midpoint (MinRTTSample), or Jones & Koenig's median sample. The
+// algorithm notes are in docs/hca.md of the shared documentation.
+//
+// Experiments (experiment.go) run one algorithm on known clocks and check
+// every model against the truth: the max and median |error| and the share
+// of errors within the published Bound, at chosen times after the sync;
+// `monagent hca sim` prints them.
 //
 // The algorithms drive a Network, which runs ping-pongs between any two ranks.
 // Sim is an in-memory Network with simulated time and known virtual clocks, so

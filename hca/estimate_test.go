@@ -34,12 +34,13 @@ func TestSummarizeRTT(t *testing.T) {
 		in   []int64
 		want RTT
 	}{
-		{"one", []int64{7}, RTT{Mean: 7, Min: 7, Kept: 1}},
-		{"clean", []int64{100, 110, 120, 130}, RTT{Mean: 115, Min: 100, Kept: 4}},
+		{"one", []int64{7}, RTT{Mean: 7, Min: 7, Kept: 1, MeanNS: 7}},
+		{"clean", []int64{100, 110, 120, 130}, RTT{Mean: 115, Min: 100, Kept: 4, MeanNS: 115}},
 		// p75 of five values is the fourth smallest; the cut is 1.5 × 100.
-		{"at cut", []int64{100, 100, 100, 100, 150}, RTT{Mean: 110, Min: 100, Kept: 5}},
-		{"over cut", []int64{151, 100, 100, 100, 100}, RTT{Mean: 100, Min: 100, Kept: 4, Dropped: 1}},
-		{"tail", []int64{10, 10, 11, 10, 12, 10, 500, 10, 900, 10, 11, 10}, RTT{Mean: 10, Min: 10, Kept: 10, Dropped: 2}},
+		{"at cut", []int64{100, 100, 100, 100, 150}, RTT{Mean: 110, Min: 100, Kept: 5, MeanNS: 110}},
+		{"over cut", []int64{151, 100, 100, 100, 100}, RTT{Mean: 100, Min: 100, Kept: 4, Dropped: 1, MeanNS: 100}},
+		{"tail", []int64{10, 10, 11, 10, 12, 10, 500, 10, 900, 10, 11, 10}, RTT{Mean: 10, Min: 10, Kept: 10, Dropped: 2, MeanNS: 10.4}},
+		{"odd", []int64{101, 102}, RTT{Mean: 102, Min: 101, Kept: 2, MeanNS: 101.5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := append([]int64(nil), tc.in...)
@@ -328,5 +329,124 @@ func TestSKaMPISlopeCompensation(t *testing.T) {
 	}
 	if comp.HalfWidth < 20_990 || comp.HalfWidth > 21_010 {
 		t.Errorf("half-width %d, want half the 42 µs RTT (42,006 ns on the fast clock)", comp.HalfWidth)
+	}
+}
+
+func TestMeasureFitpointFine(t *testing.T) {
+	// Jittered samples (µs apart): the median sample alone, with half an
+	// odd RTT kept exact. Offsets Recv − Remote − 50.5: 949.5, 9.5, 29.5,
+	// 19.5, 999.5.
+	var ex []Exchange
+	for i, off := range []int64{1000, 60, 80, 70, 1050} {
+		recv := int64(1_000_000 + 1000*i)
+		ex = append(ex, Exchange{Send: recv - 101, Remote: recv - off, Recv: recv})
+	}
+	fp, err := measureFitpointFine(context.Background(), &scripted{ex: ex}, 1, 0, 101, len(ex), nil, MedianSample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (finePoint{X: 1_002_000 - 51, Offset: 29.5}); fp != want {
+		t.Errorf("fitpoint %+v, want the median sample %+v", fp, want)
+	}
+	// Samples within the clocks' 2 ns of the median are averaged: 10, 11,
+	// 12 and 9 (not 40) give 10.5 at the mean of their local times; the
+	// reference's offset is added to every sample.
+	ex = ex[:0]
+	for i, off := range []int64{60, 61, 62, 59, 90} {
+		recv := int64(1_000_000 + 1000*i)
+		ex = append(ex, Exchange{Send: recv - 100, Remote: recv - off, Recv: recv})
+	}
+	fp, err = measureFitpointFine(context.Background(), &scripted{ex: ex}, 1, 0, 100, len(ex), func(int64) float64 { return 0.25 }, MedianSample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (finePoint{X: 1_001_500 - 50, Offset: 10.75}); fp != want {
+		t.Errorf("fitpoint %+v, want %+v", fp, want)
+	}
+}
+
+func TestFitFineKeepsFraction(t *testing.T) {
+	// A line with a fractional intercept, sampled without rounding: both
+	// methods recover it to well under a picosecond, where timebase.Fit
+	// over rounded points is off by up to half a nanosecond.
+	const slope, icept = 37.3e-6, 1234.375
+	var pts []finePoint
+	for i := range int64(30) {
+		x := 5e9 + 2e9*i + 17*i*i
+		pts = append(pts, finePoint{X: x, Offset: icept + slope*float64(x-5e9)})
+	}
+	for _, method := range []FitMethod{LeastSquares, TheilSen} {
+		f, err := fitFine(pts, method)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range []int64{5e9, 40e9, 100e9} {
+			want := icept + slope*float64(x-5e9)
+			if d := math.Abs(f.offsetAt(x) - want); d > 1e-3 {
+				t.Errorf("%v: line at %d off by %.4f ns", method, x, d)
+			}
+			// The rounded model keeps that to within its output rounding
+			// (its origin moved to where the line is a whole ns).
+			m := f.model()
+			line := float64(m.Intercept) + m.Slope*float64(x-m.Origin)
+			if d := math.Abs(line - want); d > slope {
+				t.Errorf("%v: model %+v at %d off by %.4f ns", method, m, x, d)
+			}
+		}
+		if f.N != 30 || f.ResidualNS > 1e-6 {
+			t.Errorf("%v: stats %+v", method, f.LinearModel)
+		}
+	}
+	if _, err := fitFine(pts[:1], LeastSquares); !errors.Is(err, timebase.ErrTooFewPoints) {
+		t.Errorf("one point: %v", err)
+	}
+	steep := []finePoint{{X: 0, Offset: 0}, {X: 1e9, Offset: 6e5}}
+	if _, err := fitFine(steep, LeastSquares); !errors.Is(err, ErrAbsurdSlope) {
+		t.Errorf("600 ppm: %v", err)
+	}
+}
+
+func TestMergeFineExactAtDepth(t *testing.T) {
+	// A chain of 12 models (depth log2 4096) with fractional intercepts:
+	// the merged model must equal composing the offsets step by step, to
+	// well under a nanosecond, at the chain's origin and 100 s away.
+	// timebase.Merge rounds the intercept at every level.
+	var chain []fine
+	for i := range int64(12) {
+		f := fine{LinearModel: timebase.LinearModel{
+			Origin:    1e9 + 7e8*i,
+			Intercept: 3e8 - 5e7*i,
+			Slope:     float64(i%5-2) * 41.7e-6,
+		}, frac: 0.1 + 0.07*float64(i)}
+		chain = append(chain, f.normalise())
+	}
+	// chain[0] is 1 relative to 0, chain[i] is i+1 relative to i: merge
+	// from the leaf up.
+	merged, rough := chain[11], chain[11].LinearModel
+	for i := 10; i >= 0; i-- {
+		merged = mergeFine(chain[i], merged)
+		rough = timebase.Merge(chain[i].LinearModel, rough)
+	}
+	for _, x := range []int64{chain[11].Origin, chain[11].Origin + 100e9} {
+		// Compose: the offset of 12 from 0 at 12's time x is the sum of
+		// each link's offset at the time of its lower node.
+		var total float64
+		local := float64(x)
+		for i := 11; i >= 0; i-- {
+			c := chain[i]
+			off := float64(c.Intercept) + c.frac + c.Slope*(local-float64(c.Origin))
+			total += off
+			local -= off
+		}
+		if d := math.Abs(merged.offsetAt(x) - total); d > 1e-3 {
+			t.Errorf("merged at %d off by %.4f ns", x, d)
+		}
+		m := merged.model()
+		line := float64(m.Intercept) + m.Slope*float64(x-m.Origin)
+		if d := math.Abs(line - total); d > 1e-3 {
+			t.Errorf("merged model at %d off by %.4f ns", x, d)
+		}
+		rl := float64(rough.Intercept) + rough.Slope*float64(x-rough.Origin)
+		t.Logf("at %d: fine merge off by %.2g ns, timebase.Merge (rounding each level, fraction dropped) by %.2f ns", x, merged.offsetAt(x)-total, rl-total)
 	}
 }

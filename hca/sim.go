@@ -63,9 +63,11 @@ type SimStats struct {
 
 // Sim is an in-memory Network over simulated time. It is sequential: one
 // exchange at a time, each starting at the current base time and advancing
-// it by its round trip (or by the timeout when lost), so concurrency between
-// pairs is not modelled and durations are those of a serial schedule. Nothing
-// sleeps; a run with thousands of nodes takes as long as its arithmetic.
+// it by its round trip (or by the timeout when lost). Concurrency between
+// pairs is modelled by Parallel, which runs its calls one after the other
+// but each from the same start time, so that a parallel round takes as long
+// as its slowest call. Nothing sleeps; a run with thousands of nodes takes
+// as long as its arithmetic.
 //
 // Sim is safe for concurrent use; concurrent exchanges are serialised.
 type Sim struct {
@@ -213,6 +215,41 @@ func (s *Sim) Pause(ctx context.Context, ns int64) error {
 	return nil
 }
 
+// Parallel implements Paralleler in simulated time: it calls f(0), ...,
+// f(n−1) one after the other (deterministically), setting the base time
+// back to the time of the call before each, and leaves it at the latest
+// time any of them reached, so that the calls count as concurrent. It
+// returns the first error, after which the remaining calls are not made.
+// The calls must involve disjoint nodes, and nothing else may use the Sim
+// meanwhile.
+func (s *Sim) Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	s.mu.Lock()
+	start := s.t
+	s.mu.Unlock()
+	end := start
+	var err error
+	for i := range n {
+		if err = ctx.Err(); err != nil {
+			err = fmt.Errorf("hca sim parallel: %w", err)
+			break
+		}
+		s.mu.Lock()
+		s.t = start
+		s.mu.Unlock()
+		err = f(ctx, i)
+		s.mu.Lock()
+		end = max(end, s.t)
+		s.mu.Unlock()
+		if err != nil {
+			break
+		}
+	}
+	s.mu.Lock()
+	s.t = end
+	s.mu.Unlock()
+	return err
+}
+
 // Advance lets ns nanoseconds of simulated time pass (negative is ignored).
 func (s *Sim) Advance(ns int64) {
 	if ns <= 0 {
@@ -255,8 +292,22 @@ func (s *Sim) ClockOffset(i int) int64 { return s.offset[i] }
 // Clocks are treated as continuous lines here (no rounding), so the result
 // is within a nanosecond of the rounded clocks Exchange reports.
 func (s *Sim) TrueOffset(i int, local int64) int64 {
+	whole, frac := s.trueOffset(i, local)
+	return whole + int64(math.Round(frac))
+}
+
+// TrueOffsetNS is TrueOffset unrounded: what a model's line, before its
+// output is rounded to whole nanoseconds, should give.
+func (s *Sim) TrueOffsetNS(i int, local int64) float64 {
+	whole, frac := s.trueOffset(i, local)
+	return float64(whole) + frac
+}
+
+// trueOffset returns node i's true offset at local as whole nanoseconds
+// plus a small remainder.
+func (s *Sim) trueOffset(i int, local int64) (int64, float64) {
 	if i == 0 {
-		return 0
+		return 0, 0
 	}
 	// Solve t + d_i·t + o_i = local: t = u − e with u = local − o_i and
 	// e = u·d_i/(1+d_i); then local − C_0(t) = o_i − o_0 + e − d_0·(u − e).
@@ -264,7 +315,7 @@ func (s *Sim) TrueOffset(i int, local int64) int64 {
 	u := local - s.offset[i]
 	e := float64(u) * s.drift[i] / (1 + s.drift[i])
 	small := e - s.drift[0]*(float64(u)-e)
-	return s.offset[i] - s.offset[0] + int64(math.Round(small))
+	return s.offset[i] - s.offset[0], small
 }
 
 // ModelError is the largest |m.Offset(x) − TrueOffset(i, x)| for x from

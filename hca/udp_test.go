@@ -468,7 +468,7 @@ func TestEndpointRunsAndModels(t *testing.T) {
 	if err := eps[1].SetPeer(2, deadAddr); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eps[0].Run(ctx, 1, 2); !errors.Is(err, ErrLost) {
+	if _, err := eps[0].Run(ctx, 1, 2, 1); !errors.Is(err, ErrLost) {
 		t.Errorf("run 1->2 with rank 2 gone: %v, want ErrLost", err)
 	}
 	if s := eps[1].Stats(); s.Runs != 1 || s.Lost != 1 {
@@ -476,7 +476,7 @@ func TestEndpointRunsAndModels(t *testing.T) {
 	}
 	// A run to a rank the runner does not know is dropped as misaddressed;
 	// the driver's wait ends as lost.
-	if _, err := eps[0].Run(ctx, 1, 7); !errors.Is(err, ErrLost) {
+	if _, err := eps[0].Run(ctx, 1, 7, 1); !errors.Is(err, ErrLost) {
 		t.Errorf("run 1->7: %v, want ErrLost", err)
 	}
 	if s := eps[1].Stats(); s.DroppedMisaddressed != 1 || s.Runs != 1 {

@@ -24,15 +24,16 @@ package hca
 //	type          dir      n  length  extension
 //	1 ping        request  0   76
 //	2 pong        answer   0   76
-//	3 run         request  8   84     target rank (4), zero (4)
+//	3 run         request  8   84     target rank (4), burst (4: ping-pongs, 0..16; 0 is 1)
 //	4 report      answer  16   92     target rank (4), status (4: 0 answered, 1 lost), recv stamp (8)
 //	5 model       request 64  140     the receiver's clock model: origin, intercept, slope
 //	                                  (IEEE 754 bits), points, mean x, residual (bits),
 //	                                  slope error (bits), floor (8 each)
 //	6 model-ack   answer   0   76
 //
-// A run asks the receiver to run one ping-pong with the target rank and to
-// answer with a report of it (how a driver makes two other nodes exchange); a
+// A run asks the receiver to run a burst of back-to-back ping-pongs with the
+// target rank and to answer with a report of the one with the shortest round
+// trip (how a driver makes two other nodes exchange); a
 // model gives the receiver its clock model after a sync round, and the
 // model-ack confirms it.
 //
@@ -63,6 +64,9 @@ const (
 	MessageLen  = headerLen + MACLen // ping, pong and model-ack: 76 bytes
 	// MaxMessageLen is the longest message (a model).
 	MaxMessageLen = headerLen + modelExtLen + MACLen
+
+	// MaxBurst is the most ping-pongs a run may ask for.
+	MaxBurst = 16
 
 	runExtLen    = 8
 	reportExtLen = 16
@@ -142,6 +146,7 @@ type Message struct {
 	Send    int64  // ping, pong, report: the exchange's send stamp; model, model-ack: the round
 	Remote  int64  // pong, report: responder's clock; otherwise 0
 	Target  uint32 // run, report: the rank pinged
+	Burst   uint32 // run: ping-pongs in the burst, 0..MaxBurst (0 is 1)
 	Lost    bool   // report: the ping got no answer (Send, Remote and Recv are 0)
 	Recv    int64  // report: the pinging node's clock when the pong came back
 	Model   timebase.LinearModel
@@ -176,7 +181,7 @@ func (c *Codec) Append(dst []byte, m Message) []byte {
 	switch m.Type {
 	case MsgRun:
 		dst = be.AppendUint32(dst, m.Target)
-		dst = be.AppendUint32(dst, 0)
+		dst = be.AppendUint32(dst, m.Burst)
 	case MsgReport:
 		dst = be.AppendUint32(dst, m.Target)
 		var status uint32
@@ -245,9 +250,9 @@ func (c *Codec) Decode(b []byte) (Message, error) {
 	}
 	switch typ {
 	case MsgRun:
-		m.Target = be.Uint32(ext)
-		if m.Send != 0 || be.Uint32(ext[4:]) != 0 {
-			return Message{}, fmt.Errorf("hca wire: run with nonzero reserved fields: %w", ErrMalformed)
+		m.Target, m.Burst = be.Uint32(ext), be.Uint32(ext[4:])
+		if m.Send != 0 || m.Burst > MaxBurst {
+			return Message{}, fmt.Errorf("hca wire: run with a send stamp or a burst of %d (at most %d): %w", m.Burst, MaxBurst, ErrMalformed)
 		}
 	case MsgReport:
 		m.Target = be.Uint32(ext)

@@ -45,7 +45,7 @@ func FuzzRoundTrip(f *testing.F) {
 		case MsgPing, MsgModelAck:
 			m.Remote = 0
 		case MsgRun:
-			m.Send, m.Remote, m.Target = 0, 0, target
+			m.Send, m.Remote, m.Target, m.Burst = 0, 0, target, uint32(seq%(MaxBurst+1))
 		case MsgReport:
 			m.Target, m.Recv = target, recv
 			if typ&0x80 != 0 {

@@ -185,7 +185,7 @@ func TestDecodeErrors(t *testing.T) {
 		b    []byte
 		want error
 	}{
-		{"run reserved", resign(run, func(b []byte) { b[MessageLen-MACLen+7] = 1 }), ErrMalformed},
+		{"run burst 17", resign(run, func(b []byte) { b[headerLen+7] = MaxBurst + 1 }), ErrMalformed},
 		{"run with send", resign(run, func(b []byte) { b[35] = 1 }), ErrMalformed},
 		{"report status 2", resign(report, func(b []byte) { b[headerLen+7] = 2 }), ErrMalformed},
 		{"lost report with recv", resign(lost, func(b []byte) { b[headerLen+15] = 1 }), ErrMalformed},

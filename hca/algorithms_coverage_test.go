@@ -1,0 +1,60 @@
+package hca
+
+import (
+	"context"
+	"testing"
+)
+
+// coverage runs alg on lossy, delaying LAN sims and returns the fraction of
+// (rank, check time) whose true |error| is within the model's Uncertainty,
+// and the max error seen.
+func coverage(t *testing.T, alg Algorithm, sizes []int, seeds int) (float64, int64, int64) {
+	t.Helper()
+	var in, n int
+	var worst, worstU int64
+	for _, p := range sizes {
+		for seed := range uint64(seeds) {
+			s := mustSim(t, SimConfig{
+				Nodes: p, Seed: 1000*seed + uint64(p), DriftPPM: 100, OffsetNS: 1_000_000_000,
+				LatencyNS: 20_000, JitterNS: 1_000, ProcessingNS: 2_000,
+				Loss: 0.01, DelayProb: 0.05, DelayMinNS: 50_000, DelayMaxNS: 500_000,
+				StartNS: 1_000_000_000,
+			})
+			res, err := alg.Sync(context.Background(), s, accuracyParams())
+			if err != nil {
+				t.Fatalf("%s p=%d seed %d: %v", alg.Name(), p, seed, err)
+			}
+			for r := 1; r < p; r++ {
+				now := s.Now(r)
+				for _, after := range []int64{0, 1e9, 5e9, 10e9, 20e9} {
+					x := now + after
+					e := s.ModelError(r, res.Models[r], x, x, 1)
+					u := res.Models[r].Uncertainty(x)
+					worst, worstU = max(worst, e), max(worstU, u)
+					n++
+					if e <= u {
+						in++
+					}
+				}
+			}
+		}
+	}
+	return float64(in) / float64(n), worst, worstU
+}
+
+func TestUncertaintyCoverage(t *testing.T) {
+	// 1 µs mean jitter, 1 % loss and 5 % of answers delayed 50–500 µs:
+	// the published Uncertainty (floor with the fitpoint bias, fits' errors
+	// at CoverageSigmas, HCA3's parents' errors inherited) must cover at
+	// least 99 % of true errors over ranks × check times (0, 1, 5, 10 and
+	// 20 s after the sync), for p = 16 and 33 and four seeds each.
+	for _, alg := range []Algorithm{JK{}, HCA{}, HCA2{}, HCA3{}} {
+		t.Run(alg.Name(), func(t *testing.T) {
+			c, worst, worstU := coverage(t, alg, []int{16, 33}, 4)
+			t.Logf("%-4s coverage %.4f of %d checks; max |error| %d ns, max Uncertainty %d ns", alg.Name(), c, 5*4*(15+32), worst, worstU)
+			if c < 0.99 {
+				t.Errorf("Uncertainty covers %.2f %% of true errors, want ≥ 99 %%", 100*c)
+			}
+		})
+	}
+}

@@ -1,0 +1,154 @@
+package hca
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/monagent/monagent/timebase"
+)
+
+// Bound is the error bound published with a model's offset at local time x:
+// its Uncertainty, which the algorithms scale to cover about 99 % of true
+// errors (CoverageSigmas), growing with the distance from the fit.
+func Bound(m timebase.LinearModel, x int64) int64 { return m.Uncertainty(x) }
+
+// Clocks is the ground truth of an experiment: node i reads
+// C_i(t) = t + round(Drift[i]·t) + Offset[i] at base time t, as Sim's
+// clocks and the test-only virtual clocks of agents over one host's
+// CLOCK_MONOTONIC_RAW do.
+type Clocks struct {
+	Drift  []float64
+	Offset []int64
+}
+
+// RandomClocks draws p clocks as Sim does: drifts uniform in ±driftPPM,
+// offsets uniform in ±offsetNS, from seed.
+func RandomClocks(p int, seed uint64, driftPPM float64, offsetNS int64) (Clocks, error) {
+	s, err := NewSim(SimConfig{Nodes: p, Seed: seed, DriftPPM: driftPPM, OffsetNS: offsetNS})
+	if err != nil {
+		return Clocks{}, err
+	}
+	c := Clocks{Drift: make([]float64, p), Offset: make([]int64, p)}
+	for i := range p {
+		c.Drift[i], c.Offset[i] = s.Drift(i), s.ClockOffset(i)
+	}
+	return c, nil
+}
+
+// At is node i's clock at base time t.
+func (c Clocks) At(i int, t int64) int64 {
+	return t + int64(math.Round(c.Drift[i]*float64(t))) + c.Offset[i]
+}
+
+// Check is the accuracy of a synchronisation's models at one time: over the
+// non-root nodes, the largest and the median |model offset − true offset|,
+// and the share whose published Bound covers its true error.
+type Check struct {
+	AfterNS          int64   `json:"after_ns"` // after the sync ended
+	MaxAbsErrorNS    int64   `json:"max_abs_error_ns"`
+	MedianAbsErrorNS int64   `json:"median_abs_error_ns"`
+	MaxBoundNS       int64   `json:"max_bound_ns"`
+	BoundCoverage    float64 `json:"bound_coverage"`
+}
+
+// Evaluate checks models against the clocks at base times end+after for each
+// after: node i's model, applied at node i's clock then, against the true
+// offset C_i − C_0 then. With one node there is nothing to check; every
+// Check is then zero with full coverage.
+func (c Clocks) Evaluate(models []timebase.LinearModel, end int64, after []int64) []Check {
+	checks := make([]Check, 0, len(after))
+	for _, a := range after {
+		t := end + a
+		ck := Check{AfterNS: a, BoundCoverage: 1}
+		errs := make([]int64, 0, len(models))
+		covered := 0
+		root := c.At(0, t)
+		for i := 1; i < len(models); i++ {
+			x := c.At(i, t)
+			e := models[i].Offset(x) - (x - root)
+			if e < 0 {
+				e = -e
+			}
+			errs = append(errs, e)
+			b := Bound(models[i], x)
+			ck.MaxBoundNS = max(ck.MaxBoundNS, b)
+			if e <= b {
+				covered++
+			}
+		}
+		if len(errs) > 0 {
+			slices.Sort(errs)
+			ck.MaxAbsErrorNS = errs[len(errs)-1]
+			ck.MedianAbsErrorNS = errs[len(errs)/2]
+			if len(errs)%2 == 0 {
+				ck.MedianAbsErrorNS = (errs[len(errs)/2-1] + errs[len(errs)/2]) / 2
+			}
+			ck.BoundCoverage = float64(covered) / float64(len(errs))
+		}
+		checks = append(checks, ck)
+	}
+	return checks
+}
+
+// Report is what one experiment measured; its JSON form is what
+// `monagent hca sim --json` prints.
+type Report struct {
+	Algorithm      string  `json:"algorithm"`
+	Nodes          int     `json:"nodes"`
+	Transport      string  `json:"transport"`
+	Seed           uint64  `json:"seed"`
+	DriftPPM       float64 `json:"drift_ppm"`
+	SyncDurationNS int64   `json:"sync_duration_ns"`
+	Messages       int64   `json:"messages"`
+	Exchanges      int64   `json:"exchanges"`
+	Lost           int64   `json:"lost"`
+	Rejected       int     `json:"rejected"`
+	Checks         []Check `json:"checks"`
+}
+
+// SimExperiment is one algorithm run on a simulated network.
+type SimExperiment struct {
+	Algorithm string
+	Network   SimConfig // Nodes, Seed, DriftPPM and OffsetNS draw the clocks
+	Params    Params
+	// CheckAfter are the times after the sync's end (ns) at which the
+	// models are checked.
+	CheckAfter []int64
+}
+
+// Run runs the experiment.
+func (x SimExperiment) Run(ctx context.Context) (Report, error) {
+	alg, err := AlgorithmByName(x.Algorithm)
+	if err != nil {
+		return Report{}, err
+	}
+	if i := slices.IndexFunc(x.CheckAfter, func(a int64) bool { return a < 0 }); i >= 0 {
+		return Report{}, fmt.Errorf("hca sim: check time %d ns is negative", x.CheckAfter[i])
+	}
+	sim, err := NewSim(x.Network)
+	if err != nil {
+		return Report{}, err
+	}
+	res, err := alg.Sync(ctx, sim, x.Params)
+	if err != nil {
+		return Report{}, fmt.Errorf("hca sim: %s on %d nodes: %w", x.Algorithm, x.Network.Nodes, err)
+	}
+	clocks := Clocks{Drift: make([]float64, sim.Size()), Offset: make([]int64, sim.Size())}
+	for i := range sim.Size() {
+		clocks.Drift[i], clocks.Offset[i] = sim.Drift(i), sim.ClockOffset(i)
+	}
+	rep := NewReport(res, "sim", x.Network.Seed, x.Network.DriftPPM)
+	rep.Checks = clocks.Evaluate(res.Models, x.Network.StartNS+sim.Elapsed(), x.CheckAfter)
+	return rep, nil
+}
+
+// NewReport fills a Report's fields from a Result (all but Checks).
+func NewReport(res Result, transport string, seed uint64, driftPPM float64) Report {
+	return Report{
+		Algorithm: res.Algorithm, Nodes: len(res.Models), Transport: transport, Seed: seed, DriftPPM: driftPPM,
+		SyncDurationNS: res.DurationNS, Messages: res.Messages, Exchanges: res.Exchanges, Lost: res.Lost,
+		Rejected: res.Rejected,
+	}
+}
