@@ -75,6 +75,9 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, log: log, out: out, translators: NewTranslators(), host: host, queue: make(chan []record.Record, queueBatches)}
 	env := &Env{Config: &a.cfg, Log: log, Translators: a.translators}
+	if cfg.HCA.Enabled {
+		env.Global = NewGlobalClock(cfg.HCA)
+	}
 	for _, r := range registrations() {
 		if !r.enabled(&a.cfg) {
 			continue

@@ -26,6 +26,7 @@ type Config struct {
 	PPS         PPSConfig         `yaml:"pps"`
 	Extts       ExttsConfig       `yaml:"extts"`
 	Marker      MarkerConfig      `yaml:"marker"`
+	HCA         HCAConfig         `yaml:"hca"`
 	Loadgen     LoadgenConfig     `yaml:"loadgen"`
 	Output      OutputConfig      `yaml:"output"`
 	Spool       SpoolConfig       `yaml:"spool"`
@@ -86,6 +87,7 @@ func sections() []section {
 		{key: "pps", of: func(c *Config) sectionConfig { return &c.PPS }},
 		{key: "extts", of: func(c *Config) sectionConfig { return &c.Extts }},
 		{key: "marker", of: func(c *Config) sectionConfig { return &c.Marker }},
+		{key: "hca", of: func(c *Config) sectionConfig { return &c.HCA }, fatal: true},
 		{key: "loadgen", of: func(c *Config) sectionConfig { return &c.Loadgen }},
 		{key: "output", of: func(c *Config) sectionConfig { return &outputs{c} }},
 		{key: "spool", of: func(c *Config) sectionConfig { return &c.Spool }},

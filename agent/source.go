@@ -56,6 +56,9 @@ type Env struct {
 	Config      *Config
 	Log         *slog.Logger
 	Translators *Translators
+	// Global places event times on the cluster's HCA timeline; nil when the
+	// hca section is off.
+	Global *GlobalClock
 }
 
 // registration builds the sources of one configuration section.
@@ -79,6 +82,7 @@ func registrations() []registration {
 		{"gpio", func(c *Config) bool { return c.GPIO.Enabled }, buildGPIOSources},
 		{"pps", func(c *Config) bool { return c.PPS.Enabled }, buildPPSSources},
 		{"extts", func(c *Config) bool { return c.Extts.Enabled }, buildExttsSources},
+		{"hca", func(c *Config) bool { return c.HCA.Enabled }, buildHCASource},
 		{"marker", func(c *Config) bool { return c.Marker.Enabled }, buildMarkerSource},
 		{"loadgen", func(c *Config) bool { return c.Loadgen.Enabled }, buildLoadgen},
 	}

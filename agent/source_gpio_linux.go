@@ -33,7 +33,7 @@ type gpioEdge struct {
 
 // gpioFields is the most fields of a gpio_event record; slabRecords is
 // the records whose fields one allocation holds.
-const gpioFields, slabRecords = 7, 512
+const gpioFields, slabRecords = 10, 512
 
 // gpioLine is one requested line: its tags and counts.
 type gpioLine struct {
@@ -70,17 +70,21 @@ type gpioSource struct {
 	// Routes from the event clock to REALTIME and to the PHC (the
 	// collection goroutine's: they keep model copies between stamps).
 	toRT, toPHC *Route
-	lines       []*gpioLine
-	irqs        *gpioIRQs // the lines' IRQ counts (nil for a replay)
+	// The global timeline (nil without the hca section) and the route
+	// from the event clock to its MONOTONIC_RAW.
+	global *GlobalClock
+	toRaw  *Route
+	lines  []*gpioLine
+	irqs   *gpioIRQs // the lines' IRQ counts (nil for a replay)
 
 	replayDone atomic.Bool
 	unlisted   atomic.Uint64 // replayed edges of lines not configured
 	unlost     atomic.Uint64 // their losses
 
 	// Written on the collection goroutine only (Emit, After, Self).
-	untranslated, phcUntranslated, bumps uint64
-	slab                                 []record.Field
-	scratch                              [latencyCap]int64
+	untranslated, phcUntranslated, bumps, unplaced uint64
+	slab                                           []record.Field
+	scratch                                        [latencyCap]int64
 }
 
 func buildGPIOSources(env *Env) ([]Source, error) {
@@ -113,6 +117,7 @@ func buildGPIOSources(env *Env) ([]Source, error) {
 				}
 				return nil, keyErr(fmt.Sprintf("gpio.chips[%d]", i), "%v", err)
 			}
+			d.global = env.Global
 			d.attachTriggers(c.GPIO.Triggers, sensors.NewFS(c.Paths.Sys, c.Paths.Dev), env.Log)
 			name := "gpio:" + cc.Chip
 			if len(group) != len(cc.Lines) {
@@ -141,7 +146,8 @@ func newGPIOSource(cc GPIOChipConfig, lines []GPIOLineConfig, path string, tr *T
 	}
 	d := &gpioSource{chip: cc.Chip, path: path, replay: cc.Replay, cfg: cfg, buffer: cc.Buffer,
 		clock: clk, tr: tr, phc: phcDom,
-		toRT: tr.Route(cfg.Clock.Domain(), timebase.DomainRealtime), toPHC: tr.Route(cfg.Clock.Domain(), phcDom)}
+		toRT: tr.Route(cfg.Clock.Domain(), timebase.DomainRealtime), toPHC: tr.Route(cfg.Clock.Domain(), phcDom),
+		toRaw: tr.Route(cfg.Clock.Domain(), timebase.DomainMonotonicRaw)}
 	for _, l := range lines {
 		d.offsets = append(d.offsets, l.Offset)
 		base := []record.Tag{{Key: "chip", Value: cc.Chip}, {Key: "line", Value: strconv.Itoa(l.Offset)}, {Key: "name", Value: l.tagName()}}
@@ -328,6 +334,12 @@ func (d *gpioSource) emit(b *Batch, e *gpioEdge) {
 			d.phcUntranslated++
 		}
 	}
+	if d.global != nil {
+		var placed bool
+		if f, placed = d.global.appendGlobal(f, d.toRaw, timebase.Timestamp{NS: e.ev.TimestampNS, Domain: e.ev.Domain()}); !placed {
+			d.unplaced++
+		}
+	}
 	d.slab = d.slab[:len(d.slab)+len(f)]
 	// The record's tags are the line's, host included and sorted (as
 	// Batch.Add would make them), shared by its records: the encoder
@@ -406,6 +418,9 @@ func (d *gpioSource) self() []record.Field {
 	}
 	if d.phc != timebase.DomainUnknown {
 		f = append(f, record.Uint("phc_untranslated", d.phcUntranslated))
+	}
+	if d.global != nil {
+		f = append(f, record.Uint("unplaced", d.unplaced))
 	}
 	if d.irqs != nil {
 		if why := d.irqs.why(); why != "" {

@@ -42,6 +42,10 @@ type markerSource struct {
 	maxSeries int
 	log       *slog.Logger
 	toRT      *Route // MONOTONIC -> REALTIME (collection goroutine)
+	// The global timeline (nil without the hca section) and the routes to
+	// its MONOTONIC_RAW (collection goroutine).
+	global         *GlobalClock
+	rtRaw, monoRaw *Route
 
 	// The socket: opened by newMarkerSource, reopened by the producer after
 	// a read failure, closed by Close (after Run returned).
@@ -60,6 +64,7 @@ type markerSource struct {
 	series        map[markerSeries]struct{}
 	bumps         uint64
 	untranslated  uint64
+	unplaced      uint64
 	seriesDropped uint64
 	events        uint64
 }
@@ -85,6 +90,7 @@ func buildMarkerSource(env *Env) ([]Source, error) {
 	if err != nil {
 		return nil, &KeyError{Key: "marker.socket", Reason: err.Error(), Err: err}
 	}
+	d.global = env.Global
 	s, err := d.eventSource(c.Interval, c.Ring)
 	if err != nil {
 		d.close()
@@ -96,8 +102,10 @@ func buildMarkerSource(env *Env) ([]Source, error) {
 // newMarkerSource binds the socket at path.
 func newMarkerSource(path string, mode os.FileMode, maxSeries int, tr *Translators, log *slog.Logger) (*markerSource, error) {
 	d := &markerSource{path: path, mode: mode, maxSeries: maxSeries, log: log,
-		toRT:  tr.Route(timebase.DomainMonotonic, timebase.DomainRealtime),
-		times: map[string]*seriesTime{}, series: map[markerSeries]struct{}{}}
+		toRT:    tr.Route(timebase.DomainMonotonic, timebase.DomainRealtime),
+		rtRaw:   tr.Route(timebase.DomainRealtime, timebase.DomainMonotonicRaw),
+		monoRaw: tr.Route(timebase.DomainMonotonic, timebase.DomainMonotonicRaw),
+		times:   map[string]*seriesTime{}, series: map[markerSeries]struct{}{}}
 	if err := d.listen(); err != nil {
 		return nil, err
 	}
@@ -281,6 +289,9 @@ func (d *markerSource) bad(err error) {
 
 // emit ships one marker at its time: the sender's stamp (REALTIME as it is,
 // MONOTONIC moved to REALTIME through the clock models), else its arrival.
+// With the hca section, that time is also placed on the global timeline
+// (hca_local_ns, global_ns, global_bound_ns; unplaced counts the markers
+// before the first model).
 // Markers of one name never share a time (seriesTime, counted in
 // time_bumps); markers of a series beyond max_series are dropped.
 func (d *markerSource) emit(b *Batch, e *markerEvent) {
@@ -300,7 +311,7 @@ func (d *markerSource) emit(b *Batch, e *markerEvent) {
 	}
 	d.events++
 	t := e.arrival
-	f := make([]record.Field, 0, 5)
+	f := make([]record.Field, 0, 8)
 	if m.HasValue {
 		f = append(f, record.Float("value", m.Value))
 	}
@@ -316,6 +327,16 @@ func (d *markerSource) emit(b *Batch, e *markerEvent) {
 			f = append(f, record.Int("uncertainty_ns", rt.UncertaintyNS))
 		} else {
 			d.untranslated++
+		}
+	}
+	if d.global != nil {
+		at, route := timebase.Timestamp{NS: t, Domain: timebase.DomainRealtime}, d.rtRaw
+		if m.Clock == marker.ClockMonotonic {
+			at, route = timebase.Timestamp{NS: m.StampNS, Domain: timebase.DomainMonotonic}, d.monoRaw
+		}
+		var placed bool
+		if f, placed = d.global.appendGlobal(f, route, at); !placed {
+			d.unplaced++
 		}
 	}
 	tags := make([]record.Tag, 0, 1+m.NumTags)
@@ -334,6 +355,7 @@ func (d *markerSource) self() []record.Field {
 		record.Uint("kernel_stamped", d.kernelStamped.Load()),
 		record.Uint("read_stamped", d.readStamped.Load()),
 		record.Uint("untranslated", d.untranslated),
+		record.Uint("unplaced", d.unplaced),
 		record.Uint("time_bumps", d.bumps),
 		record.Uint("series", uint64(len(d.series))),
 		record.Uint("series_dropped", d.seriesDropped),

@@ -30,6 +30,11 @@ type sensorBuffer struct {
 	fields []string // per channel of the layout: its field name ("" for the timestamp)
 
 	untranslated atomic.Uint64
+	// The global timeline (nil without the hca section); toRaw is the
+	// collection goroutine's route from the buffer's clock to MONOTONIC_RAW.
+	global   *GlobalClock
+	toRaw    *Route
+	unplaced atomic.Uint64
 }
 
 func buildSensorBuffers(env *Env) ([]Source, error) {
@@ -38,7 +43,7 @@ func buildSensorBuffers(env *Env) ([]Source, error) {
 	var out []Source
 	for i, bc := range c.Sensors.Buffers {
 		key := fmt.Sprintf("sensors.buffers[%d]", i)
-		s, err := newSensorBufferSource(fs, bc, env.Translators)
+		s, err := newSensorBufferSource(fs, bc, env.Translators, env.Global)
 		if err != nil {
 			for _, o := range out {
 				o.Close()
@@ -50,7 +55,7 @@ func buildSensorBuffers(env *Env) ([]Source, error) {
 	return out, nil
 }
 
-func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *Translators) (*EventSource[scan], error) {
+func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *Translators, global *GlobalClock) (*EventSource[scan], error) {
 	devs, err := fs.IIODevices()
 	if err != nil {
 		return nil, err
@@ -75,7 +80,7 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *Translators
 	if tr == nil {
 		tr = NewTranslators()
 	}
-	d := &sensorBuffer{buf: b, tr: tr,
+	d := &sensorBuffer{buf: b, tr: tr, global: global, toRaw: tr.Route(b.Clock, timebase.DomainMonotonicRaw),
 		tags: []record.Tag{{Key: "device", Value: dev.Name}, {Key: "node", Value: dev.Node}, {Key: "clock", Value: b.Clock.String()}}}
 	for i, ch := range b.Layout.Channels {
 		name := ch.Name // values in the kind's unit; raw for types without one
@@ -87,7 +92,9 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *Translators
 	s, err := NewEventSource(EventSourceConfig[scan]{
 		Name: "sensor_buffer:" + dev.Node, Interval: time.Second, Ring: bc.Ring,
 		Producer: ProducerFunc[scan](d.produce), Emit: d.emit, Close: b.Close,
-		Self: func() []record.Field { return []record.Field{record.Uint("untranslated", d.untranslated.Load())} },
+		Self: func() []record.Field {
+			return []record.Field{record.Uint("untranslated", d.untranslated.Load()), record.Uint("unplaced", d.unplaced.Load())}
+		},
 	})
 	if err != nil {
 		b.Close()
@@ -145,7 +152,7 @@ func (d *sensorBuffer) realtime(ns int64) (int64, bool) {
 // (no clock model yet) is shipped at the time it was read, its kernel
 // timestamp kept in kernel_ns, and counted.
 func (d *sensorBuffer) emit(b *Batch, sc *scan) {
-	f := make([]record.Field, 0, len(d.fields)+1)
+	f := make([]record.Field, 0, len(d.fields)+4)
 	for i, name := range d.fields {
 		if name != "" {
 			f = append(f, record.Int(name, sc.vals[i]))
@@ -158,6 +165,12 @@ func (d *sensorBuffer) emit(b *Batch, sc *scan) {
 		} else {
 			d.untranslated.Add(1)
 			f = append(f, record.Int("kernel_ns", sc.ns))
+		}
+		if d.global != nil {
+			var placed bool
+			if f, placed = d.global.appendGlobal(f, d.toRaw, timebase.Timestamp{NS: sc.ns, Domain: d.buf.Clock}); !placed {
+				d.unplaced.Add(1)
+			}
 		}
 	}
 	b.Add("sensor_scan", t, d.tags, f...)

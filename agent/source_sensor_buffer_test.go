@@ -55,7 +55,7 @@ func TestSensorBufferSource(t *testing.T) {
 					tr.Add(timebase.Sample{Local: raw, Ref: raw + offset, DelayNS: 50})
 				}
 			}
-			s, err := newSensorBufferSource(fs, SensorBufferConfig{Device: "TI-am335x-adc.0.auto", Channels: []string{"voltage0", "voltage1"}, Length: 16, Ring: 4}, trs)
+			s, err := newSensorBufferSource(fs, SensorBufferConfig{Device: "TI-am335x-adc.0.auto", Channels: []string{"voltage0", "voltage1"}, Length: 16, Ring: 4}, trs, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +113,7 @@ func TestSensorBufferErrors(t *testing.T) {
 		{SensorBufferConfig{Device: "iio:device0", Channels: []string{"voltage5"}, Length: 1, Ring: 4}, "no scan element voltage5"},
 		{SensorBufferConfig{Device: "bmp280", Channels: []string{"temp"}, Length: 1, Ring: 4}, "has no buffer"},
 	} {
-		if _, err := newSensorBufferSource(fs, tc.cfg, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := newSensorBufferSource(fs, tc.cfg, nil, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)
 		}
 	}
@@ -123,7 +123,7 @@ func TestSensorBufferErrors(t *testing.T) {
 // two ship, one is counted in ring_dropped.
 func TestSensorBufferRingOverflowIsCounted(t *testing.T) {
 	fs := sensors.NewFS(sensorstest.Board(t))
-	s, err := newSensorBufferSource(fs, SensorBufferConfig{Device: "iio:device0", Channels: []string{"voltage0"}, Length: 16, Ring: 2}, nil)
+	s, err := newSensorBufferSource(fs, SensorBufferConfig{Device: "iio:device0", Channels: []string{"voltage0"}, Length: 16, Ring: 2}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ command -v qemu-system-arm >/dev/null || need_apt+=(qemu-system-arm)
 command -v qemu-system-x86_64 >/dev/null || need_apt+=(qemu-system-x86)
 command -v dtc >/dev/null || need_apt+=(device-tree-compiler)
 command -v gpiomon >/dev/null || need_apt+=(gpiod)
+command -v socat >/dev/null || need_apt+=(socat)
 need_update=""
 if ! dpkg --print-foreign-architectures 2>/dev/null | grep -qx armhf; then
   [ "$(id -u)" = 0 ] && dpkg --add-architecture armhf && need_update=1

@@ -1,0 +1,172 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/monagent/monagent/hca"
+)
+
+// HCAConfig is the clock synchronisation between agents (source_hca.go):
+// every agent of a cluster runs an authenticated UDP endpoint; rank 0
+// drives the algorithm, gives every rank its model of its
+// CLOCK_MONOTONIC_RAW against rank 0's (the global timeline) and ships the
+// models; the other ranks answer and run exchanges when asked. Markers and
+// GPIO edges then carry global_ns and global_bound_ns.
+type HCAConfig struct {
+	Enabled bool `yaml:"enabled"`
+	Rank    int  `yaml:"rank"` // this agent's rank; 0 drives the synchronisation
+	// Listen is the UDP address to bind; default: this rank's peer address.
+	Listen string `yaml:"listen"`
+	// Peers is every agent's IP:port by rank, this one included: ranks
+	// 0..n-1, the same list on every agent (the session is derived from it,
+	// so agents with different lists ignore each other and count it).
+	Peers   map[int]string `yaml:"peers"`
+	KeyFile string         `yaml:"key_file"` // the cluster key (≥ 32 bytes), readable by the agent only
+	// Algorithm is hca, hca2, hca3, jk, skampi or tree.
+	Algorithm string        `yaml:"algorithm"`
+	Fitpoints int           `yaml:"fitpoints"` // per fitted line
+	Exchanges int           `yaml:"exchanges"` // ping-pongs per fitpoint
+	Spacing   time.Duration `yaml:"spacing"`   // between a pair's fitpoints
+	Timeout   time.Duration `yaml:"timeout"`   // for one ping's answer
+	// Resync is the longest time between two syncs; MaxBound makes one
+	// sooner, when the bound predicted for any rank's model would exceed it.
+	// A failed round is retried after RetryAfter.
+	Resync     time.Duration `yaml:"resync"`
+	MaxBound   time.Duration `yaml:"max_bound"`
+	RetryAfter time.Duration `yaml:"retry_after"`
+	Interval   time.Duration `yaml:"interval"` // how often the section's records are shipped
+	// TestClock replaces this agent's CLOCK_MONOTONIC_RAW with a virtual
+	// clock t + drift·t + offset over it, for tests of the synchronisation
+	// on one host. Never set it on a board.
+	TestClock *HCATestClock `yaml:"test_clock"`
+}
+
+// HCATestClock is a virtual clock's offset and drift (test only).
+type HCATestClock struct {
+	Offset   time.Duration `yaml:"offset"`
+	DriftPPM float64       `yaml:"drift_ppm"`
+}
+
+func (h *HCAConfig) defaults() {
+	p := hca.DefaultParams()
+	*h = HCAConfig{Algorithm: "hca", Fitpoints: p.Fitpoints, Exchanges: p.Exchanges, Spacing: time.Duration(p.SpacingNS),
+		Timeout: hca.DefaultPingTimeout, Resync: time.Minute, MaxBound: 50 * time.Microsecond, RetryAfter: 10 * time.Second,
+		Interval: time.Second}
+}
+
+// Validate checks the hca section.
+func (h *HCAConfig) Validate() error {
+	var ps problems
+	h.check(&ps)
+	return ps.err()
+}
+
+func (h *HCAConfig) check(ps *problems) {
+	if !h.Enabled {
+		return
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"hca.spacing", h.Spacing + 1}, {"hca.timeout", h.Timeout}, {"hca.resync", h.Resync},
+		{"hca.max_bound", h.MaxBound}, {"hca.retry_after", h.RetryAfter}, {"hca.interval", h.Interval}} {
+		ps.positive(d.key, d.v)
+	}
+	if _, err := hca.AlgorithmByName(h.Algorithm); err != nil {
+		ps.add("hca.algorithm", "%q: want one of %s", h.Algorithm, strings.Join(hcaAlgorithmNames(), ", "))
+	}
+	if err := h.params().Validate(); err != nil {
+		ps.add("hca", "%v", err)
+	}
+	if _, err := h.peerAddrs(); err != nil {
+		ps.add("hca.peers", "%v", err)
+	} else if _, ok := h.Peers[h.Rank]; !ok {
+		ps.add("hca.rank", "%d is not among the peers' ranks 0..%d", h.Rank, len(h.Peers)-1)
+	}
+	if h.Listen != "" {
+		if _, err := netip.ParseAddrPort(h.Listen); err != nil {
+			ps.add("hca.listen", "%q: want IP:port (0.0.0.0:7400): %v", h.Listen, err)
+		}
+	}
+	if h.KeyFile == "" {
+		ps.add("hca.key_file", "must be set: the cluster key authenticates every message")
+	}
+	if tc := h.TestClock; tc != nil && (tc.DriftPPM < -500 || tc.DriftPPM > 500) {
+		ps.add("hca.test_clock.drift_ppm", "%g: at most ±500 ppm", tc.DriftPPM)
+	}
+}
+
+// board checks the key file.
+func (h *HCAConfig) board(_ PathsConfig, ps *problems) {
+	if !h.Enabled || h.KeyFile == "" {
+		return
+	}
+	if _, err := hca.LoadKey(h.KeyFile); err != nil {
+		ps.put(&KeyError{Key: "hca.key_file", Reason: err.Error(), Err: err})
+		return
+	}
+	if fi, err := os.Stat(h.KeyFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		ps.add("hca.key_file", "%s: mode %04o lets others read the cluster key; make it 0600", h.KeyFile, fi.Mode().Perm())
+	}
+}
+
+func hcaAlgorithmNames() []string {
+	var names []string
+	for _, a := range hca.Algorithms() {
+		names = append(names, a.Name())
+	}
+	return names
+}
+
+// params are the algorithm's parameters.
+func (h *HCAConfig) params() hca.Params {
+	p := hca.DefaultParams()
+	p.Fitpoints, p.Exchanges, p.SpacingNS = h.Fitpoints, h.Exchanges, int64(h.Spacing)
+	return p
+}
+
+// peerAddrs parses the peer list: ranks 0..n-1, each an IP:port, no address
+// twice.
+func (h *HCAConfig) peerAddrs() ([]netip.AddrPort, error) {
+	n := len(h.Peers)
+	if n == 0 {
+		return nil, fmt.Errorf("empty: list every agent's IP:port by rank, this one's included")
+	}
+	addrs := make([]netip.AddrPort, n)
+	for r := range n {
+		s, ok := h.Peers[r]
+		if !ok {
+			return nil, fmt.Errorf("%d peers but no rank %d: ranks must be 0..%d", n, r, n-1)
+		}
+		a, err := netip.ParseAddrPort(s)
+		if err != nil {
+			return nil, fmt.Errorf("rank %d: %q: want IP:port: %v", r, s, err)
+		}
+		if i := slices.Index(addrs[:r], a); i >= 0 {
+			return nil, fmt.Errorf("ranks %d and %d share the address %s", i, r, a)
+		}
+		addrs[r] = a
+	}
+	return addrs, nil
+}
+
+// session derives the session ID from the peer list and the algorithm, so
+// that agents configured with different lists drop each other's messages
+// as foreign-session, counted, instead of mixing two clusters.
+func (h *HCAConfig) session(addrs []netip.AddrPort) uint64 {
+	var b strings.Builder
+	b.WriteString("monagent-hca-session/1 " + h.Algorithm)
+	for r, a := range addrs {
+		b.WriteString(" " + strconv.Itoa(r) + "=" + a.String())
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return binary.BigEndian.Uint64(sum[:8])
+}
