@@ -201,6 +201,25 @@ func (w walker) check(n *yaml.Node, t reflect.Type, path string) bool {
 		}
 		n.Content = kept
 		return true
+	case t.Kind() == reflect.Pointer:
+		return w.check(n, t.Elem(), path)
+	case t.Kind() == reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return bad("want a mapping, got %s", describe(n))
+		}
+		ok := true
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			key := join(path, k.Value)
+			if w.lines[key] != 0 {
+				w.p.put(&KeyError{Key: key, Reason: fmt.Sprintf("given twice (first on line %d)", w.lines[key]), Line: k.Line})
+				ok = false
+				continue
+			}
+			w.lines[key] = k.Line
+			ok = w.check(k, t.Key(), key) && w.check(v, t.Elem(), key) && ok
+		}
+		return ok
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			return bad("want a list, got %s", describe(n))

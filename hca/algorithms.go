@@ -56,7 +56,7 @@ type Params struct {
 	Retries int
 }
 
-// DefaultParams returns parameters for a LAN: 20 fitpoints of 10 exchanges
+// DefaultParams returns parameters for a LAN: 20 fitpoints of 30 exchanges
 // 100 ms apart, so that each line spans about 2 s, each fitpoint the
 // exchange with the shortest round trip.
 func DefaultParams() Params {
@@ -64,7 +64,7 @@ func DefaultParams() Params {
 		RTTWarmup:    5,
 		RTTExchanges: 20,
 		Fitpoints:    20,
-		Exchanges:    10,
+		Exchanges:    30,
 		SpacingNS:    100_000_000,
 		MinPingPongs: 5,
 		MaxPingPongs: 30,

@@ -33,6 +33,7 @@ type hcaOpts struct {
 
 func hcaFlags() (*flag.FlagSet, *hcaOpts) {
 	var o hcaOpts
+	d := hca.DefaultParams()
 	fs := flag.NewFlagSet("hca", flag.ContinueOnError)
 	fs.IntVar(&o.nodes, "nodes", 16, "number of agents `N` (rank 0 is the root)")
 	fs.StringVar(&o.algorithm, "algorithm", "hca", "`NAME`: skampi, tree, jk, hca, hca2 or hca3")
@@ -41,10 +42,10 @@ func hcaFlags() (*flag.FlagSet, *hcaOpts) {
 	fs.DurationVar(&o.offset, "offset", time.Second, "clock offsets drawn uniformly within ±this")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the clocks and the simulated network")
 	fs.StringVar(&o.checks, "check-after", "0s,10s,20s", "check the models at these `DURATIONS` after the sync (comma-separated)")
-	fs.IntVar(&o.fitpoints, "fitpoints", 20, "fitpoints per fitted line")
-	fs.IntVar(&o.exchanges, "exchanges", 10, "ping-pongs per fitpoint")
-	fs.StringVar(&o.filter, "filter", "min-rtt", "how a fitpoint is taken from its ping-pongs: median (Jones & Koenig) or min-rtt (the shortest round trip, at its midpoint)")
-	fs.DurationVar(&o.spacing, "spacing", 100*time.Millisecond, "least time between a pair's successive fitpoints")
+	fs.IntVar(&o.fitpoints, "fitpoints", d.Fitpoints, "fitpoints per fitted line")
+	fs.IntVar(&o.exchanges, "exchanges", d.Exchanges, "ping-pongs per fitpoint")
+	fs.StringVar(&o.filter, "filter", d.Filter.String(), "how a fitpoint is taken from its ping-pongs: median (Jones & Koenig) or min-rtt (the shortest round trip, at its midpoint)")
+	fs.DurationVar(&o.spacing, "spacing", time.Duration(d.SpacingNS), "least time between a pair's successive fitpoints")
 	fs.DurationVar(&o.latency, "latency", 5*time.Microsecond, "sim: one-way latency of every message")
 	fs.DurationVar(&o.jitter, "jitter", time.Microsecond, "sim: mean of the exponential jitter added to each message (0: noiseless)")
 	fs.DurationVar(&o.asym, "asymmetry", 0, "sim: extra one-way delay from lower to higher ranks")
