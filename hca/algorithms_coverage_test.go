@@ -58,3 +58,40 @@ func TestUncertaintyCoverage(t *testing.T) {
 		})
 	}
 }
+
+// TestLossAndDelayCostAtMostTwice: with 1 % of exchanges lost and 5 % of
+// answers held up 50–500 µs, every drift-modelling algorithm's max |error|
+// over ranks, seeds and check times (the sync's end and 20 s later) is at
+// most twice that on the same network without them: lost exchanges are
+// retried, and delayed ones lose the min-RTT pick (and the SKaMPI interval).
+func TestLossAndDelayCostAtMostTwice(t *testing.T) {
+	worst := func(alg Algorithm, lossy bool) int64 {
+		var w int64
+		for seed := range uint64(4) {
+			cfg := SimConfig{Nodes: 33, Seed: 77 + seed, DriftPPM: 100, OffsetNS: 1_000_000_000,
+				LatencyNS: 20_000, JitterNS: 1_000, ProcessingNS: 2_000, StartNS: 1_000_000_000}
+			if lossy {
+				cfg.Loss, cfg.DelayProb, cfg.DelayMinNS, cfg.DelayMaxNS = 0.01, 0.05, 50_000, 500_000
+			}
+			s := mustSim(t, cfg)
+			res, err := alg.Sync(context.Background(), s, accuracyParams())
+			if err != nil {
+				t.Fatalf("%s seed %d lossy %v: %v", alg.Name(), seed, lossy, err)
+			}
+			for r := 1; r < cfg.Nodes; r++ {
+				now := s.Now(r)
+				for _, after := range []int64{0, 20e9} {
+					w = max(w, s.ModelError(r, res.Models[r], now+after, now+after, 1))
+				}
+			}
+		}
+		return w
+	}
+	for _, alg := range []Algorithm{JK{}, HCA{}, HCA2{}, HCA3{}} {
+		clean, lossy := worst(alg, false), worst(alg, true)
+		t.Logf("%-4s max |error| clean %d ns, with loss and delays %d ns (%.2f×)", alg.Name(), clean, lossy, float64(lossy)/float64(clean))
+		if lossy > 2*clean {
+			t.Errorf("%s: max |error| %d ns with loss and delays, more than twice the clean %d ns", alg.Name(), lossy, clean)
+		}
+	}
+}
