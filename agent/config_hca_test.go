@@ -1,0 +1,37 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHCAConfigErrors(t *testing.T) {
+	const base = "hca:\n  enabled: true\n  key_file: /k\n  rank: %RANK%\n  peers:\n%PEERS%"
+	cfg := func(rank, peers string) string {
+		return strings.NewReplacer("%RANK%", rank, "%PEERS%", peers).Replace(base)
+	}
+	two := "    0: \"10.0.0.1:7400\"\n    1: \"10.0.0.2:7400\"\n"
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"duplicate rank", cfg("0", "    0: \"10.0.0.1:7400\"\n    0: \"10.0.0.2:7400\"\n"), "hca.peers.0: given twice (first on line 6)"},
+		{"gap in ranks", cfg("0", "    0: \"10.0.0.1:7400\"\n    2: \"10.0.0.2:7400\"\n"), "no rank 1"},
+		{"shared address", cfg("0", "    0: \"10.0.0.1:7400\"\n    1: \"10.0.0.1:7400\"\n"), "ranks 0 and 1 share the address"},
+		{"host name", cfg("0", "    0: \"node0:7400\"\n"), "want IP:port"},
+		{"rank not a peer", cfg("2", two), "hca.rank: 2 is not among the peers' ranks 0..1"},
+		{"unknown algorithm", cfg("0", two) + "  algorithm: ntp\n", "hca.algorithm: \"ntp\""},
+		{"drift", cfg("0", two) + "  test_clock: {drift_ppm: 900}\n", "hca.test_clock.drift_ppm"},
+		{"no key", strings.Replace(cfg("0", two), "  key_file: /k\n", "", 1), "hca.key_file: must be set"},
+		{"peers a list", "hca:\n  enabled: true\n  key_file: /k\n  peers: [a, b]\n", "hca.peers: want a mapping"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("c.yaml", []byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Parse: %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := Parse("c.yaml", []byte(cfg("1", two))); err != nil {
+		t.Fatalf("a good section: %v", err)
+	}
+}
