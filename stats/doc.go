@@ -38,6 +38,17 @@
 // 95 % confidence interval from Student's t with n-2 degrees of freedom,
 // and the standard deviation of the residuals.
 //
+// # Cross-board event matching
+//
+// [Match] pairs the events two boards stamped of one trigger (a square wave
+// on a GPIO line of each, a PPS) by mutual nearest time within a window, so
+// that a missed edge costs one pair rather than shifting the rest, and
+// counts the unmatched events of each side. [Matching.Offsets] gives each
+// pair's offset as the reference study's eq. 3 defines it, offset =
+// TS_B − (TS_A + ΔISR), with ΔISR (the difference of the boards' interrupt
+// latencies) given, or estimated by [EstimateDelta] as the median
+// difference of a calibration capture stamped by one clock.
+//
 // # Stability: ADEV, MDEV, TDEV, MTIE
 //
 // [ADev], [MDev], [TDev] and [MTIE] take phase data x (time error, ns)
