@@ -1,0 +1,283 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// ErrNoData is returned when the input holds no record of the selected
+// measurement and field.
+var ErrNoData = errors.New("no matching records")
+
+// Tag is one tag key and value.
+type Tag struct{ Key, Value string }
+
+// domainTags name a record's clock domain: a series must not mix them.
+var domainTags = []string{"clock", "ref"}
+
+// Query selects the records and groups them into series.
+type Query struct {
+	Measurement, Field string
+	Where              []Tag    // every tag must match
+	GroupBy            []string // nil: the whole tag set
+	// Start and Stop bound the record times (ns, inclusive); 0 is unbounded.
+	Start, Stop int64
+}
+
+// Series is one group of samples: times and values in ns.
+type Series struct {
+	Tags []Tag // the grouped tags, sorted by key
+	T, X []int64
+
+	NonFinite  int64 // NaN or infinite float values skipped
+	Duplicates int64 // records with a time already seen, dropped
+	Unsorted   int64 // records read before an earlier one (sorted since)
+
+	domain []Tag // the first record's clock-domain tags outside Tags
+}
+
+// Name is the series' tags as key=value pairs joined by commas ("" for none).
+func (s *Series) Name() string {
+	var b strings.Builder
+	for i, t := range s.Tags {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(t.Key + "=" + t.Value)
+	}
+	return b.String()
+}
+
+// Counts are the records a collection read and set aside.
+type Counts struct {
+	Records      int64 // records read, of any measurement
+	Used         int64 // samples kept in some series
+	MissingField int64 // records of the measurement without the field
+	NonNumeric   int64 // string or boolean values
+	NonFinite    int64 // NaN or infinite floats
+	OutOfRange   int64 // outside Query.Start..Stop
+	NoTime       int64 // records without a timestamp
+	Duplicates   int64
+	// Malformed counts lines that are not line protocol, including float
+	// fields written as NaN or Inf, which line protocol has no syntax for.
+	Malformed int64
+}
+
+// Collector groups records into series. Add them in input order, then call
+// Finish.
+type Collector struct {
+	q      Query
+	series map[string]*Series
+	order  []*Series
+	Counts Counts
+
+	key []byte
+	sel []Tag
+
+	firstMalformed string
+
+	// Progress, when set, receives a line "read N records from Source..."
+	// about every second once reading has taken longer than one.
+	Progress io.Writer
+	Source   string
+	start    time.Time
+	last     time.Time
+}
+
+// NewCollector returns a Collector for q.
+func NewCollector(q Query) (*Collector, error) {
+	if q.Measurement == "" || q.Field == "" {
+		return nil, errors.New("a measurement and a field are required")
+	}
+	now := time.Now()
+	return &Collector{q: q, series: map[string]*Series{}, start: now, last: now}, nil
+}
+
+// Value is a field value: exactly one of the kinds.
+type Value struct {
+	Kind  ValueKind
+	Int   int64
+	Float float64
+}
+
+// ValueKind is the type of a field value.
+type ValueKind uint8
+
+// The kinds of field values.
+const (
+	KindInt ValueKind = iota
+	KindFloat
+	KindOther // string, boolean: not an offset
+)
+
+// tick counts one record read and reports progress.
+func (c *Collector) tick() {
+	c.Counts.Records++
+	if c.Progress == nil || c.Counts.Records%4096 != 0 {
+		return
+	}
+	if now := time.Now(); now.Sub(c.start) > time.Second && now.Sub(c.last) >= time.Second {
+		c.last = now
+		fmt.Fprintf(c.Progress, "read %d records from %s...\n", c.Counts.Records, c.Source)
+	}
+}
+
+// wantMeasurement reports whether records of measurement m are selected.
+func (c *Collector) wantMeasurement(m []byte) bool { return string(m) == c.q.Measurement }
+
+// Add adds one record of the selected measurement: its tags (any order; the
+// slice is sorted in place), whether it has the field, the field's value and
+// the time (hasTime false when the record has none).
+func (c *Collector) Add(tags []Tag, hasField bool, v Value, t int64, hasTime bool) error {
+	switch {
+	case !hasField:
+		c.Counts.MissingField++
+		return nil
+	case !hasTime:
+		c.Counts.NoTime++
+		return nil
+	case c.q.Start != 0 && t < c.q.Start, c.q.Stop != 0 && t > c.q.Stop:
+		c.Counts.OutOfRange++
+		return nil
+	}
+	for _, w := range c.q.Where {
+		if !slices.Contains(tags, w) {
+			return nil
+		}
+	}
+	sort.Slice(tags, func(i, j int) bool { return tags[i].Key < tags[j].Key })
+	c.sel = c.sel[:0]
+	if c.q.GroupBy == nil {
+		c.sel = append(c.sel, tags...)
+	} else {
+		for _, tg := range tags {
+			if slices.Contains(c.q.GroupBy, tg.Key) {
+				c.sel = append(c.sel, tg)
+			}
+		}
+	}
+	c.key = c.key[:0]
+	for _, tg := range c.sel {
+		c.key = append(append(append(append(c.key, tg.Key...), '='), tg.Value...), 0)
+	}
+	s := c.series[string(c.key)]
+	if s == nil {
+		s = &Series{Tags: slices.Clone(c.sel)}
+		for _, tg := range tags {
+			if slices.Contains(domainTags, tg.Key) && !slices.ContainsFunc(s.Tags, func(x Tag) bool { return x.Key == tg.Key }) {
+				s.domain = append(s.domain, tg)
+			}
+		}
+		c.series[string(c.key)] = s
+		c.order = append(c.order, s)
+	} else if len(s.domain) > 0 {
+		for _, d := range s.domain {
+			if i := slices.IndexFunc(tags, func(x Tag) bool { return x.Key == d.Key }); i >= 0 && tags[i].Value != d.Value {
+				return fmt.Errorf("series {%s} mixes clock domains %s=%s and %s=%s: add --group-by %s",
+					s.Name(), d.Key, d.Value, d.Key, tags[i].Value, d.Key)
+			}
+		}
+	}
+	var x int64
+	switch v.Kind {
+	case KindInt:
+		x = v.Int
+	case KindFloat:
+		if math.IsNaN(v.Float) || math.IsInf(v.Float, 0) {
+			s.NonFinite++
+			c.Counts.NonFinite++
+			return nil
+		}
+		r := math.Round(v.Float)
+		if r >= math.MaxInt64 || r < math.MinInt64 {
+			s.NonFinite++
+			c.Counts.NonFinite++
+			return nil
+		}
+		x = int64(r)
+	default:
+		c.Counts.NonNumeric++
+		return nil
+	}
+	if n := len(s.T); n > 0 && t < s.T[n-1] {
+		s.Unsorted++
+	}
+	s.T = append(s.T, t)
+	s.X = append(s.X, x)
+	return nil
+}
+
+// Finish sorts each series by time, drops duplicate times (keeping the
+// first) and returns the series in order of their names. It fails with
+// ErrNoData when no sample was kept.
+func (c *Collector) Finish() ([]*Series, error) {
+	var out []*Series
+	for _, s := range c.order {
+		if s.Unsorted > 0 {
+			idx := make([]int, len(s.T))
+			for i := range idx {
+				idx[i] = i
+			}
+			sort.SliceStable(idx, func(i, j int) bool { return s.T[idx[i]] < s.T[idx[j]] })
+			t, x := make([]int64, len(idx)), make([]int64, len(idx))
+			for i, k := range idx {
+				t[i], x[i] = s.T[k], s.X[k]
+			}
+			s.T, s.X = t, x
+		}
+		w := 0
+		for i := range s.T {
+			if w > 0 && s.T[i] == s.T[w-1] {
+				s.Duplicates++
+				continue
+			}
+			s.T[w], s.X[w] = s.T[i], s.X[i]
+			w++
+		}
+		s.T, s.X = s.T[:w], s.X[:w]
+		c.Counts.Duplicates += s.Duplicates
+		c.Counts.Used += int64(w)
+		if w > 0 {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNoData, c.describe())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, nil
+}
+
+// describe says what was read, for the ErrNoData message.
+func (c *Collector) describe() string {
+	n := c.Counts
+	msg := fmt.Sprintf("%d records read, none of measurement %q with a numeric field %q", n.Records, c.q.Measurement, c.q.Field)
+	var extra []string
+	for _, e := range []struct {
+		n    int64
+		what string
+	}{{n.MissingField, "without the field"}, {n.NonNumeric, "non-numeric"}, {n.NonFinite, "NaN or infinite"}, {n.OutOfRange, "outside the time range"}, {n.NoTime, "without a timestamp"}, {n.Malformed, "malformed"}} {
+		if e.n > 0 {
+			extra = append(extra, fmt.Sprintf("%d %s", e.n, e.what))
+		}
+	}
+	if len(c.q.Where) > 0 {
+		extra = append(extra, fmt.Sprintf("where %v", c.q.Where))
+	}
+	if len(extra) > 0 {
+		msg += " (" + strings.Join(extra, ", ") + ")"
+	}
+	if c.firstMalformed != "" {
+		msg += "; first malformed line: " + c.firstMalformed
+	}
+	return msg
+}
+
+// FirstMalformed describes the first malformed line ("" when none).
+func (c *Collector) FirstMalformed() string { return c.firstMalformed }

@@ -1,0 +1,274 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/monagent/monagent/stats"
+)
+
+// Options configure Compute.
+type Options struct {
+	// Bounds (ns) for the shares of |x| <= bound; nil: DefaultBounds.
+	Bounds []int64
+	// Tau0 is the sampling interval (ns) for the stability measures; 0:
+	// the median interval of the series.
+	Tau0 int64
+}
+
+// DefaultBounds are 100 ns, 1 µs, 10 µs, 100 µs and 1 ms.
+var DefaultBounds = []int64{100, 1_000, 10_000, 100_000, 1_000_000}
+
+// Point is one point of a stability curve.
+type Point struct {
+	TauS  float64 `json:"tau_s"`
+	Value float64 `json:"value"`
+}
+
+// ShareOut is the fraction of samples with |x| <= BoundNS.
+type ShareOut struct {
+	BoundNS  int64   `json:"bound_ns"`
+	Fraction float64 `json:"fraction"`
+}
+
+// Result is the report of one series; its JSON is the documented output.
+type Result struct {
+	Series   map[string]string `json:"series"`
+	N        int64             `json:"n"`
+	MeanNS   float64           `json:"mean_ns"`
+	StdNS    float64           `json:"std_ns"`
+	RMSNS    float64           `json:"rms_ns"`
+	MaxAbsNS uint64            `json:"max_abs_ns"`
+	P50NS    float64           `json:"p50_ns"`
+	P75NS    float64           `json:"p75_ns"`
+	P95NS    float64           `json:"p95_ns"`
+	P99NS    float64           `json:"p99_ns"`
+	P999NS   float64           `json:"p999_ns"`
+	// DriftPPM is null when the series has fewer than 3 samples.
+	DriftPPM   *float64  `json:"drift_ppm"`
+	DriftPPMCI []float64 `json:"drift_ppm_ci,omitempty"` // 95 %: [low, high]
+	ADev       []Point   `json:"adev"`
+	MDev       []Point   `json:"mdev"`
+	TDev       []Point   `json:"tdev"`
+	MTIE       []Point   `json:"mtie"`
+
+	// Additions: percentiles of |x| (the study's bounds), shares, the
+	// stability analysis' interval and segment, what was set aside.
+	AbsP75NS  float64    `json:"abs_p75_ns"`
+	AbsP95NS  float64    `json:"abs_p95_ns"`
+	AbsP99NS  float64    `json:"abs_p99_ns"`
+	Shares    []ShareOut `json:"shares"`
+	Tau0NS    int64      `json:"tau0_ns"`
+	SegmentN  int        `json:"segment_n"`
+	Segments  int        `json:"segments"`
+	Exact     bool       `json:"exact_percentiles"`
+	NonFinite int64      `json:"skipped_nonfinite"`
+	Dups      int64      `json:"skipped_duplicates"`
+	Unsorted  int64      `json:"unsorted"`
+	Notes     []string   `json:"notes,omitempty"`
+
+	name    string
+	drift   *stats.Drift
+	segment stats.Segment
+	tdevRaw []stats.Deviation
+}
+
+// Name is the series' name (its tags, "k=v,...").
+func (r *Result) Name() string { return r.name }
+
+// Compute computes the report of one series.
+func Compute(s *Series, o Options) (*Result, error) {
+	bounds := o.Bounds
+	if bounds == nil {
+		bounds = DefaultBounds
+	}
+	sum, err := stats.Summarize(s.X, stats.Config{Bounds: bounds})
+	if err != nil {
+		return nil, fmt.Errorf("series {%s}: %w", s.Name(), err)
+	}
+	// Offsets far from zero (a clock against MONOTONIC_RAW is ~1.8e18 ns)
+	// lose their differences in float64: the spread, drift and stability
+	// come from x - x[0], the location statistics get x[0] added back.
+	shift, xs := shifted(s.X)
+	if shift != 0 {
+		ssum, err := stats.Summarize(xs, stats.Config{})
+		if err != nil {
+			return nil, fmt.Errorf("series {%s}: %w", s.Name(), err)
+		}
+		sum.Std = ssum.Std
+		sum.Mean = float64(shift) + ssum.Mean
+		for i := range sum.Percentiles {
+			sum.Percentiles[i].Value = float64(shift) + ssum.Percentiles[i].Value
+		}
+	}
+	r := &Result{Series: map[string]string{}, name: s.Name(), N: sum.N, MeanNS: sum.Mean, StdNS: sum.Std,
+		RMSNS: sum.RMS, MaxAbsNS: sum.MaxAbs, Exact: sum.Exact, NonFinite: s.NonFinite, Dups: s.Duplicates, Unsorted: s.Unsorted,
+		ADev: []Point{}, MDev: []Point{}, TDev: []Point{}, MTIE: []Point{}, Shares: []ShareOut{}}
+	for _, t := range s.Tags {
+		r.Series[t.Key] = t.Value
+	}
+	for _, q := range sum.Percentiles {
+		switch q.P {
+		case 0.5:
+			r.P50NS = q.Value
+		case 0.75:
+			r.P75NS = q.Value
+		case 0.95:
+			r.P95NS = q.Value
+		case 0.99:
+			r.P99NS = q.Value
+		case 0.999:
+			r.P999NS = q.Value
+		}
+	}
+	for _, q := range sum.AbsPercentiles {
+		switch q.P {
+		case 0.75:
+			r.AbsP75NS = q.Value
+		case 0.95:
+			r.AbsP95NS = q.Value
+		case 0.99:
+			r.AbsP99NS = q.Value
+		}
+	}
+	for _, sh := range sum.Shares {
+		r.Shares = append(r.Shares, ShareOut{sh.Bound, sh.Fraction})
+	}
+	if sum.N == 1 {
+		r.note("a single sample: no standard deviation, drift or stability")
+	}
+	if s.NonFinite > 0 {
+		r.note(fmt.Sprintf("%d NaN or infinite values skipped", s.NonFinite))
+	}
+	if s.Duplicates > 0 {
+		r.note(fmt.Sprintf("%d records with a duplicate time dropped (the first kept)", s.Duplicates))
+	}
+	if sum.N >= 3 {
+		d, err := stats.FitDrift(s.T, xs)
+		if err != nil {
+			return nil, fmt.Errorf("series {%s}: drift: %w", s.Name(), err)
+		}
+		r.drift = &d // of x - shift: float64 cannot hold shift + a few ns
+		r.DriftPPM = &d.SlopePPM
+		r.DriftPPMCI = []float64{d.SlopeLowPPM, d.SlopeHighPPM}
+	} else if sum.N == 2 {
+		r.note("2 samples: too few for a drift fit with a confidence interval")
+	}
+	if len(s.T) < 2 {
+		return r, nil
+	}
+	tau0 := o.Tau0
+	if tau0 <= 0 {
+		tau0 = roundSignificant(medianInterval(s.T), 3)
+	}
+	r.Tau0NS = tau0
+	segs, err := stats.SplitRegular(s.T, tau0)
+	if err != nil {
+		return nil, fmt.Errorf("series {%s}: %w", s.Name(), err)
+	}
+	best := stats.Segment{}
+	for _, g := range segs {
+		if g.End-g.Start > best.End-best.Start {
+			best = g
+		}
+	}
+	r.segment, r.Segments, r.SegmentN = best, len(segs), best.End-best.Start
+	if len(segs) > 1 {
+		r.note(fmt.Sprintf("%d regular segments at tau0 %s; stability from the longest, %d samples", len(segs), stats.FormatNS(float64(tau0)), r.SegmentN))
+	}
+	x := xs[best.Start:best.End]
+	for _, m := range []struct {
+		name string
+		f    func([]int64, int64, []int) ([]stats.Deviation, error)
+		dst  *[]Point
+	}{{"adev", stats.ADev[int64], &r.ADev}, {"mdev", stats.MDev[int64], &r.MDev}, {"tdev", stats.TDev[int64], &r.TDev}, {"mtie", stats.MTIE[int64], &r.MTIE}} {
+		devs, err := m.f(x, tau0, nil)
+		if errors.Is(err, stats.ErrTooShort) {
+			r.note(fmt.Sprintf("%s: the longest regular segment (%d samples) is too short", m.name, len(x)))
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("series {%s}: %s: %w", s.Name(), m.name, err)
+		}
+		if m.name == "tdev" {
+			r.tdevRaw = devs
+		}
+		for _, d := range devs {
+			*m.dst = append(*m.dst, Point{d.TauSeconds(), d.Value})
+		}
+	}
+	return r, nil
+}
+
+func (r *Result) note(s string) { r.Notes = append(r.Notes, s) }
+
+// ADevAt returns the ADEV at tau = 1 s, or at the smallest tau when there is
+// no 1 s point, and that tau; ok is false when there is no ADEV.
+func (r *Result) ADevAt() (tau, v float64, ok bool) {
+	if len(r.ADev) == 0 {
+		return 0, 0, false
+	}
+	for _, p := range r.ADev {
+		if math.Abs(p.TauS-1) < 1e-9 {
+			return p.TauS, p.Value, true
+		}
+	}
+	return r.ADev[0].TauS, r.ADev[0].Value, true
+}
+
+// medianInterval is the median of the positive intervals of sorted t (at
+// least 1 ns).
+func medianInterval(t []int64) int64 {
+	d := make([]int64, 0, len(t)-1)
+	for i := 1; i < len(t); i++ {
+		d = append(d, t[i]-t[i-1])
+	}
+	slices.Sort(d)
+	return max(d[len(d)/2], 1)
+}
+
+// shifted returns x - x[0] and x[0] when some |x| exceeds 2^40 ns (where
+// float64 keeps less than 1/4096 ns), else 0 and x itself. It keeps x when a
+// difference would overflow int64.
+func shifted(x []int64) (int64, []int64) {
+	const far = 1 << 40
+	need := false
+	for _, v := range x {
+		if v > far || v < -far {
+			need = true
+			break
+		}
+	}
+	if !need {
+		return 0, x
+	}
+	out := make([]int64, len(x))
+	for i, v := range x {
+		d := v - x[0]
+		if (d > v) != (x[0] < 0) { // overflow
+			return 0, x
+		}
+		out[i] = d
+	}
+	return x[0], out
+}
+
+// roundSignificant rounds v to n significant decimal digits (an estimated
+// sampling interval of 1.000336 s becomes 1 s).
+func roundSignificant(v int64, n int) int64 {
+	p := int64(1)
+	for v/p >= pow10(n) {
+		p *= 10
+	}
+	return max((v+p/2)/p*p, 1)
+}
+
+func pow10(n int) int64 {
+	p := int64(1)
+	for range n {
+		p *= 10
+	}
+	return p
+}

@@ -1,0 +1,50 @@
+package report
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/monagent/monagent/internal/testbed"
+)
+
+// TestRealInfluxd writes points with the v2 write API of a real influxd
+// 1.8.10 (the testbed's) and reads them back through /query.
+func TestRealInfluxd(t *testing.T) {
+	bin := filepath.Join(testbed.CacheDir(), "influxd-"+testbed.InfluxdVersion, "influxd")
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("influxd %s not built (%v): the testbed builds it into %s", testbed.InfluxdVersion, err, filepath.Dir(bin))
+	}
+	in := testbed.StartInfluxd(t, "mon")
+	lp := lines(3, 14, -7, 20, 9, 1) + strings.ReplaceAll(lines(5, 5), "clock=realtime", "clock=tai")
+	resp, err := http.Post(in.URL+"/api/v2/write?bucket=mon/autogen&precision=ns", "text/plain", strings.NewReader(lp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("write: %s", resp.Status)
+	}
+	q := Query{Measurement: "clock_offset", Field: "offset_ns", Where: []Tag{{"clock", "realtime"}}, Start: 1}
+	c, _ := NewCollector(q)
+	if err := c.ReadInflux(context.Background(), Influx{URL: in.URL, Bucket: "mon/autogen", Token: "user:pass"}); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := c.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := Compute(ss[0], Options{})
+	_, want, _, _ := collect(t, lines(3, 14, -7, 20, 9, 1), q0, Options{})
+	if len(ss) != 1 || got.N != 6 || got.Series["ref"] != "ptp0" || !near(got.StdNS, want[0].StdNS) || !near(got.ADev[0].Value, want[0].ADev[0].Value) {
+		t.Errorf("read back %+v, want %+v", got, want[0])
+	}
+	c, _ = NewCollector(Query{Measurement: "clock_offset", Field: "offset_ns"})
+	err = c.ReadInflux(context.Background(), Influx{URL: in.URL, Bucket: "nosuchdb/autogen"})
+	if err == nil || !strings.Contains(err.Error(), "database not found") {
+		t.Errorf("unknown database: %v", err)
+	}
+}

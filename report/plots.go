@@ -1,0 +1,127 @@
+//go:build !arm
+
+package report
+
+// Plots are left out of 32-bit ARM builds (plots_arm.go): gonum's plotting
+// and its fonts add 6.7 MB to the board's binary, and a board ships its data
+// to be reported on elsewhere.
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/monagent/monagent/stats"
+	"gonum.org/v1/plot"
+)
+
+// PlotsBuilt reports whether this build draws plots.
+const PlotsBuilt = true
+
+// WritePlots writes, for the series s and its result r, PNG and SVG files
+// into dir: NAME-hist (histogram with the normal fit), NAME-cdf (CDF of |x|
+// with the 75/95/99 % marks), NAME-offset (offset against time with the
+// drift line), NAME-adev (ADEV and MDEV) and NAME-tdev (TDEV and MTIE),
+// where NAME is prefix plus the series' tags. It returns the files written;
+// a plot the series is too short for is left out.
+func WritePlots(dir, prefix string, s *Series, r *Result) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	name := unsafeName.ReplaceAllString(strings.Trim(prefix+"_"+r.Name(), "_"), "_")
+	title := prefix
+	if r.Name() != "" {
+		title += " {" + r.Name() + "}"
+	}
+	var files []string
+	emit := func(kind string, mk func() (plotT, error)) error {
+		p, err := mk()
+		if err != nil {
+			return nil // nothing to draw
+		}
+		for _, ext := range []string{".png", ".svg"} {
+			f := filepath.Join(dir, name+"-"+kind+ext)
+			if err := stats.SavePlot(p, stats.PlotWidth, stats.PlotHeight, f); err != nil {
+				return err
+			}
+			files = append(files, f)
+		}
+		return nil
+	}
+	// Offsets far from zero are drawn relative to the first one, as
+	// Compute computes their spread.
+	shift, xs := shifted(s.X)
+	label, absLabel := "offset", "|offset|"
+	if shift != 0 {
+		label = fmt.Sprintf("offset − %d ns", shift)
+		absLabel = label
+	}
+	acc, err := stats.NewAccumulator(stats.Config{})
+	if err != nil {
+		return nil, err
+	}
+	acc.AddSlice(xs)
+	drift := r.drift // fitted to xs
+	err = firstErr(
+		emit("hist", func() (plotT, error) {
+			bins := min(max(int(r.N)/20, 10), 100)
+			h, err := acc.Histogram(bins)
+			if err != nil {
+				return nil, err
+			}
+			return stats.PlotHistogram(h, label, "offset histogram "+title)
+		}),
+		emit("cdf", func() (plotT, error) {
+			marks := []stats.Quantile{{P: 0.75, Value: r.AbsP75NS}, {P: 0.95, Value: r.AbsP95NS}, {P: 0.99, Value: r.AbsP99NS}}
+			cdfOf := acc
+			if shift == 0 { // the study's CDF of |offset|
+				abs := make([]int64, len(s.X))
+				for i, v := range s.X {
+					if v < 0 {
+						v = -max(v, -math.MaxInt64)
+					}
+					abs[i] = v
+				}
+				cdfOf, _ = stats.NewAccumulator(stats.Config{})
+				cdfOf.AddSlice(abs)
+			} else {
+				for i := range marks {
+					v, err := acc.Quantile(marks[i].P)
+					if err != nil {
+						return nil, err
+					}
+					marks[i].Value = v
+				}
+			}
+			pts, err := cdfOf.CDF(2000)
+			if err != nil {
+				return nil, err
+			}
+			return stats.PlotCDF(pts, marks, absLabel, "CDF of "+absLabel+" "+title)
+		}),
+		emit("offset", func() (plotT, error) {
+			return stats.PlotOffset(s.T, xs, drift, label, "offset vs time "+title)
+		}),
+		emit("adev", func() (plotT, error) {
+			return stats.PlotStability([]stats.Curve{{Name: "ADEV (overlapping)", Points: toDev(r.ADev)}, {Name: "MDEV", Points: toDev(r.MDev)}},
+				"deviation (dimensionless)", "ADEV / MDEV "+title)
+		}),
+		emit("tdev", func() (plotT, error) {
+			return stats.PlotStability([]stats.Curve{{Name: "TDEV", Points: toDev(r.TDev)}, {Name: "MTIE", Points: toDev(r.MTIE)}},
+				"TDEV, MTIE (ns)", "TDEV / MTIE "+title)
+		}),
+	)
+	return files, err
+}
+
+func toDev(ps []Point) []stats.Deviation {
+	out := make([]stats.Deviation, len(ps))
+	for i, p := range ps {
+		out[i] = stats.Deviation{Tau: int64(p.TauS*1e9 + 0.5), Value: p.Value}
+	}
+	return out
+}
+
+type plotT = *plot.Plot

@@ -1,0 +1,159 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// Input is where Run reads: Path (a spool directory, a line-protocol file, or
+// "-" for standard input), or Influx when Path is an http(s) URL.
+type Input struct {
+	Path   string
+	Influx Influx
+}
+
+// RunOptions configure Run.
+type RunOptions struct {
+	Options
+	Format  string // text, markdown or json
+	PlotDir string // "" for no plots
+}
+
+// Run reads the input, computes every series and writes the report to out;
+// progress, what was skipped and the plot files go to errw.
+func Run(ctx context.Context, in Input, q Query, o RunOptions, out, errw io.Writer) error {
+	c, err := NewCollector(q)
+	if err != nil {
+		return err
+	}
+	c.Progress, c.Source = errw, in.Path
+	began := time.Now()
+	switch fi, serr := os.Stat(in.Path); {
+	case strings.HasPrefix(in.Path, "http://") || strings.HasPrefix(in.Path, "https://"):
+		err = c.ReadInflux(ctx, in.Influx)
+	case in.Path == "-":
+		c.Source = "standard input"
+		err = c.ReadLineProtocol(os.Stdin)
+	case serr != nil:
+		return fmt.Errorf("input: %w", serr)
+	case fi.IsDir():
+		err = c.ReadSpool(in.Path)
+	default:
+		err = c.ReadFile(in.Path)
+	}
+	if err != nil {
+		return err
+	}
+	series, err := c.Finish()
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Source, err)
+	}
+	if d := time.Since(began); d > time.Second {
+		fmt.Fprintf(errw, "read %d records from %s in %s\n", c.Counts.Records, c.Source, d.Round(time.Millisecond))
+	}
+	if s := c.Counts.Skipped(); s != "" {
+		fmt.Fprintf(errw, "report: skipped %s\n", s)
+	}
+	if m := c.FirstMalformed(); m != "" {
+		fmt.Fprintf(errw, "report: first malformed line: %s\n", m)
+	}
+	rs := make([]*Result, len(series))
+	for i, s := range series {
+		if rs[i], err = Compute(s, o.Options); err != nil {
+			return err
+		}
+	}
+	switch o.Format {
+	case "json":
+		err = WriteJSON(out, rs)
+	case "markdown":
+		err = WriteMarkdown(out, rs)
+	default:
+		err = WriteText(out, rs)
+	}
+	if err != nil || o.PlotDir == "" {
+		return err
+	}
+	n := 0
+	for i, s := range series {
+		files, err := WritePlots(o.PlotDir, q.Measurement+"_"+q.Field, s, rs[i])
+		if err != nil {
+			return fmt.Errorf("plots: %w", err)
+		}
+		n += len(files)
+	}
+	fmt.Fprintf(errw, "wrote %d plot files (PNG and SVG) into %s\n", n, o.PlotDir)
+	return nil
+}
+
+// Skipped lists the records set aside, "" when none.
+func (n Counts) Skipped() string {
+	var parts []string
+	for _, e := range []struct {
+		n    int64
+		what string
+	}{{n.MissingField, "without the field"}, {n.NonNumeric, "with a non-numeric value"}, {n.NonFinite, "with a NaN or infinite value"},
+		{n.Duplicates, "with a duplicate time (first kept)"}, {n.OutOfRange, "outside the time range"}, {n.NoTime, "without a timestamp"},
+		{n.Malformed, "malformed (line protocol has no NaN or Inf)"}} {
+		if e.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d records %s", e.n, e.what))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ParseTags parses "tag=value" arguments (--where).
+func ParseTags(args []string) ([]Tag, error) {
+	var out []Tag
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--where %q: want tag=value", a)
+		}
+		out = append(out, Tag{k, v})
+	}
+	return out, nil
+}
+
+// ParseTime parses an RFC 3339 time or a duration relative to now ("-1h",
+// "-30m"; a positive duration also counts back) into ns; "" is 0 (unbounded).
+func ParseTime(s string, now time.Time) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UnixNano(), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("--start/--stop %q is neither an RFC 3339 time nor a duration such as -1h", s)
+	}
+	if d > 0 {
+		d = -d
+	}
+	return now.Add(d).UnixNano(), nil
+}
+
+// ParseBounds parses comma-separated durations ("100ns,1us") into ns.
+func ParseBounds(s string) ([]int64, error) {
+	if s == "" {
+		return []int64{}, nil
+	}
+	var out []int64
+	for _, f := range strings.Split(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("--bounds: %w", err)
+		}
+		if d < 0 {
+			return nil, errors.New("--bounds: a bound must not be negative")
+		}
+		out = append(out, int64(d))
+	}
+	return out, nil
+}

@@ -1,0 +1,265 @@
+//go:build !arm
+
+package stats
+
+// Plots of the results of this package, drawn with gonum.org/v1/plot (pure
+// Go: it builds with CGO_ENABLED=0 for every target). Unlike the rest of the
+// package these functions import gonum's plot module; they are meant for
+// monagent report, which writes each plot as PNG and SVG with SavePlot.
+// They are left out of 32-bit ARM builds, the board's, to which gonum and
+// its fonts would add 6.7 MB.
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Default plot size: 800 x 500 points, at 96 dpi for PNG.
+const (
+	PlotWidth  = 8 * vg.Inch
+	PlotHeight = 5 * vg.Inch
+)
+
+var (
+	colBars  = color.RGBA{R: 120, G: 160, B: 210, A: 255}
+	colFit   = color.RGBA{R: 200, G: 40, B: 40, A: 255}
+	colData  = color.RGBA{R: 30, G: 80, B: 160, A: 255}
+	colOther = color.RGBA{R: 40, G: 150, B: 60, A: 255}
+)
+
+// PlotHistogram draws h's bars and the fitted normal's density over them;
+// xlabel names the quantity ("offset"), the unit is added.
+func PlotHistogram(h Histogram, xlabel, title string) (*plot.Plot, error) {
+	if len(h.Counts) == 0 || len(h.Edges) != len(h.Counts)+1 {
+		return nil, errors.New("plot histogram: no bins")
+	}
+	unit, div := TimeUnit(math.Max(math.Abs(h.Edges[0]), math.Abs(h.Edges[len(h.Edges)-1])))
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xlabel + " (" + unit + ")"
+	p.Y.Label.Text = "samples per bin"
+	bins := make([]plotter.HistogramBin, len(h.Counts))
+	for i, c := range h.Counts {
+		bins[i] = plotter.HistogramBin{Min: h.Edges[i] / div, Max: h.Edges[i+1] / div, Weight: float64(c)}
+	}
+	bars := &plotter.Histogram{Bins: bins, Width: (h.Edges[1] - h.Edges[0]) / div, FillColor: colBars, LineStyle: plotter.DefaultLineStyle}
+	bars.LineStyle.Width = vg.Points(0.5)
+	p.Add(bars)
+	p.Legend.Add(fmt.Sprintf("samples (n = %d)", h.N), bars)
+	if h.Sigma > 0 {
+		fit := plotter.NewFunction(func(x float64) float64 { return h.Density(x * div) })
+		fit.Samples = 200
+		fit.Color, fit.Width = colFit, vg.Points(1.5)
+		p.Add(fit)
+		p.Legend.Add(fmt.Sprintf("normal fit: µ = %s, σ = %s", FormatNS(h.Mu), FormatNS(h.Sigma)), fit)
+	}
+	p.Legend.Top = true
+	return p, nil
+}
+
+// PlotCDF draws an empirical CDF (the points of Accumulator.CDF) with dashed
+// vertical marks at the given quantiles (e.g. p75, p95, p99).
+func PlotCDF(pts []CDFPoint, marks []Quantile, xlabel, title string) (*plot.Plot, error) {
+	if len(pts) == 0 {
+		return nil, errors.New("plot cdf: no points")
+	}
+	maxAbs := 0.0
+	for _, q := range pts {
+		maxAbs = math.Max(maxAbs, math.Abs(q.X))
+	}
+	unit, div := TimeUnit(maxAbs)
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xlabel + " (" + unit + ")"
+	p.Y.Label.Text = "fraction of samples ≤ x"
+	xy := make(plotter.XYs, 0, 2*len(pts))
+	prevF := 0.0
+	for _, q := range pts { // a step function
+		xy = append(xy, plotter.XY{X: q.X / div, Y: prevF}, plotter.XY{X: q.X / div, Y: q.F})
+		prevF = q.F
+	}
+	l, err := plotter.NewLine(xy)
+	if err != nil {
+		return nil, fmt.Errorf("plot cdf: %w", err)
+	}
+	l.Color, l.Width = colData, vg.Points(1.5)
+	p.Add(l)
+	p.Legend.Add("empirical CDF", l)
+	for _, m := range marks {
+		ml, err := plotter.NewLine(plotter.XYs{{X: m.Value / div, Y: 0}, {X: m.Value / div, Y: m.P}})
+		if err != nil {
+			continue
+		}
+		ml.Color, ml.Dashes = colFit, []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(ml)
+		p.Legend.Add(fmt.Sprintf("p%g = %s", m.P*100, FormatNS(m.Value)), ml)
+	}
+	p.Y.Min, p.Y.Max = 0, 1.02
+	p.Legend.Left, p.Legend.Top = true, true
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
+
+// PlotOffset draws offsets x (ns) against time t (ns, plotted in seconds
+// since t[0]) and, when d is not nil, the fitted drift line; ylabel names
+// the quantity ("offset"), the unit is added.
+func PlotOffset(t, x []int64, d *Drift, ylabel, title string) (*plot.Plot, error) {
+	if len(t) == 0 || len(t) != len(x) {
+		return nil, errors.New("plot offset: no points")
+	}
+	var maxAbs float64
+	for _, v := range x {
+		maxAbs = math.Max(maxAbs, math.Abs(float64(v)))
+	}
+	unit, div := TimeUnit(maxAbs)
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "time since first sample (s)"
+	p.Y.Label.Text = ylabel + " (" + unit + ")"
+	xy := decimate(t, x, div, maxOffsetPoints/2)
+	l, s, err := plotter.NewLinePoints(xy)
+	if err != nil {
+		return nil, fmt.Errorf("plot offset: %w", err)
+	}
+	l.Color, s.Color = colData, colData
+	s.GlyphStyle.Radius = vg.Points(1.5)
+	if len(t) > 2000 { // points would hide the line
+		p.Add(l)
+		p.Legend.Add("offset", l)
+	} else {
+		p.Add(l, s)
+		p.Legend.Add("offset", l, s)
+	}
+	if d != nil {
+		end := t[len(t)-1]
+		dl, err := plotter.NewLine(plotter.XYs{{X: 0, Y: d.Predict(t[0]) / div}, {X: float64(end-t[0]) / 1e9, Y: d.Predict(end) / div}})
+		if err == nil {
+			dl.Color, dl.Width = colFit, vg.Points(1.5)
+			dl.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+			p.Add(dl)
+			p.Legend.Add(fmt.Sprintf("drift %.4g ppm [%.4g, %.4g]", d.SlopePPM, d.SlopeLowPPM, d.SlopeHighPPM), dl)
+		}
+	}
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
+
+// maxOffsetPoints bounds the points PlotOffset draws: more would only cost
+// memory and time (a million samples took 400 MB) for the same pixels.
+const maxOffsetPoints = 4000
+
+// decimate returns (seconds since t[0], x/div) for every sample when there
+// are at most 2 buckets of them, else the minimum and the maximum of each of
+// buckets equal runs of samples, in time order, so the envelope (and every
+// extreme) stays visible.
+func decimate(t, x []int64, div float64, buckets int) plotter.XYs {
+	pt := func(i int) plotter.XY { return plotter.XY{X: float64(t[i]-t[0]) / 1e9, Y: float64(x[i]) / div} }
+	if len(t) <= 2*buckets {
+		xy := make(plotter.XYs, len(t))
+		for i := range t {
+			xy[i] = pt(i)
+		}
+		return xy
+	}
+	xy := make(plotter.XYs, 0, 2*buckets)
+	for b := range buckets {
+		lo, hi := b*len(t)/buckets, (b+1)*len(t)/buckets
+		mn, mx := lo, lo
+		for i := lo; i < hi; i++ {
+			if x[i] < x[mn] {
+				mn = i
+			}
+			if x[i] > x[mx] {
+				mx = i
+			}
+		}
+		xy = append(xy, pt(min(mn, mx)), pt(max(mn, mx)))
+	}
+	return xy
+}
+
+// Curve is one named stability curve for PlotStability.
+type Curve struct {
+	Name   string
+	Points []Deviation
+}
+
+// PlotStability draws stability curves (e.g. ADEV and MDEV, or TDEV and
+// MTIE) on log-log axes against tau in seconds; ylabel names the unit.
+// Non-positive values cannot be drawn on a log axis and are left out.
+func PlotStability(curves []Curve, ylabel, title string) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "τ (s)"
+	p.Y.Label.Text = ylabel
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	cols := []color.Color{colData, colFit, colOther}
+	drawn := 0
+	for i, c := range curves {
+		var xy plotter.XYs
+		for _, d := range c.Points {
+			if d.Value > 0 && d.Tau > 0 {
+				xy = append(xy, plotter.XY{X: d.TauSeconds(), Y: d.Value})
+			}
+		}
+		if len(xy) == 0 {
+			continue
+		}
+		l, s, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", c.Name, err)
+		}
+		l.Color, s.Color = cols[i%len(cols)], cols[i%len(cols)]
+		p.Add(l, s)
+		p.Legend.Add(c.Name, l, s)
+		drawn++
+	}
+	if drawn == 0 {
+		return nil, fmt.Errorf("plot %s: %w: no positive values", title, ErrTooShort)
+	}
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	return p, nil
+}
+
+// SavePlot writes p to path as PNG (96 dpi) or SVG, by path's extension.
+func SavePlot(p *plot.Plot, w, h vg.Length, path string) error {
+	var c vg.CanvasSizer
+	var write func(f *os.File) error
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".png":
+		img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(96))
+		c = img
+		write = func(f *os.File) error { _, err := vgimg.PngCanvas{Canvas: img}.WriteTo(f); return err }
+	case ".svg":
+		svg := vgsvg.New(w, h)
+		c = svg
+		write = func(f *os.File) error { _, err := svg.WriteTo(f); return err }
+	default:
+		return fmt.Errorf("save plot %s: want .png or .svg", path)
+	}
+	p.Draw(draw.New(c))
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("save plot %s: %w", path, err)
+	}
+	return f.Close()
+}
