@@ -28,6 +28,13 @@ type Query struct {
 	GroupBy            []string // nil: the whole tag set
 	// Start and Stop bound the record times (ns, inclusive); 0 is unbounded.
 	Start, Stop int64
+	// TimeValue makes every record of the measurement a sample whose value
+	// is its own time (event matching on record times); Field may then be
+	// empty (with a Field, only records carrying it are used).
+	TimeValue bool
+	// Scale, when above 1, multiplies each value before it is rounded to an
+	// integer (a rate of 22.5 B/s is kept as 22500 with Scale 1000).
+	Scale int64
 }
 
 // Series is one group of samples: times and values in ns.
@@ -92,7 +99,7 @@ type Collector struct {
 
 // NewCollector returns a Collector for q.
 func NewCollector(q Query) (*Collector, error) {
-	if q.Measurement == "" || q.Field == "" {
+	if q.Measurement == "" || (q.Field == "" && !q.TimeValue) {
 		return nil, errors.New("a measurement and a field are required")
 	}
 	now := time.Now()
@@ -135,6 +142,9 @@ func (c *Collector) wantMeasurement(m []byte) bool { return string(m) == c.q.Mea
 // slice is sorted in place), whether it has the field, the field's value and
 // the time (hasTime false when the record has none).
 func (c *Collector) Add(tags []Tag, hasField bool, v Value, t int64, hasTime bool) error {
+	if c.q.TimeValue && (hasField || c.q.Field == "") {
+		hasField, v = true, Value{Kind: KindInt, Int: t}
+	}
 	switch {
 	case !hasField:
 		c.Counts.MissingField++
@@ -185,6 +195,11 @@ func (c *Collector) Add(tags []Tag, hasField bool, v Value, t int64, hasTime boo
 		}
 	}
 	var x int64
+	if c.q.Scale > 1 && v.Kind == KindInt {
+		v = Value{Kind: KindFloat, Float: float64(v.Int) * float64(c.q.Scale)}
+	} else if c.q.Scale > 1 && v.Kind == KindFloat {
+		v.Float *= float64(c.q.Scale)
+	}
 	switch v.Kind {
 	case KindInt:
 		x = v.Int
@@ -258,6 +273,9 @@ func (c *Collector) Finish() ([]*Series, error) {
 func (c *Collector) describe() string {
 	n := c.Counts
 	msg := fmt.Sprintf("%d records read, none of measurement %q with a numeric field %q", n.Records, c.q.Measurement, c.q.Field)
+	if c.q.Field == "" {
+		msg = fmt.Sprintf("%d records read, none of measurement %q", n.Records, c.q.Measurement)
+	}
 	var extra []string
 	for _, e := range []struct {
 		n    int64

@@ -68,6 +68,8 @@ type Result struct {
 	Dups      int64      `json:"skipped_duplicates"`
 	Unsorted  int64      `json:"unsorted"`
 	Notes     []string   `json:"notes,omitempty"`
+	// Match describes the pairing of a cross-board series (RunMatch).
+	Match *MatchInfo `json:"match,omitempty"`
 
 	name    string
 	drift   *stats.Drift

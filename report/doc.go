@@ -46,5 +46,28 @@
 // taus. What a series is too short for is left out with a note, never an
 // error: a single sample gives n, mean, max |x| and the percentiles.
 //
+// # Cross-board matching
+//
+// RunMatch pairs event streams of boards fed by one trigger: the records of
+// the measurement (gpio_event, pps_event, marker) are grouped by one tag,
+// the reference value's events against each other value's, by stats.Match
+// (mutual nearest within a window; by default DefaultWindowFraction, 0.4,
+// of the reference's median event interval). An event's time is its record
+// time (Query.TimeValue) or a field such as global_ns, the HCA global
+// timeline, whose bound field (global_bound_ns) gives each pair's bound as
+// the sum of its two events' bounds. The offsets, the reference study's eq.
+// 3, TS_other − (TS_ref + Δ_ISR), at the reference's event times, are a
+// series like any other ("match host=b1 vs host=b2"), with the pairing's
+// counts in Result.Match. Events of equal times are dropped but the first,
+// and counted.
+//
+// # Traffic
+//
+// RunTraffic reports the NTP probe's bytes_per_s (ntp_probe) and the PTP
+// probe's bytes_sent_per_s + bytes_received_per_s (ptp_probe_stats): each
+// series' latest record, the bytes per second per client, and the clients
+// one server or master port serves with TrafficShare of 100 Mb/s and 1 Gb/s,
+// next to the reference study's figures.
+//
 // The package does not log; progress goes to an optional io.Writer.
 package report

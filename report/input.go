@@ -175,7 +175,11 @@ type Influx struct {
 // InfluxQL returns the statement ReadInflux sends for q.
 func InfluxQL(q Query) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "SELECT %s FROM %s", quoteIdent(q.Field), quoteIdent(q.Measurement))
+	if q.Field == "" { // TimeValue: any record of the measurement
+		fmt.Fprintf(&b, "SELECT * FROM %s", quoteIdent(q.Measurement))
+	} else {
+		fmt.Fprintf(&b, "SELECT %s FROM %s", quoteIdent(q.Field), quoteIdent(q.Measurement))
+	}
 	var conds []string
 	if q.Start != 0 {
 		conds = append(conds, fmt.Sprintf("time >= %d", q.Start))
@@ -286,6 +290,9 @@ func (c *Collector) addInflux(server string, r *influxResponse) error {
 		}
 		for _, s := range res.Series {
 			ti, fi := indexOf(s.Columns, "time"), indexOf(s.Columns, c.q.Field)
+			if c.q.Field == "" {
+				fi = ti
+			}
 			if ti < 0 || fi < 0 {
 				return fmt.Errorf("influxdb %s: series %s lacks column time or %s: %v", server, s.Name, c.q.Field, s.Columns)
 			}

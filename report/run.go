@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 type Input struct {
 	Path   string
 	Influx Influx
+
+	stdin []byte // standard input, read once for a mode reading it twice
 }
 
 // RunOptions configure Run.
@@ -22,14 +25,42 @@ type RunOptions struct {
 	Options
 	Format  string // text, markdown or json
 	PlotDir string // "" for no plots
+	// Match, when set, pairs the events of two or more boards (RunMatch).
+	Match *MatchOptions
+	// Traffic reports the NTP and PTP probes' bytes per client (RunTraffic).
+	Traffic bool
 }
 
 // Run reads the input, computes every series and writes the report to out;
-// progress, what was skipped and the plot files go to errw.
+// progress, what was skipped and the plot files go to errw. With o.Match it
+// pairs events instead (RunMatch), with o.Traffic it reports the probes'
+// traffic (RunTraffic).
 func Run(ctx context.Context, in Input, q Query, o RunOptions, out, errw io.Writer) error {
-	c, err := NewCollector(q)
+	if o.Match != nil {
+		return RunMatch(ctx, in, q, *o.Match, o, out, errw)
+	}
+	if o.Traffic {
+		return RunTraffic(ctx, in, q, o.Format, out, errw)
+	}
+	series, err := read(ctx, in, q, errw)
 	if err != nil {
 		return err
+	}
+	rs := make([]*Result, len(series))
+	for i, s := range series {
+		if rs[i], err = Compute(s, o.Options); err != nil {
+			return err
+		}
+	}
+	return output(q.Measurement+"_"+q.Field, series, rs, o, out, errw)
+}
+
+// read reads the input's records selected by q into series, reporting
+// progress and what was skipped on errw.
+func read(ctx context.Context, in Input, q Query, errw io.Writer) ([]*Series, error) {
+	c, err := NewCollector(q)
+	if err != nil {
+		return nil, err
 	}
 	c.Progress, c.Source = errw, in.Path
 	began := time.Now()
@@ -38,20 +69,24 @@ func Run(ctx context.Context, in Input, q Query, o RunOptions, out, errw io.Writ
 		err = c.ReadInflux(ctx, in.Influx)
 	case in.Path == "-":
 		c.Source = "standard input"
-		err = c.ReadLineProtocol(os.Stdin)
+		if in.stdin != nil {
+			err = c.ReadLineProtocol(bytes.NewReader(in.stdin))
+		} else {
+			err = c.ReadLineProtocol(os.Stdin)
+		}
 	case serr != nil:
-		return fmt.Errorf("input: %w", serr)
+		return nil, fmt.Errorf("input: %w", serr)
 	case fi.IsDir():
 		err = c.ReadSpool(in.Path)
 	default:
 		err = c.ReadFile(in.Path)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	series, err := c.Finish()
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.Source, err)
+		return nil, fmt.Errorf("%s: %w", c.Source, err)
 	}
 	if d := time.Since(began); d > time.Second {
 		fmt.Fprintf(errw, "read %d records from %s in %s\n", c.Counts.Records, c.Source, d.Round(time.Millisecond))
@@ -62,12 +97,25 @@ func Run(ctx context.Context, in Input, q Query, o RunOptions, out, errw io.Writ
 	if m := c.FirstMalformed(); m != "" {
 		fmt.Fprintf(errw, "report: first malformed line: %s\n", m)
 	}
-	rs := make([]*Result, len(series))
-	for i, s := range series {
-		if rs[i], err = Compute(s, o.Options); err != nil {
-			return err
-		}
+	return series, nil
+}
+
+// rereadable makes standard input readable more than once (read into memory).
+func (in *Input) rereadable() error {
+	if in.Path != "-" || in.stdin != nil {
+		return nil
 	}
+	b, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		return fmt.Errorf("standard input: %w", err)
+	}
+	in.stdin = b
+	return nil
+}
+
+// output writes the results in o.Format, and the plots.
+func output(prefix string, series []*Series, rs []*Result, o RunOptions, out, errw io.Writer) error {
+	var err error
 	switch o.Format {
 	case "json":
 		err = WriteJSON(out, rs)
@@ -81,7 +129,7 @@ func Run(ctx context.Context, in Input, q Query, o RunOptions, out, errw io.Writ
 	}
 	n := 0
 	for i, s := range series {
-		files, err := WritePlots(o.PlotDir, q.Measurement+"_"+q.Field, s, rs[i])
+		files, err := WritePlots(o.PlotDir, prefix, s, rs[i])
 		if err != nil {
 			return fmt.Errorf("plots: %w", err)
 		}

@@ -19,6 +19,11 @@ type reportOpts struct {
 	input, config, measurement, field, format, plots, bounds, bucket, token, start, stop string
 	tau0                                                                                 time.Duration
 	where, groupBy                                                                       listFlag
+
+	match, timeField string
+	window, deltaISR time.Duration
+	traffic          bool
+	windowSet        bool
 }
 
 // listFlag is a repeatable flag whose values may also be comma lists.
@@ -47,6 +52,11 @@ func reportFlags() (*flag.FlagSet, *reportOpts) {
 	fs.StringVar(&o.token, "token", "", "InfluxDB `user:pass` (empty: $MONAGENT_INFLUX_TOKEN)")
 	fs.StringVar(&o.start, "start", "", "only records at or after `TIME`: RFC 3339 or a duration before now, e.g. -1h (empty: no bound; InfluxDB: -1h)")
 	fs.StringVar(&o.stop, "stop", "", "only records at or before `TIME`: RFC 3339 or a duration before now (empty: now)")
+	fs.StringVar(&o.match, "match", "", "`TAG=REF,OTHER`[,...]: pair the --measurement events of these boards; offsets TS_OTHER − (TS_REF + Δ_ISR) get the statistics above (no --field)")
+	fs.StringVar(&o.timeField, "time-field", "", "--match: each event's time is this `FIELD`, e.g. global_ns (the HCA timeline; its _bound_ns is reported) (empty: the record's time)")
+	fs.DurationVar(&o.window, "window", 0, "--match: pair events at most `DURATION` apart (0: 0.4 × the reference's median event interval)")
+	fs.DurationVar(&o.deltaISR, "delta-isr", 0, "--match: Δ_ISR `DURATION`, the other board's interrupt latency minus the reference's (from a calibration capture)")
+	fs.BoolVar(&o.traffic, "traffic", false, "NTP and PTP probes' bytes/s per client and the clients one server or master port serves at 10 % of 100 Mb/s and 1 Gb/s, next to the study's (no --measurement/--field)")
 	return fs, o
 }
 
@@ -55,9 +65,16 @@ func reportCmd(args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	fs.Visit(func(f *flag.Flag) { o.windowSet = o.windowSet || f.Name == "window" })
 	q, ro, err := o.query(time.Now())
 	if err != nil {
 		return err
+	}
+	run := report.RunOptions{Options: ro, Format: o.format, PlotDir: o.plots, Traffic: o.traffic}
+	if o.match != "" {
+		m, _ := report.ParseMatch(o.match) // checked by query
+		m.TimeField, m.Window, m.DeltaISR = o.timeField, int64(o.window), int64(o.deltaISR)
+		run.Match = &m
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -75,7 +92,7 @@ func reportCmd(args []string) error {
 			in.Path = cfg.Spool.Dir
 		}
 	}
-	return report.Run(ctx, in, q, report.RunOptions{Options: ro, Format: o.format, PlotDir: o.plots}, os.Stdout, os.Stderr)
+	return report.Run(ctx, in, q, run, os.Stdout, os.Stderr)
 }
 
 // query checks the flags and turns them into a report query.
@@ -94,8 +111,26 @@ func (o *reportOpts) query(now time.Time) (report.Query, report.Options, error) 
 			}
 		}
 	}
+	if err == nil && o.match != "" {
+		_, err = report.ParseMatch(o.match)
+	}
 	switch {
-	case o.measurement == "" || o.field == "":
+	case err != nil:
+	case o.traffic && o.match != "":
+		err = errors.New("--traffic and --match are separate reports: give one")
+	case o.traffic && o.plots != "":
+		err = errors.New("--traffic has no plots")
+	case o.match != "" && o.measurement == "":
+		err = errors.New("--match needs --measurement (e.g. gpio_event, pps_event)")
+	case o.match != "" && o.field != "":
+		err = errors.New("--match takes the event time from the record or --time-field, not --field")
+	case o.match == "" && (o.timeField != "" || o.windowSet || o.deltaISR != 0):
+		err = errors.New("--time-field, --window and --delta-isr need --match")
+	case o.match != "" && o.windowSet && o.window <= 0:
+		err = fmt.Errorf("--window %s: must be positive (leave it out for 0.4 × the median event interval)", o.window)
+	case o.traffic && (o.measurement != "" || o.field != ""):
+		err = errors.New("--traffic reads ntp_probe and ptp_probe_stats: no --measurement or --field")
+	case !o.traffic && o.match == "" && (o.measurement == "" || o.field == ""):
 		err = errors.New("--measurement and --field are required")
 	case o.format != "text" && o.format != "markdown" && o.format != "json":
 		err = fmt.Errorf("--format %q: want text, markdown or json", o.format)

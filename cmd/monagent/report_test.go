@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -101,5 +103,77 @@ func TestReportErrors(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.want)
 		}
+	}
+}
+
+// TestReportMatchAndTraffic runs the binary's two other modes on a file of
+// line protocol: --match pairs two boards' rising edges (b1 misses edge 3,
+// b2 edge 7; b2 is 3.5 µs late, 1 µs of it Δ_ISR) and --traffic turns the
+// probes' byte rates into clients per server and master port.
+func TestReportMatchAndTraffic(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	const t0 = 1_700_000_000_000_000_000
+	for k := int64(0); k < 10; k++ {
+		ta := t0 + k*1_000_000_000
+		if k != 3 {
+			fmt.Fprintf(&b, "gpio_event,edge=rising,host=b1 kernel_ns=%di,global_ns=%di,global_bound_ns=100i %d\n", k, ta, ta)
+		}
+		if k != 7 {
+			fmt.Fprintf(&b, "gpio_event,edge=rising,host=b2 kernel_ns=%di,global_ns=%di,global_bound_ns=150i %d\n", k, ta+3500, ta+3500)
+		}
+		fmt.Fprintf(&b, "gpio_event,edge=falling,host=b2 kernel_ns=%di %d\n", k, ta+500_000_000)
+	}
+	b.WriteString("ntp_probe,host=b1,server=10.0.0.1:123 bytes_per_s=22.5 9000000000\n")
+	b.WriteString("ptp_probe_stats,host=b1,master=10.0.0.2 bytes_sent_per_s=86.0,bytes_received_per_s=100.0 9000000000\n")
+	in := filepath.Join(dir, "events.lp")
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"report", "--input", in, "--measurement", "gpio_event", "--match", "host=b1,b2", "--where", "edge=rising", "--delta-isr", "1us"}
+	stdout, stderr, code := run(t, dir, base...)
+	t.Logf("\n%s%s", stdout, stderr)
+	if code != 0 || !strings.Contains(stdout, "match host=b1 vs host=b2  8  2.5 µs") ||
+		!strings.Contains(stderr, "8 pairs of 9 and 9 events; unmatched: 1 of host=b1, 1 of host=b2 (window 400ms, Δ_ISR 1µs, times: time)") {
+		t.Errorf("match: exit %d", code)
+	}
+	stdout, _, code = run(t, dir, append(base, "--time-field", "global_ns", "--format", "json")...)
+	for _, w := range []string{`"match": "host=b1 vs host=b2"`, `"n": 8`, `"mean_ns": 2500`, `"unmatched_reference": 1`, `"unmatched_other": 1`, `"bound_mean_ns": 250`, `"bound_max_ns": 250`, `"time_field": "global_ns"`} {
+		if code != 0 || !strings.Contains(stdout, w) {
+			t.Errorf("match json: exit %d, lacks %s\n%s", code, w, stdout)
+		}
+	}
+	stdout, stderr, code = run(t, dir, "report", "--input", in, "--traffic")
+	t.Logf("\n%s%s", stdout, stderr)
+	for _, w := range []string{"22.5             55555                     555555", "186.0            6720                      67204", "study: 8 s poll"} {
+		if code != 0 || !strings.Contains(stdout, w) {
+			t.Errorf("traffic: exit %d, lacks %q", code, w)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--match", "host=b1"}, 2, `--match "host=b1": want TAG=REF,OTHER`},
+		{[]string{"--match", "host=b1,b2", "--window", "0s"}, 2, "--window 0s: must be positive"},
+		{[]string{"--match", "host=b1,b2", "--field", "kernel_ns"}, 2, "--match takes the event time from the record or --time-field"},
+		{[]string{"--measurement", "gpio_event", "--field", "kernel_ns", "--delta-isr", "1us"}, 2, "need --match"},
+		{[]string{"--traffic", "--match", "host=b1,b2"}, 2, "--traffic and --match are separate"},
+		{[]string{"--match", "host=b1,b3"}, 1, "match: no events with host=b3 (found host=b1, b2)"},
+		{[]string{"--match", "host=b1,b2", "--window", "10ns"}, 1, "no pair of events within the window 10ns"},
+	} {
+		args := append([]string{"report", "--input", in}, tc.args...)
+		if !slices.Contains(tc.args, "--measurement") && !slices.Contains(tc.args, "--traffic") {
+			args = append(args, "--measurement", "gpio_event")
+		}
+		_, stderr, code := run(t, dir, args...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.want)
+		}
+	}
+	_, stderr, code = run(t, dir, "report", "--input", filepath.Join(dir, "none.lp"), "--traffic")
+	if code != 1 || !strings.Contains(stderr, "no such file") {
+		t.Errorf("traffic, no input: exit %d, %q", code, stderr)
 	}
 }
