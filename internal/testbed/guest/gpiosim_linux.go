@@ -27,11 +27,11 @@ type GPIOSimDebs struct {
 const (
 	// gpioSimRecipe is part of the stamp: change it whenever the build
 	// recipe (edits, Kbuild, checks) changes, so old modules are rebuilt.
-	gpioSimRecipe = "gpio-sim recipe 1"
+	gpioSimRecipe = "gpio-sim recipe 2: gpio-sim, pps-ktimer"
 	// gpioSimTimeout bounds a whole build, extraction included.
 	gpioSimTimeout = 10 * time.Minute
 	gpioSimStamp   = "gpio-sim.stamp"
-	gpioSimKbuild  = "obj-m := gpio-sim.o\ngpio-sim-y := gpio-sim-main.o irq_sim.o\n"
+	gpioSimKbuild  = "obj-m := gpio-sim.o pps-ktimer.o\ngpio-sim-y := gpio-sim-main.o irq_sim.o\n"
 	gpioSimTail    = 3000 // bytes of build output quoted in errors
 )
 
@@ -45,14 +45,18 @@ type gpioSimMember struct {
 	edits    []gpioSimEdit
 }
 
-// gpioSimMembers returns the source files of the module. irq_sim.c is built
-// into the module because Debian's kernel lacks CONFIG_IRQ_SIM; irq_to_desc is
+// gpioSimMembers returns the source files of the modules. irq_sim.c is built
+// into gpio-sim because Debian's kernel lacks CONFIG_IRQ_SIM; irq_to_desc is
 // not exported to modules, and generic_handle_irq does the same for the
 // handle_simple_irq flow handler irq_sim installs on every interrupt.
+// pps-ktimer (CONFIG_PPS_CLIENT_KTIMER, which Debian does not build) is a
+// PPS source driven by a kernel timer: one assert edge a second, for the
+// PPS tests.
 func gpioSimMembers() []gpioSimMember {
 	return []gpioSimMember{
 		{src: "drivers/gpio/gpio-sim.c", dst: "gpio-sim-main.c"},
 		{src: "drivers/gpio/gpiolib.h", dst: "gpiolib.h"},
+		{src: "drivers/pps/clients/pps-ktimer.c", dst: "pps-ktimer.c"},
 		{src: "kernel/irq/irq_sim.c", dst: "irq_sim.c", edits: []gpioSimEdit{
 			{"handle_simple_irq(irq_to_desc(irqnum));", "generic_handle_irq(irqnum);"},
 		}},
@@ -70,8 +74,9 @@ func (m gpioSimMember) edit(text []byte) ([]byte, error) {
 	return text, nil
 }
 
-// BuildGPIOSim builds gpio-sim.ko for kernel release rel (e.g. "6.1.0-50-amd64") in dir
-// and returns the module's path. A module built earlier in dir from the same inputs
+// BuildGPIOSim builds gpio-sim.ko, and pps-ktimer.ko beside it
+// (PPSKtimerModule), for kernel release rel (e.g. "6.1.0-50-amd64") in dir
+// and returns gpio-sim's path. A module built earlier in dir from the same inputs
 // (record a stamp file with the deb file names and sizes) is reused without building.
 //
 // The packages are unpacked with dpkg-deb under dir/root (absolute symlinks
@@ -102,7 +107,9 @@ func BuildGPIOSim(ctx context.Context, dir, rel string, debs GPIOSimDebs) (strin
 	stampFile := filepath.Join(dir, gpioSimStamp)
 	if old, err := os.ReadFile(stampFile); err == nil && string(old) == stamp {
 		if _, err := os.Stat(ko); err == nil {
-			return ko, nil
+			if _, err := os.Stat(PPSKtimerModule(ko)); err == nil {
+				return ko, nil
+			}
 		}
 	}
 
@@ -143,13 +150,21 @@ func BuildGPIOSim(ctx context.Context, dir, rel string, debs GPIOSimDebs) (strin
 	if bytes.Contains(out, []byte("undefined!")) {
 		return "", fmt.Errorf("gpio-sim build: modpost found undefined symbols\n%s", gpioSimTailOf(out))
 	}
-	if err := gpioSimCheck(ko, rel, headers); err != nil {
-		return "", fmt.Errorf("%w\n%s", err, gpioSimTailOf(out))
+	for _, m := range []string{ko, PPSKtimerModule(ko)} {
+		if err := gpioSimCheck(m, rel, headers); err != nil {
+			return "", fmt.Errorf("%w\n%s", err, gpioSimTailOf(out))
+		}
 	}
 	if err := os.WriteFile(stampFile, []byte(stamp), 0o644); err != nil {
 		return "", fmt.Errorf("gpio-sim build: %w", err)
 	}
 	return ko, nil
+}
+
+// PPSKtimerModule is the path of pps-ktimer.ko, built beside the gpio-sim
+// module BuildGPIOSim returned.
+func PPSKtimerModule(gpioSim string) string {
+	return filepath.Join(filepath.Dir(gpioSim), "pps-ktimer.ko")
 }
 
 // gpioSimStampText identifies a build's inputs: the recipe, the release and

@@ -112,8 +112,8 @@ func TestGuestARM(t *testing.T) {
 
 // TestGuestAMD64 runs the GPIO tests on an amd64 kernel with gpio-sim (built
 // out of tree from the kernel's own source): bursts of edges, the kernel's
-// queue overflowed on purpose and every lost edge accounted for; and the
-// e1000e's PHC.
+// queue overflowed on purpose and every lost edge accounted for; the
+// e1000e's PHC; and the PPS source on pps-ktimer (built likewise).
 func TestGuestAMD64(t *testing.T) {
 	cache, root := requireRig(t, AMD64)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
@@ -135,10 +135,10 @@ func TestGuestAMD64(t *testing.T) {
 	spec := Spec{
 		Machine: AMD64, Cache: cache, ModuleRoot: root,
 		Packages:   []string{"gpio", "phc", "internal/testbed/gpioladder", "agent"},
-		Run:        map[string]string{"agent": "OnGPIOSim|FrozenPHC"},
+		Run:        map[string]string{"agent": "OnGPIOSim|FrozenPHC|OnKtimer"},
 		TestArgs:   guestTestArgs(),
 		Modules:    []string{"e1000e", "configfs"},
-		ExtraKOs:   []string{ko},
+		ExtraKOs:   []string{ko, PPSKtimerModule(ko)},
 		ConfigFS:   true,
 		Interfaces: []string{"eth0"},
 		Env:        []string{"MONAGENT_GUEST_PHC_IFACE=eth0"},

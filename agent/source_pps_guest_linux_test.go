@@ -1,0 +1,76 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// ktimerPPS returns the device of the kernel's pps-ktimer client (a PPS
+// source driven by a kernel timer, one assert edge a second), which the QEMU
+// rig's amd64 guest loads; it skips elsewhere.
+func ktimerPPS(t *testing.T) string {
+	t.Helper()
+	names, _ := filepath.Glob("/sys/class/pps/pps*/name")
+	for _, n := range names {
+		if b, err := os.ReadFile(n); err == nil && strings.TrimSpace(string(b)) == "ktimer" {
+			return "/dev/" + filepath.Base(filepath.Dir(n))
+		}
+	}
+	t.Skip("no pps-ktimer device here (the rig's amd64 guest loads one)")
+	return ""
+}
+
+// TestPPSSourceOnKtimer runs the agent's PPS source on a real kernel's PPS
+// device (pps-ktimer in the QEMU rig's amd64 guest): PPS_GETPARAMS,
+// PPS_SETPARAMS and PPS_FETCH against the kernel's own structures, one
+// assert edge a second with consecutive sequence numbers, none lost, each
+// shipped at its kernel stamp.
+func TestPPSSourceOnKtimer(t *testing.T) {
+	path := ktimerPPS(t)
+	var dc PPSDeviceConfig
+	dc.defaults()
+	dc.Device = path
+	d := newPPSSource(dc, path, nil)
+	s, err := d.eventSource("pps:ktimer", time.Second, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runEvents(t, s)
+	time.Sleep(4500 * time.Millisecond)
+	b := &Batch{host: "guest"}
+	if err := s.Collect(context.Background(), b); err != nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	var seqs []uint64
+	var times []int64
+	for _, r := range b.Records {
+		if r.Measurement != "pps_event" {
+			continue
+		}
+		seq, _ := r.Field("sequence")
+		k, _ := r.Field("kernel_ns")
+		if r.TimeNS != k.I {
+			t.Errorf("record at %d, kernel stamp %d: want the record at its stamp", r.TimeNS, k.I)
+		}
+		seqs, times = append(seqs, seq.U), append(times, r.TimeNS)
+	}
+	t.Logf("%d assert edges from %s: sequences %v", len(seqs), path, seqs)
+	if len(seqs) < 3 {
+		t.Fatalf("%d edges in 4.5 s, want at least 3 (one a second)", len(seqs))
+	}
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] != seqs[i-1]+1 {
+			t.Errorf("sequence %d follows %d", seqs[i], seqs[i-1])
+		}
+		if dt := time.Duration(times[i] - times[i-1]); dt < 800*time.Millisecond || dt > 1200*time.Millisecond {
+			t.Errorf("edges %d and %d are %v apart, want a second", seqs[i-1], seqs[i], dt)
+		}
+	}
+	if lost := selfOf(t, s, "assert_lost"); lost.U != 0 {
+		t.Errorf("assert_lost %d, want 0", lost.U)
+	}
+}
