@@ -196,7 +196,8 @@ func modelFields(m timebase.LinearModel, round, x int64) []record.Field {
 	return []record.Field{
 		record.Int("round", round), record.Float("slope", m.Slope), record.Int("intercept_ns", m.Intercept),
 		record.Int("origin_ns", m.Origin), record.Float("slope_err", m.SlopeErr), record.Float("residual_ns", m.ResidualNS),
-		record.Int("points", int64(m.N)), record.Int("floor_ns", m.FloorNS), record.Int("bound_ns", hca.Bound(m, x)),
+		record.Int("points", int64(m.N)), record.Int("mean_x_ns", m.MeanX), record.Int("floor_ns", m.FloorNS),
+		record.Int("bound_ns", hca.Bound(m, x)),
 	}
 }
 
