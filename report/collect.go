@@ -35,6 +35,10 @@ type Query struct {
 	// Scale, when above 1, multiplies each value before it is rounded to an
 	// integer (a rate of 22.5 B/s is kept as 22500 with Scale 1000).
 	Scale int64
+
+	// floats keeps each value unrounded too (Series.f), for fields such as
+	// an hca_model's slope that rounding to ns would lose.
+	floats bool
 }
 
 // Series is one group of samples: times and values in ns.
@@ -47,6 +51,8 @@ type Series struct {
 	Unsorted   int64 // records read before an earlier one (sorted since)
 
 	domain []Tag // the first record's clock-domain tags outside Tags
+
+	f []float64 // with Query.floats: the values unrounded, parallel to X
 }
 
 // Name is the series' tags as key=value pairs joined by commas ("" for none).
@@ -195,6 +201,10 @@ func (c *Collector) Add(tags []Tag, hasField bool, v Value, t int64, hasTime boo
 		}
 	}
 	var x int64
+	fv := float64(v.Int)
+	if v.Kind == KindFloat {
+		fv = v.Float
+	}
 	if c.q.Scale > 1 && v.Kind == KindInt {
 		v = Value{Kind: KindFloat, Float: float64(v.Int) * float64(c.q.Scale)}
 	} else if c.q.Scale > 1 && v.Kind == KindFloat {
@@ -225,6 +235,9 @@ func (c *Collector) Add(tags []Tag, hasField bool, v Value, t int64, hasTime boo
 	}
 	s.T = append(s.T, t)
 	s.X = append(s.X, x)
+	if c.q.floats {
+		s.f = append(s.f, fv)
+	}
 	return nil
 }
 
@@ -244,6 +257,13 @@ func (c *Collector) Finish() ([]*Series, error) {
 			for i, k := range idx {
 				t[i], x[i] = s.T[k], s.X[k]
 			}
+			if s.f != nil {
+				f := make([]float64, len(idx))
+				for i, k := range idx {
+					f[i] = s.f[k]
+				}
+				s.f = f
+			}
 			s.T, s.X = t, x
 		}
 		w := 0
@@ -253,9 +273,15 @@ func (c *Collector) Finish() ([]*Series, error) {
 				continue
 			}
 			s.T[w], s.X[w] = s.T[i], s.X[i]
+			if s.f != nil {
+				s.f[w] = s.f[i]
+			}
 			w++
 		}
 		s.T, s.X = s.T[:w], s.X[:w]
+		if s.f != nil {
+			s.f = s.f[:w]
+		}
 		c.Counts.Duplicates += s.Duplicates
 		c.Counts.Used += int64(w)
 		if w > 0 {

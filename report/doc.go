@@ -59,7 +59,9 @@
 // 3, TS_other − (TS_ref + Δ_ISR), at the reference's event times, are a
 // series like any other ("match host=b1 vs host=b2"), with the pairing's
 // counts in Result.Match. Events of equal times are dropped but the first,
-// and counted.
+// and counted. With MatchOptions.Piecewise the global times are not read
+// but placed post hoc: each event's hca_local_ns between its host's
+// hca_model records by hca.Interpolate (piecewise.go says which models).
 //
 // # Traffic
 //

@@ -37,6 +37,11 @@ type MatchOptions struct {
 	// DeltaISR (ns) is the other board's interrupt latency minus the
 	// reference's, measured in a calibration capture (stats.EstimateDelta).
 	DeltaISR int64
+	// Piecewise places each event's hca_local_ns on the global timeline
+	// between its host's hca_model records (hca.Interpolate) instead of
+	// using the recorded global_ns; TimeField must be global_ns. See
+	// piecewise.go for the choice of models.
+	Piecewise bool
 }
 
 // ParseMatch parses "TAG=A,B[,C...]": A is the reference, B, C... are
@@ -76,6 +81,18 @@ type MatchInfo struct {
 	BoundMeanNS *float64 `json:"bound_mean_ns,omitempty"`
 	BoundMaxNS  *int64   `json:"bound_max_ns,omitempty"`
 	DupEvents   int      `json:"duplicate_events,omitempty"` // equal event times dropped (first kept)
+	// With --piecewise: Placement is "piecewise" (the times are the events'
+	// hca_local_ns placed between their hosts' hca_model records, the bounds
+	// hca.Interpolate's); over both streams, the events skipped for want of
+	// a model (their host shipped no hca_model records) and of hca_local_ns,
+	// and those placed outside the models' anchors by the nearest model
+	// alone; and how each stream's hosts were placed.
+	Placement     string `json:"placement,omitempty"`
+	EventsNoModel *int   `json:"events_no_model,omitempty"`
+	EventsNoLocal *int   `json:"events_no_hca_local,omitempty"`
+	EventsOutside *int   `json:"events_outside_models,omitempty"`
+	PlacedRef     string `json:"placement_reference,omitempty"`
+	PlacedOth     string `json:"placement_other,omitempty"`
 }
 
 // events is one board's event stream: times sorted and distinct, and the
@@ -226,16 +243,25 @@ func RunMatch(ctx context.Context, in Input, q Query, o MatchOptions, ro RunOpti
 	if o.Window < 0 {
 		return fmt.Errorf("match: window %s: must be positive", time.Duration(o.Window))
 	}
-	q.Field, q.TimeValue, q.GroupBy = o.TimeField, o.TimeField == "", []string{o.Tag}
+	if o.Piecewise && o.TimeField != "global_ns" {
+		return fmt.Errorf("match: piecewise placement is on the global timeline: the time field must be global_ns, not %q", o.TimeField)
+	}
 	if err := in.rereadable(); err != nil {
 		return err
 	}
-	evs, err := read(ctx, in, q, errw)
+	q.Field, q.TimeValue, q.GroupBy = o.TimeField, o.TimeField == "", []string{o.Tag}
+	var evs, bounds []*Series
+	var per map[string]*placement
+	var err error
+	if o.Piecewise {
+		evs, bounds, per, err = readPiecewise(ctx, in, q, o, errw)
+	} else {
+		evs, err = read(ctx, in, q, errw)
+	}
 	if err != nil {
 		return err
 	}
-	var bounds []*Series
-	if bf := boundField(o.TimeField); bf != "" {
+	if bf := boundField(o.TimeField); bf != "" && !o.Piecewise {
 		bq := q
 		bq.Field = bf
 		if bounds, err = read(ctx, in, bq, io.Discard); err != nil && !errors.Is(err, ErrNoData) {
@@ -253,6 +279,15 @@ func RunMatch(ctx context.Context, in Input, q Query, o MatchOptions, ro RunOpti
 			return err
 		}
 		in := infos[i]
+		if o.Piecewise {
+			pr, po := per[o.Ref], per[strings.TrimPrefix(in.Other, o.Tag+"=")]
+			nm, nl, no := pr.noModel+po.noModel, pr.noLocal+po.noLocal, pr.outside+po.outside
+			in.Placement, in.EventsNoModel, in.EventsNoLocal, in.EventsOutside = "piecewise", &nm, &nl, &no
+			in.PlacedRef, in.PlacedOth = pr.describeHosts(), po.describeHosts()
+			if in.BoundMeanNS != nil {
+				in.BoundField = "piecewise_bound_ns"
+			}
+		}
 		r.name, r.Match = "match "+s.Tags[0].Value, in
 		msg := fmt.Sprintf("%d pairs of %d and %d events; unmatched: %d of %s, %d of %s (window %s, Δ_ISR %s, times: %s)",
 			in.Pairs, in.EventsRef, in.EventsOth, in.UnmatchedR, in.Reference, in.UnmatchedO, in.Other,
@@ -263,6 +298,10 @@ func RunMatch(ctx context.Context, in Input, q Query, o MatchOptions, ro RunOpti
 			b := fmt.Sprintf("bound of the offsets (%s of both events): mean %s, max %s over %d pairs",
 				in.BoundField, stats.FormatNS(*in.BoundMeanNS), stats.FormatNS(float64(*in.BoundMaxNS)), in.BoundPairs)
 			r.note(b)
+		}
+		if in.Placement == "piecewise" {
+			r.note(fmt.Sprintf("times placed piecewise between hca_model records (hca.Interpolate): %s; %s; skipped %d events without a model, %d without hca_local_ns; %d placed outside the models' anchors by the nearest model",
+				in.PlacedRef, in.PlacedOth, *in.EventsNoModel, *in.EventsNoLocal, *in.EventsOutside))
 		}
 		if in.DupEvents > 0 {
 			r.note(fmt.Sprintf("%d events with a time equal to another's dropped", in.DupEvents))

@@ -24,6 +24,7 @@ type reportOpts struct {
 	window, deltaISR time.Duration
 	traffic          bool
 	windowSet        bool
+	piecewise        bool
 }
 
 // listFlag is a repeatable flag whose values may also be comma lists.
@@ -56,6 +57,7 @@ func reportFlags() (*flag.FlagSet, *reportOpts) {
 	fs.StringVar(&o.timeField, "time-field", "", "--match: each event's time is this `FIELD`, e.g. global_ns (the HCA timeline; its _bound_ns is reported) (empty: the record's time)")
 	fs.DurationVar(&o.window, "window", 0, "--match: pair events at most `DURATION` apart (0: 0.4 × the reference's median event interval)")
 	fs.DurationVar(&o.deltaISR, "delta-isr", 0, "--match: Δ_ISR `DURATION`, the other board's interrupt latency minus the reference's (from a calibration capture)")
+	fs.BoolVar(&o.piecewise, "piecewise", false, "--match --time-field global_ns: place each event's hca_local_ns between its host's hca_model records before and after it (hca.Interpolate) instead of the recorded global_ns; a host with hca_sync records is rank 0, the global timeline")
 	fs.BoolVar(&o.traffic, "traffic", false, "NTP and PTP probes' bytes/s per client and the clients one server or master port serves at 10 % of 100 Mb/s and 1 Gb/s, next to the study's (no --measurement/--field)")
 	return fs, o
 }
@@ -73,7 +75,7 @@ func reportCmd(args []string) error {
 	run := report.RunOptions{Options: ro, Format: o.format, PlotDir: o.plots, Traffic: o.traffic}
 	if o.match != "" {
 		m, _ := report.ParseMatch(o.match) // checked by query
-		m.TimeField, m.Window, m.DeltaISR = o.timeField, int64(o.window), int64(o.deltaISR)
+		m.TimeField, m.Window, m.DeltaISR, m.Piecewise = o.timeField, int64(o.window), int64(o.deltaISR), o.piecewise
 		run.Match = &m
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -124,6 +126,8 @@ func (o *reportOpts) query(now time.Time) (report.Query, report.Options, error) 
 		err = errors.New("--match needs --measurement (e.g. gpio_event, pps_event)")
 	case o.match != "" && o.field != "":
 		err = errors.New("--match takes the event time from the record or --time-field, not --field")
+	case o.piecewise && (o.match == "" || o.timeField != "global_ns"):
+		err = errors.New("--piecewise needs --match and --time-field global_ns (it places the events on the HCA global timeline)")
 	case o.match == "" && (o.timeField != "" || o.windowSet || o.deltaISR != 0):
 		err = errors.New("--time-field, --window and --delta-isr need --match")
 	case o.match != "" && o.windowSet && o.window <= 0:

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/monagent/monagent/hca"
+	"github.com/monagent/monagent/timebase"
 )
 
 // TestReportOnLocalSpool is the issue's end-to-end check: monagent run with
@@ -175,5 +178,58 @@ func TestReportMatchAndTraffic(t *testing.T) {
 	_, stderr, code = run(t, dir, "report", "--input", filepath.Join(dir, "none.lp"), "--traffic")
 	if code != 1 || !strings.Contains(stderr, "no such file") {
 		t.Errorf("traffic, no input: exit %d, %q", code, stderr)
+	}
+}
+
+// TestReportPiecewise: --piecewise places each board's events between its
+// two hca_model records (b0 is rank 0: it shipped hca_sync) and the JSON
+// says so; the offsets are those of hca.Interpolate's placements. Misuse
+// exits 2 with one line.
+func TestReportPiecewise(t *testing.T) {
+	dir := t.TempDir()
+	const x0 = 5_000_000_000_000 // b1's HCA clock at its first model's anchor
+	ma := timebase.LinearModel{Origin: x0, Intercept: 2000, Slope: 1e-6, N: 8, MeanX: x0, ResidualNS: 10, SlopeErr: 1e-9, FloorNS: 30}
+	mb := timebase.LinearModel{Origin: x0 + 10_000_000_000, Intercept: 12_500, Slope: 3e-6, N: 8, MeanX: x0 + 10_000_000_000, ResidualNS: 10, SlopeErr: 1e-9, FloorNS: 30}
+	var b strings.Builder
+	b.WriteString("hca_sync,algorithm=hca3,host=b0 round=1i 100\n")
+	for i, m := range []timebase.LinearModel{ma, mb} {
+		for _, host := range []string{"b0", "b1"} { // b0's copy, then b1's own
+			fmt.Fprintf(&b, "hca_model,algorithm=hca3,host=%s,rank=1 round=%di,slope=%g,intercept_ns=%di,origin_ns=%di,slope_err=%g,residual_ns=%g,points=%di,mean_x_ns=%di,floor_ns=%di %d\n",
+				host, i+1, m.Slope, m.Intercept, m.Origin, m.SlopeErr, m.ResidualNS, m.N, m.MeanX, m.FloorNS, 100+i)
+		}
+	}
+	var sum, maxBound int64
+	for k := int64(0); k < 10; k++ {
+		g := x0 - 2000 + 100_000 + k*1_000_000_000 // the edge on rank 0's clock
+		x1 := g + 2000 + 1500*k
+		fmt.Fprintf(&b, "gpio_event,edge=rising,host=b0 hca_local_ns=%di,global_ns=%di %d\n", g, g, 1000+k)
+		fmt.Fprintf(&b, "gpio_event,edge=rising,host=b1 hca_local_ns=%di,global_ns=0i %d\n", x1, 2000+k)
+		off, bound := hca.Interpolate(ma, mb, x1)
+		sum += x1 - off - g
+		maxBound = max(maxBound, bound)
+	}
+	in := filepath.Join(dir, "events.lp")
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"report", "--input", in, "--measurement", "gpio_event", "--match", "host=b0,b1"}
+	stdout, stderr, code := run(t, dir, append(base, "--time-field", "global_ns", "--piecewise", "--format", "json")...)
+	for _, w := range []string{`"n": 10`, fmt.Sprintf(`"mean_ns": %g`, float64(sum)/10), `"placement": "piecewise"`, `"events_no_model": 0`, `"events_no_hca_local": 0`,
+		fmt.Sprintf(`"bound_max_ns": %d`, maxBound), `"placement_reference": "host=b0: rank 0 (the global timeline)"`, `"placement_other": "host=b1: rank 1: 2 models"`} {
+		if code != 0 || !strings.Contains(stdout, w) {
+			t.Errorf("piecewise json: exit %d, lacks %s\n%s%s", code, w, stdout, stderr)
+		}
+	}
+	for _, args := range [][]string{
+		{"--piecewise"},
+		{"--time-field", "global_ns", "--piecewise"},
+		{"--match", "host=b0,b1", "--piecewise"},
+		{"--match", "host=b0,b1", "--time-field", "kernel_ns", "--piecewise"},
+	} {
+		a := append([]string{"report", "--input", in, "--measurement", "gpio_event"}, args...)
+		_, stderr, code := run(t, dir, a...)
+		if code != 2 || !strings.Contains(stderr, "report: --piecewise needs --match and --time-field global_ns") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
 	}
 }
