@@ -5,7 +5,8 @@
 # linux/arm GOARM=7 under qemu-arm-static, short fuzz runs and a one-iteration
 # pass over every benchmark; and the kernel-in-the-loop stage: the kernel-facing
 # packages' tests inside QEMU guests booting Debian's 32-bit ARM and amd64
-# kernels (internal/testbed/guest).
+# kernels (internal/testbed/guest); and 16 HCA agent processes over loopback
+# UDP, alone on the machine.
 #
 #   ./scripts/test.sh            everything
 #   FUZZTIME=30s ./scripts/test.sh   longer fuzzing
@@ -19,7 +20,9 @@ step() { printf '\n=== %s\n' "$*"; }
 # ip netns (iproute2); qemu-arm-static for the 32-bit ARM pass.
 # The kernel-in-the-loop stage boots Debian's kernels under qemu-system-arm and
 # qemu-system-x86_64 (its device tree edited with dtc), fetches armhf packages
-# (so apt needs that architecture's index) and compares with gpiomon (gpiod).
+# (so apt needs that architecture's index), cross-builds pps-ktimer for the
+# ARM kernel (gcc-arm-linux-gnueabihf) and compares with gpiomon (gpiod). The
+# HCA integration test sends markers with socat, as a user's shell would.
 need_apt=()
 command -v qemu-arm-static >/dev/null || need_apt+=(qemu-user-static)
 command -v chronyd >/dev/null || need_apt+=(chrony)
@@ -30,6 +33,7 @@ command -v qemu-system-x86_64 >/dev/null || need_apt+=(qemu-system-x86)
 command -v dtc >/dev/null || need_apt+=(device-tree-compiler)
 command -v gpiomon >/dev/null || need_apt+=(gpiod)
 command -v socat >/dev/null || need_apt+=(socat)
+command -v arm-linux-gnueabihf-gcc >/dev/null || need_apt+=(gcc-arm-linux-gnueabihf)
 need_update=""
 if ! dpkg --print-foreign-architectures 2>/dev/null | grep -qx armhf; then
   [ "$(id -u)" = 0 ] && dpkg --add-architecture armhf && need_update=1

@@ -87,6 +87,39 @@ func (m gpioSimMember) edit(text []byte) ([]byte, error) {
 // and every symbol it needs must be exported by the kernel or its modules
 // (Module.symvers).
 func BuildGPIOSim(ctx context.Context, dir, rel string, debs GPIOSimDebs) (string, error) {
+	return buildModules(ctx, dir, rel, debs, modulePlan{
+		kbuild: gpioSimKbuild, kos: []string{"gpio-sim.ko", "pps-ktimer.ko"},
+	})
+}
+
+// BuildPPSKtimerARM cross-builds pps-ktimer.ko for the 32-bit ARM kernel
+// release rel (e.g. "6.1.0-50-armmp") in dir with Debian's
+// arm-linux-gnueabihf cross compiler (package gcc-arm-linux-gnueabihf, the
+// compiler Debian builds the kernel with), against debs (the armmp headers)
+// and returns its path. Only pps-ktimer: the ARM guest has a real GPIO
+// controller.
+func BuildPPSKtimerARM(ctx context.Context, dir, rel string, debs GPIOSimDebs) (string, error) {
+	if _, err := exec.LookPath(armCrossPrefix + "gcc"); err != nil {
+		return "", fmt.Errorf("pps-ktimer for arm: no cross compiler (Debian package gcc-arm-linux-gnueabihf): %w", err)
+	}
+	return buildModules(ctx, dir, rel, debs, modulePlan{
+		kbuild: "obj-m := pps-ktimer.o\n", kos: []string{"pps-ktimer.ko"},
+		makeArgs: []string{"ARCH=arm", "CROSS_COMPILE=" + armCrossPrefix},
+	})
+}
+
+// armCrossPrefix is Debian's ARMv7 hard-float cross toolchain.
+const armCrossPrefix = "arm-linux-gnueabihf-"
+
+// modulePlan is what buildModules builds: the Kbuild file, the modules it
+// makes (the first is returned) and make's extra arguments.
+type modulePlan struct {
+	kbuild   string
+	kos      []string
+	makeArgs []string
+}
+
+func buildModules(ctx context.Context, dir, rel string, debs GPIOSimDebs, plan modulePlan) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, gpioSimTimeout)
 	defer cancel()
 
@@ -101,15 +134,24 @@ func BuildGPIOSim(ctx context.Context, dir, rel string, debs GPIOSimDebs) (strin
 	if err != nil {
 		return "", err
 	}
+	stamp += "kbuild " + plan.kbuild + "make " + strings.Join(plan.makeArgs, " ") + "\n"
 	root := filepath.Join(dir, "root")
 	build := filepath.Join(dir, "build")
-	ko := filepath.Join(build, "gpio-sim.ko")
+	var kos []string
+	for _, k := range plan.kos {
+		kos = append(kos, filepath.Join(build, k))
+	}
+	ko := kos[0]
 	stampFile := filepath.Join(dir, gpioSimStamp)
 	if old, err := os.ReadFile(stampFile); err == nil && string(old) == stamp {
-		if _, err := os.Stat(ko); err == nil {
-			if _, err := os.Stat(PPSKtimerModule(ko)); err == nil {
-				return ko, nil
+		built := true
+		for _, k := range kos {
+			if _, err := os.Stat(k); err != nil {
+				built = false
 			}
+		}
+		if built {
+			return ko, nil
 		}
 	}
 
@@ -136,11 +178,11 @@ func BuildGPIOSim(ctx context.Context, dir, rel string, debs GPIOSimDebs) (strin
 	if err := gpioSimExtract(ctx, debs.Source, build); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(build, "Kbuild"), []byte(gpioSimKbuild), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(build, "Kbuild"), []byte(plan.kbuild), 0o644); err != nil {
 		return "", fmt.Errorf("gpio-sim build: %w", err)
 	}
 
-	out, err := gpioSimRun(ctx, "make", "-C", headers, "M="+build, "modules")
+	out, err := gpioSimRun(ctx, "make", append([]string{"-C", headers, "M=" + build}, append(plan.makeArgs, "modules")...)...)
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", err, ctx.Err())
@@ -150,7 +192,7 @@ func BuildGPIOSim(ctx context.Context, dir, rel string, debs GPIOSimDebs) (strin
 	if bytes.Contains(out, []byte("undefined!")) {
 		return "", fmt.Errorf("gpio-sim build: modpost found undefined symbols\n%s", gpioSimTailOf(out))
 	}
-	for _, m := range []string{ko, PPSKtimerModule(ko)} {
+	for _, m := range kos {
 		if err := gpioSimCheck(m, rel, headers); err != nil {
 			return "", fmt.Errorf("%w\n%s", err, gpioSimTailOf(out))
 		}

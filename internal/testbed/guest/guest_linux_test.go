@@ -71,7 +71,8 @@ func check(t *testing.T, spec Spec, res *Result, err error) {
 
 // TestGuestARM runs the kernel-facing packages' tests on a 32-bit ARM kernel:
 // the PHC of an e1000e, the PL061 GPIO controller with QEMU's power button on
-// line 3, packet timestamps on loopback and eth0.
+// line 3, packet timestamps on loopback and eth0, and the PPS source on
+// pps-ktimer (cross-built out of tree).
 func TestGuestARM(t *testing.T) {
 	cache, root := requireRig(t, ARM)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
@@ -80,10 +81,21 @@ func TestGuestARM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	debs, err := FetchARMModuleDebs(ctx, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	pps, err := BuildPPSKtimerARM(ctx, filepath.Join(cache, "pps-ktimer-"+KernelABI+"-armmp"), KernelABI+"-armmp", debs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pps-ktimer module for arm: %s (%v)", pps, time.Since(start).Round(time.Second))
 	spec := Spec{
 		Machine: ARM, Cache: cache, ModuleRoot: root,
 		Packages:   []string{"phc", "gpio", "sockts", "ntp", "ptp", "agent"},
-		Run:        map[string]string{"agent": "OnPowerButton|FrozenPHC"},
+		Run:        map[string]string{"agent": "OnPowerButton|FrozenPHC|OnKtimer"},
+		ExtraKOs:   []string{pps},
 		TestArgs:   guestTestArgs(),
 		Modules:    []string{"e1000e"},
 		Interfaces: []string{"eth0"},
@@ -104,7 +116,7 @@ func TestGuestARM(t *testing.T) {
 		presses++
 		return mon.Command("system_powerdown")
 	}
-	start := time.Now()
+	start = time.Now()
 	res, err := boot.Run(ctx)
 	t.Logf("ARM guest: %v, %d power-button presses", time.Since(start).Round(time.Second), presses)
 	check(t, spec, res, err)

@@ -185,13 +185,24 @@ var errNoQEMU = errors.New("guest: QEMU is not installed")
 // FetchGPIOSimDebs downloads what the gpio-sim build needs for the pinned
 // amd64 kernel: its headers, kbuild and the kernel's source.
 func FetchGPIOSimDebs(ctx context.Context, cache string) (GPIOSimDebs, error) {
+	return fetchModuleDebs(ctx, cache, "amd64", "amd64")
+}
+
+// FetchARMModuleDebs fetches what building a module for the armmp kernel
+// needs: its headers (armhf), the common headers, the kbuild host tools
+// (this machine's) and the kernel source.
+func FetchARMModuleDebs(ctx context.Context, cache string) (GPIOSimDebs, error) {
+	return fetchModuleDebs(ctx, cache, "armmp", "armhf")
+}
+
+func fetchModuleDebs(ctx context.Context, cache, flavour, arch string) (GPIOSimDebs, error) {
 	dir := filepath.Join(cache, "deb")
 	var d GPIOSimDebs
 	for _, p := range []struct {
 		dst              *string
 		name, arch, vers string
 	}{
-		{&d.HeadersArch, "linux-headers-" + KernelABI + "-amd64", "amd64", KernelVersion},
+		{&d.HeadersArch, "linux-headers-" + KernelABI + "-" + flavour, arch, KernelVersion},
 		{&d.HeadersCommon, "linux-headers-" + KernelABI + "-common", "all", KernelVersion},
 		{&d.Kbuild, "linux-kbuild-6.1", "amd64", KernelVersion},
 		{&d.Source, "linux-source-6.1", "all", KernelVersion},
