@@ -64,8 +64,14 @@ func hcaUDP(ctx context.Context, o *hcaOpts, p hca.Params, after []int64) (hca.R
 		cmd := exec.CommandContext(ctx, self, "hca", "node", strconv.Itoa(r), keyFile, strconv.FormatUint(session, 10),
 			strconv.FormatFloat(clocks.Drift[r], 'g', -1, 64), strconv.FormatInt(clocks.Offset[r], 10))
 		cmd.Stderr = os.Stderr
-		in, _ := cmd.StdinPipe()
-		out, _ := cmd.StdoutPipe()
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			return hca.Report{}, err
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return hca.Report{}, err
+		}
 		if err := cmd.Start(); err != nil {
 			return hca.Report{}, fmt.Errorf("hca: starting rank %d: %w", r, err)
 		}
