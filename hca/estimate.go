@@ -201,89 +201,20 @@ func (m FitMethod) String() string {
 // uncertainty; for Theil–Sen they are the least-squares formulas applied to
 // the robust line's residuals, an approximation.
 func FitLine(points []timebase.Point, method FitMethod) (timebase.LinearModel, error) {
-	var m timebase.LinearModel
-	var err error
-	switch method {
-	case LeastSquares:
-		m, err = timebase.Fit(points)
-	case TheilSen:
-		m, err = theilSen(points)
-	default:
-		return timebase.LinearModel{}, fmt.Errorf("fit line: unknown method %d", int(method))
+	fp := make([]finePoint, len(points))
+	for i, p := range points {
+		fp[i] = finePoint{X: p.X, Offset: float64(p.Offset)}
 	}
+	f, err := fitFine(fp, method)
 	if err != nil {
-		return timebase.LinearModel{}, fmt.Errorf("fit line (%v): %w", method, err)
+		return timebase.LinearModel{}, err
 	}
-	if math.Abs(m.Slope) > MaxSlope || math.IsNaN(m.Slope) {
-		return timebase.LinearModel{}, fmt.Errorf("fit line (%v) over %d points: slope %.1f ppm: %w", method, len(points), m.Slope*1e6, ErrAbsurdSlope)
-	}
-	return m, nil
+	return f.model(), nil
 }
 
 // MaxTheilSenPoints caps a Theil–Sen fit, which keeps all n(n−1)/2 pairwise
 // slopes: 2,000 points are 2 million slopes, 16 MB.
 const MaxTheilSenPoints = 2000
-
-func theilSen(points []timebase.Point) (timebase.LinearModel, error) {
-	n := len(points)
-	if n < 2 {
-		return timebase.LinearModel{}, fmt.Errorf("fit %d points: %w", n, timebase.ErrTooFewPoints)
-	}
-	if n > MaxTheilSenPoints {
-		return timebase.LinearModel{}, fmt.Errorf("theil-sen over %d points: at most %d (it keeps all n²/2 slopes)", n, MaxTheilSenPoints)
-	}
-	slopes := make([]float64, 0, n*(n-1)/2)
-	for i := range n {
-		for j := i + 1; j < n; j++ {
-			dx := points[j].X - points[i].X
-			if dx != 0 {
-				slopes = append(slopes, float64(points[j].Offset-points[i].Offset)/float64(dx))
-			}
-		}
-	}
-	if len(slopes) == 0 {
-		return timebase.LinearModel{}, fmt.Errorf("fit %d points at one local time: %w", n, timebase.ErrTooFewPoints)
-	}
-	s := medianFloat(slopes)
-	// Arithmetic relative to the first point, as in timebase.Fit.
-	x0 := points[0].X
-	var sx float64
-	for _, p := range points {
-		sx += float64(p.X - x0)
-	}
-	mx := sx / float64(n)
-	origin := x0
-	for _, p := range points {
-		if math.Abs(float64(p.X-x0)-mx) < math.Abs(float64(origin-x0)-mx) {
-			origin = p.X
-		}
-	}
-	icepts := make([]float64, n)
-	for i, p := range points {
-		icepts[i] = float64(p.Offset-points[0].Offset) - s*float64(p.X-origin)
-	}
-	m := timebase.LinearModel{
-		Origin:    origin,
-		Intercept: points[0].Offset + int64(math.Round(medianFloat(slices.Clone(icepts)))),
-		Slope:     s,
-		N:         n,
-		MeanX:     x0 + int64(math.Round(mx)),
-	}
-	if n > 2 {
-		var sse, sxx float64
-		for _, p := range points {
-			r := float64(p.Offset-m.Intercept) - s*float64(p.X-origin)
-			sse += r * r
-			dx := float64(p.X-x0) - mx
-			sxx += dx * dx
-		}
-		m.ResidualNS = math.Sqrt(sse / float64(n-2))
-		if sxx > 0 {
-			m.SlopeErr = m.ResidualNS / math.Sqrt(sxx)
-		}
-	}
-	return m, nil
-}
 
 // OffsetEstimate is a client's offset from a reference (client − ref) at one
 // instant of the client's clock.

@@ -393,12 +393,9 @@ func (e *Endpoint) request(ctx context.Context, req Message, timeout time.Durati
 		delete(e.waiters, req.Seq)
 		e.mu.Unlock()
 	}()
-	e.txBuf = e.txCodec.Append(e.txBuf[:0], req)
-	e.c.sent.Add(1)
-	_, err := e.conn.WriteToUDPAddrPort(e.txBuf, addr)
+	err := e.sendLocked(req, addr)
 	e.sendMu.Unlock()
 	if err != nil {
-		e.c.sendErrors.Add(1)
 		return Message{}, 0, fmt.Errorf("hca endpoint %d: %v to rank %d at %s: %w", e.rank, req.Type, to, addr, err)
 	}
 
@@ -415,16 +412,23 @@ func (e *Endpoint) request(ctx context.Context, req Message, timeout time.Durati
 	}
 }
 
-// send encodes m and writes it to addr on the shared transmit buffer.
+// send encodes m and writes it to addr (a failure is counted).
 func (e *Endpoint) send(m Message, addr netip.AddrPort) {
 	e.sendMu.Lock()
+	_ = e.sendLocked(m, addr)
+	e.sendMu.Unlock()
+}
+
+// sendLocked encodes m into the shared transmit buffer and writes it to
+// addr, counting the message and a failed write. sendMu must be held.
+func (e *Endpoint) sendLocked(m Message, addr netip.AddrPort) error {
 	e.txBuf = e.txCodec.Append(e.txBuf[:0], m)
 	e.c.sent.Add(1)
 	_, err := e.conn.WriteToUDPAddrPort(e.txBuf, addr)
-	e.sendMu.Unlock()
 	if err != nil {
 		e.c.sendErrors.Add(1)
 	}
+	return err
 }
 
 // Serve reads the socket until ctx ends (it then returns ctx's error) or the
