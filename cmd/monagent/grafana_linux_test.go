@@ -341,29 +341,7 @@ influx:
 
 	// Drain what the agent's last moments left in the spool, with a shipper
 	// that adds nothing of its own.
-	drain := writeConfig(t, dir, fmt.Sprintf(`
-host: %s-shipper
-clock:
-  enabled: false
-phc:
-  enabled: false
-self_metrics:
-  enabled: false
-output:
-  stdout: false
-spool:
-  dir: ./data/spool
-influx:
-  enabled: true
-  url: %s
-  bucket: %s/autogen
-  token_env: TEST_INFLUX_TOKEN
-  batch_interval: 200ms
-`, host, in.URL, db))
-	if err := startAgent(t, dir, drain, "--duration", "2s").Wait(); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "agent.log"))
-		t.Fatalf("shipping agent: %v\n%s", err, log)
-	}
+	shipSpool(t, dir, host+"-shipper", "./data/spool", in.URL, db, 2*time.Second)
 	log, _ := os.ReadFile(filepath.Join(dir, "agent.log"))
 	summary := string(log)[strings.LastIndex(string(log), "spool ./data/spool:")+1:]
 	if i := strings.IndexByte(summary, '\n'); i >= 0 {

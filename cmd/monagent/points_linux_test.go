@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/monagent/monagent/internal/testbed"
 )
@@ -135,8 +136,30 @@ spool:
 	}
 
 	// Ship the spool from the host, where influxd is.
-	drain := writeConfig(t, dir, fmt.Sprintf(`
-host: shipper
+	shipSpool(t, dir, "shipper", spool, in.URL, db, 4*time.Second)
+
+	names := make([]string, 0, len(written))
+	for m := range written {
+		names = append(names, m)
+	}
+	slices.Sort(names)
+	t.Logf("%-22s %8s %8s", "measurement", "written", "influxdb")
+	for _, m := range names {
+		got := pointsIn(t, in, db, fmt.Sprintf(`SELECT * FROM %q WHERE "host"='measured'`, m))
+		t.Logf("%-22s %8d %8d", m, written[m], got)
+		if got != written[m] {
+			t.Errorf("%s: %d points written, %d in InfluxDB", m, written[m], got)
+		}
+	}
+}
+
+// shipSpool runs an agent that measures nothing and only ships the spool at
+// spoolDir to the influxd at url (database db) for d, and fails the test if
+// it fails; its log is dir/agent.log.
+func shipSpool(t *testing.T, dir, host, spoolDir, url, db string, d time.Duration) {
+	t.Helper()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`
+host: %s
 clock:
   enabled: false
 phc:
@@ -153,23 +176,9 @@ influx:
   bucket: %s/autogen
   token_env: TEST_INFLUX_TOKEN
   batch_interval: 200ms
-`, spool, in.URL, db))
-	if err := startAgent(t, dir, drain, "--duration", "4s").Wait(); err != nil {
+`, host, spoolDir, url, db))
+	if err := startAgent(t, dir, cfg, "--duration", d.String()).Wait(); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "agent.log"))
 		t.Fatalf("shipping agent: %v\n%s", err, log)
-	}
-
-	names := make([]string, 0, len(written))
-	for m := range written {
-		names = append(names, m)
-	}
-	slices.Sort(names)
-	t.Logf("%-22s %8s %8s", "measurement", "written", "influxdb")
-	for _, m := range names {
-		got := pointsIn(t, in, db, fmt.Sprintf(`SELECT * FROM %q WHERE "host"='measured'`, m))
-		t.Logf("%-22s %8d %8d", m, written[m], got)
-		if got != written[m] {
-			t.Errorf("%s: %d points written, %d in InfluxDB", m, written[m], got)
-		}
 	}
 }
