@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"sync"
 	"time"
 
@@ -278,83 +279,125 @@ func (s *session) forPairs(pairs []pair, idx []int, f func(ctx context.Context, 
 	return nil
 }
 
-// fitPairs measures a line for every pair, the pairs' fitpoints interleaved
-// so that each sweep over the pairs starts SpacingNS after the previous
-// one. Pairs that share no node run their part of a sweep in parallel when
-// the network is a Paralleler (a tree round is one parallel step; JK's
-// pairs all share the root and stay serial); on other networks
-// interleaving is how a serial schedule gives each pair the same span.
-// global, when not nil, holds the references' models: they answer in
-// global time (HCA3), mapped without rounding. RTTs are looked up once per
-// pair before the first fitpoint. A fit rejected for an absurd slope is
+// measurePairs measures Fitpoints fitpoints for each pair pairs[i], i in
+// todo, into points[i] (replacing what was there), and the bias bound of
+// its fitpoints into biases[i]. The pairs' fitpoints are interleaved: each
+// sweep over them starts SpacingNS after the previous one, so every pair's
+// line spans the same stretch of time. Pairs that share no node run their
+// part of a sweep in parallel when the network is a Paralleler (a tree
+// round is one parallel step; JK's pairs all share the root and stay
+// serial). The references' readings are kept unmapped (finePoint.RefX).
+// RTTs are looked up once per pair before the first fitpoint.
+func (s *session) measurePairs(pairs []pair, todo []int, points [][]finePoint, biases []int64) error {
+	rtts := make([]float64, len(todo))
+	err := s.forPairs(pairs, todo, func(ctx context.Context, k int) error {
+		pr := pairs[todo[k]]
+		r, err := s.rtt.Get(ctx, s, pr.client, pr.ref)
+		if err != nil {
+			return err
+		}
+		rtts[k] = fineRTT(r)
+		biases[todo[k]] = fitpointBias(r)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, i := range todo {
+		points[i] = points[i][:0]
+	}
+	for f := range s.p.Fitpoints {
+		sweep := s.now()
+		err := s.forPairs(pairs, todo, func(ctx context.Context, k int) error {
+			i := todo[k]
+			pr := pairs[i]
+			fp, err := measureFitpointFine(ctx, s, pr.client, pr.ref, rtts[k], s.p.Exchanges, nil, s.p.Filter)
+			if err != nil {
+				return err
+			}
+			points[i] = append(points[i], fp)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if f < s.p.Fitpoints-1 {
+			if err := s.pause(s.p.SpacingNS - (s.now() - sweep)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// fitPairs measures a line for every pair, all pairs in the same sweeps
+// (measurePairs), and fits them. global, when not nil, is indexed by rank
+// and holds the synchronised ranks' models (the root's is the zero model):
+// the references then answer in global time, their readings mapped through
+// their models without rounding when the line is fitted (HCA3), and each
+// client's model, its parent's error inherited, is stored in it. The pairs
+// must then come parents first. A fit rejected for an absurd slope is
 // counted and its pair re-measured, up to Retries times.
 func (s *session) fitPairs(pairs []pair, global []fine) ([]fine, error) {
 	models := make([]fine, len(pairs))
+	points := make([][]finePoint, len(pairs))
+	biases := make([]int64, len(pairs))
+	done := make([]bool, len(pairs))
+	var ready []bool
+	if global != nil {
+		ready = make([]bool, len(global))
+		ready[0] = true
+	}
 	todo := make([]int, len(pairs))
 	for i := range todo {
 		todo[i] = i
 	}
-	for attempt := 0; len(todo) > 0; attempt++ {
-		rtts := make([]float64, len(todo))
-		biases := make([]int64, len(todo))
-		err := s.forPairs(pairs, todo, func(ctx context.Context, k int) error {
-			pr := pairs[todo[k]]
-			r, err := s.rtt.Get(ctx, s, pr.client, pr.ref)
-			if err != nil {
-				return err
-			}
-			rtts[k] = fineRTT(r)
-			biases[k] = fitpointBias(r)
-			return nil
-		})
-		if err != nil {
+	for attempt := 0; ; attempt++ {
+		if err := s.measurePairs(pairs, todo, points, biases); err != nil {
 			return nil, err
 		}
-		points := make([][]finePoint, len(todo))
-		for f := range s.p.Fitpoints {
-			sweep := s.now()
-			err := s.forPairs(pairs, todo, func(ctx context.Context, k int) error {
-				pr := pairs[todo[k]]
-				var refOffset func(int64) float64
-				if global != nil {
-					refOffset = global[pr.ref].offsetAt
-				}
-				fp, err := measureFitpointFine(ctx, s, pr.client, pr.ref, rtts[k], s.p.Exchanges, refOffset, s.p.Filter)
-				if err != nil {
-					return err
-				}
-				points[k] = append(points[k], fp)
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
-			if f < s.p.Fitpoints-1 {
-				if err := s.pause(s.p.SpacingNS - (s.now() - sweep)); err != nil {
-					return nil, err
-				}
-			}
-		}
 		var again []int
-		for k, i := range todo {
-			m, err := fitFine(points[k], s.p.Fit)
+		waiting := 0
+		for i, pr := range pairs {
+			if done[i] {
+				continue
+			}
+			pts := points[i]
+			if global != nil {
+				if !ready[pr.ref] {
+					waiting++ // its parent's fit was rejected: fitted next time
+					continue
+				}
+				pts = mapPoints(pts, global[pr.ref])
+			}
+			m, err := fitFine(pts, s.p.Fit)
 			switch {
 			case errors.Is(err, ErrAbsurdSlope) && attempt < s.p.Retries:
 				s.res.Rejected++
 				again = append(again, i)
 			case errors.Is(err, ErrAbsurdSlope):
 				s.res.Rejected++
-				return nil, fmt.Errorf("pair %d->%d: %d fits rejected: %w", pairs[i].client, pairs[i].ref, attempt+1, err)
+				return nil, fmt.Errorf("pair %d->%d: %d fits rejected: %w", pr.client, pr.ref, attempt+1, err)
 			case err != nil:
-				return nil, fmt.Errorf("pair %d->%d: %w", pairs[i].client, pairs[i].ref, err)
+				return nil, fmt.Errorf("pair %d->%d: %w", pr.client, pr.ref, err)
 			default:
-				m.FloorNS += biases[k]
-				models[i] = m
+				m.FloorNS += biases[i]
+				models[i], done[i] = m, true
+				if global != nil {
+					global[pr.client] = inherit(m, global[pr.ref])
+					ready[pr.client] = true
+				}
 			}
 		}
-		todo = again
+		switch {
+		case len(again) > 0:
+			todo = again
+		case waiting > 0:
+			return nil, fmt.Errorf("%d pairs wait for references that are never fitted: pairs out of order", waiting)
+		default:
+			return models, nil
+		}
 	}
-	return models, nil
 }
 
 // CoverageSigmas is how many standard errors of the fits the published
@@ -494,6 +537,13 @@ func treeRounds(p int) (rounds [][]pair, extra []pair) {
 // rank's slope relative to itself, re-measures every intercept with SKaMPI's
 // method, one rank at a time: O(log p) rounds of fits plus O(p) short
 // offset measurements.
+//
+// The tree's rounds are interleaved in time (the schedule of all three HCA
+// variants): every sweep takes one fitpoint of every edge, a round at a
+// time, each round's pairs in parallel; so every level's line spans the
+// same F fitpoints' time and none is extrapolated over the time the other
+// levels took, and with a spacing between fitpoints the lines take F ×
+// spacing in all rather than log p times that.
 type HCA struct{}
 
 // Name implements Algorithm.
@@ -568,17 +618,39 @@ func (s *session) climb(name string, measure func(pairs []pair) ([]held, error),
 	return out, nil
 }
 
-// fitted is climb's measure for the slope-fitting trees.
-func (s *session) fitted(pairs []pair) ([]held, error) {
-	models, err := s.fitPairs(pairs, nil)
+// treePairs is every pair of the tree in climb's order: the extra round,
+// then rounds 0..k−1.
+func treePairs(p int) []pair {
+	rounds, extra := treeRounds(p)
+	out := slices.Clone(extra)
+	for _, r := range rounds {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// fittedTree fits every edge of the tree in the same sweeps (fitPairs), so
+// that no level's line is extrapolated over the time the other levels
+// took, and returns climb's measure over those fits: each child rank is
+// the client of exactly one pair.
+func (s *session) fittedTree() (func(pairs []pair) ([]held, error), []pair, []fine, error) {
+	all := treePairs(s.Size())
+	models, err := s.fitPairs(all, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	out := make([]held, len(pairs))
-	for i := range pairs {
-		out[i].model = models[i]
+	edge := make(map[int]fine, len(all))
+	for i, pr := range all {
+		edge[pr.client] = models[i]
 	}
-	return out, nil
+	measure := func(pairs []pair) ([]held, error) {
+		out := make([]held, len(pairs))
+		for i, pr := range pairs {
+			out[i].model = edge[pr.client]
+		}
+		return out, nil
+	}
+	return measure, all, models, nil
 }
 
 // Sync implements Algorithm.
@@ -587,7 +659,11 @@ func (a HCA) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	slopes, err := s.climb(a.Name(), s.fitted, mergeHeld)
+	measure, _, _, err := s.fittedTree()
+	if err != nil {
+		return Result{}, fmt.Errorf("hca: tree: %w", err)
+	}
+	slopes, err := s.climb(a.Name(), measure, mergeHeld)
 	if err != nil {
 		return Result{}, err
 	}
@@ -603,12 +679,12 @@ func (a HCA) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	return s.finish(), nil
 }
 
-// HCA2 is HCA with hierarchical intercepts: the same tree, but right after a
-// pair's line is fitted the child re-measures its intercept against the
-// parent with SKaMPI's method (carried along the pair's slope), and the
-// models, intercepts included, are merged up the tree. Every step is a
-// tree round: O(log p) rounds and no O(p) phase at the root, at the price
-// of intercept errors that add up along the depth.
+// HCA2 is HCA with hierarchical intercepts: the same tree, but once the
+// lines are fitted every child re-measures its intercept against its
+// parent with SKaMPI's method (carried along the pair's slope), a tree
+// round at a time, and the models, intercepts included, are merged up the
+// tree. Every step is a tree round: O(log p) rounds and no O(p) phase at
+// the root, at the price of intercept errors that add up along the depth.
 type HCA2 struct{}
 
 // Name implements Algorithm.
@@ -620,25 +696,38 @@ func (a HCA2) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	measure := func(pairs []pair) ([]held, error) {
-		out, err := s.fitted(pairs)
+	_, all, fits, err := s.fittedTree()
+	if err != nil {
+		return Result{}, fmt.Errorf("hca2: tree: %w", err)
+	}
+	// Then every child re-measures its intercept against its parent,
+	// carried along the pair's slope, a tree round at a time.
+	idx := make([]int, len(all))
+	for i := range idx {
+		idx[i] = i
+	}
+	edge := make(map[int]fine, len(all))
+	var mu sync.Mutex
+	err = s.forPairs(all, idx, func(ctx context.Context, i int) error {
+		m := fits[i]
+		est, exact, err := s.offset(ctx, all[i].client, all[i].ref, m.Slope)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("intercept %d->%d: %w", all[i].client, all[i].ref, err)
 		}
-		idx := make([]int, len(pairs))
-		for i := range idx {
-			idx[i] = i
+		mu.Lock()
+		edge[all[i].client] = offsetFine(est, exact, m.Slope, m.LinearModel)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("hca2: %w", err)
+	}
+	measure := func(pairs []pair) ([]held, error) {
+		out := make([]held, len(pairs))
+		for i, pr := range pairs {
+			out[i].model = edge[pr.client]
 		}
-		err = s.forPairs(pairs, idx, func(ctx context.Context, i int) error {
-			m := out[i].model
-			est, exact, err := s.offset(ctx, pairs[i].client, pairs[i].ref, m.Slope)
-			if err != nil {
-				return fmt.Errorf("intercept %d->%d: %w", pairs[i].client, pairs[i].ref, err)
-			}
-			out[i].model = offsetFine(est, exact, m.Slope, m.LinearModel)
-			return nil
-		})
-		return out, err
+		return out, nil
 	}
 	models, err := s.climb(a.Name(), measure, mergeHeld)
 	if err != nil {
@@ -720,6 +809,10 @@ func (a TreeOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Result
 // directly against the root's timeline and nothing is merged. The
 // regression's own intercept is kept. Errors accumulate down the tree's
 // depth, and so does the Uncertainty: each child inherits its parent's.
+// The exchanges of all levels share the same sweeps (as HCA's do); the
+// parent's readings are mapped to global time when the child's line is
+// fitted, parents first, which is the same arithmetic as mapping them on
+// the spot once the parent's model is known.
 type HCA3 struct{}
 
 // Name implements Algorithm.
@@ -732,29 +825,17 @@ func (a HCA3) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 		return Result{}, err
 	}
 	rounds, extra := treeRounds(net.Size())
+	// The pairs parents first: rounds k−1..0, then the extra round.
+	var pairs []pair
+	for i := len(rounds) - 1; i >= 0; i-- {
+		pairs = append(pairs, rounds[i]...)
+	}
+	pairs = append(pairs, extra...)
 	// global[r] is rank r's model once it is synchronised (the root's is
 	// the identity): its answers are its clock mapped through it.
 	global := make([]fine, net.Size())
-	learn := func(pairs []pair) error {
-		if len(pairs) == 0 {
-			return nil
-		}
-		models, err := s.fitPairs(pairs, global)
-		if err != nil {
-			return err
-		}
-		for i, pr := range pairs {
-			global[pr.client] = inherit(models[i], global[pr.ref])
-		}
-		return nil
-	}
-	for i := len(rounds) - 1; i >= 0; i-- {
-		if err := learn(rounds[i]); err != nil {
-			return Result{}, fmt.Errorf("hca3: round %d: %w", i, err)
-		}
-	}
-	if err := learn(extra); err != nil {
-		return Result{}, fmt.Errorf("hca3: extra round: %w", err)
+	if _, err := s.fitPairs(pairs, global); err != nil {
+		return Result{}, fmt.Errorf("hca3: %w", err)
 	}
 	for r := 1; r < net.Size(); r++ {
 		s.res.Models[r] = publish(global[r].model())

@@ -379,9 +379,34 @@ func roundDiv(a, b int64) int64 {
 // with its origin moved so that the rounding costs almost nothing (fine.model).
 
 // finePoint is a fitpoint whose offset keeps sub-nanosecond precision.
+// RefX + RefFrac is the mean of the reference's readings it came from, so
+// that they can be mapped to the reference's global time after the fact
+// (mapPoints).
 type finePoint struct {
-	X      int64
-	Offset float64
+	X       int64
+	Offset  float64
+	RefX    int64
+	RefFrac float64
+}
+
+// mapPoints returns points with the reference's readings mapped through
+// its model ref, unrounded: each offset becomes the client's offset from
+// the reference's global time. The model is linear, so mapping the mean
+// reading equals averaging the mapped readings.
+func mapPoints(points []finePoint, ref fine) []finePoint {
+	out := make([]finePoint, len(points))
+	for i, p := range points {
+		p.Offset += ref.offsetAt(p.RefX) + ref.Slope*p.RefFrac
+		out[i] = p
+	}
+	return out
+}
+
+// meanReading is base + mean(d) as a whole part and a fraction.
+func meanReading(base int64, sum float64, n int) (int64, float64) {
+	m := sum / float64(n)
+	r := math.Round(m)
+	return base + int64(r), m - r
 }
 
 // fine is a timebase.LinearModel whose offset at Origin is Intercept + frac,
@@ -470,7 +495,7 @@ func measureFitpointFine(ctx context.Context, net Network, client, ref int, rtt 
 		if refOffset != nil {
 			off += refOffset(e.Remote)
 		}
-		samples = append(samples, finePoint{X: e.Recv - int64(math.Round(half)), Offset: off})
+		samples = append(samples, finePoint{X: e.Recv - int64(math.Round(half)), Offset: off, RefX: e.Remote})
 	}
 	if filter == MinRTTSample {
 		return minRTTPoint(all, refOffset), nil
@@ -482,16 +507,19 @@ func measureFitpointFine(ctx context.Context, net Network, client, ref int, rtt 
 	// rounding noise, which a single median sample keeps (and which tree
 	// algorithms extrapolate). Under jitter the window holds the median
 	// alone, the real observation of Jones & Koenig.
-	var sx, sy float64
+	var sx, sy, sr float64
 	var n int
 	for _, p := range samples {
 		if math.Abs(p.Offset-med.Offset) <= quantumWindowNS {
 			sx += float64(p.X - med.X)
 			sy += p.Offset
+			sr += float64(p.RefX - med.RefX)
 			n++
 		}
 	}
-	return finePoint{X: med.X + int64(math.Round(sx/float64(n))), Offset: sy / float64(n)}, nil
+	fp := finePoint{X: med.X + int64(math.Round(sx/float64(n))), Offset: sy / float64(n)}
+	fp.RefX, fp.RefFrac = meanReading(med.RefX, sr, n)
+	return fp, nil
 }
 
 // minRTTPoint is the fitpoint of the exchange that waited least, at its own
@@ -501,30 +529,35 @@ func measureFitpointFine(ctx context.Context, net Network, client, ref int, rtt 
 // nanosecond readings on a clean link.
 func minRTTPoint(all []Exchange, refOffset func(int64) float64) finePoint {
 	least := slices.MinFunc(all, func(a, b Exchange) int { return cmp.Compare(a.RTT(), b.RTT()) }).RTT()
-	var x0 int64
-	var sx, sy float64
+	var x0, r0 int64
+	var sx, sy, sr float64
 	var n int
 	for _, e := range all {
 		if e.RTT() > least+quantumWindowNS {
 			continue
 		}
-		mid := float64(e.Send) + float64(e.RTT())/2
-		off := mid - float64(e.Remote)
+		// Differences first: readings near 1e15 ns keep only 1/8 ns in a
+		// float64.
+		half := float64(e.RTT()) / 2
+		off := float64(e.Send-e.Remote) + half
 		if refOffset != nil {
 			off += refOffset(e.Remote)
 		}
 		if n == 0 {
-			x0 = e.Send
+			x0, r0 = e.Send, e.Remote
 		}
-		sx += mid - float64(x0)
+		sx += float64(e.Send-x0) + half
 		sy += off
+		sr += float64(e.Remote - r0)
 		n++
 	}
 	mx := sx / float64(n)
 	x := x0 + int64(math.Round(mx))
 	// The mean offset is at the mean midpoint; move it to the whole
 	// nanosecond x along a line of slope ≈ 0 (the error is |slope| · 0.5 ns).
-	return finePoint{X: x, Offset: sy / float64(n)}
+	fp := finePoint{X: x, Offset: sy / float64(n)}
+	fp.RefX, fp.RefFrac = meanReading(r0, sr, n)
+	return fp
 }
 
 // FitpointFilter is how a fitpoint is taken from its exchanges.

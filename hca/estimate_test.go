@@ -345,7 +345,8 @@ func TestMeasureFitpointFine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (finePoint{X: 1_002_000 - 51, Offset: 29.5}); fp != want {
+	// RefX is the median sample's reading by the reference.
+	if want := (finePoint{X: 1_002_000 - 51, Offset: 29.5, RefX: 1_001_920}); fp != want {
 		t.Errorf("fitpoint %+v, want the median sample %+v", fp, want)
 	}
 	// Samples within the clocks' 2 ns of the median are averaged: 10, 11,
@@ -360,8 +361,16 @@ func TestMeasureFitpointFine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (finePoint{X: 1_001_500 - 50, Offset: 10.75}); fp != want {
+	// The reference's mean reading, 1,001,439.5, is kept whole and fraction.
+	if want := (finePoint{X: 1_001_500 - 50, Offset: 10.75, RefX: 1_001_440, RefFrac: -0.5}); fp != want {
 		t.Errorf("fitpoint %+v, want %+v", fp, want)
+	}
+	// Mapped after the fact through a reference model of slope 1e-3 and
+	// offset 7.25 ns at 1,001,000: 7.25 + 1e-3 × 439.5 = 7.6895 ns more.
+	ref := fine{LinearModel: timebase.LinearModel{Origin: 1_001_000, Intercept: 7, Slope: 1e-3}, frac: 0.25}
+	got := mapPoints([]finePoint{fp}, ref)[0]
+	if math.Abs(got.Offset-(10.75+7.6895)) > 1e-9 || got.X != fp.X {
+		t.Errorf("mapped %+v, want offset %.4f", got, 10.75+7.6895)
 	}
 }
 
