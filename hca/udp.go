@@ -95,6 +95,18 @@ type EndpointConfig struct {
 	// (SendModel), with the sender's rank and round, on Serve's goroutine:
 	// it must not block. The model-ack is sent after it returns.
 	OnModel func(from int, round int64, m timebase.LinearModel)
+	// AnswerDelay, for experiments on one host, makes every ping-pong of
+	// this endpoint's take about this long more: a ping waits half of it
+	// before its send stamp is taken, and a pong is held the other half
+	// before it is answered. On loopback a ping-pong otherwise costs mostly
+	// CPU, so pairs meant to run concurrently cannot overlap on a machine
+	// with fewer cores than agents; with the delay they wait side by side.
+	// Both legs of an exchange start after an idle spell, so that the
+	// slower cold path (caches, an idle vCPU) costs both alike: holding
+	// only the answer skewed offsets by ~10 µs here. The pong's reading
+	// stays the midpoint of the ping's arrival and the pong's departure.
+	// Zero in production.
+	AnswerDelay time.Duration
 }
 
 // EndpointStats counts an Endpoint's datagrams. Every datagram read is
@@ -159,6 +171,7 @@ type Endpoint struct {
 	clock   func() int64
 	timeout time.Duration
 	onModel func(int, int64, timebase.LinearModel)
+	delay   time.Duration // AnswerDelay
 	seq     atomic.Uint64
 	serving atomic.Bool
 	running atomic.Int32 // runs under way
@@ -210,6 +223,7 @@ func Listen(cfg EndpointConfig) (*Endpoint, error) {
 		clock:   cfg.Clock,
 		timeout: cfg.Timeout,
 		onModel: cfg.OnModel,
+		delay:   cfg.AnswerDelay,
 		txCodec: NewCodec(cfg.Key),
 		txBuf:   make([]byte, 0, MaxMessageLen),
 		session: cfg.Session,
@@ -379,6 +393,11 @@ func (e *Endpoint) request(ctx context.Context, req Message, timeout time.Durati
 	req.From = e.rank
 	req.Seq = e.seq.Add(1)
 	w := &waiter{ch: make(chan Message, 1)}
+	if req.Type == MsgPing && e.delay > 0 {
+		if err := sleepCtx(ctx, e.delay/2); err != nil {
+			return Message{}, 0, fmt.Errorf("hca endpoint %d: %v to rank %d: %w", e.rank, req.Type, to, err)
+		}
+	}
 
 	e.sendMu.Lock()
 	if req.Type == MsgPing {
@@ -493,6 +512,10 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 		case MsgPong, MsgReport, MsgModelAck:
 			e.deliver(m, now)
 		case MsgPing:
+			if e.delay > 0 {
+				e.delayedPong(ctx, &runs, m, now)
+				continue
+			}
 			out = e.pong(codec, m, now, out)
 		case MsgModel:
 			if e.onModel != nil {
@@ -597,6 +620,37 @@ func (e *Endpoint) pong(codec *Codec, m Message, now int64, out []byte) []byte {
 	e.c.answered.Add(1)
 	e.reply(out, m.From)
 	return out
+}
+
+// delayedPong answers m after the responder's half of the endpoint's
+// AnswerDelay, on a goroutine of its own (with its own Codec), so that
+// Serve goes on reading meanwhile.
+func (e *Endpoint) delayedPong(ctx context.Context, wg *sync.WaitGroup, m Message, now int64) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if sleepCtx(ctx, e.delay-e.delay/2) == nil {
+			// After an idle spell the answer path runs cold, and only the
+			// answer's leg of the exchange would pay for it (the reading is
+			// taken before the encoding and the write): one encoding first,
+			// thrown away, warms it.
+			c := NewCodec(e.key)
+			out := c.Append(make([]byte, 0, MaxMessageLen), Message{Type: MsgPong, Session: m.Session, From: e.rank, To: m.From, Seq: m.Seq, Send: m.Send, Remote: now})
+			e.pong(c, m, now, out)
+		}
+	}()
+}
+
+// sleepCtx waits d or until ctx ends (its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // reply writes an encoded answer to rank's address from the peer list (not

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,6 +172,64 @@ func TestEndpointPing(t *testing.T) {
 		}
 	}
 	var _ Network = n
+}
+
+func TestEndpointAnswerDelay(t *testing.T) {
+	// With a 4 ms answer delay every ping-pong takes at least 4 ms (2 ms
+	// before the ping leaves, 2 ms before its pong does), the round trip
+	// at least the responder's 2 ms, the responder's reading stays at the
+	// midpoint (within the loopback's own round trip of the requester's
+	// midpoint), and pings to two delayed responders overlap: both
+	// answered in well under 2 × 4 ms.
+	const delay = 4 * time.Millisecond
+	base := time.Now()
+	offs := []int64{0, 2_000_000_000, -5_000_000}
+	var eps []*Endpoint
+	for r := range 3 {
+		e, err := Listen(EndpointConfig{Addr: "127.0.0.1:0", Rank: r, Key: testKey, Session: 0x5e55,
+			Clock: fakeClock(base, offs[r]), Timeout: time.Second, AnswerDelay: delay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		serve(t, e)
+		eps = append(eps, e)
+	}
+	mesh(t, eps...)
+	ctx := context.Background()
+	for range 5 {
+		t0 := time.Now()
+		x, err := eps[0].Ping(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(t0); took < delay {
+			t.Fatalf("ping-pong took %v with a %v answer delay", took, delay)
+		}
+		if x.RTT() < int64(delay/2) {
+			t.Fatalf("round trip %v with a %v answer delay", time.Duration(x.RTT()), delay)
+		}
+		slack := x.RTT() - int64(delay/2) // the loopback's own round trip
+		mid := (x.Send + x.Recv) / 2
+		if d := x.Remote - offs[1] - mid; d < -slack || d > slack {
+			t.Errorf("responder's reading %d ns from the requester's midpoint, want within ±%d", d, slack)
+		}
+	}
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for r := 1; r < 3; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := eps[0].Ping(ctx, r); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if took := time.Since(t0); took >= 2*delay {
+		t.Errorf("two concurrent pings to delayed responders took %v, want < %v", took, 2*delay)
+	}
 }
 
 func TestEndpointWrongKey(t *testing.T) {

@@ -24,7 +24,7 @@ type hcaOpts struct {
 	algorithm, transport, checks, filter string
 	drift                                float64
 	offset, latency, jitter, asym        time.Duration
-	spacing                              time.Duration
+	spacing, answerDelay                 time.Duration
 	seed                                 uint64
 	fitpoints, exchanges                 int
 	loss                                 float64
@@ -50,6 +50,7 @@ func hcaFlags() (*flag.FlagSet, *hcaOpts) {
 	fs.DurationVar(&o.jitter, "jitter", time.Microsecond, "sim: mean of the exponential jitter added to each message (0: noiseless)")
 	fs.DurationVar(&o.asym, "asymmetry", 0, "sim: extra one-way delay from lower to higher ranks")
 	fs.Float64Var(&o.loss, "loss", 0, "sim: probability that an exchange is lost")
+	fs.DurationVar(&o.answerDelay, "answer-delay", 0, "udp: every agent holds each answer this long, as if each link took half of it longer each way (on loopback a ping-pong costs mostly CPU, so concurrent pairs cannot overlap on fewer cores than agents)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object for scripts (times in ns)")
 	return fs, &o
 }
@@ -91,6 +92,9 @@ func hcaCmd(args []string) error {
 	var rep hca.Report
 	switch o.transport {
 	case "sim":
+		if o.answerDelay != 0 {
+			return usageError("hca: --answer-delay is for --transport udp; the simulated network has --latency")
+		}
 		rep, err = hca.SimExperiment{Algorithm: o.algorithm, Params: p, CheckAfter: after, Network: hca.SimConfig{
 			Nodes: o.nodes, Seed: o.seed, DriftPPM: o.drift, OffsetNS: int64(o.offset), LatencyNS: int64(o.latency),
 			JitterNS: int64(o.jitter), AsymmetryNS: int64(o.asym), Loss: o.loss}}.Run(ctx)
@@ -103,6 +107,9 @@ func hcaCmd(args []string) error {
 		})
 		if simOnly != "" {
 			return usageError("hca: --" + simOnly + " describes the simulated network; loopback UDP has its own")
+		}
+		if o.answerDelay < 0 {
+			return usageError("hca: --answer-delay must not be negative")
 		}
 		rep, err = hcaUDP(ctx, o, p, after)
 	default:

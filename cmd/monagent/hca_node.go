@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"strconv"
@@ -13,12 +15,19 @@ import (
 )
 
 // hcaNode is one agent of 'monagent hca sim --transport udp': arguments
-// RANK KEYFILE SESSION DRIFT OFFSET_NS. It prints its address, reads
-// "RANK ADDR" lines up to "go" from standard input, answers pings and runs
-// until standard input closes.
+// [--answer-delay D] RANK KEYFILE SESSION DRIFT OFFSET_NS. It prints its
+// address, reads "RANK ADDR" lines up to "go" from standard input, answers
+// pings and runs until standard input closes.
 func hcaNode(args []string) error {
-	if len(args) != 5 {
-		return usageError("hca node: want RANK KEYFILE SESSION DRIFT OFFSET_NS (started by 'hca sim --transport udp')")
+	fs := flag.NewFlagSet("hca node", flag.ContinueOnError)
+	delay := fs.Duration("answer-delay", 0, "hold every pong this long")
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return usageError("hca node: " + err.Error())
+	}
+	args = fs.Args()
+	if len(args) != 5 || *delay < 0 {
+		return usageError("hca node: want [--answer-delay D] RANK KEYFILE SESSION DRIFT OFFSET_NS (started by 'hca sim --transport udp')")
 	}
 	rank, err1 := strconv.Atoi(args[0])
 	session, err2 := strconv.ParseUint(args[2], 10, 64)
@@ -33,7 +42,7 @@ func hcaNode(args []string) error {
 	}
 	clocks := hca.Clocks{Drift: make([]float64, rank+1), Offset: make([]int64, rank+1)}
 	clocks.Drift[rank], clocks.Offset[rank] = drift, offset
-	ep, err := hca.Listen(hca.EndpointConfig{Addr: "127.0.0.1:0", Rank: rank, Key: key, Session: session, Clock: virtualRaw(clocks, rank)})
+	ep, err := hca.Listen(hca.EndpointConfig{Addr: "127.0.0.1:0", Rank: rank, Key: key, Session: session, Clock: virtualRaw(clocks, rank), AnswerDelay: *delay})
 	if err != nil {
 		return err
 	}

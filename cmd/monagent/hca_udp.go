@@ -44,7 +44,7 @@ func hcaUDP(ctx context.Context, o *hcaOpts, p hca.Params, after []int64) (hca.R
 		return hca.Report{}, err
 	}
 	session := uint64(time.Now().UnixNano())
-	root, err := hca.Listen(hca.EndpointConfig{Addr: "127.0.0.1:0", Key: key, Session: session, Clock: virtualRaw(clocks, 0)})
+	root, err := hca.Listen(hca.EndpointConfig{Addr: "127.0.0.1:0", Key: key, Session: session, Clock: virtualRaw(clocks, 0), AnswerDelay: o.answerDelay})
 	if err != nil {
 		return hca.Report{}, err
 	}
@@ -61,8 +61,8 @@ func hcaUDP(ctx context.Context, o *hcaOpts, p hca.Params, after []int64) (hca.R
 		return hca.Report{}, err
 	}
 	for r := 1; r < o.nodes; r++ {
-		cmd := exec.CommandContext(ctx, self, "hca", "node", strconv.Itoa(r), keyFile, strconv.FormatUint(session, 10),
-			strconv.FormatFloat(clocks.Drift[r], 'g', -1, 64), strconv.FormatInt(clocks.Offset[r], 10))
+		cmd := exec.CommandContext(ctx, self, "hca", "node", "--answer-delay", o.answerDelay.String(), strconv.Itoa(r), keyFile,
+			strconv.FormatUint(session, 10), strconv.FormatFloat(clocks.Drift[r], 'g', -1, 64), strconv.FormatInt(clocks.Offset[r], 10))
 		cmd.Stderr = os.Stderr
 		in, err := cmd.StdinPipe()
 		if err != nil {
