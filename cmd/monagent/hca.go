@@ -50,7 +50,7 @@ func hcaFlags() (*flag.FlagSet, *hcaOpts) {
 	fs.DurationVar(&o.jitter, "jitter", time.Microsecond, "sim: mean of the exponential jitter added to each message (0: noiseless)")
 	fs.DurationVar(&o.asym, "asymmetry", 0, "sim: extra one-way delay from lower to higher ranks")
 	fs.Float64Var(&o.loss, "loss", 0, "sim: probability that an exchange is lost")
-	fs.DurationVar(&o.answerDelay, "answer-delay", 0, "udp: every agent holds each answer this long, as if each link took half of it longer each way (on loopback a ping-pong costs mostly CPU, so concurrent pairs cannot overlap on fewer cores than agents)")
+	fs.DurationVar(&o.answerDelay, "answer-delay", 0, "udp: every ping-pong waits this long more, half before the ping and half before its answer, like a slower link (on loopback a ping-pong costs mostly CPU, so concurrent pairs cannot overlap on fewer cores than agents)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object for scripts (times in ns)")
 	return fs, &o
 }

@@ -78,6 +78,8 @@ func TestHCASimBadFlags(t *testing.T) {
 		{[]string{"sim", "--transport", "udp", "--loss", "0.1"}, "--loss describes the simulated network"},
 		{[]string{"sim", "--check-after", "10s,soon"}, `--check-after "soon"`},
 		{[]string{"sim", "--filter", "mean"}, "--filter"},
+		{[]string{"sim", "--answer-delay", "1ms"}, "--answer-delay is for --transport udp"},
+		{[]string{"sim", "--transport", "udp", "--answer-delay", "-1ms"}, "--answer-delay must not be negative"},
 		{[]string{"sim", "--nodes", "0"}, "nodes"},
 		{[]string{"simulate"}, `not "simulate"`},
 		{[]string{}, "want 'hca sim [flags]'"},
