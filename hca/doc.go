@@ -17,7 +17,10 @@
 // behind one Algorithm interface, so that they can be compared on the same
 // Network: SKaMPI offset-only, tree offset-only, JK, HCA, HCA2 and HCA3. The
 // pairs of a tree round run concurrently where the network allows it
-// (Paralleler); Sim accounts for them as parallel in simulated time. A
+// (Paralleler); Sim accounts for them as parallel in simulated time. The
+// tree algorithms measure all their levels in the same sweeps (one fitpoint
+// of every edge per sweep, a round at a time), so that every level's line
+// spans the same time and none is extrapolated over the others'. A
 // fitpoint is by default the exchange with the shortest round trip at its
 // own midpoint (MinRTTSample), or Jones & Koenig's median sample. The
 // algorithm notes are in docs/hca.md of the shared documentation.
@@ -44,6 +47,7 @@
 //
 // The algorithms run the exchange schedule from the driver (rank 0's
 // agent): a central schedule over distributed exchanges, not the paper's
-// fully distributed protocol, so one node's failure is the driver's to see. Nothing here steps, slews
+// fully distributed protocol, so one node's failure is the driver's to see.
+// Nothing here steps, slews
 // or otherwise disciplines a clock; callers apply the models to timestamps.
 package hca
