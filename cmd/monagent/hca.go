@@ -26,7 +26,7 @@ type hcaOpts struct {
 	offset, latency, jitter, asym        time.Duration
 	spacing, answerDelay                 time.Duration
 	seed                                 uint64
-	fitpoints, exchanges                 int
+	fitpoints, exchanges, pingpongs      int
 	loss                                 float64
 	json                                 bool
 }
@@ -44,6 +44,7 @@ func hcaFlags() (*flag.FlagSet, *hcaOpts) {
 	fs.StringVar(&o.checks, "check-after", "0s,10s,20s", "check the models at these `DURATIONS` after the sync (comma-separated)")
 	fs.IntVar(&o.fitpoints, "fitpoints", d.Fitpoints, "fitpoints per fitted line")
 	fs.IntVar(&o.exchanges, "exchanges", d.Exchanges, "ping-pongs per fitpoint")
+	fs.IntVar(&o.pingpongs, "pingpongs", d.MaxPingPongs, "at most this many ping-pongs per SKaMPI offset measurement (HCA's and HCA2's intercepts, the offset-only methods); more narrow its interval")
 	fs.StringVar(&o.filter, "filter", d.Filter.String(), "how a fitpoint is taken from its ping-pongs: median (Jones & Koenig) or min-rtt (the shortest round trip, at its midpoint)")
 	fs.DurationVar(&o.spacing, "spacing", time.Duration(d.SpacingNS), "least time between a pair's successive fitpoints")
 	fs.DurationVar(&o.latency, "latency", 5*time.Microsecond, "sim: one-way latency of every message")
@@ -83,6 +84,13 @@ func hcaCmd(args []string) error {
 	}
 	p := hca.DefaultParams()
 	p.Fitpoints, p.Exchanges, p.SpacingNS = o.fitpoints, o.exchanges, int64(o.spacing)
+	if o.pingpongs < 1 {
+		return usageError(fmt.Sprintf("hca: --pingpongs %d: want at least 1", o.pingpongs))
+	}
+	p.MaxPingPongs = o.pingpongs
+	if p.MinPingPongs > p.MaxPingPongs {
+		p.MinPingPongs = p.MaxPingPongs
+	}
 	var err error
 	if p.Filter, err = hca.ParseFitpointFilter(o.filter); err != nil {
 		return usageError("hca: --filter: " + err.Error())
