@@ -53,7 +53,8 @@ type Params struct {
 	// Filter chooses each fitpoint's sample among its exchanges.
 	Filter FitpointFilter
 	// Retries is how often a lost exchange is retried, and how often a pair
-	// is re-measured after its fit was rejected for an absurd slope.
+	// is re-measured after its fit was rejected for an absurd slope or for
+	// scattered fitpoints (ErrScattered).
 	Retries int
 }
 
@@ -123,7 +124,7 @@ type Result struct {
 	// up, one per rank for the root's scatter).
 	Messages   int64
 	DurationNS int64 // on the network's clock (Sim: simulated time)
-	Rejected   int   // fits rejected for an absurd slope, then re-measured
+	Rejected   int   // fits rejected for an absurd slope or scattered fitpoints (ErrScattered), then re-measured
 }
 
 // Algorithms returns the implemented algorithms in the order of the notes.
@@ -336,8 +337,9 @@ func (s *session) measurePairs(pairs []pair, todo []int, points [][]finePoint, b
 // the references then answer in global time, their readings mapped through
 // their models without rounding when the line is fitted (HCA3), and each
 // client's model, its parent's error inherited, is stored in it. The pairs
-// must then come parents first. A fit rejected for an absurd slope is
-// counted and its pair re-measured, up to Retries times.
+// must then come parents first. A fit rejected for an absurd slope or for
+// scattered fitpoints (a clock step) is counted and its pair re-measured,
+// up to Retries times.
 func (s *session) fitPairs(pairs []pair, global []fine) ([]fine, error) {
 	models := make([]fine, len(pairs))
 	points := make([][]finePoint, len(pairs))
@@ -371,11 +373,15 @@ func (s *session) fitPairs(pairs []pair, global []fine) ([]fine, error) {
 				pts = mapPoints(pts, global[pr.ref])
 			}
 			m, err := fitFine(pts, s.p.Fit)
+			if lim := scatterLimit(biases[i]); err == nil && m.ResidualNS > lim {
+				err = fmt.Errorf("fit over %d fitpoints: they scatter %.0f ns about the line, more than %.0f: %w", len(pts), m.ResidualNS, lim, ErrScattered)
+			}
+			rejected := errors.Is(err, ErrAbsurdSlope) || errors.Is(err, ErrScattered)
 			switch {
-			case errors.Is(err, ErrAbsurdSlope) && attempt < s.p.Retries:
+			case rejected && attempt < s.p.Retries:
 				s.res.Rejected++
 				again = append(again, i)
-			case errors.Is(err, ErrAbsurdSlope):
+			case rejected:
 				s.res.Rejected++
 				return nil, fmt.Errorf("pair %d->%d: %d fits rejected: %w", pr.client, pr.ref, attempt+1, err)
 			case err != nil:

@@ -359,6 +359,66 @@ func TestSyncLossAndRejection(t *testing.T) {
 	}
 }
 
+// TestSyncClockStep: rank 2's clock steps 100 µs forward half way through
+// the fits. Its pairs' fitpoints then lie on two lines 100 µs apart, whose
+// fit is not steep enough to be absurd (~25 ppm) but scatters ~50 µs about
+// itself: every drift-modelling algorithm must reject it (ErrScattered,
+// counted), re-measure the pair and model the stepped clock as well as a
+// clean run does.
+func TestSyncClockStep(t *testing.T) {
+	const step = 100_000
+	for _, alg := range []Algorithm{JK{}, HCA{}, HCA2{}, HCA3{}} {
+		t.Run(alg.Name(), func(t *testing.T) {
+			sim := lanSim(t, 5, 21)
+			st := &stepper{Sim: sim, rank: 2, step: step, at: sim.Elapsed() + 3_000_000_000}
+			res, err := alg.Sync(context.Background(), st, accuracyParams())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Rejected < 1 {
+				t.Errorf("%d fits rejected, want the stepped pairs' rejected", res.Rejected)
+			}
+			var worst float64
+			for r := 1; r < 5; r++ {
+				x := sim.Now(r)
+				truth := sim.TrueOffsetNS(r, x)
+				if r == st.rank {
+					x += step
+					truth += step
+				}
+				worst = max(worst, math.Abs(float64(res.Models[r].Offset(x))-truth))
+			}
+			t.Logf("%s: %d fits rejected, max |error| at the sync's end %.0f ns", alg.Name(), res.Rejected, worst)
+			if worst > 1_000 {
+				t.Errorf("max |error| %.0f ns at the sync's end after a 100 µs step, want < 1 µs", worst)
+			}
+		})
+	}
+}
+
+// stepper steps rank's clock by step ns once the simulated time passes at:
+// its readings from then on are step later.
+type stepper struct {
+	*Sim
+	rank     int
+	step, at int64
+}
+
+func (s *stepper) Exchange(ctx context.Context, from, to int) (Exchange, error) {
+	e, err := s.Sim.Exchange(ctx, from, to)
+	if err != nil || s.Elapsed() < s.at {
+		return e, err
+	}
+	if from == s.rank {
+		e.Send += s.step
+		e.Recv += s.step
+	}
+	if to == s.rank {
+		e.Remote += s.step
+	}
+	return e, nil
+}
+
 // ramp spoils the answers of its first until exchanges with a ramp of 10 µs
 // per exchange.
 type ramp struct {

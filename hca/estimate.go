@@ -21,6 +21,26 @@ const MaxSlope = 500e-6
 // Algorithms count these rejections in Result.Rejected.
 var ErrAbsurdSlope = errors.New("hca: absurd slope")
 
+// ErrScattered is returned (wrapped) for a fit whose fitpoints scatter about
+// their line far more than the pair's round trips allow: a clock stepped
+// during the measurement, or a link that changed its delay, bends a line
+// without steepening it beyond MaxSlope. Algorithms count these rejections
+// in Result.Rejected, as they do absurd slopes, and re-measure the pair.
+var ErrScattered = errors.New("hca: fitpoints scattered (a clock step?)")
+
+// MinScatterLimitNS is the least RMS scatter of a fit's fitpoints about
+// its line that counts as scattered (ErrScattered), whatever the pair's
+// round trips: a fitpoint is the shortest of its exchanges, and on any LAN
+// they scatter by well under a microsecond.
+const MinScatterLimitNS = 10_000
+
+// scatterLimit is the RMS scatter beyond which a pair's fit is rejected:
+// 20 times the bound on its fitpoints' bias from the RTT spread
+// (fitpointBias), and at least MinScatterLimitNS.
+func scatterLimit(bias int64) float64 {
+	return max(MinScatterLimitNS, 20*float64(bias))
+}
+
 // ErrNoSamples is returned when an estimate has nothing to work on.
 var ErrNoSamples = errors.New("hca: no samples")
 
