@@ -26,7 +26,13 @@ func fakeClock(base time.Time, off int64) func() int64 {
 
 func newEndpoint(t *testing.T, rank int, key []byte, clock func() int64, timeout time.Duration) *Endpoint {
 	t.Helper()
-	e, err := Listen(EndpointConfig{Addr: "127.0.0.1:0", Rank: rank, Key: key, Session: 0x5e55, Clock: clock, Timeout: timeout})
+	return listen(t, EndpointConfig{Addr: "127.0.0.1:0", Rank: rank, Key: key, Session: 0x5e55, Clock: clock, Timeout: timeout})
+}
+
+// listen is Listen(cfg), closed when the test ends.
+func listen(t *testing.T, cfg EndpointConfig) *Endpoint {
+	t.Helper()
+	e, err := Listen(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,12 +192,8 @@ func TestEndpointAnswerDelay(t *testing.T) {
 	offs := []int64{0, 2_000_000_000, -5_000_000}
 	var eps []*Endpoint
 	for r := range 3 {
-		e, err := Listen(EndpointConfig{Addr: "127.0.0.1:0", Rank: r, Key: testKey, Session: 0x5e55,
+		e := listen(t, EndpointConfig{Addr: "127.0.0.1:0", Rank: r, Key: testKey, Session: 0x5e55,
 			Clock: fakeClock(base, offs[r]), Timeout: time.Second, AnswerDelay: delay})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
 		serve(t, e)
 		eps = append(eps, e)
 	}
@@ -486,11 +488,7 @@ func TestEndpointRunsAndModels(t *testing.T) {
 		if r == 1 {
 			cfg.OnModel = func(from int, round int64, m timebase.LinearModel) { models <- got{from, round, m} }
 		}
-		e, err := Listen(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
+		e := listen(t, cfg)
 		serve(t, e)
 		eps = append(eps, e)
 	}
