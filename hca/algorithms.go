@@ -312,7 +312,7 @@ func (s *session) measurePairs(pairs []pair, todo []int, points [][]finePoint, b
 		err := s.forPairs(pairs, todo, func(ctx context.Context, k int) error {
 			i := todo[k]
 			pr := pairs[i]
-			fp, err := measureFitpointFine(ctx, s, pr.client, pr.ref, rtts[k], s.p.Exchanges, nil, s.p.Filter)
+			fp, err := measureFitpointFine(ctx, s, pr.client, pr.ref, rtts[k], s.p.Exchanges, s.p.Filter)
 			if err != nil {
 				return err
 			}

@@ -489,10 +489,9 @@ func fineRTT(r RTT) float64 {
 }
 
 // measureFitpointFine is MeasureFitpoint with sub-nanosecond samples
-// t_c − T_r − rtt/2, where refOffset, if not nil, gives the reference's
-// offset at its reading T_r (HCA3: the reference answers in global time,
-// T_r − refOffset(T_r), unrounded).
-func measureFitpointFine(ctx context.Context, net Network, client, ref int, rtt float64, exchanges int, refOffset func(int64) float64, filter FitpointFilter) (finePoint, error) {
+// t_c − T_r − rtt/2. The fitpoint keeps the reference's mean reading, so
+// that mapPoints can carry it to the reference's global time later (HCA3).
+func measureFitpointFine(ctx context.Context, net Network, client, ref int, rtt float64, exchanges int, filter FitpointFilter) (finePoint, error) {
 	if exchanges < 1 {
 		return finePoint{}, fmt.Errorf("fitpoint %d->%d: %d exchanges: %w", client, ref, exchanges, ErrNoSamples)
 	}
@@ -512,13 +511,10 @@ func measureFitpointFine(ctx context.Context, net Network, client, ref int, rtt 
 			continue
 		}
 		off := float64(e.Recv-e.Remote) - half
-		if refOffset != nil {
-			off += refOffset(e.Remote)
-		}
 		samples = append(samples, finePoint{X: e.Recv - int64(math.Round(half)), Offset: off, RefX: e.Remote})
 	}
 	if filter == MinRTTSample {
-		return minRTTPoint(all, refOffset), nil
+		return minRTTPoint(all), nil
 	}
 	slices.SortStableFunc(samples, func(a, b finePoint) int { return cmp.Compare(a.Offset, b.Offset) })
 	med := samples[(len(samples)-1)/2]
@@ -547,7 +543,7 @@ func measureFitpointFine(ctx context.Context, net Network, client, ref int, rtt 
 // answer). Exchanges within quantumWindowNS of the least round trip are
 // averaged with it, as the median filter does, to remove the noise of
 // nanosecond readings on a clean link.
-func minRTTPoint(all []Exchange, refOffset func(int64) float64) finePoint {
+func minRTTPoint(all []Exchange) finePoint {
 	least := slices.MinFunc(all, func(a, b Exchange) int { return cmp.Compare(a.RTT(), b.RTT()) }).RTT()
 	var x0, r0 int64
 	var sx, sy, sr float64
@@ -560,9 +556,6 @@ func minRTTPoint(all []Exchange, refOffset func(int64) float64) finePoint {
 		// float64.
 		half := float64(e.RTT()) / 2
 		off := float64(e.Send-e.Remote) + half
-		if refOffset != nil {
-			off += refOffset(e.Remote)
-		}
 		if n == 0 {
 			x0, r0 = e.Send, e.Remote
 		}

@@ -341,7 +341,7 @@ func TestMeasureFitpointFine(t *testing.T) {
 		recv := int64(1_000_000 + 1000*i)
 		ex = append(ex, Exchange{Send: recv - 101, Remote: recv - off, Recv: recv})
 	}
-	fp, err := measureFitpointFine(context.Background(), &scripted{ex: ex}, 1, 0, 101, len(ex), nil, MedianSample)
+	fp, err := measureFitpointFine(context.Background(), &scripted{ex: ex}, 1, 0, 101, len(ex), MedianSample)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,27 +350,34 @@ func TestMeasureFitpointFine(t *testing.T) {
 		t.Errorf("fitpoint %+v, want the median sample %+v", fp, want)
 	}
 	// Samples within the clocks' 2 ns of the median are averaged: 10, 11,
-	// 12 and 9 (not 40) give 10.5 at the mean of their local times; the
-	// reference's offset is added to every sample.
+	// 12 and 9 (not 40) give 10.5 at the mean of their local times.
 	ex = ex[:0]
 	for i, off := range []int64{60, 61, 62, 59, 90} {
 		recv := int64(1_000_000 + 1000*i)
 		ex = append(ex, Exchange{Send: recv - 100, Remote: recv - off, Recv: recv})
 	}
-	fp, err = measureFitpointFine(context.Background(), &scripted{ex: ex}, 1, 0, 100, len(ex), func(int64) float64 { return 0.25 }, MedianSample)
+	fp, err = measureFitpointFine(context.Background(), &scripted{ex: ex}, 1, 0, 100, len(ex), MedianSample)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The reference's mean reading, 1,001,439.5, is kept whole and fraction.
-	if want := (finePoint{X: 1_001_500 - 50, Offset: 10.75, RefX: 1_001_440, RefFrac: -0.5}); fp != want {
+	if want := (finePoint{X: 1_001_500 - 50, Offset: 10.5, RefX: 1_001_440, RefFrac: -0.5}); fp != want {
 		t.Errorf("fitpoint %+v, want %+v", fp, want)
 	}
-	// Mapped after the fact through a reference model of slope 1e-3 and
-	// offset 7.25 ns at 1,001,000: 7.25 + 1e-3 × 439.5 = 7.6895 ns more.
-	ref := fine{LinearModel: timebase.LinearModel{Origin: 1_001_000, Intercept: 7, Slope: 1e-3}, frac: 0.25}
-	got := mapPoints([]finePoint{fp}, ref)[0]
-	if math.Abs(got.Offset-(10.75+7.6895)) > 1e-9 || got.X != fp.X {
-		t.Errorf("mapped %+v, want offset %.4f", got, 10.75+7.6895)
+	// Mapped after the fact through the reference's model: a constant
+	// 0.25 ns adds 0.25; slope 1e-3 and 7.25 ns at 1,001,000 add
+	// 7.25 + 1e-3 × 439.5 = 7.6895 ns.
+	for _, tc := range []struct {
+		ref  fine
+		want float64
+	}{
+		{fine{frac: 0.25}, 10.75},
+		{fine{LinearModel: timebase.LinearModel{Origin: 1_001_000, Intercept: 7, Slope: 1e-3}, frac: 0.25}, 10.5 + 7.6895},
+	} {
+		got := mapPoints([]finePoint{fp}, tc.ref)[0]
+		if math.Abs(got.Offset-tc.want) > 1e-9 || got.X != fp.X {
+			t.Errorf("mapped through %+v: %+v, want offset %.4f", tc.ref, got, tc.want)
+		}
 	}
 }
 
