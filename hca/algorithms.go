@@ -637,26 +637,27 @@ func treePairs(p int) []pair {
 
 // fittedTree fits every edge of the tree in the same sweeps (fitPairs), so
 // that no level's line is extrapolated over the time the other levels
-// took, and returns climb's measure over those fits: each child rank is
-// the client of exactly one pair.
-func (s *session) fittedTree() (func(pairs []pair) ([]held, error), []pair, []fine, error) {
+// took. It returns the pairs in climb's order and their models.
+func (s *session) fittedTree() ([]pair, []fine, error) {
 	all := treePairs(s.Size())
 	models, err := s.fitPairs(all, nil)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	edge := make(map[int]fine, len(all))
-	for i, pr := range all {
+	return all, models, err
+}
+
+// measured is climb's measure over edges already measured: models[i] is the
+// edge of pairs[i], and each child rank is the client of exactly one pair.
+func measured(pairs []pair, models []fine) func([]pair) ([]held, error) {
+	edge := make(map[int]fine, len(pairs))
+	for i, pr := range pairs {
 		edge[pr.client] = models[i]
 	}
-	measure := func(pairs []pair) ([]held, error) {
-		out := make([]held, len(pairs))
-		for i, pr := range pairs {
+	return func(round []pair) ([]held, error) {
+		out := make([]held, len(round))
+		for i, pr := range round {
 			out[i].model = edge[pr.client]
 		}
 		return out, nil
 	}
-	return measure, all, models, nil
 }
 
 // Sync implements Algorithm.
@@ -665,11 +666,11 @@ func (a HCA) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	measure, _, _, err := s.fittedTree()
+	all, fits, err := s.fittedTree()
 	if err != nil {
 		return Result{}, fmt.Errorf("hca: tree: %w", err)
 	}
-	slopes, err := s.climb(a.Name(), measure, mergeHeld)
+	slopes, err := s.climb(a.Name(), measured(all, fits), mergeHeld)
 	if err != nil {
 		return Result{}, err
 	}
@@ -702,40 +703,30 @@ func (a HCA2) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	_, all, fits, err := s.fittedTree()
+	all, fits, err := s.fittedTree()
 	if err != nil {
 		return Result{}, fmt.Errorf("hca2: tree: %w", err)
 	}
 	// Then every child re-measures its intercept against its parent,
-	// carried along the pair's slope, a tree round at a time.
+	// carried along the pair's slope, a tree round at a time (each call
+	// writes only its own pair's model).
 	idx := make([]int, len(all))
 	for i := range idx {
 		idx[i] = i
 	}
-	edge := make(map[int]fine, len(all))
-	var mu sync.Mutex
 	err = s.forPairs(all, idx, func(ctx context.Context, i int) error {
 		m := fits[i]
 		est, exact, err := s.offset(ctx, all[i].client, all[i].ref, m.Slope)
 		if err != nil {
 			return fmt.Errorf("intercept %d->%d: %w", all[i].client, all[i].ref, err)
 		}
-		mu.Lock()
-		edge[all[i].client] = offsetFine(est, exact, m.Slope, m.LinearModel)
-		mu.Unlock()
+		fits[i] = offsetFine(est, exact, m.Slope, m.LinearModel)
 		return nil
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("hca2: %w", err)
 	}
-	measure := func(pairs []pair) ([]held, error) {
-		out := make([]held, len(pairs))
-		for i, pr := range pairs {
-			out[i].model = edge[pr.client]
-		}
-		return out, nil
-	}
-	models, err := s.climb(a.Name(), measure, mergeHeld)
+	models, err := s.climb(a.Name(), measured(all, fits), mergeHeld)
 	if err != nil {
 		return Result{}, err
 	}
