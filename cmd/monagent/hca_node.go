@@ -20,7 +20,7 @@ import (
 // pings and runs until standard input closes.
 func hcaNode(args []string) error {
 	fs := flag.NewFlagSet("hca node", flag.ContinueOnError)
-	delay := fs.Duration("answer-delay", 0, "hold every pong this long")
+	delay := fs.Duration("answer-delay", 0, "every ping-pong waits this long more (hca.EndpointConfig.AnswerDelay)")
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		return usageError("hca node: " + err.Error())
