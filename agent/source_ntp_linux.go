@@ -207,7 +207,7 @@ func ppmPPB(v float64) int64 { return int64(v * 1e3) }
 // that time and differ by their source tag (chronyd holds one source per
 // address).
 func (s *chronySource) Collect(ctx context.Context, b *Batch) error {
-	tr, err := s.m.Tracking()
+	tr, err := s.m.Tracking(ctx)
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (s *chronySource) Collect(ctx context.Context, b *Batch) error {
 		record.Int("root_delay_ns", secNS(tr.RootDelay)), record.Int("root_dispersion_ns", secNS(tr.RootDispersion)),
 		record.Int("update_interval_ns", secNS(tr.LastUpdateInterval)),
 	)
-	srcs, err := s.m.Sources()
+	srcs, err := s.m.Sources(ctx)
 	now, _ = timebase.Realtime.Now()
 	for _, src := range srcs {
 		d := src.Data
@@ -250,7 +250,7 @@ func (s *chronySource) Collect(ctx context.Context, b *Batch) error {
 		return err
 	}
 	if s.m.Unix() {
-		st, err := s.m.ServerStats()
+		st, err := s.m.ServerStats(ctx)
 		if err != nil {
 			return err
 		}

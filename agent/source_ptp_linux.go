@@ -36,7 +36,7 @@ func (s *ptp4lSource) Close() error            { return s.m.Close() }
 
 func (s *ptp4lSource) Collect(ctx context.Context, b *Batch) error {
 	now, _ := timebase.Realtime.Now()
-	cur, err := s.m.CurrentDataSet()
+	cur, err := s.m.CurrentDataSet(ctx)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (s *ptp4lSource) Collect(ctx context.Context, b *Batch) error {
 		record.Int("mean_path_delay_ns", int64(cur.MeanPathDelay.Nanoseconds())),
 		record.Int("steps_removed", int64(cur.StepsRemoved)))
 	var errs []error
-	if par, err := s.m.ParentDataSet(); err == nil {
+	if par, err := s.m.ParentDataSet(ctx); err == nil {
 		q := par.GrandmasterClockQuality
 		b.Add("ptp4l_parent", now, nil,
 			record.String("parent_port", par.ParentPortIdentity.String()), record.String("grandmaster", par.GrandmasterIdentity.String()),
@@ -55,7 +55,7 @@ func (s *ptp4lSource) Collect(ctx context.Context, b *Batch) error {
 	} else {
 		errs = append(errs, err)
 	}
-	if ts, err := s.m.TimeStatusNP(); err == nil {
+	if ts, err := s.m.TimeStatusNP(ctx); err == nil {
 		b.Add("ptp4l_time_status", now, nil,
 			record.Int("master_offset_ns", ts.MasterOffsetNS), record.Int("ingress_time_ns", ts.IngressTimeNS),
 			record.Int("cumulative_scaled_rate_offset", int64(ts.CumulativeScaledRateOffset)),
@@ -63,7 +63,7 @@ func (s *ptp4lSource) Collect(ctx context.Context, b *Batch) error {
 	} else {
 		errs = append(errs, err)
 	}
-	if pd, err := s.m.PortDataSet(); err == nil {
+	if pd, err := s.m.PortDataSet(ctx); err == nil {
 		b.Add("ptp4l_port", now, []record.Tag{{Key: "port", Value: pd.PortIdentity.String()}},
 			record.String("port_state", pd.PortState.String()), record.Int("port_state_code", int64(pd.PortState)),
 			record.Int("log_sync_interval", int64(pd.LogSyncInterval)), record.Int("log_announce_interval", int64(pd.LogAnnounceInterval)),
@@ -72,7 +72,7 @@ func (s *ptp4lSource) Collect(ctx context.Context, b *Batch) error {
 	} else {
 		errs = append(errs, err)
 	}
-	if st, err := s.m.PortStatsNP(); err == nil {
+	if st, err := s.m.PortStatsNP(ctx); err == nil {
 		f := make([]record.Field, 0, 20)
 		for i, name := range []string{"sync", "delay_req", "pdelay_req", "pdelay_resp"} {
 			f = append(f, record.Uint("rx_"+name, st.PortStats.RXMsgType[i]), record.Uint("tx_"+name, st.PortStats.TXMsgType[i]))
@@ -85,7 +85,7 @@ func (s *ptp4lSource) Collect(ctx context.Context, b *Batch) error {
 		errs = append(errs, err)
 	}
 	if !s.serviceUnsupported.Load() {
-		if ss, err := s.m.PortServiceStatsNP(); err == nil {
+		if ss, err := s.m.PortServiceStatsNP(ctx); err == nil {
 			v := ss.PortServiceStats
 			b.Add("ptp4l_port_service_stats", now, []record.Tag{{Key: "port", Value: ss.PortIdentity.String()}},
 				record.Uint("announce_timeout", v.AnnounceTimeout), record.Uint("sync_timeout", v.SyncTimeout),

@@ -275,8 +275,8 @@ func TestPtp4lSelfFieldsRaceFree(t *testing.T) {
 	}
 	s := srcs[0].(*ptp4lSource)
 	defer s.Close()
-	waitFor(t, "ptp4l's management socket", func() bool { _, err := s.m.CurrentDataSet(); return err == nil })
-	_, serr := s.m.PortServiceStatsNP()
+	waitFor(t, "ptp4l's management socket", func() bool { _, err := s.m.CurrentDataSet(t.Context()); return err == nil })
+	_, serr := s.m.PortServiceStatsNP(t.Context())
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {

@@ -1,6 +1,7 @@
 package ntp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -39,12 +40,18 @@ type Chrony struct {
 }
 
 // NewChrony returns a monitor of the chronyd at addr (not yet connected) whose
-// client socket, over the command socket, is bound in dir.
+// client socket, over the command socket, is bound in dir. The socket's name
+// is the monitor's for its life (unique per process and monitor), so that its
+// errors read the same each time.
 func NewChrony(addr, dir string, timeout time.Duration) *Chrony {
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	return &Chrony{addr: addr, dir: dir, timeout: timeout}
+	m := &Chrony{addr: addr, dir: dir, timeout: timeout}
+	if dir != "" {
+		m.local = filepath.Join(dir, fmt.Sprintf("chronyc-%d-%08x.sock", os.Getpid(), rand.Uint32()))
+	}
+	return m
 }
 
 // LocalSocket is the path of the client socket while connected over the
@@ -71,7 +78,7 @@ func (m *Chrony) connect() error {
 		if m.dir == "" {
 			return fmt.Errorf("chronyd %s: no directory for the client socket", m.addr)
 		}
-		m.local = filepath.Join(m.dir, fmt.Sprintf("chronyc-%d-%08x.sock", os.Getpid(), rand.Uint32()))
+		os.Remove(m.local) // one a connection that was never closed left
 		var c *net.UnixConn
 		c, err = net.DialUnix("unixgram", &net.UnixAddr{Name: m.local, Net: "unixgram"}, &net.UnixAddr{Name: m.addr, Net: "unixgram"})
 		if err == nil {
@@ -89,7 +96,7 @@ func (m *Chrony) connect() error {
 	}
 	if err != nil {
 		m.conn = nil
-		return fmt.Errorf("chronyd %s: %w", m.addr, err)
+		return fmt.Errorf("chronyd %s: %w", m.addr, opCause(err))
 	}
 	m.Reconnects.Add(1)
 	m.client = &chrony.Client{Connection: m.conn}
@@ -137,16 +144,37 @@ func sequenceOf(r chrony.ResponsePacket) (uint32, bool) {
 // ErrStale is a reply to an earlier request (its sequence number is not ours).
 var ErrStale = errors.New("reply to another request")
 
-func (m *Chrony) do(req chrony.RequestPacket) (chrony.ResponsePacket, error) {
+// opCause is a net operation's cause without its addresses (our socket's
+// name among them), so that one fault reads the same every time.
+func opCause(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Err
+	}
+	return err
+}
+
+// do sends req and returns chronyd's answer, waiting up to the monitor's
+// timeout and no longer than ctx.
+func (m *Chrony) do(ctx context.Context, req chrony.RequestPacket) (chrony.ResponsePacket, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("chronyd %s: %w", m.addr, err)
+	}
 	if err := m.connect(); err != nil {
 		return nil, err
 	}
-	m.conn.SetDeadline(time.Now().Add(m.timeout))
+	conn := m.conn
+	conn.SetDeadline(time.Now().Add(m.timeout))
+	// Cancellation ends the wait at once: a deadline in the past wakes the read.
+	defer context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })()
 	for attempt := 0; ; attempt++ {
 		resp, err := m.client.Communicate(req)
 		if err != nil {
 			m.Close() // reconnect next time: chronyd may have restarted
-			return nil, fmt.Errorf("chronyd %s: %w", m.addr, err)
+			if cerr := ctx.Err(); cerr != nil {
+				err = cerr
+			}
+			return nil, fmt.Errorf("chronyd %s: %w", m.addr, opCause(err))
 		}
 		if seq, ok := sequenceOf(resp); ok && seq != m.client.Sequence {
 			if attempt < 2 {
@@ -159,8 +187,8 @@ func (m *Chrony) do(req chrony.RequestPacket) (chrony.ResponsePacket, error) {
 }
 
 // Tracking is chronyc tracking.
-func (m *Chrony) Tracking() (chrony.Tracking, error) {
-	resp, err := m.do(chrony.NewTrackingPacket())
+func (m *Chrony) Tracking(ctx context.Context) (chrony.Tracking, error) {
+	resp, err := m.do(ctx, chrony.NewTrackingPacket())
 	if err != nil {
 		return chrony.Tracking{}, err
 	}
@@ -180,8 +208,8 @@ type Source struct {
 }
 
 // Sources is chronyc sources, sourcestats and ntpdata for every source.
-func (m *Chrony) Sources() ([]Source, error) {
-	resp, err := m.do(chrony.NewSourcesPacket())
+func (m *Chrony) Sources(ctx context.Context) ([]Source, error) {
+	resp, err := m.do(ctx, chrony.NewSourcesPacket())
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +219,7 @@ func (m *Chrony) Sources() ([]Source, error) {
 	}
 	var out []Source
 	for i := 0; i < n.NSources; i++ {
-		resp, err := m.do(chrony.NewSourceDataPacket(int32(i)))
+		resp, err := m.do(ctx, chrony.NewSourceDataPacket(int32(i)))
 		if err != nil {
 			return out, err
 		}
@@ -200,7 +228,7 @@ func (m *Chrony) Sources() ([]Source, error) {
 			return out, fmt.Errorf("chronyd %s: source data answered with %T", m.addr, resp)
 		}
 		s := Source{Data: sd.SourceData}
-		if resp, err := m.do(chrony.NewSourceStatsPacket(int32(i))); err == nil {
+		if resp, err := m.do(ctx, chrony.NewSourceStatsPacket(int32(i))); err == nil {
 			if st, ok := resp.(*chrony.ReplySourceStats); ok {
 				s.Stats = &st.SourceStats
 			}
@@ -208,7 +236,7 @@ func (m *Chrony) Sources() ([]Source, error) {
 			return out, err
 		}
 		if m.Unix() && sd.Mode != chrony.SourceModeRef {
-			if resp, err := m.do(chrony.NewNTPDataPacket(sd.IPAddr)); err == nil {
+			if resp, err := m.do(ctx, chrony.NewNTPDataPacket(sd.IPAddr)); err == nil {
 				if nd, ok := resp.(*chrony.ReplyNTPData); ok {
 					s.NTPData = &nd.NTPData
 				}
@@ -229,8 +257,8 @@ type ServerStats struct {
 
 // ServerStats is chronyc serverstats (command socket only); chronyd versions
 // answer with different reply formats, all mapped here.
-func (m *Chrony) ServerStats() (ServerStats, error) {
-	resp, err := m.do(chrony.NewServerStatsPacket())
+func (m *Chrony) ServerStats(ctx context.Context) (ServerStats, error) {
+	resp, err := m.do(ctx, chrony.NewServerStatsPacket())
 	if err != nil {
 		return ServerStats{}, err
 	}

@@ -22,7 +22,7 @@ func TestChronyClientSocketInGivenDir(t *testing.T) {
 	c := testbed.StartChronyd(t, srv, testbed.ChronydServerConf)
 	dir := t.TempDir()
 	m := NewChrony(c.Socket, dir, time.Second)
-	if _, err := m.Tracking(); err != nil {
+	if _, err := m.Tracking(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	local := m.LocalSocket()
@@ -38,13 +38,13 @@ func TestChronyClientSocketInGivenDir(t *testing.T) {
 		t.Fatalf("client socket left after Close: %v", err)
 	}
 	bad := NewChrony(filepath.Join(dir, "no-chronyd.sock"), dir, 100*time.Millisecond)
-	if _, err := bad.Tracking(); err == nil {
+	if _, err := bad.Tracking(t.Context()); err == nil {
 		t.Fatal("tracking answered by nobody")
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Fatalf("a failed connect left %v in %s", left[0].Name(), dir)
 	}
-	if _, err := NewChrony(c.Socket, "", time.Second).Tracking(); err == nil {
+	if _, err := NewChrony(c.Socket, "", time.Second).Tracking(t.Context()); err == nil {
 		t.Fatal("a monitor without a directory bound a socket somewhere")
 	}
 }
@@ -110,7 +110,7 @@ func TestChronydAsItsOwnUserAnswersIntoRuntimeDir(t *testing.T) {
 		}
 		os.Chmod(run, c.mode)
 		m := NewChrony(sock, run, 300*time.Millisecond)
-		_, err := m.Tracking()
+		_, err := m.Tracking(t.Context())
 		m.Close()
 		if (err == nil) != c.ok {
 			t.Errorf("runtime dir mode %o: tracking error %v, want answered %v", c.mode, err, c.ok)

@@ -52,7 +52,7 @@ func TestChronyMonitorMatchesChronyc(t *testing.T) {
 	// Wait until the client has selected the server.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		tr, err := m.Tracking()
+		tr, err := m.Tracking(t.Context())
 		if err == nil && tr.Stratum == 2 {
 			break
 		}
@@ -69,7 +69,7 @@ func TestChronyMonitorMatchesChronyc(t *testing.T) {
 	var c map[string]string
 	for i := 0; ; i++ {
 		var err error
-		tr, err = m.Tracking()
+		tr, err = m.Tracking(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestChronyMonitorMatchesChronyc(t *testing.T) {
 			t.Fatalf("chronyc: %v\n%s", err, out)
 		}
 		c = chronycTracking(out)
-		if after, err = m.Tracking(); err != nil {
+		if after, err = m.Tracking(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		if c["Ref time (UTC)"] == tr.RefTime.UTC().Format("Mon Jan 02 15:04:05 2006") && after.RefTime.Equal(tr.RefTime) {
@@ -120,7 +120,7 @@ func TestChronyMonitorMatchesChronyc(t *testing.T) {
 	t.Logf("tracking: chronyc %q / monitor ref %08X stratum %d last offset %.9f s rms %.9f s freq %.3f ppm",
 		c["Last offset"], tr.RefID, tr.Stratum, tr.LastOffset, tr.RMSOffset, tr.FreqPPM)
 
-	srcs, err := m.Sources()
+	srcs, err := m.Sources(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,18 +134,18 @@ func TestChronyMonitorMatchesChronyc(t *testing.T) {
 	// Server statistics, and a restart of that chronyd.
 	sm := NewChrony(server.Socket, t.TempDir(), time.Second)
 	defer sm.Close()
-	st, err := sm.ServerStats()
+	st, err := sm.ServerStats(t.Context())
 	if err != nil || st.NTPHits == 0 {
 		t.Fatalf("serverstats %+v %v", st, err)
 	}
 	server.Stop()
-	if _, err := sm.ServerStats(); err == nil {
+	if _, err := sm.ServerStats(t.Context()); err == nil {
 		t.Fatal("serverstats answered by a stopped chronyd")
 	}
 	server.Start()
 	var st2 ServerStats
 	for i := 0; i < 20; i++ {
-		if st2, err = sm.ServerStats(); err == nil {
+		if st2, err = sm.ServerStats(t.Context()); err == nil {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -158,12 +158,12 @@ func TestChronyMonitorMatchesChronyc(t *testing.T) {
 
 func TestChronyMonitorErrors(t *testing.T) {
 	m := NewChrony("/nonexistent/chronyd.sock", t.TempDir(), 100*time.Millisecond)
-	if _, err := m.Tracking(); err == nil || !strings.Contains(err.Error(), "/nonexistent/chronyd.sock") {
+	if _, err := m.Tracking(t.Context()); err == nil || !strings.Contains(err.Error(), "/nonexistent/chronyd.sock") {
 		t.Fatalf("missing socket: %v", err)
 	}
 	port := netip.MustParseAddrPort("127.0.0.1:9")
 	u := NewChrony(port.String(), "", 100*time.Millisecond)
-	if _, err := u.Tracking(); err == nil {
+	if _, err := u.Tracking(t.Context()); err == nil {
 		t.Fatal("tracking answered by nobody")
 	}
 }

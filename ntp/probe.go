@@ -178,7 +178,7 @@ burst:
 			case <-time.After(p.cfg.BurstSpacing):
 			}
 		}
-		s, err := p.exchange()
+		s, err := p.exchange(ctx)
 		if errors.Is(err, errRepeat) {
 			continue // counted; not an error of the server's
 		}
@@ -238,8 +238,13 @@ func (p *Prober) realtime(ts sockts.Timestamp) (int64, error) {
 	return p.cfg.ToRealtime(ts.NS)
 }
 
-// exchange sends one request and waits for its reply.
-func (p *Prober) exchange() (Sample, error) {
+// waitSlice is the longest single wait for a reply: cancellation is seen
+// within it (the socket has no other wake-up).
+const waitSlice = 100 * time.Millisecond
+
+// exchange sends one request and waits for its reply, up to the timeout and
+// no longer than ctx.
+func (p *Prober) exchange(ctx context.Context) (Sample, error) {
 	cookie := p.cookie()
 	var origin, xcookie uint64
 	if !p.cfg.Basic && p.prev.valid {
@@ -267,8 +272,11 @@ func (p *Prober) exchange() (Sample, error) {
 			p.C.Timeouts.Add(1)
 			return Sample{}, fmt.Errorf("ntp %s: no reply within %v", p.cfg.Server, p.cfg.Timeout)
 		}
-		n, from, rx, err := p.conn.ReadFrom(p.buf[:], left)
+		n, from, rx, err := p.conn.ReadFrom(p.buf[:], min(left, waitSlice))
 		if errors.Is(err, sockts.ErrTimeout) {
+			if cerr := ctx.Err(); cerr != nil {
+				return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, cerr)
+			}
 			continue
 		}
 		if err != nil {

@@ -2,6 +2,7 @@ package ptp
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -42,27 +43,45 @@ type Monitor struct {
 
 var monSeq atomic.Uint64
 
-// NewMonitor returns a monitor of the ptp4l whose uds_address is socket.
+// NewMonitor returns a monitor of the ptp4l whose uds_address is socket. Its
+// own socket, bound beside ptp4l's while connected, has one name for the
+// monitor's life (the process id and a per-process number), so that its
+// errors read the same each time and no name is left behind.
 func NewMonitor(socket string, domain uint8, timeout time.Duration) *Monitor {
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	return &Monitor{socket: socket, domain: domain, timeout: timeout}
+	local := filepath.Join(filepath.Dir(socket), fmt.Sprintf("monagent-pmc.%d.%d", os.Getpid(), monSeq.Add(1)))
+	return &Monitor{socket: socket, domain: domain, timeout: timeout, local: local}
 }
+
+// LocalSocket is the path the monitor binds while connected.
+func (m *Monitor) LocalSocket() string { return m.local }
 
 func (m *Monitor) connect() error {
 	if m.conn != nil {
 		return nil
 	}
-	m.local = filepath.Join(filepath.Dir(m.socket), fmt.Sprintf("monagent-pmc.%d.%d", os.Getpid(), monSeq.Add(1)))
 	os.Remove(m.local)
 	c, err := net.DialUnix("unixgram", &net.UnixAddr{Name: m.local, Net: "unixgram"}, &net.UnixAddr{Name: m.socket, Net: "unixgram"})
 	if err != nil {
-		return fmt.Errorf("ptp4l %s: %w", m.socket, err)
+		// The socket was bound before the connect failed: never leave it.
+		os.Remove(m.local)
+		return fmt.Errorf("ptp4l %s: %w", m.socket, opCause(err))
 	}
 	m.conn = c
 	m.Reconnects.Add(1)
 	return nil
+}
+
+// opCause is a net operation's cause without its addresses (our socket's
+// name among them), so that one fault reads the same every time.
+func opCause(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Err
+	}
+	return err
 }
 
 // Close releases the monitor's socket.
@@ -92,8 +111,12 @@ func (m *Monitor) request(id protocol.ManagementID) ([]byte, error) {
 	return req.MarshalBinary()
 }
 
-// get sends a GET of id and returns the reply whose sequence id matches.
-func (m *Monitor) get(id protocol.ManagementID) ([]byte, error) {
+// get sends a GET of id and returns the reply whose sequence id matches. It
+// waits up to the monitor's timeout, and no longer than ctx.
+func (m *Monitor) get(ctx context.Context, id protocol.ManagementID) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("ptp4l %s: GET 0x%04x: %w", m.socket, uint16(id), err)
+	}
 	if err := m.connect(); err != nil {
 		return nil, err
 	}
@@ -101,16 +124,19 @@ func (m *Monitor) get(id protocol.ManagementID) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.conn.SetDeadline(time.Now().Add(m.timeout))
-	if _, err := m.conn.Write(req); err != nil {
+	conn := m.conn
+	conn.SetDeadline(time.Now().Add(m.timeout))
+	// Cancellation ends the wait at once: a deadline in the past wakes the read.
+	defer context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })()
+	if _, err := conn.Write(req); err != nil {
 		m.Close()
-		return nil, fmt.Errorf("ptp4l %s: %w", m.socket, err)
+		return nil, fmt.Errorf("ptp4l %s: %w", m.socket, causeOr(ctx, opCause(err)))
 	}
 	for {
-		n, err := m.conn.Read(m.buf[:])
+		n, err := conn.Read(m.buf[:])
 		if err != nil {
 			m.Close() // reconnect next time: ptp4l may have restarted
-			return nil, fmt.Errorf("ptp4l %s: GET 0x%04x: %w", m.socket, uint16(id), err)
+			return nil, fmt.Errorf("ptp4l %s: GET 0x%04x: %w", m.socket, uint16(id), causeOr(ctx, opCause(err)))
 		}
 		reply := m.buf[:n]
 		var head protocol.ManagementMsgHead
@@ -147,9 +173,17 @@ func (m *Monitor) decode(reply []byte) (protocol.ManagementTLV, error) {
 	return p.TLV, nil
 }
 
-func getTLV[T protocol.ManagementTLV](m *Monitor, id protocol.ManagementID) (T, error) {
+// causeOr is ctx's error when ctx ended the wait, else err.
+func causeOr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+func getTLV[T protocol.ManagementTLV](ctx context.Context, m *Monitor, id protocol.ManagementID) (T, error) {
 	var zero T
-	reply, err := m.get(id)
+	reply, err := m.get(ctx, id)
 	if err != nil {
 		return zero, err
 	}
@@ -165,33 +199,33 @@ func getTLV[T protocol.ManagementTLV](m *Monitor, id protocol.ManagementID) (T, 
 }
 
 // CurrentDataSet is CURRENT_DATA_SET: offsetFromMaster, meanPathDelay, stepsRemoved.
-func (m *Monitor) CurrentDataSet() (*protocol.CurrentDataSetTLV, error) {
-	return getTLV[*protocol.CurrentDataSetTLV](m, protocol.IDCurrentDataSet)
+func (m *Monitor) CurrentDataSet(ctx context.Context) (*protocol.CurrentDataSetTLV, error) {
+	return getTLV[*protocol.CurrentDataSetTLV](ctx, m, protocol.IDCurrentDataSet)
 }
 
 // ParentDataSet is PARENT_DATA_SET.
-func (m *Monitor) ParentDataSet() (*protocol.ParentDataSetTLV, error) {
-	return getTLV[*protocol.ParentDataSetTLV](m, protocol.IDParentDataSet)
+func (m *Monitor) ParentDataSet(ctx context.Context) (*protocol.ParentDataSetTLV, error) {
+	return getTLV[*protocol.ParentDataSetTLV](ctx, m, protocol.IDParentDataSet)
 }
 
 // DefaultDataSet is DEFAULT_DATA_SET.
-func (m *Monitor) DefaultDataSet() (*protocol.DefaultDataSetTLV, error) {
-	return getTLV[*protocol.DefaultDataSetTLV](m, protocol.IDDefaultDataSet)
+func (m *Monitor) DefaultDataSet(ctx context.Context) (*protocol.DefaultDataSetTLV, error) {
+	return getTLV[*protocol.DefaultDataSetTLV](ctx, m, protocol.IDDefaultDataSet)
 }
 
 // TimeStatusNP is linuxptp's TIME_STATUS_NP.
-func (m *Monitor) TimeStatusNP() (*protocol.TimeStatusNPTLV, error) {
-	return getTLV[*protocol.TimeStatusNPTLV](m, IDTimeStatusNP)
+func (m *Monitor) TimeStatusNP(ctx context.Context) (*protocol.TimeStatusNPTLV, error) {
+	return getTLV[*protocol.TimeStatusNPTLV](ctx, m, IDTimeStatusNP)
 }
 
 // PortStatsNP is linuxptp's PORT_STATS_NP (message counters).
-func (m *Monitor) PortStatsNP() (*protocol.PortStatsNPTLV, error) {
-	return getTLV[*protocol.PortStatsNPTLV](m, IDPortStatsNP)
+func (m *Monitor) PortStatsNP(ctx context.Context) (*protocol.PortStatsNPTLV, error) {
+	return getTLV[*protocol.PortStatsNPTLV](ctx, m, IDPortStatsNP)
 }
 
 // PortServiceStatsNP is linuxptp 4.x's PORT_SERVICE_STATS_NP; ErrUnsupported on 3.x.
-func (m *Monitor) PortServiceStatsNP() (*protocol.PortServiceStatsNPTLV, error) {
-	return getTLV[*protocol.PortServiceStatsNPTLV](m, IDPortServiceStatsNP)
+func (m *Monitor) PortServiceStatsNP(ctx context.Context) (*protocol.PortServiceStatsNPTLV, error) {
+	return getTLV[*protocol.PortServiceStatsNPTLV](ctx, m, IDPortServiceStatsNP)
 }
 
 // PortDataSet is PORT_DATA_SET (IEEE 1588-2008 table 83), which the library
@@ -246,8 +280,8 @@ func DecodePortDataSet(reply []byte) (PortDataSet, error) {
 }
 
 // PortDataSet asks for PORT_DATA_SET.
-func (m *Monitor) PortDataSet() (PortDataSet, error) {
-	reply, err := m.get(protocol.IDPortDataSet)
+func (m *Monitor) PortDataSet(ctx context.Context) (PortDataSet, error) {
+	reply, err := m.get(ctx, protocol.IDPortDataSet)
 	if err != nil {
 		return PortDataSet{}, err
 	}

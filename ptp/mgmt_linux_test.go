@@ -33,7 +33,7 @@ func TestMonitorAgainstPtp4l(t *testing.T) {
 	// Wait for the slave to measure the master.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		cds, err := mon.CurrentDataSet()
+		cds, err := mon.CurrentDataSet(t.Context())
 		if err == nil && cds.StepsRemoved == 1 && cds.MeanPathDelay != 0 {
 			break
 		}
@@ -46,12 +46,12 @@ func TestMonitorAgainstPtp4l(t *testing.T) {
 	// once a second, so retry until a monitor read before and after pmc agree.
 	var ok bool
 	for i := 0; i < 20 && !ok; i++ {
-		before, err := mon.CurrentDataSet()
+		before, err := mon.CurrentDataSet(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
 		out := slave.Pmc(t, "GET CURRENT_DATA_SET")
-		after, _ := mon.CurrentDataSet()
+		after, _ := mon.CurrentDataSet(t.Context())
 		if *before != *after {
 			continue
 		}
@@ -68,7 +68,7 @@ func TestMonitorAgainstPtp4l(t *testing.T) {
 	if !ok {
 		t.Fatal("never caught a stable CURRENT_DATA_SET")
 	}
-	parent, err := mon.ParentDataSet()
+	parent, err := mon.ParentDataSet(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,17 +76,17 @@ func TestMonitorAgainstPtp4l(t *testing.T) {
 	if got := pmcField(t, pmcParent, "grandmasterIdentity"); got != parent.GrandmasterIdentity.String() {
 		t.Errorf("grandmaster: pmc %s, monitor %s", got, parent.GrandmasterIdentity)
 	}
-	if _, err := mon.DefaultDataSet(); err != nil {
+	if _, err := mon.DefaultDataSet(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	ts, err := mon.TimeStatusNP()
+	ts, err := mon.TimeStatusNP(t.Context())
 	if err != nil || ts.GMPresent == 0 {
 		t.Fatalf("TIME_STATUS_NP %+v %v", ts, err)
 	}
-	if ps, err := mon.PortStatsNP(); err != nil || ps.PortStats.RXMsgType[0] == 0 {
+	if ps, err := mon.PortStatsNP(t.Context()); err != nil || ps.PortStats.RXMsgType[0] == 0 {
 		t.Fatalf("PORT_STATS_NP %+v %v", ps, err)
 	}
-	pds, err := mon.PortDataSet()
+	pds, err := mon.PortDataSet(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestMonitorAgainstPtp4l(t *testing.T) {
 	}
 	t.Logf("PORT_DATA_SET %+v", pds)
 	// linuxptp 3.1 has no PORT_SERVICE_STATS_NP: degrade, do not fail.
-	if _, err := mon.PortServiceStatsNP(); err != nil && !errors.Is(err, ErrUnsupported) {
+	if _, err := mon.PortServiceStatsNP(t.Context()); err != nil && !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("PORT_SERVICE_STATS_NP: %v", err)
 	} else if err != nil {
 		t.Logf("PORT_SERVICE_STATS_NP: %v", err)
