@@ -197,10 +197,32 @@ func (a *Agent) Run(ctx context.Context) error {
 	return errors.Join(a.closeSources(), a.out.Close())
 }
 
+// Abort is the way out when waiting is not wanted (a second signal while Run
+// stops): the spool writes and fsyncs what it holds and closes, so nothing it
+// accepted is lost; what else is left (records queued for it, the shipper's
+// unacknowledged batch, which is re-sent after a restart) is said in the
+// returned lines. The process should exit after it; Run may still be running.
+func (a *Agent) Abort() []string {
+	queued := len(a.queue)
+	var out []string
+	if a.outputs != nil && a.outputs.Spool != nil {
+		if err := a.outputs.Spool.Close(); err != nil {
+			out = append(out, fmt.Sprintf("spool close: %v", err))
+		}
+		out = append(out, a.outputs.Summary()...)
+	}
+	if queued > 0 {
+		out = append(out, fmt.Sprintf("%d batches of records were still queued for the outputs and are not written", queued))
+	}
+	return out
+}
+
 func (a *Agent) loop(ctx context.Context, r *running) {
 	t := time.NewTicker(r.src.Interval())
 	defer t.Stop()
-	for {
+	// No collection starts after cancellation, although a select whose tick
+	// and ctx are both ready picks either.
+	for ctx.Err() == nil {
 		a.collect(ctx, r)
 		select {
 		case <-ctx.Done():

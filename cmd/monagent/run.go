@@ -59,7 +59,7 @@ func runCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopOnSignals(a, log)
 	defer stop()
 	if o.duration > 0 {
 		var cancel context.CancelFunc
@@ -86,4 +86,38 @@ func newLogger(c agent.LogConfig) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// stopOnSignals returns a context cancelled by the first SIGINT or SIGTERM:
+// the agent stops its sources, writes what is queued and exits (within 2 s,
+// whatever the sources' timeouts). A second signal does not wait: the spool
+// writes and fsyncs what it holds and the process exits at once.
+func stopOnSignals(a *agent.Agent, log *slog.Logger) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			log.Info("stopping: sources stop, queued records are written; a second signal exits at once", "signal", s.String())
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case s := <-sigs:
+			log.Warn("second signal: exiting now", "signal", s.String())
+			for _, line := range a.Abort() {
+				fmt.Fprintln(os.Stderr, "monagent:", line)
+			}
+			os.Exit(exitFail)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
 }
