@@ -35,10 +35,22 @@
 // that tests can measure every model's true error; it never sleeps.
 //
 // Between agents, exchanges travel over authenticated UDP (wire.go, udp.go):
-// fixed-layout messages with a session ID, ranks, a sequence number and an
-// HMAC-SHA256 over all of it, a per-peer replay window, and an Endpoint that
-// answers pings with its CLOCK_MONOTONIC_RAW and counts every
-// unauthenticated, replayed, foreign-session or malformed datagram it drops.
+// fixed-layout messages with a session ID, the sender's epoch, the epoch of
+// the receiver it knows, ranks, a sequence number and an HMAC-SHA256 over all
+// of it, and an Endpoint that answers pings with its CLOCK_MONOTONIC_RAW and
+// counts every unauthenticated, replayed, stale, foreign-session or
+// malformed datagram it drops. An epoch is a random 64-bit nonce drawn
+// (crypto/rand) when an Endpoint starts; requests are numbered from 1 in
+// it, so no wall clock is needed to keep numbers fresh across restarts (a
+// board without a battery-backed RTC boots with its clock behind). Each
+// peer's current epoch, the epochs it left and a replay window over the
+// current one keep out replays within a run and across the sender's
+// restarts; answers, runs and models must name the receiver's own epoch,
+// which keeps out replays across the receiver's restarts (an old model
+// cannot be installed). Peers learn a restarted rank's epoch within one
+// round: its first ping is answered, the answer names its epoch. Models
+// also carry the sync round, which must grow within the driver's epoch.
+// wire.go has the rules and their limits.
 // A driver makes two other nodes exchange by sending the first a run
 // request, which that node carries out and reports; after a round it gives
 // each node its model (SendModel). PeerNetwork is the Network the driver's

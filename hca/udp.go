@@ -6,7 +6,8 @@ package hca
 // (Serve) and runs ping-pongs to its peers (Ping). Every datagram carries an
 // HMAC-SHA256 with the cluster key (wire.go); unauthenticated, malformed,
 // replayed, foreign-session and misaddressed datagrams are dropped and
-// counted, never answered. Answers go to the address the peer list gives
+// counted, never answered; wire.go tells how epochs keep replays out
+// across restarts. Answers go to the address the peer list gives
 // for the sender's rank, not to the datagram's source, so that a forged source
 // cannot aim answers at a third party.
 //
@@ -28,6 +29,8 @@ package hca
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -85,15 +88,18 @@ type EndpointConfig struct {
 	Rank    int                    // this agent's rank, 0..math.MaxInt32
 	Key     Key                    // cluster key, at least MinKeyLen bytes (LoadKey)
 	Peers   map[int]netip.AddrPort // rank → address; more with SetPeer
-	Session uint64                 // sync session; change with SetSession
+	Session uint64                 // the cluster's session; change with SetSession
 	// Clock reads this node's clock in ns; nil is CLOCK_MONOTONIC_RAW.
 	Clock func() int64
 	// Timeout bounds each Ping; zero is DefaultPingTimeout. A Run waits
 	// three times as long, a SendModel as long.
 	Timeout time.Duration
-	// OnModel, if set, receives every model a peer sends this node
+	// OnModel, if set, receives the models a peer sends this node
 	// (SendModel), with the sender's rank and round, on Serve's goroutine:
-	// it must not block. The model-ack is sent after it returns.
+	// it must not block. The model-ack is sent after it returns. It gets
+	// only models newer than the last it got from the sender's epoch
+	// (wire.go): a retransmission of that round is acknowledged without
+	// it, an older round refused and counted (DroppedStaleModel).
 	OnModel func(from int, round int64, m timebase.LinearModel)
 	// AnswerDelay, for experiments on one host, makes every ping-pong of
 	// this endpoint's take about this long more: a ping waits half of it
@@ -120,21 +126,76 @@ type EndpointStats struct {
 	Models                 uint64 // models received (each answered with a model-ack)
 	Matched                uint64 // answers (pongs, reports, model-acks) delivered to their waiting request
 	DroppedUnauthenticated uint64 // bad MAC: wrong key or tampered
-	DroppedReplayed        uint64 // sequence number seen before or too old
+	DroppedReplayed        uint64 // sequence number seen before or too old, or from a retired epoch of the sender (a capture replayed after it restarted)
+	DroppedStaleEpoch      uint64 // run or model not naming this endpoint's epoch: made for an earlier start of it (a replay), or sent before the sender learnt of its restart
+	DroppedStaleModel      uint64 // model of a round older than the last taken from the sender's epoch
 	DroppedForeignSession  uint64 // authenticated, another session
 	DroppedMalformed       uint64 // short, long, bad magic, unknown version or type
 	DroppedMisaddressed    uint64 // authenticated, but for another rank or from a rank not in the peer list
-	DroppedUnmatched       uint64 // authenticated answer no request waits for (late, after its timeout)
+	DroppedUnmatched       uint64 // authenticated answer no request waits for (late, after its timeout, or to an earlier start)
 	DroppedBusy            uint64 // runs refused: MaxRuns already under way
 	KernelStamped          uint64 // datagrams read with a kernel receive timestamp
 	Lost                   uint64 // Pings, Runs and SendModels that timed out, and runs reported lost
 	SendErrors             uint64 // writes that failed
+	PeerRestarts           uint64 // peers heard from in a new epoch after an earlier one: restarts
 }
 
 type counters struct {
 	sent, received, answered, runs, models, matched             atomic.Uint64
 	unauth, replayed, foreign, malformed, misaddressed, unmatch atomic.Uint64
 	busy, lost, sendErrors, kernelStamped                       atomic.Uint64
+	staleEpoch, staleModel, restarts                            atomic.Uint64
+}
+
+// retiredEpochs is how many of a peer's earlier epochs an Endpoint
+// remembers (and refuses) besides its current one.
+const retiredEpochs = 16
+
+// peerState is what an Endpoint knows of one peer (wire.go): its current
+// epoch (0 until a fresh message names it), the epochs it left, a window
+// over the current epoch's requests, one over the answers to this
+// endpoint's requests (its own sequence numbers, unique in its epoch), the
+// last model round taken from the current epoch, and the epoch of pings
+// that did not name this endpoint's (tentative), with their window.
+type peerState struct {
+	epoch        uint64
+	retired      [retiredEpochs]uint64
+	nextRetire   int
+	requests     ReplayWindow
+	answers      ReplayWindow
+	modelRound   int64
+	hasModel     bool
+	tentative    uint64
+	tentativeWin ReplayWindow
+	probe        bool // a run or model to it went unanswered: ping before the next
+}
+
+// isRetired reports whether ep is an epoch the peer left.
+func (p *peerState) isRetired(ep uint64) bool {
+	for _, r := range p.retired {
+		if r == ep && r != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// adopt takes ep as the peer's current epoch, retiring the one before; it
+// reports whether there was one (the peer restarted).
+func (p *peerState) adopt(ep uint64) bool {
+	restarted := p.epoch != 0
+	if restarted {
+		p.retired[p.nextRetire] = p.epoch
+		p.nextRetire = (p.nextRetire + 1) % retiredEpochs
+	}
+	p.epoch = ep
+	p.requests.Reset()
+	if ep == p.tentative { // its pings answered so far stay answered
+		p.requests = p.tentativeWin
+	}
+	p.tentative = 0
+	p.modelRound, p.hasModel = 0, false
+	return restarted
 }
 
 // waiter is a request waiting for its answer.
@@ -167,6 +228,7 @@ func (w *waiter) answers(a Message) bool {
 type Endpoint struct {
 	conn    *net.UDPConn
 	rank    uint32
+	epoch   uint64 // this start's nonce (wire.go)
 	key     []byte
 	clock   func() int64
 	timeout time.Duration
@@ -186,8 +248,7 @@ type Endpoint struct {
 	session uint64
 	peers   map[uint32]netip.AddrPort
 	waiters map[uint64]*waiter
-	rxPing  map[uint32]*ReplayWindow
-	rxPong  map[uint32]*ReplayWindow
+	known   map[uint32]*peerState
 }
 
 // Listen binds cfg.Addr and returns an Endpoint that owns the socket.
@@ -219,6 +280,7 @@ func Listen(cfg EndpointConfig) (*Endpoint, error) {
 		conn:    conn,
 		rxStamp: enableRxStamps(conn),
 		rank:    uint32(cfg.Rank),
+		epoch:   newEpoch(),
 		key:     bytes.Clone(cfg.Key),
 		clock:   cfg.Clock,
 		timeout: cfg.Timeout,
@@ -229,13 +291,8 @@ func Listen(cfg EndpointConfig) (*Endpoint, error) {
 		session: cfg.Session,
 		peers:   make(map[uint32]netip.AddrPort),
 		waiters: make(map[uint64]*waiter),
-		rxPing:  make(map[uint32]*ReplayWindow),
-		rxPong:  make(map[uint32]*ReplayWindow),
+		known:   make(map[uint32]*peerState),
 	}
-	// Sequence numbers start at the wall clock's nanoseconds, so that a
-	// restarted agent's are above its last run's and its peers' replay
-	// windows accept them without a new session.
-	e.seq.Store(uint64(time.Now().UnixNano()))
 	for r, a := range cfg.Peers {
 		if err := e.SetPeer(r, a); err != nil {
 			conn.Close()
@@ -245,8 +302,25 @@ func Listen(cfg EndpointConfig) (*Endpoint, error) {
 	return e, nil
 }
 
+// newEpoch draws a start nonce: 64 random bits, never 0 (which stands for
+// an epoch not known).
+func newEpoch() uint64 {
+	var b [8]byte
+	for {
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand.Read's contract)
+		if ep := binary.BigEndian.Uint64(b[:]); ep != 0 {
+			return ep
+		}
+	}
+}
+
 // Rank is this endpoint's rank.
 func (e *Endpoint) Rank() int { return int(e.rank) }
+
+// Epoch is this endpoint's start nonce: its requests are numbered from 1
+// in it, and peers take its answers and its runs and models only when
+// they name it.
+func (e *Endpoint) Epoch() uint64 { return e.epoch }
 
 // LocalAddr is the bound address (with the port chosen for ":0").
 func (e *Endpoint) LocalAddr() netip.AddrPort {
@@ -267,18 +341,12 @@ func (e *Endpoint) SetPeer(rank int, addr netip.AddrPort) error {
 	return nil
 }
 
-// SetSession starts a new sync session: datagrams of other sessions are
-// dropped from now on, and the replay windows start afresh (a restarted
-// peer's sequence numbers start again in its new session).
+// SetSession changes the cluster's session: datagrams of other sessions
+// are dropped from now on. What the endpoint knows of its peers' epochs
+// stays: their sequence numbers go on.
 func (e *Endpoint) SetSession(id uint64) {
 	e.mu.Lock()
 	e.session = id
-	for _, w := range e.rxPing {
-		w.Reset()
-	}
-	for _, w := range e.rxPong {
-		w.Reset()
-	}
 	e.mu.Unlock()
 }
 
@@ -289,9 +357,10 @@ func (e *Endpoint) Stats() EndpointStats {
 		Sent: c.sent.Load(), Received: c.received.Load(), Answered: c.answered.Load(),
 		Runs: c.runs.Load(), Models: c.models.Load(), Matched: c.matched.Load(),
 		DroppedUnauthenticated: c.unauth.Load(), DroppedReplayed: c.replayed.Load(),
+		DroppedStaleEpoch: c.staleEpoch.Load(), DroppedStaleModel: c.staleModel.Load(),
 		DroppedForeignSession: c.foreign.Load(), DroppedMalformed: c.malformed.Load(),
 		DroppedMisaddressed: c.misaddressed.Load(), DroppedUnmatched: c.unmatch.Load(), DroppedBusy: c.busy.Load(), KernelStamped: c.kernelStamped.Load(),
-		Lost: c.lost.Load(), SendErrors: c.sendErrors.Load(),
+		Lost: c.lost.Load(), SendErrors: c.sendErrors.Load(), PeerRestarts: c.restarts.Load(),
 	}
 }
 
@@ -347,6 +416,8 @@ func (e *Endpoint) PingBurst(ctx context.Context, to, n int) (Exchange, error) {
 // Exchange's stamps are from's and to's clocks. A burst that from reports
 // lost, and a report that does not come within burst+2 ping timeouts, are
 // errors wrapping ErrLost. from must be a peer; to must be one of from's.
+// A run names from's epoch: when it is not known (or from's last run or
+// model went unanswered), from is pinged first to learn it.
 func (e *Endpoint) Run(ctx context.Context, from, to, burst int) (Exchange, error) {
 	if to < 0 || to > math.MaxInt32 || burst < 0 || burst > MaxBurst {
 		return Exchange{}, fmt.Errorf("hca endpoint %d: run %d->%d burst %d: rank or burst out of range", e.rank, from, to, burst)
@@ -365,7 +436,9 @@ func (e *Endpoint) Run(ctx context.Context, from, to, burst int) (Exchange, erro
 
 // SendModel gives rank to its clock model m of sync round round and waits
 // for the acknowledgement up to the ping timeout (an error wrapping ErrLost
-// after that; callers retry).
+// after that; callers retry). Like a run, it learns to's epoch with a ping
+// first when it has to. Rounds must grow within this endpoint's epoch: the
+// receiver refuses an older one and takes the same one again only once.
 func (e *Endpoint) SendModel(ctx context.Context, to int, round int64, m timebase.LinearModel) error {
 	if err := checkModel(m, int64(m.N)); err != nil {
 		return fmt.Errorf("hca endpoint %d: model for rank %d: %v", e.rank, to, err)
@@ -375,7 +448,8 @@ func (e *Endpoint) SendModel(ctx context.Context, to int, round int64, m timebas
 }
 
 // request sends req (its type, To and type-specific fields set) with a new
-// sequence number in the current session and waits up to timeout for its
+// sequence number in this endpoint's epoch, naming the receiver's epoch as
+// far as it is known, and waits up to timeout for its
 // answer, returned with the local clock when it was read. A ping's send
 // stamp is taken here, just before it is encoded.
 func (e *Endpoint) request(ctx context.Context, req Message, timeout time.Duration) (Message, int64, error) {
@@ -383,14 +457,24 @@ func (e *Endpoint) request(ctx context.Context, req Message, timeout time.Durati
 	if to > math.MaxInt32 {
 		return Message{}, 0, fmt.Errorf("hca endpoint %d: %v to rank %d: out of range", e.rank, req.Type, to)
 	}
+	if req.Type != MsgPing && e.mustProbe(to) {
+		// A run or a model must name the receiver's epoch: a ping's
+		// answer tells it (after this endpoint's start, or the peer's).
+		if _, _, err := e.request(ctx, Message{Type: MsgPing, To: to}, e.timeout); err != nil {
+			return Message{}, 0, err
+		}
+	}
 	e.mu.Lock()
 	addr, ok := e.peers[to]
 	req.Session = e.session
+	if st := e.known[to]; st != nil {
+		req.PeerEpoch = st.epoch
+	}
 	e.mu.Unlock()
 	if !ok {
 		return Message{}, 0, fmt.Errorf("hca endpoint %d: %v to rank %d: not a peer", e.rank, req.Type, to)
 	}
-	req.From = e.rank
+	req.From, req.Epoch = e.rank, e.epoch
 	req.Seq = e.seq.Add(1)
 	w := &waiter{ch: make(chan Message, 1)}
 	if req.Type == MsgPing && e.delay > 0 {
@@ -425,10 +509,31 @@ func (e *Endpoint) request(ctx context.Context, req Message, timeout time.Durati
 		return a, w.recv, nil
 	case <-t.C:
 		e.c.lost.Add(1)
+		if req.Type != MsgPing {
+			e.setProbe(to) // the receiver may have restarted
+		}
 		return Message{}, 0, fmt.Errorf("hca endpoint %d: %v to rank %d seq %d: no answer in %v: %w", e.rank, req.Type, to, req.Seq, timeout, ErrLost)
 	case <-ctx.Done():
 		return Message{}, 0, fmt.Errorf("hca endpoint %d: %v to rank %d seq %d: %w", e.rank, req.Type, to, req.Seq, ctx.Err())
 	}
+}
+
+// mustProbe reports whether a run or model to rank to needs a ping first:
+// its epoch is not known, or a run or model went unanswered since the last
+// answer from it.
+func (e *Endpoint) mustProbe(to uint32) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.known[to]
+	return st == nil || st.epoch == 0 || st.probe
+}
+
+func (e *Endpoint) setProbe(to uint32) {
+	e.mu.Lock()
+	if st := e.known[to]; st != nil {
+		st.probe = true
+	}
+	e.mu.Unlock()
 }
 
 // send encodes m and writes it to addr (a failure is counted).
@@ -518,11 +623,15 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 			}
 			out = e.pong(codec, m, now, out)
 		case MsgModel:
-			if e.onModel != nil {
+			take, ok := e.modelOrder(m)
+			if !ok {
+				continue
+			}
+			if take && e.onModel != nil {
 				e.onModel(int(m.From), m.Send, m.Model)
 			}
 			e.c.models.Add(1)
-			out = codec.Append(out[:0], Message{Type: MsgModelAck, Session: m.Session, From: e.rank, To: m.From, Seq: m.Seq, Send: m.Send})
+			out = codec.Append(out[:0], e.answer(MsgModelAck, m))
 			e.reply(out, m.From)
 		case MsgRun:
 			e.startRun(ctx, &runs, m)
@@ -554,8 +663,34 @@ func (e *Endpoint) pairedRealtime() (clock, rt int64, ok bool) {
 	return 0, 0, false
 }
 
+// answer is the answer of type t to request m: from this endpoint's
+// epoch, echoing m's epoch and sequence number.
+func (e *Endpoint) answer(t MsgType, m Message) Message {
+	return Message{Type: t, Session: m.Session, Epoch: e.epoch, PeerEpoch: m.Epoch, From: e.rank, To: m.From, Seq: m.Seq, Send: m.Send}
+}
+
+// modelOrder decides on a model that accept let through: take it (newer
+// than the last taken from its sender's epoch), acknowledge it only (that
+// round again: a retransmission after a lost model-ack), or refuse it
+// (ok false, counted: an older round).
+func (e *Endpoint) modelOrder(m Message) (take, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.known[m.From] // accept made it, in m's epoch
+	switch {
+	case !st.hasModel || m.Send > st.modelRound:
+		st.modelRound, st.hasModel = m.Send, true
+		return true, true
+	case m.Send == st.modelRound:
+		return false, true
+	}
+	e.c.staleModel.Add(1)
+	return false, false
+}
+
 // accept authenticates and checks one datagram: the session, the ranks, the
-// replay window. Whatever fails is counted under one drop counter.
+// epochs and the replay window (wire.go). Whatever fails is counted under
+// one drop counter.
 func (e *Endpoint) accept(codec *Codec, b []byte) (Message, bool) {
 	m, err := codec.Decode(b)
 	switch {
@@ -576,18 +711,47 @@ func (e *Endpoint) accept(codec *Codec, b []byte) (Message, bool) {
 		e.c.misaddressed.Add(1)
 		return m, false
 	}
-	windows := e.rxPing
-	if m.Type.IsAnswer() {
-		windows = e.rxPong
+	st := e.known[m.From]
+	if st == nil {
+		st = new(peerState)
+		e.known[m.From] = st
 	}
-	win := windows[m.From]
-	if win == nil {
-		win = new(ReplayWindow)
-		windows[m.From] = win
+	fresh := m.PeerEpoch == e.epoch // made after this endpoint started
+	switch {
+	case m.Type.IsAnswer() && !fresh:
+		e.c.unmatch.Add(1) // to a request of an earlier start
+		return m, false
+	case m.Epoch != st.epoch && st.isRetired(m.Epoch):
+		e.c.replayed.Add(1)
+		return m, false
+	case (m.Type == MsgRun || m.Type == MsgModel) && !fresh:
+		e.c.staleEpoch.Add(1)
+		return m, false
+	case m.Epoch != st.epoch && fresh:
+		if st.adopt(m.Epoch) {
+			e.c.restarts.Add(1)
+		}
+	}
+	win := &st.requests
+	switch {
+	case m.Type.IsAnswer():
+		win = &st.answers
+	case m.Epoch != st.epoch:
+		// A ping from a start of the peer not heard from yet that does
+		// not name this one: answered, nothing learnt (wire.go), but not
+		// twice.
+		if st.tentative != m.Epoch {
+			st.tentative = m.Epoch
+			st.tentativeWin.Reset()
+		}
+		win = &st.tentativeWin
 	}
 	if !win.Accept(m.Seq) {
 		e.c.replayed.Add(1)
 		return m, false
+	}
+	if m.Type.IsAnswer() {
+		st.probe = false
 	}
 	return m, true
 }
@@ -612,10 +776,9 @@ func (e *Endpoint) deliver(m Message, now int64) {
 // departure.
 func (e *Endpoint) pong(codec *Codec, m Message, now int64, out []byte) []byte {
 	before := e.clock()
-	out = codec.Append(out[:0], Message{
-		Type: MsgPong, Session: m.Session, From: e.rank, To: m.From, Seq: m.Seq, Send: m.Send,
-		Remote: now + (before-now)/2,
-	})
+	a := e.answer(MsgPong, m)
+	a.Remote = now + (before-now)/2
+	out = codec.Append(out[:0], a)
 	// Counted before the write, so that the count is up when the pong lands.
 	e.c.answered.Add(1)
 	e.reply(out, m.From)
@@ -635,7 +798,7 @@ func (e *Endpoint) delayedPong(ctx context.Context, wg *sync.WaitGroup, m Messag
 			// taken before the encoding and the write): one encoding first,
 			// thrown away, warms it.
 			c := NewCodec(e.key)
-			out := c.Append(make([]byte, 0, MaxMessageLen), Message{Type: MsgPong, Session: m.Session, From: e.rank, To: m.From, Seq: m.Seq, Send: m.Send, Remote: now})
+			out := c.Append(make([]byte, 0, MaxMessageLen), e.answer(MsgPong, m))
 			e.pong(c, m, now, out)
 		}
 	}()
@@ -690,7 +853,8 @@ func (e *Endpoint) startRun(ctx context.Context, runs *sync.WaitGroup, m Message
 	go func() {
 		defer runs.Done()
 		defer e.running.Add(-1)
-		r := Message{Type: MsgReport, Session: m.Session, From: e.rank, To: m.From, Seq: m.Seq, Target: m.Target}
+		r := e.answer(MsgReport, m)
+		r.Send, r.Target = 0, m.Target
 		x, err := e.PingBurst(ctx, int(m.Target), int(m.Burst))
 		if err != nil {
 			if ctx.Err() != nil {

@@ -44,10 +44,16 @@ func listen(t *testing.T, cfg EndpointConfig) *Endpoint {
 // with the context's error.
 func serve(t *testing.T, e *Endpoint) {
 	t.Helper()
+	t.Cleanup(serving(e, t))
+}
+
+// serving starts e.Serve and returns what stops it and checks that it
+// stopped promptly with the context's error.
+func serving(e *Endpoint, t *testing.T) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Serve(ctx) }()
-	t.Cleanup(func() {
+	return func() {
 		cancel()
 		select {
 		case err := <-done:
@@ -57,7 +63,7 @@ func serve(t *testing.T, e *Endpoint) {
 		case <-time.After(time.Second):
 			t.Errorf("endpoint %d: Serve did not stop within 1 s of its context ending", e.Rank())
 		}
-	})
+	}
 }
 
 // mesh makes every endpoint a peer of every other.
@@ -343,17 +349,17 @@ func TestEndpointDrops(t *testing.T) {
 	waitFor(t, "the long datagram", func() bool { return stats().DroppedMalformed == 2 })
 
 	tampered := bytes.Clone(captured)
-	tampered[25]++ // another sequence number, MAC unchanged
+	tampered[43]++ // another sequence number, MAC unchanged
 	send(tampered)
 	waitFor(t, "the tampered datagram", func() bool { return stats().DroppedUnauthenticated == 1 })
 
-	foreign := Encode(testKey, Message{Type: MsgPing, Session: 0xbad, From: 0, To: 1, Seq: 1000})
+	foreign := Encode(testKey, Message{Type: MsgPing, Session: 0xbad, Epoch: 7, From: 0, To: 1, Seq: 1000})
 	send(foreign)
 	waitFor(t, "the foreign session", func() bool { return stats().DroppedForeignSession == 1 })
 
 	for _, m := range []Message{
-		{Type: MsgPing, Session: 0x5e55, From: 0, To: 2, Seq: 1001}, // for another rank
-		{Type: MsgPing, Session: 0x5e55, From: 9, To: 1, Seq: 1002}, // from no peer
+		{Type: MsgPing, Session: 0x5e55, Epoch: 7, From: 0, To: 2, Seq: 1001}, // for another rank
+		{Type: MsgPing, Session: 0x5e55, Epoch: 7, From: 9, To: 1, Seq: 1002}, // from no peer
 	} {
 		send(Encode(testKey, m))
 	}

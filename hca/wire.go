@@ -3,33 +3,36 @@ package hca
 // The wire format of HCA messages between agents.
 //
 // Every message is one UDP datagram, all integers big-endian. It starts with
-// a 44-byte header and ends with an HMAC-SHA256 over everything before it;
+// a 60-byte header and ends with an HMAC-SHA256 over everything before it;
 // between the two, run, report and model messages carry an extension:
 //
 //	off len field
 //	  0   2 magic "HC" (0x48 0x43)
-//	  2   1 version (1)
+//	  2   1 version (2)
 //	  3   1 type (below)
 //	  4   8 session ID, shared by the agents of one cluster configuration
-//	 12   4 sender's rank
-//	 16   4 receiver's rank
-//	 20   8 sequence number: a request's, per sender; an answer echoes its request's
-//	 28   8 send: ping, pong: the requester's clock when the ping left (echoed);
+//	 12   8 epoch: the sender's start nonce (random, never 0)
+//	 20   8 peer epoch: request: the receiver's epoch as the sender last
+//	          learnt it (0: not known yet); answer: the request's epoch, echoed
+//	 28   4 sender's rank
+//	 32   4 receiver's rank
+//	 36   8 sequence number: a request's, per sender and epoch; an answer echoes its request's
+//	 44   8 send: ping, pong: the requester's clock when the ping left (echoed);
 //	          report: the exchange's send stamp; model, model-ack: the sync round
-//	 36   8 remote: pong, report: the responder's clock (ns of its
+//	 52   8 remote: pong, report: the responder's clock (ns of its
 //	          CLOCK_MONOTONIC_RAW); 0 in the other types
-//	 44   n extension (n by type)
-//	44+n 32 HMAC-SHA256 over bytes 0..43+n with the cluster key
+//	 60   n extension (n by type)
+//	60+n 32 HMAC-SHA256 over bytes 0..59+n with the cluster key
 //
 //	type          dir      n  length  extension
-//	1 ping        request  0   76
-//	2 pong        answer   0   76
-//	3 run         request  8   84     target rank (4), burst (4: ping-pongs, 0..16; 0 is 1)
-//	4 report      answer  16   92     target rank (4), status (4: 0 answered, 1 lost), recv stamp (8)
-//	5 model       request 64  140     the receiver's clock model: origin, intercept, slope
+//	1 ping        request  0   92
+//	2 pong        answer   0   92
+//	3 run         request  8  100     target rank (4), burst (4: ping-pongs, 0..16; 0 is 1)
+//	4 report      answer  16  108     target rank (4), status (4: 0 answered, 1 lost), recv stamp (8)
+//	5 model       request 64  156     the receiver's clock model: origin, intercept, slope
 //	                                  (IEEE 754 bits), points, mean x, residual (bits),
 //	                                  slope error (bits), floor (8 each)
-//	6 model-ack   answer   0   76
+//	6 model-ack   answer   0   92
 //
 // A run asks the receiver to run a burst of back-to-back ping-pongs with the
 // target rank and to answer with a report of the one with the shortest round
@@ -40,9 +43,63 @@ package hca
 // A receiver checks magic, version and that the length is the one of the type
 // byte, then the MAC (in constant time, hmac.Equal), and only then looks at
 // the fields, so that nothing unauthenticated is interpreted beyond its
-// length. Requests carry the sender's sequence numbers, which it never
-// reuses; answers echo them. So one ReplayWindow per peer for requests and one
-// for answers reject replayed messages of every type.
+// length.
+//
+// Replay protection without a clock. An agent draws its epoch from
+// crypto/rand when its Endpoint starts and numbers its requests 1, 2, … in
+// it, so (epoch, sequence number) never repeats, whatever the wall clock
+// says after a reboot without a battery-backed RTC (version 1 numbered from
+// the wall clock, and a rank restarted with its clock behind was dropped as
+// replayed until its peers restarted). Both epochs are under the MAC, so
+// only a holder of the cluster key can name them. A receiver keeps, per
+// peer, the peer's current epoch, the epochs it has retired and a
+// ReplayWindow over the current epoch's requests, and takes a message as
+// follows (udp.go):
+//
+//   - An answer must echo the receiver's own epoch: it answers a request of
+//     this start, and only its waiting request takes it (once); anything
+//     else is a late answer to an earlier start, counted unmatched.
+//   - A message naming the receiver's epoch (an answer, or a request with the
+//     right peer epoch) was made after the receiver started: it is fresh.
+//     If it comes from an epoch of the sender not seen before, that is the
+//     sender's new start: the old epoch is retired, the window starts
+//     afresh. This is how peers learn a restarted rank's epoch within one
+//     round: its first ping is answered (below), the pong names its epoch,
+//     and its next message names theirs.
+//   - A message from a retired epoch is refused: a capture of an earlier
+//     start replayed after the sender restarted.
+//   - A run or model must name the receiver's epoch; one that does not is
+//     refused (stale epoch): it was made for an earlier start of the
+//     receiver — a capture replayed after the receiver restarted, whose
+//     model would otherwise be installed — or sent before the sender learnt
+//     of the restart (its next round does).
+//   - A ping that does not name the receiver's epoch from a sender epoch not
+//     known yet is answered but changes nothing (a window of its own keeps
+//     a repeated one out): it is how a restarted peer (or the driver, after
+//     this node restarted) is first heard from. A pong is this node's clock
+//     reading, sent to the address the peer list gives, and its requester
+//     takes it only if it echoes its current epoch and a waiting sequence
+//     number, so answering a ping replayed across this node's restart gives
+//     nobody anything.
+//   - Within the current epoch the window refuses every sequence number seen
+//     before (or too old to tell).
+//
+// A requester that does not know the receiver's epoch yet, or whose last
+// run or model to it went unanswered (it may have restarted), pings it
+// before the next run or model.
+//
+// What epochs cannot order: an eavesdropper on the path who withholds a
+// datagram of a peer's start the receiver never heard from, and releases
+// it after the peer restarted again, makes the receiver take that start
+// for the newer one (and refuse the real one as retired) until either
+// restarts; without stable storage starts carry no order. Whoever can
+// withhold datagrams can stop the synchronisation anyway. A receiver
+// remembers the last 16 epochs of each peer.
+//
+// Models are ordered too: within a sender epoch a model's round must be
+// newer than the last one taken (the same round again is a retransmission,
+// acknowledged but not taken twice); an older one is refused and counted.
+// A driver's new epoch starts its rounds afresh.
 
 import (
 	"crypto/hmac"
@@ -58,10 +115,10 @@ import (
 
 // Wire format constants.
 const (
-	WireVersion = 1
+	WireVersion = 2
 	MACLen      = sha256.Size
-	headerLen   = 44
-	MessageLen  = headerLen + MACLen // ping, pong and model-ack: 76 bytes
+	headerLen   = 60
+	MessageLen  = headerLen + MACLen // ping, pong and model-ack: 92 bytes
 	// MaxMessageLen is the longest message (a model).
 	MaxMessageLen = headerLen + modelExtLen + MACLen
 
@@ -140,16 +197,20 @@ var (
 type Message struct {
 	Type    MsgType
 	Session uint64
-	From    uint32 // sender's rank
-	To      uint32 // receiver's rank
-	Seq     uint64 // request: the sender's sequence number; answer: the request's
-	Send    int64  // ping, pong, report: the exchange's send stamp; model, model-ack: the round
-	Remote  int64  // pong, report: responder's clock; otherwise 0
-	Target  uint32 // run, report: the rank pinged
-	Burst   uint32 // run: ping-pongs in the burst, 0..MaxBurst (0 is 1)
-	Lost    bool   // report: the ping got no answer (Send, Remote and Recv are 0)
-	Recv    int64  // report: the pinging node's clock when the pong came back
-	Model   timebase.LinearModel
+	Epoch   uint64 // the sender's epoch (start nonce), never 0
+	// PeerEpoch is, in a request, the receiver's epoch as the sender knows
+	// it (0: not yet known); in an answer, the request's Epoch, echoed.
+	PeerEpoch uint64
+	From      uint32 // sender's rank
+	To        uint32 // receiver's rank
+	Seq       uint64 // request: the sender's sequence number; answer: the request's
+	Send      int64  // ping, pong, report: the exchange's send stamp; model, model-ack: the round
+	Remote    int64  // pong, report: responder's clock; otherwise 0
+	Target    uint32 // run, report: the rank pinged
+	Burst     uint32 // run: ping-pongs in the burst, 0..MaxBurst (0 is 1)
+	Lost      bool   // report: the ping got no answer (Send, Remote and Recv are 0)
+	Recv      int64  // report: the pinging node's clock when the pong came back
+	Model     timebase.LinearModel
 }
 
 // Codec encodes and decodes messages with one key, reusing its HMAC state so
@@ -173,6 +234,8 @@ func (c *Codec) Append(dst []byte, m Message) []byte {
 	be := binary.BigEndian
 	dst = append(dst, magic0, magic1, WireVersion, byte(m.Type))
 	dst = be.AppendUint64(dst, m.Session)
+	dst = be.AppendUint64(dst, m.Epoch)
+	dst = be.AppendUint64(dst, m.PeerEpoch)
 	dst = be.AppendUint32(dst, m.From)
 	dst = be.AppendUint32(dst, m.To)
 	dst = be.AppendUint64(dst, m.Seq)
@@ -233,15 +296,20 @@ func (c *Codec) Decode(b []byte) (Message, error) {
 	}
 	be := binary.BigEndian
 	m := Message{
-		Type:    typ,
-		Session: be.Uint64(b[4:]),
-		From:    be.Uint32(b[12:]),
-		To:      be.Uint32(b[16:]),
-		Seq:     be.Uint64(b[20:]),
-		Send:    int64(be.Uint64(b[28:])),
-		Remote:  int64(be.Uint64(b[36:])),
+		Type:      typ,
+		Session:   be.Uint64(b[4:]),
+		Epoch:     be.Uint64(b[12:]),
+		PeerEpoch: be.Uint64(b[20:]),
+		From:      be.Uint32(b[28:]),
+		To:        be.Uint32(b[32:]),
+		Seq:       be.Uint64(b[36:]),
+		Send:      int64(be.Uint64(b[44:])),
+		Remote:    int64(be.Uint64(b[52:])),
 	}
 	ext := b[headerLen:body]
+	if m.Epoch == 0 || (typ.IsAnswer() && m.PeerEpoch == 0) {
+		return Message{}, fmt.Errorf("hca wire: %v with epoch %d, peer epoch %d: %w", typ, m.Epoch, m.PeerEpoch, ErrMalformed)
+	}
 	switch typ {
 	case MsgPing, MsgRun, MsgModel, MsgModelAck:
 		if m.Remote != 0 {
@@ -320,8 +388,8 @@ func Decode(key, b []byte) (Message, error) {
 // accepts ones that arrive out of order within the last WindowSize, as the
 // anti-replay windows of IPsec (RFC 4303 §3.4.3) and DTLS (RFC 6347 §4.1.2.6)
 // do. Feed it only authenticated messages. Keep one per peer and direction,
-// and Reset it with the session. The zero value is an empty window. Not safe
-// for concurrent use.
+// and Reset it when the peer's epoch changes (its numbering starts again).
+// The zero value is an empty window. Not safe for concurrent use.
 type ReplayWindow struct {
 	top     uint64 // highest sequence number accepted
 	bits    uint64 // bit i: top-i accepted

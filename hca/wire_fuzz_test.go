@@ -36,11 +36,14 @@ func FuzzDecode(f *testing.F) {
 func FuzzRoundTrip(f *testing.F) {
 	for _, g := range goldenMessages {
 		m := g.msg
-		f.Add(uint8(m.Type), m.Session, m.From, m.To, m.Seq, m.Send, m.Remote, m.Target, m.Recv, m.Model.Slope, m.Model.Intercept)
+		f.Add(uint8(m.Type), m.Session, m.Epoch, m.PeerEpoch, m.From, m.To, m.Seq, m.Send, m.Remote, m.Target, m.Recv, m.Model.Slope, m.Model.Intercept)
 	}
 	c := NewCodec(testKey)
-	f.Fuzz(func(t *testing.T, typ uint8, session uint64, from, to uint32, seq uint64, send, remote int64, target uint32, recv int64, slope float64, intercept int64) {
-		m := Message{Type: MsgType(typ%6 + 1), Session: session, From: from, To: to, Seq: seq, Send: send, Remote: remote}
+	f.Fuzz(func(t *testing.T, typ uint8, session, epoch, peerEpoch uint64, from, to uint32, seq uint64, send, remote int64, target uint32, recv int64, slope float64, intercept int64) {
+		m := Message{Type: MsgType(typ%6 + 1), Session: session, Epoch: max(epoch, 1), PeerEpoch: peerEpoch, From: from, To: to, Seq: seq, Send: send, Remote: remote}
+		if m.Type.IsAnswer() {
+			m.PeerEpoch = max(peerEpoch, 1) // an answer echoes its request's epoch, never 0
+		}
 		switch m.Type {
 		case MsgPing, MsgModelAck:
 			m.Remote = 0

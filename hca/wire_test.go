@@ -13,9 +13,12 @@ import (
 
 var testKey = []byte("monagent-hca-test-key-0123456789")
 
-// Golden vectors: the MACs were checked independently with
+// Golden vectors of wire version 2 (epochs in the header): the MACs were
+// computed independently with
 // `xxd -r -p | openssl dgst -sha256 -hmac monagent-hca-test-key-0123456789`
-// (and Python's hmac module) over everything before the MAC.
+// and checked with Python's hmac module, over everything before the MAC.
+// The ping names no peer epoch (its sender has not heard from rank 2 yet);
+// every answer echoes its request's epoch.
 var goldenMessages = []struct {
 	name string
 	msg  Message
@@ -23,57 +26,57 @@ var goldenMessages = []struct {
 }{
 	{
 		name: "ping",
-		msg:  Message{Type: MsgPing, Session: 0x0123456789abcdef, From: 1, To: 2, Seq: 42, Send: 1_000_000_007},
-		hex: "4843" + "01" + "01" + "0123456789abcdef" + "00000001" + "00000002" + "000000000000002a" +
+		msg:  Message{Type: MsgPing, Session: 0x0123456789abcdef, Epoch: 0x3c1f6a0e9b2d4857, From: 1, To: 2, Seq: 42, Send: 1_000_000_007},
+		hex: "4843" + "02" + "01" + "0123456789abcdef" + "3c1f6a0e9b2d4857" + "0000000000000000" + "00000001" + "00000002" + "000000000000002a" +
 			"000000003b9aca07" + "0000000000000000" +
-			"7f26c925f249bc2b866a40f0c96df79179871c8ec9d695882576e0e75261a315",
+			"3e8891920e4c308d179e0f300e9b4000082140ea5e8fbd21c59705f1d46c4a4b",
 	},
 	{
 		name: "pong",
-		msg:  Message{Type: MsgPong, Session: 0x0123456789abcdef, From: 2, To: 1, Seq: 42, Send: 1_000_000_007, Remote: -5_000_000_123},
-		hex: "4843" + "01" + "02" + "0123456789abcdef" + "00000002" + "00000001" + "000000000000002a" +
+		msg:  Message{Type: MsgPong, Session: 0x0123456789abcdef, Epoch: 0x71d2c0aa5e6b9f13, PeerEpoch: 0x3c1f6a0e9b2d4857, From: 2, To: 1, Seq: 42, Send: 1_000_000_007, Remote: -5_000_000_123},
+		hex: "4843" + "02" + "02" + "0123456789abcdef" + "71d2c0aa5e6b9f13" + "3c1f6a0e9b2d4857" + "00000002" + "00000001" + "000000000000002a" +
 			"000000003b9aca07" + "fffffffed5fa0d85" +
-			"5266bd0982400c4d301babc9375d4367d098507bae40b74474839819bc5ff759",
+			"43e0ec96861bce47fe39a293a0f106a2404c547b55830c0773458ed2092ea73f",
 	},
 	{
 		name: "run",
-		msg:  Message{Type: MsgRun, Session: 0x0123456789abcdef, From: 0, To: 1, Seq: 43, Target: 2},
-		hex: "4843" + "01" + "03" + "0123456789abcdef" + "00000000" + "00000001" + "000000000000002b" +
+		msg:  Message{Type: MsgRun, Session: 0x0123456789abcdef, Epoch: 0x0a4b8c2d6e1f3a5b, PeerEpoch: 0x3c1f6a0e9b2d4857, From: 0, To: 1, Seq: 43, Target: 2},
+		hex: "4843" + "02" + "03" + "0123456789abcdef" + "0a4b8c2d6e1f3a5b" + "3c1f6a0e9b2d4857" + "00000000" + "00000001" + "000000000000002b" +
 			"0000000000000000" + "0000000000000000" + "00000002" + "00000000" +
-			"9c9727b4cff51829e73c740a1e0ab715d86543787f4d956235854e4f7691d1c9",
+			"c0842f6e0f2f8d4fbce823e8bd0c0322fb4f80c5820c2529ad69e2452746edb8",
 	},
 	{
 		name: "report",
-		msg: Message{Type: MsgReport, Session: 0x0123456789abcdef, From: 1, To: 0, Seq: 43, Target: 2,
+		msg: Message{Type: MsgReport, Session: 0x0123456789abcdef, Epoch: 0x3c1f6a0e9b2d4857, PeerEpoch: 0x0a4b8c2d6e1f3a5b, From: 1, To: 0, Seq: 43, Target: 2,
 			Send: 1_000_000_007, Remote: -5_000_000_123, Recv: 1_000_050_011},
-		hex: "4843" + "01" + "04" + "0123456789abcdef" + "00000001" + "00000000" + "000000000000002b" +
+		hex: "4843" + "02" + "04" + "0123456789abcdef" + "3c1f6a0e9b2d4857" + "0a4b8c2d6e1f3a5b" + "00000001" + "00000000" + "000000000000002b" +
 			"000000003b9aca07" + "fffffffed5fa0d85" + "00000002" + "00000000" + "000000003b9b8d5b" +
-			"46eeb7f396bb84fdfa331d1d668462e7ca9ac10903daa9350bafa7640c516a45",
+			"95a4f31a66c44f83537e1eb783453444272c6fda76da035d79058c77b896a89e",
 	},
 	{
 		name: "report lost",
-		msg:  Message{Type: MsgReport, Session: 0x0123456789abcdef, From: 1, To: 0, Seq: 44, Target: 2, Lost: true},
-		hex: "4843" + "01" + "04" + "0123456789abcdef" + "00000001" + "00000000" + "000000000000002c" +
+		msg:  Message{Type: MsgReport, Session: 0x0123456789abcdef, Epoch: 0x3c1f6a0e9b2d4857, PeerEpoch: 0x0a4b8c2d6e1f3a5b, From: 1, To: 0, Seq: 44, Target: 2, Lost: true},
+		hex: "4843" + "02" + "04" + "0123456789abcdef" + "3c1f6a0e9b2d4857" + "0a4b8c2d6e1f3a5b" + "00000001" + "00000000" + "000000000000002c" +
 			"0000000000000000" + "0000000000000000" + "00000002" + "00000001" + "0000000000000000" +
-			"ca4b2cc2b6b3e2b1f8bdf756c291de90e57b96a082f02a46904ac0d369b6de2c",
+			"56cf5137b488145fd7daf8f32c205ae3e9516ddf390bbd884a4575a6fe70a549",
 	},
 	{
 		name: "model",
-		msg: Message{Type: MsgModel, Session: 0x0123456789abcdef, From: 0, To: 3, Seq: 45, Send: 7,
+		msg: Message{Type: MsgModel, Session: 0x0123456789abcdef, Epoch: 0x0a4b8c2d6e1f3a5b, PeerEpoch: 0x5f9e3d2c1b0a4938, From: 0, To: 3, Seq: 45, Send: 7,
 			Model: timebase.LinearModel{Origin: 1_000_000_000, Intercept: -2_500_000_000, Slope: 12.5e-6, N: 20,
 				MeanX: 1_100_000_000, ResidualNS: 3.25, SlopeErr: 1.5e-9, FloorNS: 40}},
-		hex: "4843" + "01" + "05" + "0123456789abcdef" + "00000000" + "00000003" + "000000000000002d" +
+		hex: "4843" + "02" + "05" + "0123456789abcdef" + "0a4b8c2d6e1f3a5b" + "5f9e3d2c1b0a4938" + "00000000" + "00000003" + "000000000000002d" +
 			"0000000000000007" + "0000000000000000" +
 			"000000003b9aca00" + "ffffffff6afd0700" + "3eea36e2eb1c432d" + "0000000000000014" +
 			"000000004190ab00" + "400a000000000000" + "3e19c511dc3a41df" + "0000000000000028" +
-			"d1ce4c60611530e51b33dfe24ba90790910aba57489623a3a752ab1a6f670b52",
+			"419783fda6ffcd9a610df5c134d62bcb1818b5ab79860e086c4663417861bfea",
 	},
 	{
 		name: "model-ack",
-		msg:  Message{Type: MsgModelAck, Session: 0x0123456789abcdef, From: 3, To: 0, Seq: 45, Send: 7},
-		hex: "4843" + "01" + "06" + "0123456789abcdef" + "00000003" + "00000000" + "000000000000002d" +
+		msg:  Message{Type: MsgModelAck, Session: 0x0123456789abcdef, Epoch: 0x5f9e3d2c1b0a4938, PeerEpoch: 0x0a4b8c2d6e1f3a5b, From: 3, To: 0, Seq: 45, Send: 7},
+		hex: "4843" + "02" + "06" + "0123456789abcdef" + "5f9e3d2c1b0a4938" + "0a4b8c2d6e1f3a5b" + "00000003" + "00000000" + "000000000000002d" +
 			"0000000000000007" + "0000000000000000" +
-			"374328d78733ecbf70ae5b8dec11f6b4ee6d7b86dc083f07987347a2c11ab185",
+			"f545898151bba6b3c31868a73ec41c294f7d29966df534587171c6e7fb645b83",
 	},
 }
 
@@ -115,10 +118,10 @@ func TestEncodeGolden(t *testing.T) {
 func TestRoundTrip(t *testing.T) {
 	c := NewCodec(testKey)
 	for _, m := range []Message{
-		{Type: MsgPing},
-		{Type: MsgPing, Session: ^uint64(0), From: ^uint32(0), To: ^uint32(0), Seq: ^uint64(0), Send: -1 << 63},
-		{Type: MsgPong, Session: 7, From: 3, To: 0, Seq: 1, Send: 1<<63 - 1, Remote: -1},
-		{Type: MsgPong, Remote: 123456789012345},
+		{Type: MsgPing, Epoch: 1},
+		{Type: MsgPing, Session: ^uint64(0), Epoch: ^uint64(0), PeerEpoch: ^uint64(0), From: ^uint32(0), To: ^uint32(0), Seq: ^uint64(0), Send: -1 << 63},
+		{Type: MsgPong, Session: 7, Epoch: 2, PeerEpoch: 3, From: 3, To: 0, Seq: 1, Send: 1<<63 - 1, Remote: -1},
+		{Type: MsgPong, Epoch: 9, PeerEpoch: 1, Remote: 123456789012345},
 	} {
 		b := c.Append(nil, m)
 		got, err := c.Decode(b)
@@ -148,15 +151,19 @@ func TestDecodeErrors(t *testing.T) {
 		{"header only", ping[:headerLen], ErrMalformed},
 		{"long", append(bytes.Clone(ping), 0), ErrMalformed},
 		{"bad magic", mod(func(b []byte) []byte { b[0] = 'X'; return b }), ErrMalformed},
-		{"version 2", mod(func(b []byte) []byte { b[2] = 2; return b }), ErrVersion},
+		{"version 1", mod(func(b []byte) []byte { b[2] = 1; return b }), ErrVersion}, // a peer not upgraded yet
+		{"version 3", mod(func(b []byte) []byte { b[2] = 3; return b }), ErrVersion},
 		{"version 0 short", []byte{'H', 'C', 0, 1}, ErrVersion},
 		{"flipped field", mod(func(b []byte) []byte { b[20] ^= 1; return b }), ErrBadMAC},
+		{"flipped epoch", mod(func(b []byte) []byte { b[19] ^= 1; return b }), ErrBadMAC},
+		{"epoch 0", mod(func(b []byte) []byte { clear(b[12:20]); return sign(b) }), ErrMalformed},
+		{"pong echoing no epoch", mod(func(b []byte) []byte { b[3] = byte(MsgPong); return sign(b) }), ErrMalformed},
 		{"flipped MAC", mod(func(b []byte) []byte { b[MessageLen-1] ^= 0x80; return b }), ErrBadMAC},
 		{"type 9", mod(func(b []byte) []byte { b[3] = 9; return sign(b) }), ErrType},
 		{"type 0", mod(func(b []byte) []byte { b[3] = 0; return sign(b) }), ErrType},
 		{"run of ping length", mod(func(b []byte) []byte { b[3] = byte(MsgRun); return sign(b) }), ErrMalformed},
-		{"model-ack with remote", mod(func(b []byte) []byte { b[3] = byte(MsgModelAck); b[43] = 1; return sign(b) }), ErrMalformed},
-		{"ping with remote", mod(func(b []byte) []byte { b[43] = 1; return sign(b) }), ErrMalformed},
+		{"model-ack with remote", mod(func(b []byte) []byte { b[3] = byte(MsgModelAck); b[23] = 1; b[59] = 1; return sign(b) }), ErrMalformed},
+		{"ping with remote", mod(func(b []byte) []byte { b[59] = 1; return sign(b) }), ErrMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Decode(testKey, tc.b)
@@ -186,10 +193,11 @@ func TestDecodeErrors(t *testing.T) {
 		want error
 	}{
 		{"run burst 17", resign(run, func(b []byte) { b[headerLen+7] = MaxBurst + 1 }), ErrMalformed},
-		{"run with send", resign(run, func(b []byte) { b[35] = 1 }), ErrMalformed},
+		{"run with send", resign(run, func(b []byte) { b[51] = 1 }), ErrMalformed},
 		{"report status 2", resign(report, func(b []byte) { b[headerLen+7] = 2 }), ErrMalformed},
 		{"lost report with recv", resign(lost, func(b []byte) { b[headerLen+15] = 1 }), ErrMalformed},
-		{"lost report with send", resign(lost, func(b []byte) { b[35] = 1 }), ErrMalformed},
+		{"lost report with send", resign(lost, func(b []byte) { b[51] = 1 }), ErrMalformed},
+		{"report echoing no epoch", resign(report, func(b []byte) { clear(b[20:28]) }), ErrMalformed},
 		{"model NaN slope", resign(model, func(b []byte) {
 			binary.BigEndian.PutUint64(b[headerLen+16:], math.Float64bits(math.NaN()))
 		}), ErrMalformed},
@@ -200,7 +208,7 @@ func TestDecodeErrors(t *testing.T) {
 		}), ErrMalformed},
 		{"model negative points", resign(model, func(b []byte) { b[headerLen+24] = 0xff }), ErrMalformed},
 		{"model negative floor", resign(model, func(b []byte) { b[headerLen+56] = 0xff }), ErrMalformed},
-		{"model with remote", resign(model, func(b []byte) { b[43] = 1 }), ErrMalformed},
+		{"model with remote", resign(model, func(b []byte) { b[59] = 1 }), ErrMalformed},
 		{"model cut to report length", goldenBytes(t, model)[:wireLen(MsgReport)], ErrMalformed},
 		{"model tampered", func() []byte { b := goldenBytes(t, model); b[headerLen+20] ^= 1; return b }(), ErrBadMAC},
 	} {
