@@ -35,7 +35,11 @@ type HCAConfig struct {
 	Fitpoints int           `yaml:"fitpoints"` // per fitted line
 	Exchanges int           `yaml:"exchanges"` // ping-pongs per fitpoint
 	Spacing   time.Duration `yaml:"spacing"`   // between a pair's fitpoints
-	Timeout   time.Duration `yaml:"timeout"`   // for one ping's answer
+	// PingPongs is the most ping-pongs of one SKaMPI offset measurement
+	// (HCA's and HCA2's intercepts, the offset-only algorithms): more
+	// narrow its interval ('monagent hca sim --pingpongs').
+	PingPongs int           `yaml:"pingpongs"`
+	Timeout   time.Duration `yaml:"timeout"` // for one ping's answer
 	// Resync is the longest time between two syncs; MaxBound makes one
 	// sooner, when the bound predicted for any rank's model would exceed it.
 	// A failed round is retried after RetryAfter.
@@ -57,7 +61,7 @@ type HCATestClock struct {
 
 func (h *HCAConfig) defaults() {
 	p := hca.DefaultParams()
-	*h = HCAConfig{Algorithm: "hca", Fitpoints: p.Fitpoints, Exchanges: p.Exchanges, Spacing: time.Duration(p.SpacingNS),
+	*h = HCAConfig{Algorithm: "hca", Fitpoints: p.Fitpoints, Exchanges: p.Exchanges, Spacing: time.Duration(p.SpacingNS), PingPongs: p.MaxPingPongs,
 		Timeout: hca.DefaultPingTimeout, Resync: time.Minute, MaxBound: 50 * time.Microsecond, RetryAfter: 10 * time.Second,
 		Interval: time.Second}
 }
@@ -83,7 +87,9 @@ func (h *HCAConfig) check(ps *problems) {
 	if _, err := hca.AlgorithmByName(h.Algorithm); err != nil {
 		ps.add("hca.algorithm", "%q: want one of %s", h.Algorithm, strings.Join(hcaAlgorithmNames(), ", "))
 	}
-	if err := h.params().Validate(); err != nil {
+	if h.PingPongs < 1 {
+		ps.add("hca.pingpongs", "%d: want at least 1", h.PingPongs)
+	} else if err := h.params().Validate(); err != nil {
 		ps.add("hca", "%v", err)
 	}
 	if _, err := h.peerAddrs(); err != nil {
@@ -130,6 +136,7 @@ func hcaAlgorithmNames() []string {
 func (h *HCAConfig) params() hca.Params {
 	p := hca.DefaultParams()
 	p.Fitpoints, p.Exchanges, p.SpacingNS = h.Fitpoints, h.Exchanges, int64(h.Spacing)
+	p.MaxPingPongs, p.MinPingPongs = h.PingPongs, min(p.MinPingPongs, h.PingPongs)
 	return p
 }
 

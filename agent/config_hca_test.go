@@ -21,6 +21,7 @@ func TestHCAConfigErrors(t *testing.T) {
 		{"rank not a peer", cfg("2", two), "hca.rank: 2 is not among the peers' ranks 0..1"},
 		{"unknown algorithm", cfg("0", two) + "  algorithm: ntp\n", "hca.algorithm: \"ntp\""},
 		{"drift", cfg("0", two) + "  test_clock: {drift_ppm: 900}\n", "hca.test_clock.drift_ppm"},
+		{"no ping-pongs", cfg("0", two) + "  pingpongs: 0\n", "hca.pingpongs: 0: want at least 1"},
 		{"no key", strings.Replace(cfg("0", two), "  key_file: /k\n", "", 1), "hca.key_file: must be set"},
 		{"peers a list", "hca:\n  enabled: true\n  key_file: /k\n  peers: [a, b]\n", "hca.peers: want a mapping"},
 	} {

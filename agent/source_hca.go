@@ -23,9 +23,17 @@ import (
 // algorithm, gives each rank its model, ships every model (hca_model) and
 // the round's figures (hca_sync), and syncs again after hca.resync, or
 // sooner when a model's predicted bound would pass hca.max_bound. A failed
-// round is logged, counted and retried after hca.retry_after; every rank
-// keeps its last model meanwhile, its bound growing with time.
+// round is counted and retried after hca.retry_after; every rank keeps its
+// last model meanwhile, its bound growing with time. Failures are logged
+// when they start, when they change and when they end, not every round.
+//
+// It is an EventSource: the endpoint and the driver are its producer, run
+// by Run and returned from before Run returns, and its records wait in the
+// event source's ring (counted when it overflows) for the next collection,
+// the agent's last one at shutdown included. Building it binds the socket
+// and starts nothing.
 type hcaSource struct {
+	*EventSource[pendingRecord]
 	cfg    HCAConfig
 	log    *slog.Logger
 	ep     *hca.Endpoint
@@ -35,15 +43,18 @@ type hcaSource struct {
 	n      int
 	tags   []record.Tag // rank and algorithm
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	qmu sync.Mutex // serialises the ring's two producers: the endpoint's goroutine (onModel) and the driver
+	q   *EventQueue[pendingRecord]
 
-	mu      sync.Mutex
-	pending []pendingRecord
+	// The driver's own, on its goroutine (one at a time): the next round's
+	// number (rounds grow for as long as the endpoint lives: its peers
+	// refuse older ones) and the logs of failed rounds and models.
+	nextRound         int64
+	roundLog, giveLog failureLog
 
-	rounds, failures, modelsSent, modelsUndelivered atomic.Uint64
-	modelsTaken, modelsRefused, boundExceeded       atomic.Uint64
-	lastErr                                         atomic.Pointer[string]
+	rounds, failures, failing, modelsSent, modelsUndelivered atomic.Uint64
+	modelsTaken, modelsRefused, boundExceeded                atomic.Uint64
+	roundErr                                                 atomic.Pointer[string] // the failing rounds' error, nil once one succeeds
 }
 
 // pendingRecord is a record made on a goroutine of the source, shipped by
@@ -54,6 +65,10 @@ type pendingRecord struct {
 	tags        []record.Tag
 	fields      []record.Field
 }
+
+// hcaRing is the least capacity of the source's ring: records of 16
+// rounds of 64 ranks, shipped every hca.interval; more ranks get 4 rounds'.
+const hcaRing = 1024
 
 func buildHCASource(env *Env) ([]Source, error) {
 	c := env.Config.HCA
@@ -77,8 +92,22 @@ func buildHCASource(env *Env) ([]Source, error) {
 	if g == nil {
 		g = NewGlobalClock(c)
 	}
-	s := &hcaSource{cfg: c, log: log.With("source", "hca", "rank", c.Rank), global: g, alg: alg, params: c.params(), n: len(addrs),
-		tags: []record.Tag{{Key: "algorithm", Value: alg.Name()}, {Key: "rank", Value: strconv.Itoa(c.Rank)}}}
+	log = log.With("source", "hca", "rank", c.Rank)
+	s := &hcaSource{cfg: c, log: log, global: g, alg: alg, params: c.params(), n: len(addrs), nextRound: 1,
+		tags:     []record.Tag{{Key: "algorithm", Value: alg.Name()}, {Key: "rank", Value: strconv.Itoa(c.Rank)}},
+		roundLog: failureLog{log: log, what: "hca sync round", keeps: "the last models stay in use, their bounds growing"},
+		giveLog:  failureLog{log: log, what: "hca model delivery", keeps: "the rank keeps its last model, its bound growing"}}
+	ring := hcaRing
+	for ring < 4*(s.n+1) {
+		ring *= 2
+	}
+	s.EventSource, err = NewEventSource(EventSourceConfig[pendingRecord]{Name: "hca", Interval: c.Interval, Ring: ring,
+		Producer: ProducerFunc[pendingRecord](s.produce), Emit: emitPending, After: s.after, Self: s.selfFields,
+		Close: func() error { return s.ep.Close() }})
+	if err != nil {
+		return nil, err
+	}
+	s.q = s.Queue()
 	listen := c.Listen
 	if listen == "" {
 		listen = addrs[c.Rank].String()
@@ -95,63 +124,58 @@ func buildHCASource(env *Env) ([]Source, error) {
 	if err != nil {
 		return nil, keyErr("hca.listen", "%v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if err := s.ep.Serve(ctx); err != nil && ctx.Err() == nil {
-			s.fail("serve", err)
-		}
-	}()
 	if c.Rank == 0 {
 		g.Set(timebase.Identity, 0) // rank 0's clock is the global timeline
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.drive(ctx)
-		}()
 	}
 	s.log.Info("hca endpoint", "listen", s.ep.LocalAddr(), "ranks", s.n, "algorithm", alg.Name(), "test_clock", c.TestClock != nil)
 	return []Source{s}, nil
 }
 
-func (s *hcaSource) Name() string            { return "hca" }
-func (s *hcaSource) Interval() time.Duration { return s.cfg.Interval }
+func emitPending(b *Batch, r *pendingRecord) { b.Add(r.measurement, r.t, r.tags, r.fields...) }
 
-// Collect ships the records the endpoint and the driver made since the last
-// call.
-func (s *hcaSource) Collect(_ context.Context, b *Batch) error {
-	s.mu.Lock()
-	p := s.pending
-	s.pending = nil
-	s.mu.Unlock()
-	if len(p) == 0 {
-		return ErrNoData
+// produce serves the endpoint and, on rank 0, drives the rounds, until ctx
+// ends; it returns once both have (the endpoint's runs too). A failed
+// socket ends it with the error; the event source counts it and runs it
+// again.
+func (s *hcaSource) produce(ctx context.Context, _ *EventQueue[pendingRecord]) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var driver sync.WaitGroup
+	if s.cfg.Rank == 0 {
+		driver.Add(1)
+		go func() {
+			defer driver.Done()
+			s.drive(ctx)
+		}()
 	}
-	for _, r := range p {
-		b.Add(r.measurement, r.t, r.tags, r.fields...)
+	err := s.ep.Serve(ctx)
+	cancel()
+	driver.Wait()
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil
 	}
-	return nil
+	return err
 }
 
-func (s *hcaSource) Close() error {
-	s.cancel()
-	s.wg.Wait()
-	return s.ep.Close()
-}
+// after returns nothing: failed rounds are the driver's to log and the
+// self-metrics' to show (round_error), not a failed collection.
+func (s *hcaSource) after(*Batch, int) error { return nil }
 
-// SelfFields are the endpoint's counters and the source's own.
-func (s *hcaSource) SelfFields() []record.Field {
+// selfFields are the endpoint's counters and the source's own; the event
+// source adds the ring's, the agent last_error.
+func (s *hcaSource) selfFields() []record.Field {
 	st := s.ep.Stats()
 	f := []record.Field{
 		record.Uint("sent", st.Sent), record.Uint("received", st.Received), record.Uint("answered", st.Answered),
 		record.Uint("runs", st.Runs), record.Uint("matched", st.Matched), record.Uint("kernel_stamped", st.KernelStamped),
 		record.Uint("dropped_unauthenticated", st.DroppedUnauthenticated), record.Uint("dropped_replayed", st.DroppedReplayed),
+		record.Uint("dropped_stale_epoch", st.DroppedStaleEpoch), record.Uint("dropped_stale_model", st.DroppedStaleModel),
 		record.Uint("dropped_foreign_session", st.DroppedForeignSession), record.Uint("dropped_malformed", st.DroppedMalformed),
 		record.Uint("dropped_misaddressed", st.DroppedMisaddressed), record.Uint("dropped_unmatched", st.DroppedUnmatched),
 		record.Uint("dropped_busy", st.DroppedBusy), record.Uint("lost", st.Lost), record.Uint("send_errors", st.SendErrors),
+		record.Uint("peer_restarts", st.PeerRestarts),
 		record.Uint("rounds", s.rounds.Load()), record.Uint("round_failures", s.failures.Load()),
+		record.Uint("failing_rounds", s.failing.Load()),
 		record.Uint("models_sent", s.modelsSent.Load()), record.Uint("models_undelivered", s.modelsUndelivered.Load()),
 		record.Uint("models_taken", s.modelsTaken.Load()), record.Uint("models_refused", s.modelsRefused.Load()),
 		record.Uint("bound_exceeded", s.boundExceeded.Load()),
@@ -160,26 +184,55 @@ func (s *hcaSource) SelfFields() []record.Field {
 		x := s.global.Now()
 		f = append(f, record.Int("model_round", round), record.Int("bound_now_ns", hca.Bound(m, x)))
 	}
-	if p := s.lastErr.Load(); p != nil {
-		f = append(f, record.String("last_error", *p))
+	roundErr := ""
+	if p := s.roundErr.Load(); p != nil {
+		roundErr = *p
 	}
-	return f
+	return append(f, record.String("round_error", roundErr))
 }
 
-// fail logs and keeps an error.
-func (s *hcaSource) fail(what string, err error) {
-	msg := what + ": " + err.Error()
-	s.lastErr.Store(&msg)
-	s.log.Warn("hca "+what+" failed; the last model stays in use, its bound growing", "err", err)
+// failureLog says what keeps failing once, not every time: at the first
+// failure, when the failure changes class, and at the recovery with the
+// count of failures in between. One goroutine's.
+type failureLog struct {
+	log         *slog.Logger
+	what, keeps string
+	class       string // the current failures' class; "" while none
+	n           uint64 // failures since the first of them
+}
+
+// failed counts a failure of class (a text that stays the same while the
+// same thing fails) with its error.
+func (l *failureLog) failed(class string, err error) {
+	l.n++
+	switch l.class {
+	case class:
+		l.log.Debug(l.what+" failed again", "err", err, "failures", l.n)
+	case "":
+		l.log.Warn(l.what+" failed; "+l.keeps+" (logged again when the failure changes or ends)", "err", err)
+	default:
+		l.log.Warn(l.what+" fails differently now", "err", err, "failures", l.n, "was", l.class)
+	}
+	l.class = class
+}
+
+// ok ends a run of failures.
+func (l *failureLog) ok() {
+	if l.class != "" {
+		l.log.Info(l.what+" recovered", "failures", l.n, "last", l.class)
+	}
+	l.class, l.n = "", 0
 }
 
 func (s *hcaSource) add(r pendingRecord) {
-	s.mu.Lock()
-	s.pending = append(s.pending, r)
-	s.mu.Unlock()
+	s.qmu.Lock()
+	s.q.Put1(r) // a full ring counts the record as ring_dropped
+	s.qmu.Unlock()
 }
 
-// onModel takes this rank's model from rank 0 (on the endpoint's goroutine).
+// onModel takes this rank's model from rank 0 (on the endpoint's
+// goroutine); the endpoint hands over only models newer than the last of
+// rank 0's epoch.
 func (s *hcaSource) onModel(from int, round int64, m timebase.LinearModel) {
 	if from != 0 {
 		s.modelsRefused.Add(1)
@@ -204,31 +257,65 @@ func modelFields(m timebase.LinearModel, round, x int64) []record.Field {
 // drive runs rounds until ctx ends.
 func (s *hcaSource) drive(ctx context.Context) {
 	net, err := hca.NewPeerNetwork(s.ep, s.n)
-	if err != nil {
-		s.fail("driver", err)
+	if err != nil { // the configuration's checks rule it out
+		s.roundLog.failed("driver", err)
 		return
 	}
 	var wait time.Duration
-	for round := int64(1); ; {
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
 		}
-		res, err := s.round(ctx, net, round)
+		res, err := s.round(ctx, net, s.nextRound)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
 			s.failures.Add(1)
-			s.fail("sync round "+strconv.FormatInt(round, 10), err)
+			s.failing.Add(1)
+			class := roundClass(err)
+			s.roundErr.Store(&class)
+			s.roundLog.failed(class, fmt.Errorf("round %d: %w", s.nextRound, err))
 			wait = s.cfg.RetryAfter
 		default:
 			s.rounds.Add(1)
-			round++
+			s.failing.Store(0)
+			s.roundErr.Store(nil)
+			s.roundLog.ok()
+			s.nextRound++
 			wait = s.untilResync(res.Models)
 		}
 	}
+}
+
+// errNoAnswer is a rank that does not answer before a round.
+type errNoAnswer struct {
+	rank int
+	err  error
+}
+
+func (e *errNoAnswer) Error() string {
+	return fmt.Sprintf("rank %d does not answer (down, another key, or another peer list): %v", e.rank, e.err)
+}
+
+func (e *errNoAnswer) Unwrap() error { return e.err }
+
+// roundClass is what a failed round's error is, in words that stay the
+// same while the same thing fails (no sequence numbers, rounds or
+// timings): which rank does not answer, or how the algorithm failed.
+func roundClass(err error) string {
+	var na *errNoAnswer
+	switch {
+	case errors.As(err, &na):
+		return fmt.Sprintf("rank %d does not answer (down, another key, or another peer list)", na.rank)
+	case errors.Is(err, hca.ErrLost):
+		return "exchanges lost during the round (a rank stopped answering)"
+	case errors.Is(err, hca.ErrScattered), errors.Is(err, hca.ErrAbsurdSlope):
+		return "line fits rejected on every try (a clock stepped or a rank is overloaded)"
+	}
+	return err.Error()
 }
 
 // round runs one synchronisation and hands out and ships its models.
@@ -250,7 +337,7 @@ func (s *hcaSource) round(ctx context.Context, net *hca.PeerNetwork, round int64
 		if err := s.give(ctx, r, round, m); err != nil {
 			undelivered++
 			s.modelsUndelivered.Add(1)
-			s.fail("model for rank "+strconv.Itoa(r), err)
+			s.giveLog.failed("rank "+strconv.Itoa(r)+" does not acknowledge its model", err)
 		}
 		x := end + m.Intercept // rank r's clock, near enough for a bound
 		maxBound = max(maxBound, hca.Bound(m, x))
@@ -263,6 +350,9 @@ func (s *hcaSource) round(ctx context.Context, net *hca.PeerNetwork, round int64
 		record.Int("rejected", int64(res.Rejected)), record.Int("max_bound_ns", maxBound),
 		record.Int("models_undelivered", undelivered),
 	}})
+	if undelivered == 0 {
+		s.giveLog.ok()
+	}
 	if maxBound > int64(s.cfg.MaxBound) {
 		s.boundExceeded.Add(1)
 	}
@@ -278,7 +368,7 @@ func (s *hcaSource) reach(ctx context.Context, r int) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("rank %d does not answer (down, another key, or another peer list): %w", r, err)
+	return &errNoAnswer{rank: r, err: err}
 }
 
 // give sends rank r its model, up to three times.
