@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,7 +103,7 @@ func buildHCASource(env *Env) ([]Source, error) {
 		ring *= 2
 	}
 	s.EventSource, err = NewEventSource(EventSourceConfig[pendingRecord]{Name: "hca", Interval: c.Interval, Ring: ring,
-		Producer: ProducerFunc[pendingRecord](s.produce), Emit: emitPending, After: s.after, Self: s.selfFields,
+		Producer: ProducerFunc[pendingRecord](s.produce), Emit: emitPending, Self: s.selfFields,
 		Close: func() error { return s.ep.Close() }})
 	if err != nil {
 		return nil, err
@@ -157,12 +158,9 @@ func (s *hcaSource) produce(ctx context.Context, _ *EventQueue[pendingRecord]) e
 	return err
 }
 
-// after returns nothing: failed rounds are the driver's to log and the
-// self-metrics' to show (round_error), not a failed collection.
-func (s *hcaSource) after(*Batch, int) error { return nil }
-
 // selfFields are the endpoint's counters and the source's own; the event
-// source adds the ring's, the agent last_error.
+// source adds the ring's, the agent last_error (collections only: a failed
+// round is no failed collection, its class is round_error).
 func (s *hcaSource) selfFields() []record.Field {
 	st := s.ep.Stats()
 	f := []record.Field{
@@ -331,13 +329,15 @@ func (s *hcaSource) round(ctx context.Context, net *hca.PeerNetwork, round int64
 	}
 	end := s.global.Now()
 	rt, _ := timebase.Realtime.Now()
-	var undelivered, maxBound int64
+	var maxBound int64
+	var undelivered []string // ranks
+	var giveErrs []error
 	for r := 1; r < s.n; r++ {
 		m := res.Models[r]
 		if err := s.give(ctx, r, round, m); err != nil {
-			undelivered++
+			undelivered = append(undelivered, strconv.Itoa(r))
+			giveErrs = append(giveErrs, err)
 			s.modelsUndelivered.Add(1)
-			s.giveLog.failed("rank "+strconv.Itoa(r)+" does not acknowledge its model", err)
 		}
 		x := end + m.Intercept // rank r's clock, near enough for a bound
 		maxBound = max(maxBound, hca.Bound(m, x))
@@ -348,10 +348,12 @@ func (s *hcaSource) round(ctx context.Context, net *hca.PeerNetwork, round int64
 		record.Int("round", round), record.Int("nodes", int64(s.n)), record.Int("duration_ns", res.DurationNS),
 		record.Int("messages", res.Messages), record.Int("exchanges", res.Exchanges), record.Int("lost", res.Lost),
 		record.Int("rejected", int64(res.Rejected)), record.Int("max_bound_ns", maxBound),
-		record.Int("models_undelivered", undelivered),
+		record.Int("models_undelivered", int64(len(undelivered))),
 	}})
-	if undelivered == 0 {
+	if len(undelivered) == 0 {
 		s.giveLog.ok()
+	} else {
+		s.giveLog.failed("ranks "+strings.Join(undelivered, ", ")+" do not acknowledge their models", errors.Join(giveErrs...))
 	}
 	if maxBound > int64(s.cfg.MaxBound) {
 		s.boundExceeded.Add(1)
