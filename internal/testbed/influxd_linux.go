@@ -87,6 +87,17 @@ type Influxd struct {
 // removed when the test ends.
 func StartInfluxd(t testing.TB, db string) *Influxd {
 	t.Helper()
+	return StartInfluxdWith(t, db, InfluxdOptions{})
+}
+
+// InfluxdOptions are the influxd settings a test may change.
+type InfluxdOptions struct {
+	MaxBodySize int // [http] max-body-size in bytes: larger writes get 413 (0: no limit)
+}
+
+// StartInfluxdWith is StartInfluxd with options.
+func StartInfluxdWith(t testing.TB, db string, o InfluxdOptions) *Influxd {
+	t.Helper()
 	i := &Influxd{t: t, bin: InfluxdBinary(t), dir: t.TempDir(), port: FreePort(t)}
 	i.URL = fmt.Sprintf("http://127.0.0.1:%d", i.port)
 	conf := fmt.Sprintf(`reporting-disabled = true
@@ -103,14 +114,14 @@ bind-address = "127.0.0.1:%d"
   flux-enabled = true
   log-enabled = false
   auth-enabled = false
-  max-body-size = 0
+  max-body-size = %d
 [monitor]
   store-enabled = false
 [continuous_queries]
   enabled = false
 [logging]
   level = "warn"
-`, FreePort(t), filepath.Join(i.dir, "meta"), filepath.Join(i.dir, "data"), filepath.Join(i.dir, "wal"), i.port)
+`, FreePort(t), filepath.Join(i.dir, "meta"), filepath.Join(i.dir, "data"), filepath.Join(i.dir, "wal"), i.port, o.MaxBodySize)
 	if err := os.WriteFile(filepath.Join(i.dir, "influxd.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
