@@ -1,6 +1,9 @@
 package record
 
-import "strconv"
+import (
+	"strconv"
+	"unsafe"
+)
 
 // Record is one InfluxDB point. TimeNS is UTC (CLOCK_REALTIME) nanoseconds, the
 // only time InfluxDB indexes by; times in other clock domains travel as fields
@@ -93,4 +96,29 @@ func (r Record) Field(key string) (Field, bool) {
 		}
 	}
 	return Field{}, false
+}
+
+// MemBytes bounds the memory r holds: the record, its tag and field arrays
+// and the bytes of every string, each allocation rounded up as the Go
+// allocator's size classes do (by at most an eighth, plus 16 bytes). A string
+// shared with other records is counted again, so a sum over records never
+// falls short.
+func (r *Record) MemBytes() int {
+	n := int(unsafe.Sizeof(*r)) + alloc(len(r.Measurement)) +
+		alloc(cap(r.Tags)*int(unsafe.Sizeof(Tag{}))) + alloc(cap(r.Fields)*int(unsafe.Sizeof(Field{})))
+	for _, t := range r.Tags {
+		n += alloc(len(t.Key)) + alloc(len(t.Value))
+	}
+	for i := range r.Fields {
+		n += alloc(len(r.Fields[i].Key)) + alloc(len(r.Fields[i].S))
+	}
+	return n
+}
+
+// alloc is n bytes rounded up past the allocator's size class.
+func alloc(n int) int {
+	if n == 0 {
+		return 0
+	}
+	return n + n/8 + 16
 }
