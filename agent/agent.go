@@ -26,12 +26,14 @@ type Agent struct {
 	host        string
 	start       int64
 
-	queue        chan []record.Record
+	queue        *recordQueue
 	batches      atomic.Uint64
 	droppedBatch atomic.Uint64
 	droppedRecs  atomic.Uint64
 	written      atomic.Uint64
 	writeErrors  atomic.Uint64
+	writeLog     changeLog   // the outputs' failures (writer goroutine only)
+	draining     atomic.Bool // the sources have stopped: the last batches wait for room
 }
 
 // running is a source with its self-metrics.
@@ -45,11 +47,8 @@ type running struct {
 	mu          sync.Mutex
 	lastErr     string
 	self        []record.Field // the source's SelfFields, taken on its own goroutine
+	log         changeLog      // what of its failures is logged (its collecting goroutine only)
 }
-
-// queueBatches is how many batches may wait for the sink; beyond that a batch is
-// dropped and counted rather than making a source wait.
-const queueBatches = 256
 
 // New opens the outputs and builds the sources of cfg. The agent closes both
 // when Run returns.
@@ -73,7 +72,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	a := &Agent{cfg: cfg, log: log, out: out, translators: NewTranslators(), host: host, queue: make(chan []record.Record, queueBatches)}
+	a := &Agent{cfg: cfg, log: log, out: out, translators: NewTranslators(), host: host, queue: newRecordQueue(cfg.Memory.QueueBytes)}
 	env := &Env{Config: &a.cfg, Log: log, Translators: a.translators}
 	if cfg.HCA.Enabled {
 		env.Global = NewGlobalClock(cfg.HCA)
@@ -96,7 +95,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 
 // newWithSources is New with given sources, for tests.
 func newWithSources(cfg Config, log *slog.Logger, out sink.Sink, srcs ...Source) *Agent {
-	a := &Agent{cfg: cfg, log: log, out: out, translators: NewTranslators(), host: cfg.Host, queue: make(chan []record.Record, queueBatches)}
+	a := &Agent{cfg: cfg, log: log, out: out, translators: NewTranslators(), host: cfg.Host, queue: newRecordQueue(cfg.Memory.QueueBytes)}
 	for _, s := range srcs {
 		a.sources = append(a.sources, &running{src: s})
 	}
@@ -174,13 +173,20 @@ func (a *Agent) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { // the only writer to the sink
 		defer close(done)
-		for recs := range a.queue {
+		for {
+			recs, ok := a.queue.get()
+			if !ok {
+				return
+			}
 			a.write(recs)
 		}
 	}()
 	wg.Wait()
 	readers.Wait()
 	// What the readers queued since the last collection is shipped, not lost.
+	// The last batches wait for room in the queue rather than drop: no source
+	// is left to hold up, and the writer never waits for long.
+	a.draining.Store(true)
 	final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	for _, r := range a.sources {
 		if _, ok := r.src.(Runner); ok {
@@ -191,7 +197,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.cfg.SelfMetrics.Enabled {
 		a.enqueue(a.selfMetrics())
 	}
-	close(a.queue)
+	a.queue.close()
 	<-done
 	<-shipped // the shipper reads the spool: stop it before the spool closes
 	return errors.Join(a.closeSources(), a.out.Close())
@@ -203,7 +209,7 @@ func (a *Agent) Run(ctx context.Context) error {
 // unacknowledged batch, which is re-sent after a restart) is said in the
 // returned lines. The process should exit after it; Run may still be running.
 func (a *Agent) Abort() []string {
-	queued := len(a.queue)
+	queued, _ := a.queue.state()
 	var out []string
 	if a.outputs != nil && a.outputs.Spool != nil {
 		if err := a.outputs.Spool.Close(); err != nil {
@@ -246,12 +252,11 @@ func (a *Agent) collect(ctx context.Context, r *running) {
 	default:
 		r.errors.Add(1)
 		r.mu.Lock()
-		first := r.lastErr != err.Error()
 		r.lastErr = err.Error()
 		r.mu.Unlock()
-		if first { // log a changed error once, not every interval
-			a.log.Warn("collection failed", "source", r.src.Name(), "err", err)
-		}
+	}
+	if !errors.Is(err, ErrNoData) {
+		r.log.note(a.log, time.Now(), err, "collection", "source", r.src.Name())
 	}
 	if len(b.Records) > 0 {
 		a.enqueue(b.Records)
@@ -267,24 +272,32 @@ func (a *Agent) collect(ctx context.Context, r *running) {
 	}
 }
 
-// enqueue hands a batch to the writer without waiting.
+// enqueue hands a batch to the writer without waiting; beyond the queue's
+// bound (memory.queue_bytes) the batch is dropped and counted.
 func (a *Agent) enqueue(recs []record.Record) {
-	select {
-	case a.queue <- recs:
-		a.batches.Add(1)
-	default:
-		a.droppedBatch.Add(1)
-		a.droppedRecs.Add(uint64(len(recs)))
+	put := a.queue.put
+	if a.draining.Load() {
+		put = a.queue.putWait
 	}
-}
-
-func (a *Agent) write(recs []record.Record) {
-	if err := a.out.Write(recs); err != nil {
-		a.writeErrors.Add(1)
-		a.log.Warn("output", "err", err)
+	if put(recs) {
+		a.batches.Add(1)
 		return
 	}
-	a.written.Add(uint64(len(recs)))
+	a.droppedBatch.Add(1)
+	a.droppedRecs.Add(uint64(len(recs)))
+}
+
+// write hands a batch to the outputs: the spool first, which never waits,
+// then the optional outputs, each of which queues its own copy or drops it,
+// counted. A failure is counted every time and logged when it changes.
+func (a *Agent) write(recs []record.Record) {
+	err := a.out.Write(recs)
+	if err != nil {
+		a.writeErrors.Add(1)
+	} else {
+		a.written.Add(uint64(len(recs)))
+	}
+	a.writeLog.note(a.log, time.Now(), err, "output")
 }
 
 // selfMetrics returns the agent's own records: one per source and one overall.
@@ -310,12 +323,15 @@ func (a *Agent) selfMetrics() []record.Record {
 	if a.outputs != nil {
 		a.outputs.selfRecords(b, now)
 	}
+	queued, queuedBytes := a.queue.state()
 	b.Add("monagent", now, nil,
 		record.Int("uptime_ns", now-a.start),
 		record.Uint("batches", a.batches.Load()),
 		record.Uint("records_out", a.written.Load()),
 		record.Uint("dropped_batches", a.droppedBatch.Load()),
 		record.Uint("dropped_records", a.droppedRecs.Load()),
+		record.Int("queued_batches", int64(queued)),
+		record.Int("queued_bytes", queuedBytes),
 		record.Uint("output_errors", a.writeErrors.Load()),
 	)
 	return b.Records

@@ -165,16 +165,24 @@ func TestAgentCountsDropsInsteadOfBlocking(t *testing.T) {
 	cfg.SelfMetrics.Enabled = false
 	src := &countingSource{name: "fast"}
 	out := &blockedSink{release: make(chan struct{})}
+	cfg.Memory.QueueBytes = 1 << 20
 	a := newWithSources(cfg, quietLog(), out, src)
-	// Fill the queue far beyond its size without a writer.
-	for i := 0; i < queueBatches+50; i++ {
+	// Fill the queue beyond its bound in bytes without a writer: each batch
+	// is one record of one size, so exactly the batches beyond it drop.
+	b := &Batch{}
+	b.Add("tick", 1, []record.Tag{{Key: "source", Value: "fast"}}, record.Int("n", 1))
+	fit := int(cfg.Memory.QueueBytes / batchBytes(b.Records))
+	for i := 0; i < fit+50; i++ {
 		a.collect(context.Background(), a.sources[0])
 	}
 	if got := a.droppedBatch.Load(); got != 50 {
-		t.Fatalf("dropped %d batches, want 50", got)
+		t.Fatalf("dropped %d batches, want 50 (%d fit)", got, fit)
 	}
 	if got := a.droppedRecs.Load(); got != 50 {
 		t.Fatalf("dropped %d records, want 50", got)
+	}
+	if n, bytes := a.queue.state(); n != fit || bytes > cfg.Memory.QueueBytes {
+		t.Fatalf("%d batches, %d bytes queued; want %d within %d", n, bytes, fit, cfg.Memory.QueueBytes)
 	}
 	close(out.release)
 }

@@ -32,6 +32,7 @@ type Config struct {
 	Spool       SpoolConfig       `yaml:"spool"`
 	Influx      InfluxConfig      `yaml:"influx"`
 	SelfMetrics SelfMetricsConfig `yaml:"self_metrics"`
+	Memory      MemoryConfig      `yaml:"memory"`
 
 	// src is the file the configuration was parsed from (nil for Default),
 	// so that checks run after Parse (Preflight, Board) name file and line.
@@ -93,6 +94,7 @@ func sections() []section {
 		{key: "spool", of: func(c *Config) sectionConfig { return &c.Spool }},
 		{key: "influx", of: func(c *Config) sectionConfig { return &c.Influx }, fatal: true},
 		{key: "self_metrics", of: func(c *Config) sectionConfig { return &c.SelfMetrics }},
+		{key: "memory", of: func(c *Config) sectionConfig { return &memoryCheck{c} }},
 	}
 }
 

@@ -96,9 +96,7 @@ func (x *ExttsConfig) check(p *problems) {
 	if len(x.Channels) == 0 {
 		p.add("extts.channels", "list at least one channel")
 	}
-	if x.Ring < 1 || x.Ring&(x.Ring-1) != 0 {
-		p.add("extts.ring", "%d is not a power of two", x.Ring)
-	}
+	p.ring("extts.ring", x.Ring)
 	chans, pins := map[int]int{}, map[int]int{}
 	for i, c := range x.Channels {
 		key := fmt.Sprintf("extts.channels[%d]", i)

@@ -206,9 +206,7 @@ func (g *GPIOConfig) check(p *problems) {
 		if c.Buffer < 1 || c.Buffer > gpio.MaxEventBufferSize {
 			p.add(key+".buffer", "%d events: 1 to %d (the kernel's limit)", c.Buffer, gpio.MaxEventBufferSize)
 		}
-		if c.Ring < 1 || c.Ring&(c.Ring-1) != 0 {
-			p.add(key+".ring", "%d is not a power of two", c.Ring)
-		}
+		p.ring(key+".ring", c.Ring)
 		offsets := map[int]int{}
 		for j, l := range c.Lines {
 			lk := fmt.Sprintf("%s.lines[%d]", key, j)

@@ -73,9 +73,7 @@ func (m *MarkerConfig) check(ps *problems) {
 	} else if mode&0o200 == 0 {
 		ps.add("marker.mode", "%s: the owner (the agent) cannot write it: no one could send markers", m.Mode)
 	}
-	if m.Ring < 1 || m.Ring&(m.Ring-1) != 0 {
-		ps.add("marker.ring", "%d is not a power of two", m.Ring)
-	}
+	ps.ring("marker.ring", m.Ring)
 	if m.MaxSeries < 1 {
 		ps.add("marker.max_series", "must be at least 1, got %d", m.MaxSeries)
 	}

@@ -93,9 +93,7 @@ func (p *PPSConfig) check(ps *problems) {
 		if !d.Assert && !d.Clear {
 			ps.add(key, "neither assert nor clear: ship at least one edge")
 		}
-		if d.Ring < 1 || d.Ring&(d.Ring-1) != 0 {
-			ps.add(key+".ring", "%d is not a power of two", d.Ring)
-		}
+		ps.ring(key+".ring", d.Ring)
 	}
 }
 

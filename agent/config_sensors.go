@@ -101,9 +101,7 @@ func (s *SensorsConfig) check(p *problems) {
 		if b.Length < 1 {
 			p.add(key+".length", "must be positive, got %d", b.Length)
 		}
-		if b.Ring < 1 || b.Ring&(b.Ring-1) != 0 {
-			p.add(key+".ring", "%d is not a power of two", b.Ring)
-		}
+		p.ring(key+".ring", b.Ring)
 	}
 }
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
+	"sync"
 	"time"
 
 	"github.com/monagent/monagent/record"
@@ -13,36 +13,43 @@ import (
 	"github.com/monagent/monagent/sink/spool"
 )
 
-// Outputs are where records go: standard output, a line-protocol file, the
-// durable spool, and the InfluxDB shipper that drains the spool.
+// Outputs are where records go: the durable spool, the InfluxDB shipper that
+// drains it, and the optional outputs (standard output, a line-protocol
+// file). The spool is written first and never waits; each optional output
+// queues its own copy, bounded by memory.output_queue_bytes, and drops it,
+// counted, when its reader is slow or gone, so it never holds up the spool.
 type Outputs struct {
-	Sink    sink.Sink
-	Files   []*sink.Writer
-	Spool   *spool.Spool
-	Shipper *influx.Shipper
+	Sink     sink.Sink      // the outputs as one sink (the spool first)
+	Optional []*sink.Queued // stdout, output.file
+	Spool    *spool.Spool
+	Shipper  *influx.Shipper
 
 	log          *slog.Logger
 	lastSpoolErr string // the spool's flush failure last logged (self-metrics goroutine only)
+	// Each optional output's drops seen at the last self-metrics, and what of
+	// them is logged (self-metrics goroutine only).
+	optDropped []uint64
+	optLog     []changeLog
 }
 
 // OpenOutputs opens the outputs cfg asks for.
 func OpenOutputs(cfg *Config) (*Outputs, error) {
 	o := &Outputs{}
-	var m sink.Multi
+	o.Sink = (*outputSink)(o)
 	fail := func(err error) (*Outputs, error) {
-		m.Close()
+		o.Close()
 		return nil, err
 	}
+	qb := int(cfg.Memory.OutputQueueBytes)
 	if cfg.Output.Stdout {
-		m = append(m, sink.NewWriter("stdout", os.Stdout))
+		o.Optional = append(o.Optional, sink.Stdout(qb))
 	}
 	if cfg.Output.File != "" {
-		f, err := sink.OpenFile(cfg.Output.File)
+		f, err := sink.OpenFile(cfg.Output.File, qb)
 		if err != nil {
 			return fail(keyErr("output.file", "%v", err))
 		}
-		m = append(m, f)
-		o.Files = append(o.Files, f)
+		o.Optional = append(o.Optional, f)
 	}
 	if cfg.Spool.Enabled {
 		sc := cfg.Spool
@@ -54,7 +61,6 @@ func OpenOutputs(cfg *Config) (*Outputs, error) {
 		if err != nil {
 			return fail(keyErr("spool.dir", "%v", err))
 		}
-		m = append(m, sp)
 		o.Spool = sp
 		if cfg.Influx.Enabled {
 			ic := cfg.Influx
@@ -73,8 +79,47 @@ func OpenOutputs(cfg *Config) (*Outputs, error) {
 			o.Shipper = sh
 		}
 	}
-	o.Sink = m
 	return o, nil
+}
+
+// outputSink writes to the outputs: the spool, then each optional output.
+type outputSink Outputs
+
+// Write implements sink.Sink. Neither the spool nor an optional output waits.
+// An error says what the spool refused or what could not be encoded; an
+// optional output's full queue is its own drop, counted in its stats and
+// logged by state (selfRecords), not an output error of every batch.
+func (s *outputSink) Write(recs []record.Record) error {
+	var errs []error
+	if s.Spool != nil {
+		errs = append(errs, s.Spool.Write(recs))
+	}
+	for _, q := range s.Optional {
+		if err := q.Write(recs); !errors.Is(err, sink.ErrQueueFull) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close implements sink.Sink: the optional outputs get their grace
+// (sink.CloseGrace) together, then the spool writes and fsyncs what it
+// holds.
+func (s *outputSink) Close() error {
+	errs := make([]error, len(s.Optional)+1)
+	var wg sync.WaitGroup
+	for i, q := range s.Optional {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = q.Close()
+		}()
+	}
+	wg.Wait()
+	if s.Spool != nil {
+		errs[len(s.Optional)] = s.Spool.Close()
+	}
+	return errors.Join(errs...)
 }
 
 // SetLogger gives the shipper a logger for its state changes (401, database
@@ -90,9 +135,13 @@ func (o *Outputs) SetLogger(l *slog.Logger) {
 // only when it is configured.
 func (o *Outputs) Summary() []string {
 	var out []string
-	for _, f := range o.Files {
-		st := f.Stats()
-		out = append(out, fmt.Sprintf("wrote %d records (%d bytes) to %s", st.Records, st.Bytes, f.Name()))
+	for _, q := range o.Optional {
+		st := q.Stats()
+		line := fmt.Sprintf("wrote %d records (%d bytes) to %s", st.Written, st.Bytes, q.Name())
+		if lost := st.DroppedFull + st.DroppedError + st.DroppedClose; lost > 0 {
+			line += fmt.Sprintf("; %d not written (queue full %d, write errors %d, at close %d)", lost, st.DroppedFull, st.DroppedError, st.DroppedClose)
+		}
+		out = append(out, line)
 	}
 	if o.Spool != nil {
 		st := o.Spool.Stats()
@@ -118,9 +167,7 @@ func (o *Outputs) Summary() []string {
 }
 
 // Close flushes and closes every output; the spool fsyncs what it holds.
-func (o *Outputs) Close() error {
-	return errors.Join(o.Sink.Close())
-}
+func (o *Outputs) Close() error { return o.Sink.Close() }
 
 // selfRecords are the outputs' own counters.
 func (o *Outputs) selfRecords(b *Batch, now int64) {
@@ -150,6 +197,33 @@ func (o *Outputs) selfRecords(b *Batch, now int64) {
 			record.Uint("fsyncs", st.Fsyncs),
 			record.Int("spool_bytes", st.Bytes),
 			record.Int("segments", int64(st.Segments)),
+		)
+	}
+	if o.optLog == nil {
+		o.optDropped, o.optLog = make([]uint64, len(o.Optional)), make([]changeLog, len(o.Optional))
+	}
+	for i, q := range o.Optional {
+		st := q.Stats()
+		// A slow reader is a state, logged when it starts and ends (an
+		// interval with no new drop), not once per dropped batch.
+		var slow error
+		if d := st.DroppedFull + st.DroppedError; d > o.optDropped[i] {
+			slow = fmt.Errorf("%d records not written since the last interval (its reader is slower than the records, or writing fails: %s); the spool has them all", d-o.optDropped[i], st.LastError)
+			o.optDropped[i] = d
+		}
+		if o.log != nil {
+			o.optLog[i].note(o.log, time.Unix(0, now), slow, "output "+q.Name())
+		}
+		b.Add("monagent_output", now, []record.Tag{{Key: "output", Value: q.Name()}},
+			record.Uint("written", st.Written),
+			record.Uint("bytes", st.Bytes),
+			record.Uint("rejected", st.Rejected),
+			record.Uint("dropped_full", st.DroppedFull),
+			record.Uint("dropped_error", st.DroppedError),
+			record.Uint("dropped_close", st.DroppedClose),
+			record.Uint("write_errors", st.WriteErrors),
+			record.Int("queued_bytes", st.QueuedBytes),
+			record.String("last_error", st.LastError),
 		)
 	}
 	if o.Shipper != nil {

@@ -56,6 +56,9 @@ func checkFiles(w io.Writer, files []string) error {
 			continue
 		}
 		fmt.Fprintf(w, "%s: ok\n", f)
+		if cfg, err := agent.Load(f); err == nil {
+			fmt.Fprintf(w, "%s: %s; memory.limit %.0f MiB\n", f, cfg.MemoryNeed(), float64(cfg.Memory.Limit)/(1<<20))
+		}
 	}
 	if len(failed) > 0 {
 		return usageError(fmt.Sprintf("config check: %d of %d %s failed: %s", len(failed), len(files), plural(len(files), "file", "files"), strings.Join(failed, ", ")))

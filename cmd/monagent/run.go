@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -55,6 +56,10 @@ func runCmd(args []string) error {
 		return fileErr(*path, err)
 	}
 	log := newLogger(cfg.Log)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// The runtime collects harder near the limit rather than grow past it.
+		debug.SetMemoryLimit(cfg.Memory.Limit)
+	}
 	a, err := agent.New(cfg, log)
 	if err != nil {
 		return err
@@ -66,7 +71,7 @@ func runCmd(args []string) error {
 		ctx, cancel = context.WithTimeout(ctx, o.duration)
 		defer cancel()
 	}
-	attrs := []any{"version", versionString(), "config", *path, "sources", a.Sources(), "spool", cfg.Spool.Dir}
+	attrs := []any{"version", versionString(), "config", *path, "sources", a.Sources(), "spool", cfg.Spool.Dir, "memory", cfg.MemoryNeed().String()}
 	if cfg.Influx.Enabled {
 		attrs = append(attrs, "influx", cfg.Influx.URL)
 	}

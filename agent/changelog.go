@@ -1,0 +1,74 @@
+package agent
+
+import (
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// summaryEvery is how often a failure that lasts is logged again, with its
+// count: a board's log holds one line per change and a few per hour, not
+// one per attempt (a full disk retried 12 times a second was ~860 k lines a
+// day).
+const summaryEvery = 10 * time.Minute
+
+// changeLog logs a recurring failure when it starts, when its kind changes
+// and when it ends, and a summary at most every summaryEvery while it lasts.
+// The caller counts every occurrence; this only decides what is logged. Not
+// safe for concurrent use: each failing thing has its own, used on one
+// goroutine.
+type changeLog struct {
+	kind    string // errorKind of the current failure, "" when all is well
+	since   time.Time
+	count   uint64
+	lastLog time.Time
+}
+
+// note records the outcome of one attempt (err nil: it worked) and logs what
+// changed. what names the thing that fails ("collection", "output").
+func (c *changeLog) note(log *slog.Logger, now time.Time, err error, what string, attrs ...any) {
+	if err == nil {
+		if c.kind != "" {
+			log.Info(what+" works again", append(attrs, "failures", c.count, "failing_for", now.Sub(c.since).Round(time.Millisecond).String())...)
+		}
+		c.kind, c.count = "", 0
+		return
+	}
+	kind := errorKind(err.Error())
+	if kind != c.kind {
+		if c.kind == "" {
+			c.since, c.count = now, 0
+		}
+		c.kind, c.lastLog = kind, now
+		c.count++
+		log.Warn(what+" failed; every failure is counted, the log says when it changes", append(attrs, "err", err)...)
+		return
+	}
+	c.count++
+	if now.Sub(c.lastLog) >= summaryEvery {
+		c.lastLog = now
+		log.Warn(what+" still failing", append(attrs, "err", err, "failures", c.count, "since", c.since.UTC().Format(time.RFC3339))...)
+	}
+}
+
+// errorKind is an error message with its numbers masked: one fault that
+// carries a count, a sequence number or a port reads the same each time.
+func errorKind(msg string) string {
+	if strings.IndexAny(msg, "0123456789") < 0 {
+		return msg
+	}
+	b := make([]byte, 0, len(msg))
+	digits := false
+	for i := 0; i < len(msg); i++ {
+		if c := msg[i]; c >= '0' && c <= '9' {
+			if !digits {
+				b = append(b, '#')
+			}
+			digits = true
+			continue
+		}
+		digits = false
+		b = append(b, msg[i])
+	}
+	return string(b)
+}

@@ -1,0 +1,196 @@
+package agent
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/monagent/monagent/marker"
+)
+
+// MemoryConfig bounds what the agent holds in memory: the queue between the
+// sources and the outputs, each optional output's queue, and the whole
+// configuration's need, which config check states and run refuses beyond
+// Limit. run also gives Limit to the Go runtime as its soft memory limit
+// (unless GOMEMLIMIT is set), so that the collector works harder rather than
+// let the process grow past it.
+type MemoryConfig struct {
+	// Limit is the most the configuration may need (default 128 MiB, the
+	// MemoryMax of configs/monagent.service, a quarter of a BeagleBone's RAM).
+	Limit int64 `yaml:"limit"`
+	// QueueBytes bounds the records waiting for the outputs (their memory);
+	// a batch beyond it is dropped and counted (monagent dropped_records).
+	QueueBytes int64 `yaml:"queue_bytes"`
+	// OutputQueueBytes bounds, per optional output (stdout, output.file), the
+	// encoded records waiting for it; a slow or stalled output drops its own
+	// copies beyond it, counted (monagent_output dropped_full), and never
+	// holds up the spool.
+	OutputQueueBytes int64 `yaml:"output_queue_bytes"`
+}
+
+func (m *MemoryConfig) defaults() {
+	*m = MemoryConfig{Limit: 128 << 20, QueueBytes: 16 << 20, OutputQueueBytes: 4 << 20}
+}
+
+// MaxRing is the most entries any ring may hold: a million events, more than
+// a minute of a 10 kHz GPIO line between two collections.
+const MaxRing = 1 << 20
+
+// baseMemory is what the agent needs before any buffer: the Go runtime, the
+// binary's code and data, goroutine stacks and the sources' small state
+// (measured: `monagent run` idles at 11-14 MiB of RSS on amd64, see
+// docs/performance.md).
+const baseMemory = 24 << 20
+
+// The bytes each ring entry and its heap hold, upper bounds of the event
+// types' sizes on 64-bit and 32-bit ARM alike (pinned by
+// TestEventSizesWithinTheirBudget).
+const (
+	gpioEventBytes    = 40
+	ppsEventBytes     = 24
+	exttsEventBytes   = 40
+	markerEventBytes  = 192 + marker.MaxLen // the event and its strings
+	scanEventBytes    = 80
+	ptpExchangeBytes  = 104
+	ptpProbeRing      = 4096 // the PTP probe's ring (the event source's default)
+	influxLineBytes   = 512  // a shipped line, generously
+	shipperBatchCopes = 3    // the batch's lines, its request body, its gzip
+)
+
+// spoolMemory is the spool's buffers: the unwritten points it keeps when the
+// disk is slow or full (32 MiB), the producer's buffer and its spare (1 MiB
+// each), the gzip writer's state and the reader's entry buffers.
+const spoolMemory = 32<<20 + 2<<20 + 1<<20 + 2<<20
+
+// MemoryItem is one part of what a configuration needs in memory.
+type MemoryItem struct {
+	Key   string // the configuration key that sets it
+	Bytes int64
+	What  string
+}
+
+// MemoryNeed is what a configuration needs in memory at most, largest part
+// first.
+type MemoryNeed []MemoryItem
+
+// Total is the sum of the parts.
+func (m MemoryNeed) Total() int64 {
+	var t int64
+	for _, it := range m {
+		t += it.Bytes
+	}
+	return t
+}
+
+// String is one line: the total and the largest parts.
+func (m MemoryNeed) String() string {
+	parts := make([]string, 0, 5)
+	for i, it := range m {
+		if i == 4 {
+			parts = append(parts, fmt.Sprintf("%d more", len(m)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", it.Key, mib(it.Bytes), it.What))
+	}
+	return fmt.Sprintf("needs at most %s of memory: %s", mib(m.Total()), strings.Join(parts, ", "))
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// MemoryNeed is what the configuration needs in memory at most: the runtime,
+// every ring, the queues, the spool's buffers and the shipper's batches.
+func (c *Config) MemoryNeed() MemoryNeed {
+	var m MemoryNeed
+	add := func(key string, bytes int64, what string) {
+		if bytes > 0 {
+			m = append(m, MemoryItem{key, bytes, what})
+		}
+	}
+	add("runtime", baseMemory, "runtime, code, goroutines")
+	add("memory.queue_bytes", c.Memory.QueueBytes, "records waiting for the outputs")
+	if c.Output.Stdout {
+		add("output.stdout", 2*c.Memory.OutputQueueBytes, "its queue and the batch being written")
+	}
+	if c.Output.File != "" {
+		add("output.file", 2*c.Memory.OutputQueueBytes, "its queue and the batch being written")
+	}
+	if c.Spool.Enabled {
+		add("spool", spoolMemory, "unwritten points and its buffers")
+		if c.Influx.Enabled {
+			add("influx.batch_points", int64(c.Influx.BatchPoints)*influxLineBytes*shipperBatchCopes, "the batch in flight")
+		}
+	}
+	if c.GPIO.Enabled {
+		for i, ch := range c.GPIO.Chips {
+			add(fmt.Sprintf("gpio.chips[%d].ring", i), int64(ch.Ring)*gpioEventBytes, "edges")
+		}
+	}
+	if c.PPS.Enabled {
+		for i, d := range c.PPS.Devices {
+			add(fmt.Sprintf("pps.devices[%d].ring", i), int64(d.Ring)*ppsEventBytes, "edges")
+		}
+	}
+	if c.Extts.Enabled {
+		add("extts.ring", int64(c.Extts.Ring)*exttsEventBytes, "external timestamps")
+	}
+	if c.Marker.Enabled {
+		add("marker.ring", int64(c.Marker.Ring)*markerEventBytes, "markers")
+	}
+	if c.Sensors.Enabled {
+		for i, b := range c.Sensors.Buffers {
+			add(fmt.Sprintf("sensors.buffers[%d].ring", i), int64(b.Ring)*scanEventBytes, "scans")
+		}
+	}
+	if c.PTP.Enabled && c.PTP.Probe.Enabled {
+		add("ptp.probe", ptpProbeRing*ptpExchangeBytes, "exchanges")
+	}
+	slices.SortStableFunc(m, func(a, b MemoryItem) int {
+		switch {
+		case a.Bytes > b.Bytes:
+			return -1
+		case a.Bytes < b.Bytes:
+			return 1
+		}
+		return 0
+	})
+	return m
+}
+
+// memoryCheck is the memory section's entry in the table: its checks span
+// every section with a buffer.
+type memoryCheck struct{ c *Config }
+
+func (m *memoryCheck) defaults() { m.c.Memory.defaults() }
+
+func (m *memoryCheck) check(p *problems) {
+	mc := m.c.Memory
+	if mc.QueueBytes < 1<<20 {
+		p.add("memory.queue_bytes", "%d is less than 1 MiB: a collection's batch would not fit", mc.QueueBytes)
+	}
+	if mc.OutputQueueBytes < 64<<10 {
+		p.add("memory.output_queue_bytes", "%d is less than 64 KiB: a collection's batch would not fit", mc.OutputQueueBytes)
+	}
+	if mc.Limit < baseMemory {
+		p.add("memory.limit", "%d is less than the runtime alone needs (%s)", mc.Limit, mib(baseMemory))
+		return
+	}
+	need := m.c.MemoryNeed()
+	if need.Total() > mc.Limit {
+		// Named at the largest part that is not the base, the one to lower.
+		key := need[0].Key
+		if key == "runtime" && len(need) > 1 {
+			key = need[1].Key
+		}
+		p.add(key, "the configuration %s, more than memory.limit %s: lower it or raise the limit if the board has the memory", need, mib(mc.Limit))
+	}
+}
+
+// ring checks a ring's size: a power of two, at most MaxRing.
+func (p *problems) ring(key string, n int) {
+	switch {
+	case n < 1 || n&(n-1) != 0:
+		p.add(key, "%d is not a power of two", n)
+	case n > MaxRing:
+		p.add(key, "%d entries is more than the largest ring, %d", n, MaxRing)
+	}
+}
