@@ -1,16 +1,11 @@
 package influx
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,7 +13,6 @@ import (
 	"time"
 
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
-	ihttp "github.com/influxdata/influxdb-client-go/v2/api/http"
 
 	"github.com/monagent/monagent/sink/spool"
 )
@@ -35,14 +29,20 @@ type Config struct {
 	BatchInterval time.Duration // or this long after the first point was ready (default 1 s)
 	Timeout       time.Duration // per request (default 10 s)
 	MinBackoff    time.Duration // first retry delay (default 100 ms)
-	MaxBackoff    time.Duration // cap on retry delay (default 1 s)
+	MaxBackoff    time.Duration // cap on retry delay while the server or network fails (default 1 s)
+	HoldBackoff   time.Duration // cap on retry delay in a configuration state: 401, 403, 404, a held batch (default 30 s)
 	MaxRetryAfter time.Duration // cap on a server's Retry-After (default 60 s)
 	Gzip          bool
 	DeadLetter    string // file rejected lines are appended to ("" = <spool>/deadletter.lp)
 
-	// Logger gets one line per change of the shipper's state (the server's
-	// answer, or a local spool or dead-letter failure); nil logs nothing.
+	// Logger gets a line per change of the shipper's state (the server's
+	// answer, or a local spool or dead-letter failure) and, while writes
+	// fail, a summary every LogSummaryInterval; nil logs nothing.
 	Logger *slog.Logger
+	// LogSummaryInterval is how often a failing shipper says it still fails,
+	// and the window in which at most logBurst changes of one kind are logged
+	// (the others are counted in the next line). Default 10 min.
+	LogSummaryInterval time.Duration
 }
 
 func (c *Config) defaults() {
@@ -64,8 +64,14 @@ func (c *Config) defaults() {
 	if c.MaxBackoff <= 0 {
 		c.MaxBackoff = time.Second
 	}
+	if c.HoldBackoff <= 0 {
+		c.HoldBackoff = max(30*time.Second, c.MaxBackoff)
+	}
 	if c.MaxRetryAfter <= 0 {
 		c.MaxRetryAfter = time.Minute
+	}
+	if c.LogSummaryInterval <= 0 {
+		c.LogSummaryInterval = 10 * time.Minute
 	}
 }
 
@@ -77,10 +83,11 @@ const (
 	StateUnauthorized = "unauthorized" // 401
 	StateForbidden    = "forbidden"    // 403
 	StateNotFound     = "not_found"    // 404: database or bucket missing
-	StateTooLarge     = "too_large"    // 413 for a single line
+	StateBadRequest   = "bad_request"  // a 400 about the request, not its lines (database name, precision, authorization header)
+	StateTooLarge     = "too_large"    // 413 even for pieces the server is not shown to take: the batch is held
 	StateThrottled    = "throttled"    // 429
 	StateServerError  = "server_error" // 408, 5xx
-	StateBadAnswer    = "bad_answer"   // a 400/422 whose body is unreadable or not a known rejection; any other status
+	StateBadAnswer    = "bad_answer"   // an unexpected status; or 400s without a reason to every part of a batch: the batch is held
 )
 
 // Stats are the shipper's counters and state.
@@ -92,8 +99,22 @@ type Stats struct {
 	DeadLettered uint64 // lines rejected for good
 	Requests     uint64
 	Splits       uint64 // batches halved after a 413
-	LastError    string // the last failure (no secrets)
-	LastLatency  time.Duration
+
+	// DeadLettered by the server's reason (they add up to DeadLettered).
+	RejectedSyntax      uint64 // line protocol the server could not parse
+	RejectedSchema      uint64 // field type or schema conflicts
+	RejectedRetention   uint64 // timestamps outside the retention policy
+	RejectedLimit       uint64 // server limits: series, values per tag, columns
+	RejectedTooLarge    uint64 // single lines larger than the server's request limit
+	RejectedUnexplained uint64 // lines isolated by bisecting 400s that gave no reason
+	RejectedOther       uint64
+
+	PartialWrites   uint64 // answers saying the server wrote part of a request and refused the rest
+	IsolateRequests uint64 // requests sent to isolate refused lines (bisection, re-sends without the named lines)
+	HeldBatches     uint64 // times a batch was held because the server refused every part of it without a reason
+	LogSuppressed   uint64 // state changes not logged (more than logBurst in LogSummaryInterval); counted in the next line
+	LastError       string // the last failure (no secrets)
+	LastLatency     time.Duration
 
 	State               string // StateOK or why writes fail now
 	LastStatus          int    // HTTP status of the last answer (0: none, network error)
@@ -132,20 +153,27 @@ func (q spoolQueue) reader() entryReader { return q.NewReader() }
 
 // Shipper drains a spool into InfluxDB.
 type Shipper struct {
-	cfg    Config
-	log    *slog.Logger
-	q      queue
-	rd     entryReader
-	api    writer
-	client influxdb2.Client
+	cfg     Config
+	log     *slog.Logger
+	q       queue
+	rd      entryReader
+	api     writer
+	client  influxdb2.Client
+	safeURL string            // cfg.URL with its password redacted
+	redact  *strings.Replacer // cfg.URL and its user info out of every string the shipper produces
 
-	buf   []byte // the batch being sent
-	batch spool.Batch
-	dead  []byte // lines of the current batch rejected for good, with their causes
-	nDead int
+	buf    []byte // the batch being sent
+	batch  spool.Batch
+	dead   []byte // lines of the current batch rejected for good, with their causes
+	nDead  int
+	deadBy [len(causes)]int // the current batch's dead lines by cause
+	first  answer           // the first refusal of the current batch, for the log
+	capt   capture          // the body of the last request's answer, when not a success
 
 	batches, points, bytes, retries, deadLettered, requests, splits atomic.Uint64
 	readerErrors, ackErrors, deadErrors                             atomic.Uint64
+	partialWrites, isolateRequests, heldBatches, logSuppressed      atomic.Uint64
+	rejected                                                        [len(causes)]atomic.Uint64
 	lastLatency                                                     atomic.Int64
 	lastErr                                                         atomic.Value // string
 
@@ -155,7 +183,17 @@ type Shipper struct {
 	outage     time.Time
 	failures   uint64
 	local      string
+
+	// Used by Run's goroutine only.
+	lastOK                    bool      // the last request was accepted
+	summarized                time.Time // last "still failing" line, or the outage's start
+	srvLog, localLog, deadLog limiter
+	localSince                time.Time
+	localFailures             uint64
 }
+
+// causes index Stats' Rejected* counters.
+var causes = [...]string{causeSyntax, causeSchema, causeRetention, causeLimit, causeTooLarge, causeUnexplained, causeOther}
 
 // New returns a shipper for sp.
 func New(cfg Config, sp *spool.Spool) (*Shipper, error) {
@@ -166,7 +204,7 @@ func New(cfg Config, sp *spool.Spool) (*Shipper, error) {
 	opts := influxdb2.DefaultOptions().
 		SetPrecision(time.Nanosecond).
 		SetUseGZip(cfg.Gzip).
-		SetHTTPRequestTimeout(uint(max(1, cfg.Timeout/time.Second))).
+		SetHTTPClient(httpClient(cfg)).
 		SetLogLevel(0)
 	client := influxdb2.NewClientWithOptions(cfg.URL, cfg.Token, opts)
 	s := newShipper(cfg, spoolQueue{sp}, client.WriteAPIBlocking(cfg.Org, cfg.Bucket))
@@ -180,6 +218,7 @@ func newShipper(cfg Config, q queue, w writer) *Shipper {
 		cfg.DeadLetter = filepath.Join(q.Dir(), "deadletter.lp")
 	}
 	s := &Shipper{cfg: cfg, log: cfg.Logger, q: q, api: w, state: StateOK, local: "ok"}
+	s.safeURL, s.redact = redactor(cfg.URL)
 	s.lastErr.Store("")
 	return s
 }
@@ -197,6 +236,11 @@ func (s *Shipper) Stats() Stats {
 		DeadLettered: s.deadLettered.Load(), Requests: s.requests.Load(), Splits: s.splits.Load(),
 		LastError: s.lastErr.Load().(string), LastLatency: time.Duration(s.lastLatency.Load()),
 		ReaderErrors: s.readerErrors.Load(), AckErrors: s.ackErrors.Load(), DeadLetterErrors: s.deadErrors.Load(),
+		RejectedSyntax: s.rejected[0].Load(), RejectedSchema: s.rejected[1].Load(), RejectedRetention: s.rejected[2].Load(),
+		RejectedLimit: s.rejected[3].Load(), RejectedTooLarge: s.rejected[4].Load(), RejectedUnexplained: s.rejected[5].Load(),
+		RejectedOther: s.rejected[6].Load(),
+		PartialWrites: s.partialWrites.Load(), IsolateRequests: s.isolateRequests.Load(), HeldBatches: s.heldBatches.Load(),
+		LogSuppressed: s.logSuppressed.Load(),
 	}
 	s.mu.Lock()
 	st.State, st.LastStatus, st.ConsecutiveFailures, st.LocalState = s.state, s.lastStatus, s.failures, s.local
@@ -228,17 +272,18 @@ func (s *Shipper) Run(ctx context.Context) error {
 			s.localFailed("spool_read", fmt.Errorf("influx: reading the spool: %w", err))
 			s.rd.Close()
 			s.rd = nil
-			s.pause(ctx, &readBackoff)
+			s.pause(ctx, &readBackoff, s.cfg.MaxBackoff)
 			continue
 		}
 		readBackoff = 0
-		dead, err := s.send(ctx, s.buf, s.batch.Points)
+		err := s.deliver(ctx)
 		if err == nil {
 			err = s.flushDead(ctx)
 		}
 		if err != nil {
 			break // ctx is done
 		}
+		dead := s.nDead
 		for {
 			err := s.q.Ack(s.batch, dead)
 			if err == nil {
@@ -246,7 +291,7 @@ func (s *Shipper) Run(ctx context.Context) error {
 			}
 			s.ackErrors.Add(1)
 			s.localFailed("spool_ack", fmt.Errorf("influx: acknowledging seq %d-%d: %w", s.batch.FirstSeq, s.batch.LastSeq, err))
-			if !s.pause(ctx, &ackBackoff) {
+			if !s.pause(ctx, &ackBackoff, s.cfg.MaxBackoff) {
 				return nil
 			}
 		}
@@ -259,12 +304,16 @@ func (s *Shipper) Run(ctx context.Context) error {
 	return nil
 }
 
-// pause sleeps the next step of a capped exponential backoff; false when ctx
-// ended first.
-func (s *Shipper) pause(ctx context.Context, backoff *time.Duration) bool {
-	*backoff = min(max(2**backoff, s.cfg.MinBackoff), s.cfg.MaxBackoff)
-	delay := *backoff/2 + rand.N(*backoff/2+1)
-	t := time.NewTimer(delay)
+// pause sleeps the next step of an exponential backoff capped at limit; false
+// when ctx ended first.
+func (s *Shipper) pause(ctx context.Context, backoff *time.Duration, limit time.Duration) bool {
+	*backoff = min(max(2**backoff, s.cfg.MinBackoff), limit)
+	return sleep(ctx, *backoff/2+rand.N(*backoff/2+1))
+}
+
+// sleep waits d; false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -322,305 +371,4 @@ func (s *Shipper) collect(ctx context.Context) error {
 		s.batch.Points += int(e.Points)
 	}
 	return nil
-}
-
-// send delivers lines, retrying whatever may succeed later, halving batches the
-// server finds too large and bisecting batches it rejects for good. Rejected
-// lines are gathered in s.dead; it returns how many. The only error is ctx's.
-func (s *Shipper) send(ctx context.Context, lines []byte, points int) (int, error) {
-	var backoff time.Duration
-	for {
-		err := s.write(ctx, lines)
-		if err == nil {
-			s.succeeded()
-			return 0, nil
-		}
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
-		}
-		s.lastErr.Store(err.Error())
-		c := classify(err)
-		switch {
-		case c.reject:
-			s.succeeded() // the server is there and judged the lines
-			if points <= 1 {
-				s.rejectLine(lines, err)
-				return points, nil
-			}
-			return s.halves(ctx, lines, points)
-		case c.status == 413 && points > 1:
-			s.splits.Add(1)
-			return s.halves(ctx, lines, points)
-		}
-		s.failed(c, err)
-		s.retries.Add(1)
-		if c.retryAfter > 0 {
-			backoff = min(c.retryAfter, s.cfg.MaxRetryAfter)
-			t := time.NewTimer(backoff)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return 0, ctx.Err()
-			case <-t.C:
-			}
-			backoff = s.cfg.MaxBackoff / 2
-			continue
-		}
-		if !s.pause(ctx, &backoff) {
-			return 0, ctx.Err()
-		}
-	}
-}
-
-// halves sends each half of lines on its own.
-func (s *Shipper) halves(ctx context.Context, lines []byte, points int) (int, error) {
-	half := points / 2
-	cut := 0
-	for i := 0; i < half; i++ {
-		cut += bytes.IndexByte(lines[cut:], '\n') + 1
-	}
-	a, err := s.send(ctx, lines[:cut], half)
-	if err != nil {
-		return a, err
-	}
-	b, err := s.send(ctx, lines[cut:], points-half)
-	return a + b, err
-}
-
-func (s *Shipper) write(ctx context.Context, lines []byte) error {
-	rctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
-	start := time.Now()
-	s.requests.Add(1)
-	err := s.api.WriteRecord(rctx, string(lines))
-	s.lastLatency.Store(int64(time.Since(start)))
-	return err
-}
-
-// rejectLine keeps a line the server rejected for good, with its cause, for
-// flushDead.
-func (s *Shipper) rejectLine(line []byte, cause error) {
-	msg := strings.ReplaceAll(cause.Error(), "\n", " ")
-	s.dead = fmt.Appendf(s.dead, "# %s rejected: %s\n", time.Now().UTC().Format(time.RFC3339Nano), msg)
-	s.dead = append(s.dead, line...)
-	if len(line) > 0 && line[len(line)-1] != '\n' {
-		s.dead = append(s.dead, '\n')
-	}
-	s.nDead++
-}
-
-// flushDead appends the batch's rejected lines to the dead-letter file with
-// one fsync, retrying until it succeeds or ctx ends: the batch is acknowledged
-// only once its rejected lines are safe.
-func (s *Shipper) flushDead(ctx context.Context) error {
-	if s.nDead == 0 {
-		return nil
-	}
-	var backoff time.Duration
-	for {
-		err := appendSync(s.cfg.DeadLetter, s.dead)
-		if err == nil {
-			break
-		}
-		s.deadErrors.Add(1)
-		s.localFailed("dead_letter", err)
-		if !s.pause(ctx, &backoff) {
-			return ctx.Err()
-		}
-	}
-	s.deadLettered.Add(uint64(s.nDead))
-	s.dead, s.nDead = s.dead[:0], 0
-	return nil
-}
-
-// appendSync appends b to path and fsyncs it; on failure it cuts the file back
-// so that a retry does not repeat lines. The file is opened per call, so a
-// replay can move it aside while the agent runs.
-func appendSync(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("influx dead-letter %s: %w", path, err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("influx dead-letter %s: %w", path, err)
-	}
-	if _, err = f.Write(b); err == nil {
-		err = f.Sync()
-	}
-	if err != nil {
-		f.Truncate(st.Size())
-		return fmt.Errorf("influx dead-letter %s: %w", path, err)
-	}
-	return nil
-}
-
-// answer is what a failed write means.
-type answer struct {
-	status     int           // HTTP status; 0 when none came
-	state      string        // the server state it puts the shipper in
-	reject     bool          // the server rejected lines of the batch for good
-	retryAfter time.Duration // the server's Retry-After
-	msg        string        // the server's message
-}
-
-// rejection are the messages of InfluxDB 1.x, 2.x and 3.x that say lines of a
-// batch were refused for what they are (not for who sent them or where).
-var rejection = []string{
-	"partial write", "field type conflict", "unable to parse", "bad timestamp",
-	"invalid field", "missing field", "missing tag", "invalid number", "invalid boolean",
-	"unbalanced quotes", "invalid line protocol", "failed to parse", "parsing failed",
-}
-
-// classify says what a failed write means. Only a 400 or 422 whose body names
-// a rejection of lines is the batch's fault; everything else is the server's or
-// the network's, and is retried.
-func classify(err error) answer {
-	var he *ihttp.Error
-	if !errors.As(err, &he) {
-		a := answer{state: StateBadAnswer, msg: err.Error()}
-		if isNetwork(err) {
-			a.state = StateUnreachable
-		}
-		if isTLS(err) {
-			a.state = StateTLS
-		}
-		return a
-	}
-	a := answer{status: he.StatusCode, msg: strings.TrimSpace(he.Code + " " + he.Message)}
-	if he.RetryAfter > 0 {
-		a.retryAfter = time.Duration(he.RetryAfter) * time.Second
-	}
-	if he.StatusCode == 0 {
-		a.msg = err.Error()
-		a.state = StateUnreachable
-		if isTLS(err) {
-			a.state = StateTLS
-		}
-		return a
-	}
-	switch st := he.StatusCode; {
-	case st == 400 || st == 422:
-		a.state = StateBadAnswer
-		if he.Err == nil { // the body was read and decoded
-			m := strings.ToLower(he.Message + " " + he.Code)
-			for _, r := range rejection {
-				if strings.Contains(m, r) {
-					a.reject = true
-				}
-			}
-		} else {
-			a.msg = fmt.Sprintf("%d with an unreadable body: %v", st, he.Err)
-		}
-	case st == 401:
-		a.state = StateUnauthorized
-	case st == 403:
-		a.state = StateForbidden
-	case st == 404:
-		a.state = StateNotFound
-	case st == 413:
-		a.state = StateTooLarge
-	case st == 429:
-		a.state = StateThrottled
-	case st == 408 || st >= 500:
-		a.state = StateServerError
-	default:
-		a.state = StateBadAnswer
-	}
-	return a
-}
-
-func isNetwork(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded)
-}
-
-func isTLS(err error) bool {
-	var (
-		rec  tls.RecordHeaderError
-		cv   *tls.CertificateVerificationError
-		ua   x509.UnknownAuthorityError
-		hn   x509.HostnameError
-		inv  x509.CertificateInvalidError
-		alrt tls.AlertError
-	)
-	return errors.As(err, &rec) || errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn) ||
-		errors.As(err, &inv) || errors.As(err, &alrt) || strings.Contains(err.Error(), "tls: ")
-}
-
-// succeeded records an answer from a working server, logging the recovery.
-func (s *Shipper) succeeded() {
-	s.mu.Lock()
-	was, outage := s.state, s.outage
-	s.state, s.outage, s.failures, s.lastStatus = StateOK, time.Time{}, 0, 204
-	s.mu.Unlock()
-	if was != StateOK && s.log != nil {
-		backlog := s.q.Stats().Pending
-		s.log.Info(fmt.Sprintf("InfluxDB reachable again after %v, %d points waiting", time.Since(outage).Round(time.Millisecond), backlog),
-			"url", s.cfg.URL, "was", was, "outage_ns", int64(time.Since(outage)), "backlog_points", backlog)
-	}
-}
-
-// failed records a failed attempt, logging when the state changes.
-func (s *Shipper) failed(a answer, err error) {
-	s.mu.Lock()
-	was := s.state
-	s.state, s.lastStatus = a.state, a.status
-	s.failures++
-	if s.outage.IsZero() {
-		s.outage = time.Now()
-	}
-	s.mu.Unlock()
-	if was == a.state || s.log == nil {
-		return
-	}
-	s.log.Error(s.advice(a), "url", s.cfg.URL, "state", a.state, "status", a.status, "err", err)
-}
-
-// advice is the one loud line for a new state: the cause and the fix.
-func (s *Shipper) advice(a answer) string {
-	switch a.state {
-	case StateUnauthorized:
-		return "InfluxDB answered 401 Unauthorized: check influx.token_file / influx.token_env; retrying"
-	case StateForbidden:
-		return fmt.Sprintf("InfluxDB answered 403 Forbidden: the token may not write to bucket %q; give it write permission or fix influx.token_file / influx.token_env; retrying", s.cfg.Bucket)
-	case StateNotFound:
-		return fmt.Sprintf("InfluxDB answered 404: database/bucket not found: create it or fix influx.bucket (%q); retrying (%s)", s.cfg.Bucket, a.msg)
-	case StateUnreachable:
-		return fmt.Sprintf("InfluxDB unreachable at %s: %s; retrying", s.cfg.URL, a.msg)
-	case StateTLS:
-		return fmt.Sprintf("TLS with InfluxDB at %s failed: %s; check the server certificate and influx.url; retrying", s.cfg.URL, a.msg)
-	case StateTooLarge:
-		return "InfluxDB answered 413 Request Entity Too Large for a single line: raise the server's request size limit; retrying"
-	case StateThrottled:
-		return "InfluxDB answered 429 Too Many Requests: writes are throttled; retrying"
-	case StateServerError:
-		return fmt.Sprintf("InfluxDB answered %d: server error (%s); retrying", a.status, a.msg)
-	default:
-		return fmt.Sprintf("InfluxDB answered %d with an answer that does not reject lines (%s): retrying rather than dropping data", a.status, a.msg)
-	}
-}
-
-// localFailed records a failing local step (reading the spool, acknowledging,
-// writing the dead-letter file), logging when it changes.
-func (s *Shipper) localFailed(step string, err error) {
-	s.lastErr.Store(err.Error())
-	s.mu.Lock()
-	was := s.local
-	s.local = step
-	s.mu.Unlock()
-	if was != step && s.log != nil {
-		s.log.Error("influx shipper: "+step+" failing; backing off and retrying", "err", err)
-	}
-}
-
-func (s *Shipper) localOK() {
-	s.mu.Lock()
-	was := s.local
-	s.local = "ok"
-	s.mu.Unlock()
-	if was != "ok" && s.log != nil {
-		s.log.Info("influx shipper: " + was + " working again")
-	}
 }

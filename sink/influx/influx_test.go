@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,7 @@ type fakeServer struct {
 	mu         sync.Mutex
 	failFirst  int
 	failStatus int
+	refusal    error // the answer to a request with a "bad" line (default: 1.8's partial write)
 	requests   int
 	got        []string
 }
@@ -40,6 +42,9 @@ func (f *fakeServer) WriteRecord(ctx context.Context, lines ...string) error {
 	}
 	body := strings.Join(lines, "\n")
 	if strings.Contains(body, "bad") {
+		if f.refusal != nil {
+			return f.refusal
+		}
 		return &ihttp.Error{StatusCode: 400, Code: "invalid", Message: "partial write: field type conflict: dropped=1"}
 	}
 	for _, l := range strings.Split(strings.TrimSpace(body), "\n") {
@@ -68,6 +73,9 @@ func shipWith(t *testing.T, srv writer, cfg Config, recs []record.Record) (*spoo
 	cfg.MinBackoff = time.Millisecond
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = 5 * time.Millisecond
+	}
+	if cfg.HoldBackoff == 0 {
+		cfg.HoldBackoff = 2 * cfg.MaxBackoff
 	}
 	cfg.BatchInterval = 20 * time.Millisecond
 	sh := newShipper(cfg, spoolQueue{sp}, srv)
@@ -137,41 +145,104 @@ func TestRejectedLinesAreBisectedAndDeadLettered(t *testing.T) {
 	if strings.Count(text, "# ") != 2 || !strings.Contains(text, `bad="17"`) || !strings.Contains(text, `bad="503"`) || !strings.Contains(text, "partial write") {
 		t.Fatalf("dead-letter file:\n%s", text)
 	}
-	if r := srv.requests; r > 60 {
-		t.Fatalf("%d requests to isolate 2 bad lines in 1000", r)
+	if r, max := srv.requests, bisectionBound(1000, 2); r > max {
+		t.Fatalf("%d requests to isolate 2 bad lines in 1000, bound %d", r, max)
 	}
 }
 
+// TestHeldBatchGrows: a batch whose every line is refused without a reason
+// is held; the entries behind it join it, and once the server takes them,
+// the refused line is shown to be at fault and dead-lettered.
+func TestHeldBatchGrows(t *testing.T) {
+	srv := &fakeServer{refusal: &ihttp.Error{StatusCode: 400, Code: "400 Bad Request", Message: "<html>400</html>"}}
+	sp, sh := shipWith(t, srv, Config{URL: "x", Bucket: "b"}, []record.Record{point(0, "bad")})
+	go func() {
+		for sh.Stats().HeldBatches < 3 {
+			time.Sleep(time.Millisecond)
+		}
+		recs := recsN(20)
+		sp.Append(recs[1:])
+	}()
+	runUntil(t, sh, func() bool { st := sp.Stats(); return st.Acknowledged+st.DeadLettered == 20 })
+	if st := sh.Stats(); st.RejectedUnexplained != 1 || len(srv.lines()) != 19 || st.HeldBatches < 3 {
+		t.Fatalf("%+v, server has %d", st, len(srv.lines()))
+	}
+}
+
+// TestBisectionBound (issue 20 item 4): a batch of n lines of which k are
+// refused takes at most 1+2k⌈log2 n⌉ requests: ⌈log2 n⌉+1 rounds per refused
+// line, a round being both halves of one level. Refusals with a reason (1.8's
+// partial write) and without one (a proxy's HTML 400) alike.
+func TestBisectionBound(t *testing.T) {
+	refusals := map[string]error{
+		"reason":    &ihttp.Error{StatusCode: 400, Code: "invalid", Message: "partial write: field type conflict: dropped=1"},
+		"no reason": &ihttp.Error{StatusCode: 400, Code: "400 Bad Request", Message: "<html><h1>400 Bad Request</h1></html>"},
+	}
+	for name, refusal := range refusals {
+		for _, n := range []int{1, 2, 64, 777, 1000} {
+			for _, k := range []int{1, 2, 5} {
+				if k > n || (k == n && name == "no reason") {
+					continue // nothing shows the lines are at fault: held (TestRefuseEverythingHoldsTheBatch)
+				}
+				t.Run(fmt.Sprintf("%s/n=%d/k=%d", name, n, k), func(t *testing.T) {
+					srv := &fakeServer{refusal: refusal}
+					recs := recsN(n)
+					for j := range k {
+						i := (j*7919 + 13) % n // spread, and distinct for these n and k
+						recs[i] = point(i, "bad")
+					}
+					sp, sh := shipWith(t, srv, Config{URL: "x", Bucket: "b", BatchPoints: n}, recs)
+					runUntil(t, sh, func() bool { st := sp.Stats(); return st.Acknowledged+st.DeadLettered == uint64(n) })
+					st := sh.Stats()
+					if st.DeadLettered != uint64(k) || len(srv.lines()) != n-k || st.Batches != 1 {
+						t.Fatalf("%d dead-lettered, %d delivered in %d batches", st.DeadLettered, len(srv.lines()), st.Batches)
+					}
+					if max := bisectionBound(n, k); srv.requests > max {
+						t.Fatalf("%d requests, bound %d", srv.requests, max)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestClassify: what the client library makes of an answer (no body kept)
+// is classified as well: fakes and a missing body take this path.
 func TestClassify(t *testing.T) {
 	cases := []struct {
 		err    error
 		code   int
-		reject bool
+		action action
 		state  string
 	}{
-		{&ihttp.Error{StatusCode: 400, Code: "400 Bad Request", Message: "partial write: field type conflict: dropped=1"}, 400, true, StateBadAnswer},
-		{&ihttp.Error{StatusCode: 400, Code: "invalid", Message: "unable to parse 'm v=': missing field value"}, 400, true, StateBadAnswer},
-		{&ihttp.Error{StatusCode: 422, Code: "unprocessable entity", Message: "failure writing points to database: partial write: field type conflict"}, 422, true, StateBadAnswer},
-		{&ihttp.Error{StatusCode: 400, Err: errors.New("unexpected EOF")}, 400, false, StateBadAnswer}, // truncated JSON body
-		{&ihttp.Error{StatusCode: 400, Code: "400 Bad Request", Message: "<html>proxy error</html>"}, 400, false, StateBadAnswer},
-		{&ihttp.Error{StatusCode: 400}, 400, false, StateBadAnswer},
-		{&ihttp.Error{StatusCode: 401}, 401, false, StateUnauthorized},
-		{&ihttp.Error{StatusCode: 403}, 403, false, StateForbidden},
-		{&ihttp.Error{StatusCode: 404, Code: "404 Not Found", Message: `database not found: "x"`}, 404, false, StateNotFound},
-		{&ihttp.Error{StatusCode: 413}, 413, false, StateTooLarge},
-		{&ihttp.Error{StatusCode: 429, RetryAfter: 3}, 429, false, StateThrottled},
-		{&ihttp.Error{StatusCode: 503}, 503, false, StateServerError},
-		{ihttp.NewError(context.DeadlineExceeded), 0, false, StateUnreachable},
-		{ihttp.NewError(fmt.Errorf("post: %w", x509.UnknownAuthorityError{})), 0, false, StateTLS},
-		{errors.New("anything else"), 0, false, StateBadAnswer},
+		{&ihttp.Error{StatusCode: 400, Code: "400 Bad Request", Message: "partial write: field type conflict: dropped=1"}, 400, reject, StateBadAnswer},
+		{&ihttp.Error{StatusCode: 400, Code: "invalid", Message: "unable to parse 'm v=': missing field value"}, 400, reject, StateBadAnswer},
+		{&ihttp.Error{StatusCode: 422, Code: "unprocessable entity", Message: "failure writing points to database: partial write: field type conflict"}, 422, reject, StateBadAnswer},
+		{&ihttp.Error{StatusCode: 400, Err: errors.New("unexpected EOF")}, 400, unexplained, StateBadAnswer}, // truncated JSON body
+		{&ihttp.Error{StatusCode: 400, Code: "400 Bad Request", Message: "<html>proxy error</html>"}, 400, unexplained, StateBadAnswer},
+		{&ihttp.Error{StatusCode: 400}, 400, unexplained, StateBadAnswer},
+		{&ihttp.Error{StatusCode: 400, Code: "invalid", Message: "error validating database name: x"}, 400, hold, StateBadRequest},
+		{&ihttp.Error{StatusCode: 400, Code: "400 Bad Request", Header: http.Header{"X-Influxdb-Error": {"partial write: shard 5 is pending deletion dropped=3"}}}, 400, retry, StateServerError},
+		{&ihttp.Error{StatusCode: 401}, 401, hold, StateUnauthorized},
+		{&ihttp.Error{StatusCode: 403}, 403, hold, StateForbidden},
+		{&ihttp.Error{StatusCode: 404, Code: "404 Not Found", Message: `database not found: "x"`}, 404, hold, StateNotFound},
+		{&ihttp.Error{StatusCode: 405}, 405, hold, StateBadAnswer},
+		{&ihttp.Error{StatusCode: 413}, 413, tooLarge, StateTooLarge},
+		{&ihttp.Error{StatusCode: 429, RetryAfter: 3}, 429, retry, StateThrottled},
+		{&ihttp.Error{StatusCode: 503}, 503, retry, StateServerError},
+		{&ihttp.Error{StatusCode: 500, Code: "internal error", Message: "unexpected error writing points to database: timeout"}, 500, retry, StateServerError},
+		{ihttp.NewError(context.DeadlineExceeded), 0, retry, StateUnreachable},
+		{ihttp.NewError(errors.New("dial tcp 127.0.0.1:1: connect: connection refused")), 0, retry, StateUnreachable},
+		{ihttp.NewError(fmt.Errorf("post: %w", x509.UnknownAuthorityError{})), 0, retry, StateTLS},
+		{errors.New("anything else"), 0, hold, StateBadAnswer},
 	}
 	for _, c := range cases {
-		a := classify(c.err)
-		if a.status != c.code || a.reject != c.reject || a.state != c.state {
-			t.Errorf("%v: %+v, want status %d reject %v state %s", c.err, a, c.code, c.reject, c.state)
+		a := classify(c.err, nil)
+		if a.status != c.code || a.action != c.action || a.state != c.state {
+			t.Errorf("%v: %+v, want status %d action %v state %s", c.err, a, c.code, c.action, c.state)
 		}
 	}
-	if a := classify(&ihttp.Error{StatusCode: 429, RetryAfter: 3}); a.retryAfter != 3*time.Second {
+	if a := classify(&ihttp.Error{StatusCode: 429, RetryAfter: 3}, nil); a.retryAfter != 3*time.Second {
 		t.Errorf("retry-after %v", a.retryAfter)
 	}
 }

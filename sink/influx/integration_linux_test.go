@@ -1,10 +1,19 @@
 package influx
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -339,11 +348,259 @@ func TestFieldTypeConflict(t *testing.T) {
 	if st.DeadLettered != 1 || st.Acknowledged != 5 {
 		t.Fatalf("spool %+v", st)
 	}
+	if sh := r.sh.Stats(); sh.RejectedSchema != 1 || sh.PartialWrites == 0 || sh.Requests > uint64(1+1+2*ceilLog2(3)+1) {
+		t.Fatalf("shipper %+v: the conflict is not counted, or took more requests than bisecting 3 lines allows", sh)
+	}
 	if n := countRun(in, "conflict"); n != 5 {
 		t.Fatalf("influxd holds %d points, want 5", n)
 	}
 	b, _ := os.ReadFile(r.sp.Dir() + "/deadletter.lp")
 	if !strings.Contains(string(b), `seq="not a number"`) || !strings.Contains(string(b), "field type conflict") {
 		t.Fatalf("dead-letter file:\n%s", b)
+	}
+}
+
+// shipOnce appends recs and lines (line protocol, as a replay appends) to a
+// new spool in that order, ships it with cfg and waits until every point is
+// delivered or dead-lettered.
+func shipOnce(t *testing.T, cfg Config, parts ...any) (*spool.Spool, *Shipper) {
+	t.Helper()
+	sp, err := spool.Open(spool.Options{Dir: t.TempDir(), FlushInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sp.Close() })
+	var total uint64
+	for _, p := range parts {
+		switch p := p.(type) {
+		case []record.Record:
+			err = sp.Append(p)
+			total += uint64(len(p))
+		case string:
+			var n int
+			n, err = sp.AppendLines([]byte(p))
+			total += uint64(n)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh, err := New(cfg, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, sh, func() bool { st := sp.Stats(); return st.Acknowledged+st.DeadLettered == total })
+	return sp, sh
+}
+
+func seqRecords(from, n int, run string) []record.Record {
+	out := make([]record.Record, n)
+	for i := range out {
+		out[i] = seqRecord(int64(from+i), run)
+	}
+	return out
+}
+
+// deadLetters reads the dead-letter file: each line with the comment above it.
+func deadLetters(t *testing.T, sp *spool.Spool) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(sp.Dir(), "deadletter.lp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	var comment string
+	for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if strings.HasPrefix(l, "# ") {
+			comment = l
+			continue
+		}
+		if _, twice := out[l]; twice {
+			t.Fatalf("%s dead-lettered twice", l)
+		}
+		out[l] = comment
+	}
+	return out
+}
+
+// TestInfluxd18ParseErrors (issue 20 item 4): influxd 1.8 answers a batch
+// holding lines it cannot parse with 400 "partial write: unable to parse
+// '<line>': <reason> ... dropped=0", having written the others: the lines it
+// names are dead-lettered with its reason, and the batch takes one request
+// (it was bisected, the written lines sent again at each level).
+func TestInfluxd18ParseErrors(t *testing.T) {
+	in := testbed.StartInfluxd(t, db)
+	bad := []string{`load,run=parse seq=`, `load,run=parse seq=1i,value_ns`}
+	sp, sh := shipOnce(t, influxConfig(in.URL), seqRecords(0, 250, "parse"), bad[0]+"\n", seqRecords(250, 250, "parse"), bad[1]+"\n")
+	if n := countRun(in, "parse"); n != 500 {
+		t.Fatalf("influxd holds %d points, want 500", n)
+	}
+	dl := deadLetters(t, sp)
+	st := sh.Stats()
+	t.Logf("dead letters %q; %+v", dl, st)
+	for l, reason := range map[string]string{bad[0]: "): missing field value", bad[1]: "): invalid field format"} {
+		if c, ok := dl[l]; !ok || !strings.Contains(c, "HTTP 400, syntax") || !strings.HasSuffix(c, reason) {
+			t.Fatalf("%q dead-lettered as %q, want influxd's reason %q", l, c, reason)
+		}
+	}
+	if len(dl) != 2 || st.DeadLettered != 2 || st.RejectedSyntax != 2 || st.PartialWrites != 1 || st.Requests != 1 {
+		t.Fatalf("%d dead letters; %+v", len(dl), st)
+	}
+}
+
+// TestInfluxd18TooLarge (issue 20 item 4): influxd 1.8 with max-body-size
+// answers 413 to larger writes. The batch is split until the pieces fit; a
+// line larger than the limit alone is dead-lettered (it was retried forever,
+// and nothing behind it shipped). 1.8 applies the limit to the
+// Content-Length, so the writes are not compressed (a gzip body is streamed
+// without one).
+func TestInfluxd18TooLarge(t *testing.T) {
+	const limit = 16 << 10
+	in := testbed.StartInfluxdWith(t, db, testbed.InfluxdOptions{MaxBodySize: limit})
+	cfg := influxConfig(in.URL)
+	cfg.Gzip = false
+	huge := seqRecord(1_000_000, "large")
+	huge.Fields = append(huge.Fields, record.String("blob", strings.Repeat("x", limit)))
+	sp, sh := shipOnce(t, cfg, seqRecords(0, 1500, "large"), []record.Record{huge}, seqRecords(1500, 1500, "large"))
+	if n := countRun(in, "large"); n != 3000 {
+		t.Fatalf("influxd holds %d points, want 3000", n)
+	}
+	dl := deadLetters(t, sp)
+	st := sh.Stats()
+	if len(dl) != 1 || st.RejectedTooLarge != 1 || st.Splits == 0 || st.State != StateOK {
+		t.Fatalf("%d dead letters; %+v", len(dl), st)
+	}
+	for l, c := range dl {
+		if len(l) <= limit || !strings.Contains(c, "HTTP 413, too_large") || !strings.Contains(c, "Request Entity Too Large") {
+			t.Fatalf("dead-lettered %d bytes as %q", len(l), c)
+		}
+	}
+	t.Logf("%d requests, %d splits for 3000 points in %d bytes and one line of %d", st.Requests, st.Splits, st.Bytes, limit)
+}
+
+// refusingProxy passes writes to influxd, except that it answers 400 with an
+// HTML page, as a proxy would, to every write while refuseAll is set, and to
+// writes holding "poison" always.
+type refusingProxy struct {
+	pass      *httputil.ReverseProxy
+	refuseAll atomic.Bool
+	requests  atomic.Int64
+	refusals  atomic.Int64
+}
+
+func newRefusingProxy(t *testing.T, influxdURL string) (*refusingProxy, string) {
+	target, err := url.Parse(influxdURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &refusingProxy{pass: httputil.NewSingleHostReverseProxy(target)}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return p, srv.URL
+}
+
+func (p *refusingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.requests.Add(1)
+	body, _ := io.ReadAll(r.Body)
+	plain := body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		if zr, err := gzip.NewReader(bytes.NewReader(body)); err == nil {
+			plain, _ = io.ReadAll(zr)
+		}
+	}
+	if p.refuseAll.Load() || bytes.Contains(plain, []byte("poison")) {
+		p.refusals.Add(1)
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, "<html><body><h1>400 Bad Request</h1></body></html>")
+		return
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	p.pass.ServeHTTP(w, r)
+}
+
+// TestUnexplained400sAreBisected (issue 20 item 4): in front of the real
+// influxd, a proxy answers an HTML 400 to writes holding some lines. The
+// batch is bisected to them in at most 1+2k⌈log2 n⌉ requests (k refused
+// lines among n), they are dead-lettered, everything else arrives (it was
+// retried forever).
+func TestUnexplained400sAreBisected(t *testing.T) {
+	in := testbed.StartInfluxd(t, db)
+	proxy, proxyURL := newRefusingProxy(t, in.URL)
+	const n = 1000
+	recs := seqRecords(0, n, "unexplained")
+	poisoned := []int{3, 501, 502}
+	for _, i := range poisoned {
+		recs[i].Fields = append(recs[i].Fields, record.String("note", "poison"))
+	}
+	sp, sh := shipOnce(t, influxConfig(proxyURL), recs)
+	if c := countRun(in, "unexplained"); c != n-int64(len(poisoned)) {
+		t.Fatalf("influxd holds %d points, want %d", c, n-len(poisoned))
+	}
+	dl := deadLetters(t, sp)
+	st := sh.Stats()
+	bound := 1 + 2*len(poisoned)*ceilLog2(n)
+	t.Logf("%d requests (bound %d): %+v", proxy.requests.Load(), bound, st)
+	if len(dl) != len(poisoned) || st.RejectedUnexplained != uint64(len(poisoned)) || st.HeldBatches != 0 {
+		t.Fatalf("%d dead letters: %q; %+v", len(dl), dl, st)
+	}
+	for l, c := range dl {
+		if !strings.Contains(l, "poison") || !strings.Contains(c, "HTTP 400, unexplained") || !strings.Contains(c, "not InfluxDB's") {
+			t.Fatalf("dead-lettered %q as %q", l, c)
+		}
+	}
+	if r := proxy.requests.Load(); r > int64(bound) {
+		t.Fatalf("%d requests to isolate %d lines among %d, bound %d", r, len(poisoned), n, bound)
+	}
+}
+
+// TestRefuseEverythingHoldsTheBatch (issue 20 item 4): while a proxy in front
+// of the real influxd answers an HTML 400 to every write, nothing shows the
+// lines are at fault: no line is dead-lettered, the batch is held (state
+// bad_answer, logged once) and retried; when the proxy passes writes again,
+// every point arrives.
+func TestRefuseEverythingHoldsTheBatch(t *testing.T) {
+	in := testbed.StartInfluxd(t, db)
+	proxy, proxyURL := newRefusingProxy(t, in.URL)
+	proxy.refuseAll.Store(true)
+	var logged logs
+	cfg := influxConfig(proxyURL)
+	cfg.MinBackoff, cfg.MaxBackoff, cfg.HoldBackoff = time.Millisecond, 10*time.Millisecond, 50*time.Millisecond
+	cfg.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		proxy.refuseAll.Store(false)
+	}()
+	const n = 1000
+	var sawHeld atomic.Bool
+	sp, err := spool.Open(spool.Options{Dir: t.TempDir(), FlushInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	sp.Append(seqRecords(0, n, "held"))
+	sh, err := New(cfg, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, sh, func() bool {
+		if sh.Stats().State == StateBadAnswer {
+			sawHeld.Store(true)
+		}
+		return sp.Stats().Acknowledged+sp.Stats().DeadLettered == n
+	})
+	st := sh.Stats()
+	text := logged.String()
+	t.Logf("%d requests, %d refused; %+v\n%s", proxy.requests.Load(), proxy.refusals.Load(), st, text)
+	if c := countRun(in, "held"); c != n || st.DeadLettered != 0 {
+		t.Fatalf("influxd holds %d of %d points; %+v", c, n, st)
+	}
+	if !sawHeld.Load() || st.HeldBatches == 0 || strings.Count(text, "without a reason") != 1 || !strings.Contains(text, "reachable again") {
+		t.Fatalf("the batch was not held, or not logged once:\n%s", text)
+	}
+	// Each hold costs at most the isolation budget and the two halves that
+	// overran it, then one attempt after the proxy passes writes.
+	if max := int64(st.HeldBatches+1) * int64(isolationBudget(n)+2); proxy.refusals.Load() > max {
+		t.Fatalf("%d refused requests in %d holds (at most %d)", proxy.refusals.Load(), st.HeldBatches, max)
 	}
 }

@@ -1,0 +1,149 @@
+package influx
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	ihttp "github.com/influxdata/influxdb-client-go/v2/api/http"
+)
+
+// capture is where the transport leaves the body of a failed write's answer:
+// the client library decodes it into fields that have no room for the
+// "error" of InfluxDB 1.8 and 3.x or the "data" of 3.x, and drops it.
+type capture struct {
+	status int
+	body   []byte
+}
+
+type captureKey struct{}
+
+// captureTransport keeps, for a request whose context carries a *capture,
+// the body of an answer that is not a success (up to max bytes), and hands
+// the client library the same bytes.
+type captureTransport struct {
+	base http.RoundTripper
+	max  int64
+}
+
+func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.StatusCode < 300 {
+		return resp, err
+	}
+	c, ok := req.Context().Value(captureKey{}).(*capture)
+	if !ok {
+		return resp, nil
+	}
+	body, rerr := io.ReadAll(io.LimitReader(resp.Body, t.max))
+	resp.Body.Close()
+	c.status, c.body = resp.StatusCode, body
+	var rd io.Reader = bytes.NewReader(body)
+	if rerr != nil {
+		rd = io.MultiReader(rd, errReader{rerr})
+	}
+	resp.Body = io.NopCloser(rd)
+	return resp, nil
+}
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+// httpClient is the client library's default HTTP client (proxy from the
+// environment, 5 s to connect and to shake hands) with the capturing
+// transport.
+func httpClient(cfg Config) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	tr.TLSHandshakeTimeout = 5 * time.Second
+	return &http.Client{Timeout: cfg.Timeout, Transport: captureTransport{base: tr, max: 2*int64(cfg.BatchBytes) + 64<<10}}
+}
+
+// write sends lines as one request.
+func (s *Shipper) write(ctx context.Context, lines []byte) error {
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	s.capt = capture{}
+	rctx = context.WithValue(rctx, captureKey{}, &s.capt)
+	start := time.Now()
+	s.requests.Add(1)
+	err := s.api.WriteRecord(rctx, string(lines))
+	s.lastLatency.Store(int64(time.Since(start)))
+	return err
+}
+
+// classify says what a failed write means, from the body the transport kept
+// or, without one, from what the client library decoded.
+func classify(err error, c *capture) answer {
+	var he *ihttp.Error
+	if !errors.As(err, &he) || he.StatusCode == 0 {
+		// No answer: the library's transport failed (he set), or it failed
+		// before sending.
+		a := answer{state: StateUnreachable, action: retry, msg: oneLine(err.Error())}
+		switch {
+		case isTLS(err):
+			a.state = StateTLS
+		case he == nil && !isNetwork(err):
+			a.state, a.action = StateBadAnswer, hold
+		}
+		return a
+	}
+	var body []byte
+	if c != nil && c.status == he.StatusCode {
+		body = c.body
+	}
+	alt := ""
+	if he.Err == nil { // the library read the body
+		alt = he.Message
+		if he.Code != "" && !strings.HasPrefix(he.Code, strconv.Itoa(he.StatusCode)) {
+			alt = he.Code + ": " + alt // a JSON code, not the status line
+		}
+		if x := he.Header.Get("X-Influxdb-Error"); x != "" {
+			alt = x
+		}
+	}
+	a := parseAnswer(he.StatusCode, body, alt)
+	if he.RetryAfter > 0 {
+		a.retryAfter = time.Duration(he.RetryAfter) * time.Second
+	}
+	return a
+}
+
+func (s *Shipper) classify(err error) answer { return classify(err, &s.capt) }
+
+// describe is the answer for Stats.LastError.
+func (a answer) describe() string {
+	if a.status == 0 {
+		return a.msg
+	}
+	return fmt.Sprintf("HTTP %d: %s", a.status, a.msg)
+}
+
+func isNetwork(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+}
+
+func isTLS(err error) bool {
+	var (
+		rec  tls.RecordHeaderError
+		cv   *tls.CertificateVerificationError
+		ua   x509.UnknownAuthorityError
+		hn   x509.HostnameError
+		inv  x509.CertificateInvalidError
+		alrt tls.AlertError
+	)
+	return errors.As(err, &rec) || errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn) ||
+		errors.As(err, &inv) || errors.As(err, &alrt) || strings.Contains(err.Error(), "tls: ")
+}
