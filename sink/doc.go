@@ -1,4 +1,6 @@
-// Package sink writes records (package record) out: a sink for plain writers
-// (stdout, a line-protocol file) and a fan-out to several sinks. The durable
-// spool (sink/spool) and the InfluxDB shipper (sink/influx) build on it.
+// Package sink writes records (package record) out. Sink is what the agent
+// writes to; Queued is an output that never waits for its writer (stdout, a
+// line-protocol file, a FIFO), dropping beyond its bound and counting every
+// record. The durable spool (sink/spool) and the InfluxDB shipper
+// (sink/influx) are its subpackages.
 package sink
