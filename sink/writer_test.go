@@ -31,3 +31,14 @@ func TestFileSinkAppends(t *testing.T) {
 		t.Fatalf("file holds %q", b)
 	}
 }
+
+func TestOpenFileNamesABadPath(t *testing.T) {
+	dir := t.TempDir()
+	// A directory in the file's place fails for everyone, root included.
+	bad := filepath.Join(dir, "out.lp")
+	os.Mkdir(bad, 0o755)
+	_, err := OpenFile(bad, 1<<20)
+	if err == nil || !strings.Contains(err.Error(), "output file "+bad) {
+		t.Fatalf("unwritable path: %v", err)
+	}
+}
