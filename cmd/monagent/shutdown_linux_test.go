@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -93,4 +97,68 @@ ptp:
 		}
 	}
 	t.Logf("6 runs, signals after 1.5-3 s: the slowest exit took %v", worst)
+}
+
+// A second signal does not wait: while the first one's stop waits its grace
+// for an output whose reader stopped reading, SIGINT exits at once, and every
+// point the spool accepted is on disk (the spool wrote and fsynced what it
+// held before the exit).
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "out.fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stuck, err := os.OpenFile(fifo, os.O_RDWR, 0) // a reader that never reads
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`clock:
+  enabled: false
+phc:
+  enabled: false
+loadgen:
+  enabled: true
+  rate: 20000
+  interval: 50ms
+spool:
+  dir: %s/spool
+output:
+  stdout: false
+  file: %s
+`, dir, fifo))
+	cmd := command("run", "--config", cfg)
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(200 * time.Millisecond) // inside the output's 1 s grace
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	err = cmd.Wait()
+	took := time.Since(start)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitFail {
+		t.Fatalf("exit %v after the second signal, want status %d\n%s", err, exitFail, stderr.String())
+	}
+	if took > 500*time.Millisecond || !strings.Contains(stderr.String(), "second signal") {
+		t.Fatalf("second signal: exit after %v\n%s", took, stderr.String())
+	}
+	var appended int64 = -1
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if i := strings.Index(l, " points appended"); i >= 0 && strings.Contains(l, "spool ") {
+			f := strings.Fields(l[:i])
+			appended, _ = strconv.ParseInt(f[len(f)-1], 10, 64)
+		}
+	}
+	count, _, maxSeq, _ := spoolLoadgen(t, filepath.Join(dir, "spool"))
+	if appended <= 0 || count == 0 || count > appended || count != maxSeq+1 {
+		t.Fatalf("spool said %d appended; on disk %d loadgen points of seq 0..%d\n%s", appended, count, maxSeq, stderr.String())
+	}
+	t.Logf("second signal: exit in %v; the spool said %d points appended, %d loadgen points (seq 0..%d) are on disk", took.Round(time.Millisecond), appended, count, maxSeq)
 }
