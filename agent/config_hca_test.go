@@ -3,6 +3,8 @@ package agent
 import (
 	"strings"
 	"testing"
+
+	"github.com/monagent/monagent/hca"
 )
 
 func TestHCAConfigErrors(t *testing.T) {
@@ -34,5 +36,15 @@ func TestHCAConfigErrors(t *testing.T) {
 	}
 	if _, err := Parse("c.yaml", []byte(cfg("1", two))); err != nil {
 		t.Fatalf("a good section: %v", err)
+	}
+}
+
+// TestHCADefaultsAreTheSims: the hca section's defaults are hca.DefaultParams,
+// the ones 'monagent hca sim' runs with and docs/performance measures.
+func TestHCADefaultsAreTheSims(t *testing.T) {
+	cfg := Default()
+	got, want := cfg.HCA.params(), hca.DefaultParams()
+	if got != want {
+		t.Errorf("the hca section's defaults give %+v, want hca.DefaultParams %+v", got, want)
 	}
 }

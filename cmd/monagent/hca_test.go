@@ -106,14 +106,14 @@ func TestHCASimOverLoopbackUDP(t *testing.T) {
 	}
 	byAlg := map[string]hcaReport{}
 	for _, alg := range []string{"hca", "hca3", "jk", "skampi"} {
-		// Lines over 30 fitpoints 200 ms apart (5.8 s) for margin against
-		// a busy machine: over 2.9 s, HCA and HCA3 were 0.8–4.8 µs off 20 s
-		// later (7.8 µs once), over 1.9 s 3.1–4.5 µs. And 100 ping-pongs
-		// per SKaMPI offset (HCA's intercepts): the interval's half-width
-		// is what bounds its error, and with 30 it was ~9 µs now and then
-		// on this loopback, the error 4 µs.
-		byAlg[alg] = hcaSim(t, "--transport", "udp", "--nodes", "16", "--algorithm", alg,
-			"--fitpoints", "30", "--spacing", "200ms", "--pingpongs", "100", "--check-after", "0s,20s")
+		// The defaults, which the agent's hca section shares: lines over
+		// 30 fitpoints 200 ms apart (5.8 s), for margin against a busy
+		// machine: over 2.9 s, HCA and HCA3 were 0.8–4.8 µs off 20 s later
+		// (7.8 µs once), over 1.9 s (the old defaults) up to 7.9 µs. And
+		// 100 ping-pongs per SKaMPI offset (HCA's intercepts): the
+		// interval's half-width is what bounds its error, and with 30 it
+		// was ~9 µs now and then on this loopback, the error 4 µs.
+		byAlg[alg] = hcaSim(t, "--transport", "udp", "--nodes", "16", "--algorithm", alg, "--check-after", "0s,20s")
 	}
 	for _, alg := range []string{"hca", "hca3", "jk"} {
 		r := byAlg[alg]
