@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -292,4 +293,133 @@ func TestDeadLetterFailuresAreRetried(t *testing.T) {
 	if n := strings.Count(out.String(), "dead_letter failing"); n != 1 {
 		t.Fatalf("dead-letter failure logged %d times:\n%s", n, out.String())
 	}
+}
+
+// cycle answers each request with the next error of a repeating cycle (nil:
+// take the lines) until until requests, then takes everything.
+type cycle struct {
+	mu       sync.Mutex
+	answers  []error
+	until    int
+	requests int
+	taken    int
+}
+
+func (c *cycle) WriteRecord(ctx context.Context, lines ...string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.requests++
+	if c.requests <= c.until {
+		if err := c.answers[(c.requests-1)%len(c.answers)]; err != nil {
+			return err
+		}
+	}
+	c.taken += strings.Count(strings.Join(lines, "\n"), "\n")
+	return nil
+}
+
+// Issue 20 item 14: a server failing N attempts, changing its answer on every
+// one (or failing and recovering batch after batch), logs a bounded number of
+// lines, not one per attempt: each state once, 8 repeats per
+// LogSummaryInterval, the rest counted (LogSuppressed) and named in the next
+// line.
+func TestLogLinesBoundedWhileFlapping(t *testing.T) {
+	refused := ihttp.NewError(errors.New("dial tcp 127.0.0.1:1: connect: connection refused"))
+	unavailable := &ihttp.Error{StatusCode: 503, Code: "unavailable", Message: "try later"}
+	unauthorized := &ihttp.Error{StatusCode: 401, Code: "unauthorized", Message: "unauthorized access"}
+	cases := []struct {
+		name    string
+		answers []error
+		states  int // distinct states the cycle goes through, ok included
+		batch   int
+	}{
+		{"three failing states", []error{refused, unavailable, unauthorized}, 4, 5000},
+		{"failing and recovering", []error{unavailable, nil}, 2, 1},
+	}
+	for _, c := range cases {
+		lines := map[int]int{}
+		for _, n := range []int{50, 500} {
+			t.Run(fmt.Sprintf("%s/%d", c.name, n), func(t *testing.T) {
+				srv := &cycle{answers: c.answers, until: n}
+				var out logs
+				cfg := Config{URL: "http://influx.example:8086", Bucket: "b", BatchPoints: c.batch, HoldBackoff: time.Millisecond,
+					MaxBackoff: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&out, nil))}
+				sp, sh := shipWith(t, srv, cfg, nil)
+				for _, r := range recsN(n) { // an entry, and so a batch, per point
+					sp.Append([]record.Record{r})
+					sp.Flush()
+				}
+				runUntil(t, sh, func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.requests > n && sp.Stats().Acknowledged == uint64(n) })
+				text := out.String()
+				lines[n] = strings.Count(text, "\n")
+				st := sh.Stats()
+				t.Logf("%d attempts (%d retries): %d log lines, %d not logged", srv.requests, st.Retries, lines[n], st.LogSuppressed)
+				if bound := c.states + logBurst; lines[n] > bound {
+					t.Fatalf("%d log lines for %d attempts (bound %d):\n%s", lines[n], n, bound, text)
+				}
+				if uint64(lines[n])+st.LogSuppressed < st.Retries {
+					t.Fatalf("%d lines and %d suppressed for %d failures: some changes are neither logged nor counted", lines[n], st.LogSuppressed, st.Retries)
+				}
+				if strings.Count(text, "are only counted until") != 1 {
+					t.Fatalf("the log does not say once that further changes are only counted:\n%s", text)
+				}
+			})
+		}
+		if lines[500] != lines[50] {
+			t.Errorf("%s: %d lines for 50 attempts, %d for 500", c.name, lines[50], lines[500])
+		}
+	}
+}
+
+// Issue 20 item 14: while writes fail, one line on entering the state, then a
+// summary every LogSummaryInterval (attempts, last error), and the recovery
+// with the outage's length and its failed attempts: not a line per attempt.
+func TestSummaryWhileFailing(t *testing.T) {
+	const interval = 100 * time.Millisecond
+	var failing atomic.Bool
+	failing.Store(true)
+	srv := &switchable{fail: &failing, err: &ihttp.Error{StatusCode: 503, Code: "unavailable", Message: "disk full"}}
+	var out logs
+	cfg := Config{URL: "http://influx.example:8086", Bucket: "b", MaxBackoff: 2 * time.Millisecond, LogSummaryInterval: interval,
+		Logger: slog.New(slog.NewTextHandler(&out, nil))}
+	sp, sh := shipWith(t, srv, cfg, recsN(10))
+	start := time.Now()
+	go func() {
+		time.Sleep(time.Second)
+		failing.Store(false)
+	}()
+	runUntil(t, sh, func() bool { return sp.Stats().Acknowledged == 10 })
+	elapsed := time.Since(start)
+	text := out.String()
+	st := sh.Stats()
+	summaries := strings.Count(text, "still failing")
+	t.Logf("%d attempts in %v, %d summaries:\n%s", st.Retries, elapsed, summaries, text)
+	if n := strings.Count(text, "server error"); n != 1 {
+		t.Fatalf("the state was entered %d times, want once", n)
+	}
+	if max := int(elapsed/interval) + 1; summaries < 3 || summaries > max {
+		t.Fatalf("%d summaries in %v (one per %v: at most %d)", summaries, elapsed, interval, max)
+	}
+	if !strings.Contains(text, "failed attempts, last error: HTTP 503: unavailable: disk full") {
+		t.Fatalf("a summary without attempts or the last error:\n%s", text)
+	}
+	if want := fmt.Sprintf("(%d failed attempts)", st.Retries); !strings.Contains(text, "reachable again after") || !strings.Contains(text, want) {
+		t.Fatalf("no recovery line with %q:\n%s", want, text)
+	}
+	if lines := strings.Count(text, "\n"); uint64(lines) >= st.Retries/4 {
+		t.Fatalf("%d log lines for %d failed attempts", lines, st.Retries)
+	}
+}
+
+// switchable fails every request with err while fail is set.
+type switchable struct {
+	fail *atomic.Bool
+	err  error
+}
+
+func (s *switchable) WriteRecord(ctx context.Context, lines ...string) error {
+	if s.fail.Load() {
+		return s.err
+	}
+	return nil
 }

@@ -25,9 +25,10 @@ type limiter struct {
 	suppressed int // events refused since the last line passed
 }
 
-// allow says whether an event about key at now may be logged, and how many
-// were refused since the last one that was.
-func (l *limiter) allow(now time.Time, window time.Duration, key string) (bool, int) {
+// allow says whether an event about key at now may be logged, how many were
+// refused since the last one that was, and until when repeats will be
+// refused if this is the last repeat the window allows (zero otherwise).
+func (l *limiter) allow(now time.Time, window time.Duration, key string) (ok bool, missed int, until time.Time) {
 	if now.Sub(l.start) >= window || l.seen == nil {
 		l.start, l.n, l.seen = now, 0, map[string]bool{}
 	}
@@ -36,13 +37,15 @@ func (l *limiter) allow(now time.Time, window time.Duration, key string) (bool, 
 		l.seen[key] = true
 	case l.n < logBurst:
 		l.n++
+		if l.n == logBurst {
+			until = l.start.Add(window)
+		}
 	default:
 		l.suppressed++
-		return false, 0
+		return false, 0, time.Time{}
 	}
-	missed := l.suppressed
-	l.suppressed = 0
-	return true, missed
+	missed, l.suppressed = l.suppressed, 0
+	return true, missed, until
 }
 
 // logf logs a line about key of l's kind unless l refuses it; true when
@@ -51,7 +54,7 @@ func (s *Shipper) logf(l *limiter, key string, level slog.Level, msg string, att
 	if s.log == nil {
 		return false
 	}
-	ok, missed := l.allow(time.Now(), s.cfg.LogSummaryInterval, key)
+	ok, missed, until := l.allow(time.Now(), s.cfg.LogSummaryInterval, key)
 	if !ok {
 		s.logSuppressed.Add(1)
 		return false
@@ -59,6 +62,9 @@ func (s *Shipper) logf(l *limiter, key string, level slog.Level, msg string, att
 	if missed > 0 {
 		msg = fmt.Sprintf("%s (%d similar events before this one were not logged)", msg, missed)
 		attrs = append(attrs, "not_logged", missed)
+	}
+	if !until.IsZero() {
+		msg = fmt.Sprintf("%s; changes to states already logged are only counted until %s", msg, until.UTC().Format(time.TimeOnly))
 	}
 	s.log.Log(context.Background(), level, s.scrub(msg), attrs...)
 	return true
@@ -78,7 +84,7 @@ func (s *Shipper) succeeded(status int) {
 	d := time.Since(outage)
 	backlog := s.q.Stats().Pending
 	s.logf(&s.srvLog, StateOK, slog.LevelInfo,
-		fmt.Sprintf("InfluxDB reachable again after %v (%d failed attempts), %d points waiting", d.Round(time.Millisecond), failures, backlog),
+		fmt.Sprintf("InfluxDB reachable again after %v (%d failed attempts), %d points waiting", round(d), failures, backlog),
 		"url", s.safeURL, "was", was, "outage_ns", int64(d), "failed_attempts", failures, "backlog_points", backlog)
 }
 
@@ -120,7 +126,7 @@ func (s *Shipper) failed(a answer) {
 	}
 	s.summarized = now
 	msg := fmt.Sprintf("InfluxDB writes still failing after %v (%s): %d failed attempts, last error: %s",
-		now.Sub(outage).Round(time.Second), a.state, failures, err)
+		round(now.Sub(outage)), a.state, failures, err)
 	if n := s.srvLog.suppressed; n > 0 {
 		msg += fmt.Sprintf("; %d state changes not logged", n)
 		s.srvLog.suppressed = 0
@@ -184,7 +190,7 @@ func (s *Shipper) localOK() {
 	s.mu.Unlock()
 	if was != "ok" {
 		s.logf(&s.localLog, "ok", slog.LevelInfo, fmt.Sprintf("influx shipper: %s working again after %v (%d failures)",
-			was, time.Since(s.localSince).Round(time.Millisecond), s.localFailures))
+			was, round(time.Since(s.localSince)), s.localFailures))
 	}
 }
 
@@ -195,4 +201,13 @@ func (s *Shipper) logDeadLettered() {
 		fmt.Sprintf("InfluxDB refused %d lines of a batch for good (HTTP %d: %s); they are in %s: fix the cause, then 'monagent spool replay-deadletter' ships them again",
 			s.nDead, a.status, a.msg, s.cfg.DeadLetter),
 		"lines", s.nDead, "status", a.status)
+}
+
+// round keeps a duration readable: milliseconds under a minute, seconds
+// beyond.
+func round(d time.Duration) time.Duration {
+	if d < time.Minute {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
