@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/monagent/monagent/sink/influx"
 )
 
 // The output sections (outputs.go): output (stdout, a file), spool and influx.
@@ -112,9 +114,14 @@ func (i *InfluxConfig) check(p *problems) {
 	if !i.Enabled {
 		return
 	}
-	u, err := url.Parse(i.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		p.add("influx.url", "%q is not an http:// or https:// URL", i.URL)
+	// The URL is quoted redacted: a password in it must not reach a log.
+	switch u, err := url.Parse(i.URL); {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		p.add("influx.url", "%q is not an http:// or https:// URL", influx.RedactURL(i.URL))
+	case u.User != nil:
+		p.add("influx.url", "%q holds credentials (user:password@), which would be logged: put InfluxDB's token (1.8: \"user:password\") "+
+			"in a file named by influx.token_file or in an environment variable named by influx.token_env, and take them out of the URL",
+			influx.RedactURL(i.URL))
 	}
 	if i.Bucket == "" {
 		p.add("influx.bucket", `must be set ("db/rp" for InfluxDB 1.8)`)

@@ -9,9 +9,11 @@ import (
 // "xxxxx", as url.URL.Redacted does; a string that does not parse as a URL
 // is redacted the same way if it holds "scheme://user:password@".
 func RedactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
 		return u.Redacted()
 	}
+	// Not a URL, or one whose user info url.Parse took for something else
+	// ("user:password@host" reads as scheme "user").
 	if start, info, ok := userInfo(raw); ok {
 		if user, _, pass := strings.Cut(info, ":"); pass {
 			return raw[:start] + user + ":xxxxx" + raw[start+len(info):]

@@ -349,7 +349,11 @@ func TestLogLinesBoundedWhileFlapping(t *testing.T) {
 					sp.Append([]record.Record{r})
 					sp.Flush()
 				}
-				runUntil(t, sh, func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.requests > n && sp.Stats().Acknowledged == uint64(n) })
+				runUntil(t, sh, func() bool {
+					srv.mu.Lock()
+					defer srv.mu.Unlock()
+					return srv.requests > n && sp.Stats().Acknowledged == uint64(n)
+				})
 				text := out.String()
 				lines[n] = strings.Count(text, "\n")
 				st := sh.Stats()
