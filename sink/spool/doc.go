@@ -3,10 +3,11 @@
 // whole once acknowledged.
 //
 // Producers never wait on the disk or the network: Append encodes into a memory
-// buffer; a background flusher seals the buffer into an entry and writes it every
-// flush interval (default 100 ms) and fsyncs at most once per fsync interval
-// (default 1 s, to spare flash). A kill -9 loses at most the last flush interval;
-// a power cut at most the last fsync interval.
+// buffer; a background flusher seals the buffer into entries (of at most about
+// FlushBytes each) and writes them every flush interval (default 100 ms), and
+// fsyncs at most once per fsync interval (default 1 s, to spare flash) or once
+// half of MaxBuffer is written but not fsynced. A kill -9 loses at most the last
+// flush interval; a power cut at most the last fsync interval.
 //
 // On disk, a directory holds segments named by the sequence number of their first
 // point (00000000000000000001.seg) and a file "ack" with the sequence number up to
@@ -15,9 +16,40 @@
 //	u32 payload length | u32 CRC32C of the rest | u64 first point seq |
 //	u32 points | u8 flags (1 = gzip) | 3 zero bytes | payload
 //
-// little-endian. On open, a torn or corrupt tail is cut at the first bad entry of
-// its segment and everything before it replays. A size cap drops whole oldest
-// segments and counts exactly how many unsent points went with them.
+// little-endian; within a segment the entries' sequence numbers run on without a
+// gap. A segment is created by the first write that needs it: opening and closing
+// a spool without appending changes no file. Every reader of the format (Open's
+// recovery, the shipper's Reader, ReadDir) reads a segment entry by entry through
+// a buffer of max(64 KiB, one entry), whatever the segment's size. On open, a torn
+// or corrupt tail is cut at the first bad entry of its segment and everything
+// before it replays. A size cap drops whole oldest segments and counts exactly how
+// many unsent points went with them. ReadDir reads a spool directory without its
+// lock and writes nothing: it runs beside the agent (monagent report, spool stats).
+//
+// # When the disk fails
+//
+// A segment that cannot be created (disk or inodes full, no file descriptor
+// left, a name taken) or written is tried again at every flush; the sealed
+// entries wait in memory meanwhile, and a write that fails ends its segment (a
+// partial entry is cut first; if the cut fails the garbage stays behind the last
+// whole entry, where readers stop), so later entries never follow garbage. The
+// spool recovers by itself once the cause is gone.
+//
+// A failed fsync is not retried on the same file: Linux reports a writeback
+// error once and may have dropped the pages, so a later fsync proves nothing.
+// The data written since the segment's last good fsync is treated as not durable:
+// its entries are read back, cut from the segment and written again to a new one
+// (taken back). If they do not read back intact, or the cut fails, they stay
+// where they are and the segment is ended: the reader hands them out if their
+// bytes are still there and counts them in DroppedCorrupt if not.
+//
+// MaxBuffer bounds, together, the points buffered, sealed but not written, and
+// written but not yet fsynced (what a failed fsync takes back). Beyond it Append
+// refuses: the points are counted in DroppedDisk while writing fails, in
+// DroppedBuffer when appends merely outran a working disk. Close counts in
+// DroppedDisk whatever it could not write. So every point handed to the spool
+// is, exactly, acknowledged, dead-lettered, pending on disk, buffered, or in one
+// dropped counter (Stats).
 //
 // Every counter is an atomic 64-bit type, safe on 32-bit ARM.
 package spool

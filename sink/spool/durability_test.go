@@ -87,11 +87,16 @@ func TestCapCountsInFlightPointsNeverAcknowledged(t *testing.T) {
 // together while the disk refuses writes.
 func TestMaxBufferCoversSealedData(t *testing.T) {
 	const maxBuf = 8192
-	s := open(t, Options{Dir: t.TempDir(), FlushInterval: time.Hour, FlushBytes: 1 << 30, MaxBuffer: maxBuf})
+	dir := filepath.Join(t.TempDir(), "spool")
+	s := open(t, Options{Dir: dir, FlushInterval: time.Hour, FlushBytes: 1 << 30, MaxBuffer: maxBuf, SegmentBytes: 1})
 	defer s.Close()
-	s.io.Lock()
-	s.active.Close() // every write fails from now on
-	s.io.Unlock()
+	// No segment can be created from now on: the directory is a file.
+	if err := os.Rename(dir, dir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var appended, refused, peak int
 	for i := 0; i < 500; i++ {
 		err := s.Append(recs(i*10, 10))
@@ -113,9 +118,10 @@ func TestMaxBufferCoversSealedData(t *testing.T) {
 		}
 	}
 	st := s.Stats()
-	if refused == 0 || st.DroppedBuffer != uint64(refused) || st.Appended != uint64(appended) || st.WriteErrors == 0 {
+	if refused == 0 || st.DroppedDisk != uint64(refused) || st.DroppedBuffer != 0 || st.Appended != uint64(appended+refused) || st.WriteErrors == 0 {
 		t.Fatalf("refused %d, stats %+v", refused, st)
 	}
+	checkBalance(t, st)
 	if peak > maxBuf+1024 { // at most one append beyond the cap
 		t.Fatalf("%d bytes held in memory with MaxBuffer %d", peak, maxBuf)
 	}
@@ -133,15 +139,7 @@ func TestReaderSkipsEntryCorruptedAfterOpen(t *testing.T) {
 	s.io.Lock()
 	first := s.segs[0]
 	s.io.Unlock()
-	f, err := os.OpenFile(first.path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var one [1]byte
-	f.ReadAt(one[:], HeaderSize+10)
-	one[0] ^= 0xff
-	f.WriteAt(one[:], HeaderSize+10) // the first entry's payload
-	f.Close()
+	flipByte(t, first.path, HeaderSize+10) // the first entry's payload
 	r := s.NewReader()
 	var got int
 	for {
@@ -197,15 +195,7 @@ func TestCorruptActiveSegmentDoesNotSwallowLaterEntries(t *testing.T) {
 	s.io.Lock()
 	active := s.segs[len(s.segs)-1]
 	s.io.Unlock()
-	f, err := os.OpenFile(active.path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var one [1]byte
-	f.ReadAt(one[:], HeaderSize+10)
-	one[0] ^= 0xff
-	f.WriteAt(one[:], HeaderSize+10)
-	f.Close()
+	flipByte(t, active.path, HeaderSize+10)
 	r := s.NewReader()
 	read := func() (n int) {
 		for {

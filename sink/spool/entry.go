@@ -39,40 +39,58 @@ var (
 
 // AppendEntry frames payload as an entry after dst.
 func AppendEntry(dst []byte, h Header, payload []byte) []byte {
-	start := len(dst)
 	var hdr [HeaderSize]byte
+	putHeader(&hdr, h, payload)
+	return append(append(dst, hdr[:]...), payload...)
+}
+
+// putHeader fills hdr for an entry of payload: h's fields (its Length is
+// payload's) and the CRC32C of the header's rest and the payload.
+func putHeader(hdr *[HeaderSize]byte, h Header, payload []byte) {
 	le := binary.LittleEndian
 	le.PutUint32(hdr[0:], uint32(len(payload)))
 	le.PutUint64(hdr[8:], h.FirstSeq)
 	le.PutUint32(hdr[16:], h.Points)
-	hdr[20] = h.Flags
-	dst = append(dst, hdr[:]...)
-	dst = append(dst, payload...)
-	crc := crc32.Checksum(dst[start+8:], castagnoli)
-	le.PutUint32(dst[start+4:], crc)
-	return dst
+	hdr[20], hdr[21], hdr[22], hdr[23] = h.Flags, 0, 0, 0
+	le.PutUint32(hdr[4:], crc32.Update(crc32.Checksum(hdr[8:], castagnoli), castagnoli, payload))
 }
 
 // DecodeEntry reads the entry at the start of b and returns its header, its
 // payload (a sub-slice of b) and the entry's total size.
 func DecodeEntry(b []byte) (Header, []byte, int, error) {
-	if len(b) < HeaderSize {
-		return Header{}, nil, 0, ErrShort
-	}
-	le := binary.LittleEndian
-	h := Header{Length: le.Uint32(b[0:]), FirstSeq: le.Uint64(b[8:]), Points: le.Uint32(b[16:]), Flags: b[20]}
-	if h.Length > MaxPayload || h.Points == 0 || h.FirstSeq == 0 || h.Flags&^FlagGzip != 0 || b[21] != 0 || b[22] != 0 || b[23] != 0 {
-		return h, nil, 0, fmt.Errorf("%w: length %d, points %d, first seq %d, flags %#x", ErrCorrupt, h.Length, h.Points, h.FirstSeq, h.Flags)
-	}
-	if h.FirstSeq+uint64(h.Points)-1 < h.FirstSeq {
-		return h, nil, 0, fmt.Errorf("%w: sequence overflows", ErrCorrupt)
+	h, err := decodeHeader(b)
+	if err != nil {
+		return h, nil, 0, err
 	}
 	n := HeaderSize + int(h.Length)
 	if len(b) < n {
 		return h, nil, 0, ErrShort
 	}
-	if crc32.Checksum(b[8:n], castagnoli) != le.Uint32(b[4:]) {
+	if crc32.Checksum(b[8:n], castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
 		return h, nil, 0, ErrChecksum
 	}
 	return h, b[HeaderSize:n], n, nil
+}
+
+// decodeHeader checks the header at the start of b (not the checksum, which
+// covers the payload too).
+func decodeHeader(b []byte) (Header, error) {
+	if len(b) < HeaderSize {
+		return Header{}, ErrShort
+	}
+	le := binary.LittleEndian
+	h := Header{Length: le.Uint32(b[0:]), FirstSeq: le.Uint64(b[8:]), Points: le.Uint32(b[16:]), Flags: b[20]}
+	if h.Length > MaxPayload || h.Points == 0 || h.FirstSeq == 0 || h.Flags&^FlagGzip != 0 || b[21] != 0 || b[22] != 0 || b[23] != 0 {
+		return h, fmt.Errorf("%w: length %d, points %d, first seq %d, flags %#x", ErrCorrupt, h.Length, h.Points, h.FirstSeq, h.Flags)
+	}
+	if h.FirstSeq+uint64(h.Points)-1 < h.FirstSeq {
+		return h, fmt.Errorf("%w: sequence overflows", ErrCorrupt)
+	}
+	return h, nil
+}
+
+// damaged reports whether err says the bytes are not a whole, valid entry (as
+// opposed to failing to read them).
+func damaged(err error) bool {
+	return errors.Is(err, ErrShort) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrChecksum)
 }

@@ -3,7 +3,6 @@ package spool
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,9 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,40 +53,111 @@ func (o *Options) defaults() {
 	}
 }
 
+// gzipBytes is what the gzip writer and reader hold (measured: 1.15 MiB and
+// 48 KiB, on amd64 and 32-bit ARM alike).
+const gzipBytes = 1<<20 + 256<<10
+
+// MemoryBytes is the most heap the spool holds with these options (zero values
+// take the defaults), for a configuration check to weigh against the machine:
+//
+//   - 2 × MaxBuffer: the double buffer's halves, the one filling and the one
+//     being written (each up to MaxBuffer). While writing fails, the entries
+//     waiting for it, the points buffered behind them and the bytes written
+//     but not yet fsynced (which a failed fsync takes back) are bounded
+//     together by MaxBuffer, and taking back copies them once more;
+//   - 4 × FlushBytes: the spare half and the frame of waiting entries, each
+//     kept up to 2 × FlushBytes once writing fails or works again;
+//   - 2 × (HeaderSize + FlushBytes) + 64 KiB: the reader's buffer for one entry
+//     (the spool puts at most about FlushBytes into one) and its lines;
+//   - with Compress, FlushBytes for one compressed entry and the gzip state.
+//
+// One Append batch may go beyond MaxBuffer, a line longer than FlushBytes makes
+// its entry larger, and a spool written with a larger FlushBytes needs its
+// largest entry to read.
+func (o Options) MemoryBytes() int64 {
+	o.defaults()
+	m, f := int64(o.MaxBuffer), int64(o.FlushBytes)
+	n := 2*m + 4*f + 2*(HeaderSize+f) + chunkSize
+	if o.Compress {
+		n += f + gzipBytes
+	}
+	return n
+}
+
 // Stats are the spool's counters, shipped with the data.
+//
+// Every point handed to Append or AppendLines that the encoder takes is
+// counted in Appended and, from then on, in exactly one of the others:
+//
+//	Appended + Recovered = Acknowledged + DeadLettered + Pending + Buffered +
+//	                       DroppedCap + DroppedBuffer + DroppedCorrupt + DroppedDisk
+//
+// (Recovered: the points found on disk at open; Stats is one snapshot.)
 type Stats struct {
-	Appended       uint64 // points accepted
+	Appended       uint64 // points handed to the spool (less the encoder's rejects), kept or dropped
 	Rejected       uint64 // records refused by the encoder
 	Acknowledged   uint64 // points confirmed by the destination
 	DeadLettered   uint64 // points set aside as rejected by the destination
 	DroppedCap     uint64 // unsent points in segments dropped by the size cap
-	DroppedBuffer  uint64 // points dropped because unwritten data exceeded MaxBuffer
+	DroppedBuffer  uint64 // points refused because unwritten data reached MaxBuffer while the disk took writes (appends outran it)
 	DroppedCorrupt uint64 // points in entries found corrupt when read back, skipped
+	DroppedDisk    uint64 // points lost because writing failed (disk full, no inode or descriptor, I/O error): refused while unwritten data was at MaxBuffer, or still unwritten at Close
 	Recovered      uint64 // unacknowledged points found on disk at open
 	TruncatedBytes uint64 // bytes cut from torn or corrupt tails at open
-	WriteErrors    uint64
+	WriteErrors    uint64 // failed segment opens, writes and fsyncs, ack file and directory updates
 	Fsyncs         uint64
 	Bytes          int64 // on disk
 	Segments       int
-	Pending        uint64 // points written but not yet resolved
-	// LastError is the background flush's latest failure (a segment write,
-	// an fsync, the ack file), "" once a flush succeeds again.
+	Pending        uint64 // points on disk (or handed to the reader) not yet resolved
+	Buffered       uint64 // points in memory, not yet on disk
+	// LastError is the background flush's latest failure (a segment open,
+	// write or fsync, the ack file), "" once a flush succeeds again.
 	LastError string
 }
 
 // ErrClosed is returned by Append after Close.
 var ErrClosed = errors.New("spool closed")
 
-// ErrBufferFull is returned when appends outrun the disk; the points are counted
-// in DroppedBuffer.
+// ErrBufferFull is returned when unwritten data has reached MaxBuffer: appends
+// outran the disk (the points are counted in DroppedBuffer) or writing fails
+// (DroppedDisk).
 var ErrBufferFull = errors.New("spool buffer full")
 
+// segment is one segment file. Its points are consecutive sequence numbers
+// ending at last.
 type segment struct {
-	first  uint64 // first point seq in the file name
-	last   uint64 // last point seq written (first-1 when empty)
-	points uint64
-	size   int64
-	path   string
+	first   uint64 // first point seq in the file name
+	last    uint64 // last point seq written (first-1 when empty)
+	points  uint64
+	size    int64 // bytes of whole entries
+	path    string
+	corrupt uint64 // the reader found the entries from this seq on damaged (0: none)
+	// The part of it known to be on disk: fsynced (or found at open).
+	synced     int64
+	syncedLast uint64
+	// For a segment the cap removed while the reader held points of it:
+	// the last of them.
+	inFlightEnd uint64
+}
+
+// count is the number of the segment's points with from <= seq <= to.
+func (g *segment) count(from, to uint64) uint64 {
+	if g.points == 0 {
+		return 0
+	}
+	from, to = max(from, g.last-g.points+1), min(to, g.last)
+	if from > to {
+		return 0
+	}
+	return to - from + 1
+}
+
+// end is the last seq the reader can hand out: before the damage, if any.
+func (g *segment) end() uint64 {
+	if g.corrupt > 0 {
+		return g.corrupt - 1
+	}
+	return g.last
 }
 
 // Spool is a durable queue of line-protocol points.
@@ -105,43 +172,49 @@ type Spool struct {
 	closed    bool
 
 	// Disk side: files, sequence numbers, readers.
-	io             sync.Mutex
-	spare          []byte // the other half of the double buffer
-	frame          []byte // sealed entries not yet written
-	framePts       int
-	gzbuf          bytes.Buffer
-	gz             *gzip.Writer
-	segs           []*segment // sorted, the last is active
-	active         *os.File
-	nextSeq        uint64
-	acked          uint64
-	delivered      uint64                 // highest seq the reader handed out
-	lostThrough    uint64                 // highest in-flight seq whose segment the cap removed
-	corruptThrough uint64                 // highest seq skipped as corrupt by the reader
-	flushErr       atomic.Pointer[string] // the background flush's latest failure
-	startOnce      sync.Once
-	ackDirty       bool      // acked is ahead of the ack file
-	ackSync        time.Time // when the ack file was last written and fsynced
-	ioClosed       bool
-	lastSync       time.Time
-	dirty          bool
-	dirDirty       bool
-	notify         chan struct{} // closed and replaced when entries are written
-	ackScratch     [12]byte
+	io         sync.Mutex
+	spare      []byte // the other half of the double buffer
+	frame      []byte // sealed entries not yet written
+	framePts   int
+	gzbuf      bytes.Buffer
+	gz         *gzip.Writer
+	segs       []*segment // sorted; the last is the active one when active is open
+	active     *os.File   // the segment being written; nil until the next write needs one
+	stale      string     // a file of ours holding no entry, in the way of the next segment
+	gone       []*segment // segments the cap removed while the reader held points of them
+	nextSeq    uint64
+	acked      uint64
+	delivered  uint64                 // highest seq the reader handed out
+	flushErr   atomic.Pointer[string] // the background flush's latest failure
+	startOnce  sync.Once
+	ackDirty   bool      // acked is ahead of the ack file
+	ackSync    time.Time // when the ack file was last written and fsynced
+	ioClosed   bool
+	lastSync   time.Time
+	dirty      bool // the active segment has data not fsynced
+	dirDirty   bool
+	notify     chan struct{} // closed and replaced when entries are written
+	ackScratch [12]byte
+	hdr        [HeaderSize]byte // the header of an entry written from the buffer
+	// fsync is (*os.File).Sync; tests make it fail.
+	fsync func(*os.File) error
 
 	kick chan struct{}
 	stop chan struct{}
 	done chan struct{}
 
-	appended, rejected, acknowledged, deadLettered  atomic.Uint64
-	droppedCap, droppedBuffer, recovered, truncated atomic.Uint64
-	writeErrors, fsyncs, droppedCorrupt             atomic.Uint64
-	unwritten                                       atomic.Int64 // bytes sealed but not yet on disk
-	lock                                            *os.File
+	// Counters: the producer's change under mu, the others under io, so
+	// that Stats, holding both, sees them agree.
+	appended, rejected, acknowledged, deadLettered   atomic.Uint64
+	droppedCap, droppedBuffer, recovered, truncated  atomic.Uint64
+	writeErrors, fsyncs, droppedCorrupt, droppedDisk atomic.Uint64
+	unwritten                                        atomic.Int64 // bytes MaxBuffer bounds besides the producer's buffer (unsafe)
+	diskFailing                                      atomic.Bool  // the last attempt to write failed
+	lock                                             *os.File
 }
 
 // Open opens or creates the spool in opts.Dir, recovers what is on disk and starts
-// the background flusher.
+// the background flusher. It creates no segment: the first write does.
 func Open(opts Options) (*Spool, error) {
 	opts.defaults()
 	if opts.Dir == "" {
@@ -176,33 +249,29 @@ func (s *Spool) Start() {
 
 func (s *Spool) ackPath() string { return filepath.Join(s.opts.Dir, "ack") }
 
-func segName(first uint64) string { return fmt.Sprintf("%020d.seg", first) }
-
 // recover reads the ack file and every segment, cutting torn or corrupt tails.
 func (s *Spool) recover() error {
-	if b, err := os.ReadFile(s.ackPath()); err == nil {
-		if len(b) == 12 && crc32.Checksum(b[:8], castagnoli) == binary.LittleEndian.Uint32(b[8:]) {
-			s.acked = binary.LittleEndian.Uint64(b)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("spool %s: %w", s.ackPath(), err)
-	}
-	names, err := filepath.Glob(filepath.Join(s.opts.Dir, "*.seg"))
+	acked, err := readAck(s.ackPath())
 	if err != nil {
 		return err
 	}
-	for _, p := range names {
-		first, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(p), ".seg"), 10, 64)
-		if err != nil || first == 0 {
+	s.acked = acked
+	ents, err := os.ReadDir(s.opts.Dir)
+	if err != nil {
+		return fmt.Errorf("spool %s: %w", s.opts.Dir, err)
+	}
+	var sc scanner
+	for _, e := range ents { // sorted by name: zero-padded sequence numbers
+		first, ok := parseSegName(e.Name())
+		if !ok {
 			continue // not ours
 		}
-		seg, err := s.scan(p, first)
+		seg, err := s.scan(&sc, filepath.Join(s.opts.Dir, e.Name()), first)
 		if err != nil {
 			return err
 		}
 		s.segs = append(s.segs, seg)
 	}
-	sort.Slice(s.segs, func(i, j int) bool { return s.segs[i].first < s.segs[j].first })
 	s.nextSeq = max(s.acked+1, 1)
 	kept := s.segs[:0]
 	for _, seg := range s.segs {
@@ -214,66 +283,175 @@ func (s *Spool) recover() error {
 			s.dirDirty = true
 			continue
 		}
-		s.recovered.Add(seg.last - max(seg.first-1, s.acked))
+		s.recovered.Add(seg.count(s.acked+1, seg.last))
+		seg.synced, seg.syncedLast = seg.size, seg.last
 		kept = append(kept, seg)
 	}
 	s.segs = kept
 	s.delivered = s.acked
-	return s.openActive()
+	return nil
 }
 
-// scan validates a segment file, truncating it at the first bad entry.
-func (s *Spool) scan(path string, first uint64) (*segment, error) {
-	b, err := os.ReadFile(path)
+// scan validates a segment file entry by entry (through sc's bounded buffer),
+// cutting it at the first bad entry.
+func (s *Spool) scan(sc *scanner, path string, first uint64) (*segment, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("spool %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("spool %s: %w", path, err)
 	}
 	seg := &segment{first: first, last: first - 1, path: path}
-	off := 0
-	for off < len(b) {
-		h, _, n, err := DecodeEntry(b[off:])
-		if err == nil && h.FirstSeq < seg.first {
-			err = fmt.Errorf("%w: seq %d before segment start %d", ErrCorrupt, h.FirstSeq, seg.first)
+	sc.reset(f, fi.Size(), first)
+	for {
+		h, _, err := sc.entry()
+		if err == io.EOF {
+			break
+		}
+		if damaged(err) {
+			if terr := os.Truncate(path, sc.off); terr != nil {
+				return nil, fmt.Errorf("spool %s: cutting a corrupt tail at %d: %w", path, sc.off, terr)
+			}
+			s.truncated.Add(uint64(fi.Size() - sc.off))
+			break
 		}
 		if err != nil {
-			if terr := os.Truncate(path, int64(off)); terr != nil {
-				return nil, fmt.Errorf("spool %s: cutting corrupt tail at %d: %w", path, off, terr)
-			}
-			s.truncated.Add(uint64(len(b) - off))
-			break
+			return nil, fmt.Errorf("spool %s: %w", path, err)
 		}
 		seg.last = h.LastSeq()
 		seg.points += uint64(h.Points)
-		off += n
 	}
-	seg.size = int64(off)
+	seg.size = sc.off
 	return seg, nil
 }
 
-// openActive starts a new segment at nextSeq.
-func (s *Spool) openActive() error {
-	p := filepath.Join(s.opts.Dir, segName(s.nextSeq))
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("spool: %w", err)
+// openSegment creates the segment the frame goes to, named after the frame's
+// first point. It never opens an existing file: whatever is there is not a
+// place for new entries.
+func (s *Spool) openSegment() error {
+	first := s.nextSeq - uint64(s.framePts)
+	p := filepath.Join(s.opts.Dir, segName(first))
+	if s.stale == p {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("spool %s: removing a failed segment: %w", p, err)
+		}
+		s.stale = ""
 	}
-	st, err := f.Stat()
+	// Readable too: entries whose fsync failed are read back (takeBack).
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 	if err != nil {
-		f.Close()
-		return fmt.Errorf("spool: %w", err)
-	}
-	if n := len(s.segs); n > 0 && s.segs[n-1].path == p {
-		s.segs = s.segs[:n-1] // reopened the same (empty) file
+		return fmt.Errorf("spool %s: %w", p, err)
 	}
 	s.active = f
-	s.segs = append(s.segs, &segment{first: s.nextSeq, last: s.nextSeq - 1, size: st.Size(), path: p})
+	s.segs = append(s.segs, &segment{first: first, last: first - 1, path: p, syncedLast: first - 1})
 	s.dirDirty = true
 	return nil
 }
 
+// closeActive ends the active segment, fsynced first if sync is set; the next
+// write starts a new segment.
+func (s *Spool) closeActive(sync bool) error {
+	var err error
+	if sync {
+		err = s.syncActive()
+		if s.active == nil { // the fsync failed and closed it
+			return err
+		}
+	}
+	f, g := s.active, s.segs[len(s.segs)-1]
+	s.active, s.dirty = nil, false
+	if cerr := f.Close(); cerr != nil {
+		s.writeFailed()
+		err = errors.Join(err, fmt.Errorf("spool %s: %w", g.path, cerr))
+	}
+	if g.points == 0 { // nothing of it is worth keeping
+		s.segs = s.segs[:len(s.segs)-1]
+		if rerr := os.Remove(g.path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			s.stale = g.path
+		}
+		s.dirDirty = true
+	}
+	return err
+}
+
+// syncActive fsyncs the active segment if it holds data not yet fsynced.
+//
+// A failed fsync is not tried again on that file: Linux reports a writeback
+// error once and may have dropped the pages, so a later fsync proves nothing.
+// The entries written since the last good fsync are taken back into memory
+// (takeBack) and the segment is closed: the next write puts them, and what
+// follows, into a new segment.
+func (s *Spool) syncActive() error {
+	if !s.dirty || s.active == nil {
+		return nil
+	}
+	g := s.segs[len(s.segs)-1]
+	sync := s.fsync
+	if sync == nil {
+		sync = (*os.File).Sync
+	}
+	if err := sync(s.active); err != nil {
+		s.writeFailed()
+		err = fmt.Errorf("spool %s: fsync: %w", g.path, err)
+		if terr := s.takeBack(g); terr != nil {
+			err = errors.Join(err, terr)
+		}
+		return errors.Join(err, s.closeActive(false))
+	}
+	s.fsyncs.Add(1)
+	s.dirty = false
+	g.synced, g.syncedLast = g.size, g.last
+	return nil
+}
+
+// takeBack moves the entries of the active segment g written since its last
+// good fsync back to the front of the frame, and cuts g back to what was
+// fsynced. MaxBuffer bounds them with the frame and the producer's buffer
+// (unsafe). It does so only if they all read back intact and the cut
+// succeeds; otherwise they stay in g, not known to be durable: the reader
+// still hands them out, or counts them in DroppedCorrupt if their bytes are
+// gone (see doc.go).
+func (s *Spool) takeBack(g *segment) error {
+	region := g.size - g.synced
+	if region <= 0 || g.corrupt > 0 {
+		return nil
+	}
+	var sc scanner
+	sc.reset(s.active, g.size, g.first)
+	sc.seek(g.synced, g.syncedLast+1)
+	redo := make([]byte, 0, region+int64(len(s.frame)))
+	var points uint64
+	for {
+		h, payload, err := sc.entry()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil // not intact: left to the reader's checks
+		}
+		redo = AppendEntry(redo, h, payload)
+		points += uint64(h.Points)
+	}
+	if g.syncedLast+points != g.last {
+		return nil
+	}
+	if err := s.active.Truncate(g.synced); err != nil {
+		s.writeErrors.Add(1)
+		return fmt.Errorf("spool %s: cutting entries not fsynced at %d: %w", g.path, g.synced, err)
+	}
+	g.size, g.last, g.points = g.synced, g.syncedLast, g.points-points
+	s.frame = append(redo, s.frame...)
+	s.framePts += int(points)
+	return nil
+}
+
 // Append encodes records into the spool's buffer. It never waits for the disk:
-// when unwritten data exceeds MaxBuffer the records are dropped and counted. An
-// error also reports records the encoder refused; the rest are kept.
+// when unwritten data has reached MaxBuffer the records are dropped and
+// counted (ErrBufferFull). An error also reports records the encoder refused;
+// the rest are kept.
 func (s *Spool) Append(recs []record.Record) error {
 	s.mu.Lock()
 	if s.closed {
@@ -281,18 +459,18 @@ func (s *Spool) Append(recs []record.Record) error {
 		return ErrClosed
 	}
 	if len(s.buf)+int(s.unwritten.Load()) >= s.opts.MaxBuffer {
+		s.refuse(len(recs))
 		s.mu.Unlock()
-		s.droppedBuffer.Add(uint64(len(recs)))
 		return ErrBufferFull
 	}
 	var rejected int
 	var err error
 	s.buf, rejected, err = s.enc.Append(s.buf, recs)
 	s.bufPoints += len(recs) - rejected
-	full := len(s.buf) >= s.opts.FlushBytes
-	s.mu.Unlock()
 	s.appended.Add(uint64(len(recs) - rejected))
 	s.rejected.Add(uint64(rejected))
+	full := len(s.buf) >= s.opts.FlushBytes
+	s.mu.Unlock()
 	if full {
 		select {
 		case s.kick <- struct{}{}:
@@ -302,11 +480,22 @@ func (s *Spool) Append(recs []record.Record) error {
 	return err
 }
 
+// refuse counts n points dropped because unwritten data reached MaxBuffer,
+// under the reason: writing fails, or appends outran the disk. s.mu is held.
+func (s *Spool) refuse(n int) {
+	s.appended.Add(uint64(n))
+	if s.diskFailing.Load() {
+		s.droppedDisk.Add(uint64(n))
+	} else {
+		s.droppedBuffer.Add(uint64(n))
+	}
+}
+
 // AppendLines appends lines of line protocol as they are, one point per line
 // (a replay of lines set aside earlier). Blank lines and '#' comments are
 // skipped; a last line without its newline gets one. It returns how many points
 // it appended; like Append it refuses (ErrBufferFull, counted) when unwritten
-// data exceeds MaxBuffer, so a caller with much to replay flushes in between.
+// data has reached MaxBuffer, so a caller with much to replay flushes in between.
 func (s *Spool) AppendLines(b []byte) (int, error) {
 	s.mu.Lock()
 	if s.closed {
@@ -331,13 +520,13 @@ func (s *Spool) AppendLines(b []byte) (int, error) {
 		}
 	}
 	if full {
+		s.refuse(n)
 		s.mu.Unlock()
-		s.droppedBuffer.Add(uint64(n))
 		return 0, ErrBufferFull
 	}
 	s.bufPoints += n
-	s.mu.Unlock()
 	s.appended.Add(uint64(n))
+	s.mu.Unlock()
 	return n, nil
 }
 
@@ -364,8 +553,10 @@ func (s *Spool) flusher() {
 	}
 }
 
-// Flush seals the buffer into an entry, writes it and fsyncs if the fsync
-// interval has passed.
+// Flush seals the buffer into entries, writes them and fsyncs if the fsync
+// interval has passed. Entries that cannot be written stay in memory for the
+// next flush (and count against MaxBuffer); a segment that cannot be opened is
+// tried again then.
 func (s *Spool) Flush() error {
 	return s.flush(false)
 }
@@ -376,131 +567,257 @@ func (s *Spool) Sync() error { return s.flush(true) }
 func (s *Spool) flush(forceSync bool) error {
 	s.io.Lock()
 	defer s.io.Unlock()
+	if s.ioClosed {
+		return ErrClosed
+	}
 	// Swap the producer's buffer for the spare half.
 	s.mu.Lock()
 	data, points := s.buf, s.bufPoints
 	s.buf, s.bufPoints = s.spare[:0], 0
 	s.mu.Unlock()
 	s.spare = data
-	if points > 0 {
-		s.seal(data, points)
-	}
 	var err error
-	if len(s.frame) > 0 {
+	switch {
+	case len(s.frame) > 0: // entries a failed write left go first
+		if points > 0 {
+			s.seal(data, points)
+		}
 		err = s.writeFrame()
+	case points > 0:
+		err = s.writeData(data, points)
 	}
-	if s.dirty && (forceSync || time.Since(s.lastSync) >= s.opts.FsyncInterval) {
+	if len(s.frame) > 0 && cap(s.spare) > 2*s.opts.FlushBytes {
+		s.spare = nil // the frame holds a copy while writing fails: let the large half go
+	}
+	if (s.dirty || s.dirDirty) && (forceSync || time.Since(s.lastSync) >= s.opts.FsyncInterval || s.unsynced() >= int64(s.opts.MaxBuffer/2)) {
 		err = errors.Join(err, s.syncLocked())
 	}
 	if s.ackDirty && (forceSync || time.Since(s.ackSync) >= s.opts.FsyncInterval) {
 		err = errors.Join(err, s.persistAck())
 	}
-	s.unwritten.Store(int64(len(s.frame)))
+	s.unwritten.Store(s.unsafe())
 	return err
 }
 
-// seal frames data (points points) as one entry at the end of s.frame.
-func (s *Spool) seal(data []byte, points int) {
-	h := Header{FirstSeq: s.nextSeq, Points: uint32(points)}
-	payload := data
-	if s.opts.Compress {
-		s.gzbuf.Reset()
-		s.gz.Reset(&s.gzbuf)
-		s.gz.Write(data)
-		s.gz.Close()
-		payload = s.gzbuf.Bytes()
-		h.Flags |= FlagGzip
+// unsynced is how much of the active segment is not yet fsynced: the bytes a
+// failed fsync brings back into memory (takeBack). A flush fsyncs once it
+// reaches half of MaxBuffer, whatever the fsync interval.
+func (s *Spool) unsynced() int64 {
+	if s.active == nil {
+		return 0
 	}
-	s.frame = AppendEntry(s.frame, h, payload)
-	s.framePts += points
-	s.nextSeq += uint64(points)
+	g := s.segs[len(s.segs)-1]
+	return g.size - g.synced
 }
 
-func (s *Spool) writeFrame() error {
-	seg := s.segs[len(s.segs)-1]
-	n, err := s.active.Write(s.frame)
-	if err != nil {
-		s.writeErrors.Add(1)
-		if n > 0 { // take back a partial entry so the file stays valid
-			s.active.Truncate(seg.size)
+// unsafe is what MaxBuffer bounds besides the producer's buffer: sealed
+// entries not yet written, and entries written but not yet fsynced.
+func (s *Spool) unsafe() int64 { return int64(len(s.frame)) + s.unsynced() }
+
+// cut returns how much of data (points points, one a line) goes into one
+// entry: whole lines, at most about FlushBytes (a longer line alone), so that
+// a reader needs no more; and how many points that is.
+func (s *Spool) cut(data []byte, points int) (int, int) {
+	limit := s.opts.FlushBytes
+	if len(data) <= limit {
+		return len(data), points
+	}
+	n := bytes.LastIndexByte(data[:limit], '\n') + 1
+	if n == 0 {
+		i := bytes.IndexByte(data[limit:], '\n')
+		if i < 0 {
+			return len(data), points
 		}
-		// The sealed entries stay for the next flush; appends are refused and
-		// counted while they and the buffer together exceed MaxBuffer.
-		s.unwritten.Store(int64(len(s.frame)))
-		return fmt.Errorf("spool %s: %w", seg.path, err)
+		n = limit + i + 1
 	}
-	// Account the entries just written.
-	for off := 0; off < len(s.frame); {
-		h, _, n, _ := DecodeEntry(s.frame[off:])
-		seg.last = h.LastSeq()
-		seg.points += uint64(h.Points)
-		off += n
+	if c := bytes.Count(data[:n], newline); n < len(data) && c < points {
+		return n, c
 	}
-	seg.size += int64(len(s.frame))
+	return len(data), points
+}
+
+var newline = []byte{'\n'}
+
+// payload is data as an entry carries it, and the entry's flags: with
+// Compress, gzipped into s.gzbuf (valid until the next call).
+func (s *Spool) payload(data []byte) ([]byte, uint8) {
+	if !s.opts.Compress {
+		return data, 0
+	}
+	s.gzbuf.Reset()
+	s.gz.Reset(&s.gzbuf)
+	s.gz.Write(data)
+	s.gz.Close()
+	return s.gzbuf.Bytes(), FlagGzip
+}
+
+// seal frames data (points points) as entries at the end of s.frame: a copy,
+// for entries that wait for a write that failed.
+func (s *Spool) seal(data []byte, points int) {
+	for len(data) > 0 {
+		n, pts := s.cut(data, points)
+		payload, flags := s.payload(data[:n])
+		s.frame = AppendEntry(s.frame, Header{FirstSeq: s.nextSeq, Points: uint32(pts), Flags: flags}, payload)
+		s.framePts += pts
+		s.nextSeq += uint64(pts)
+		data, points = data[n:], points-pts
+	}
+}
+
+// writeFailed notes a failed attempt to write.
+func (s *Spool) writeFailed() {
+	s.writeErrors.Add(1)
+	s.diskFailing.Store(true)
+}
+
+// writeData writes data (points points) as entries straight from the buffer,
+// without a copy. What cannot be written waits in the frame for the next
+// flush; so does what follows entries a failed fsync took back into it.
+func (s *Spool) writeData(data []byte, points int) error {
+	for len(data) > 0 {
+		n, pts := s.cut(data, points)
+		before := s.nextSeq
+		err := s.writeEntry(data[:n], pts)
+		if s.nextSeq != before { // written (a roll after it may have failed)
+			data, points = data[n:], points-pts
+		}
+		if err != nil || len(s.frame) > 0 {
+			s.seal(data, points)
+			if err == nil {
+				err = s.writeFrame()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// writeEntry writes one entry of data to the active segment, opening one
+// first if there is none.
+func (s *Spool) writeEntry(data []byte, points int) error {
+	if s.active == nil {
+		if err := s.openSegment(); err != nil {
+			s.writeFailed()
+			return err
+		}
+	}
+	payload, flags := s.payload(data)
+	putHeader(&s.hdr, Header{FirstSeq: s.nextSeq, Points: uint32(points), Flags: flags}, payload)
+	if err := s.write(s.hdr[:], payload); err != nil {
+		return err
+	}
+	s.nextSeq += uint64(points)
+	return s.wrote(points, HeaderSize+len(payload))
+}
+
+// writeFrame writes the sealed entries to the active segment, opening one
+// first if there is none.
+func (s *Spool) writeFrame() error {
+	if s.active == nil {
+		if err := s.openSegment(); err != nil {
+			s.writeFailed()
+			return err
+		}
+	}
+	if err := s.write(s.frame); err != nil {
+		return err
+	}
+	points, n := s.framePts, len(s.frame)
 	s.frame, s.framePts = s.frame[:0], 0
+	if cap(s.frame) > 2*s.opts.FlushBytes {
+		s.frame = nil
+	}
+	return s.wrote(points, n)
+}
+
+// write appends bufs (whole entries) to the active segment. On failure a
+// partial entry is cut and the segment ended: whatever broke the file (a cut
+// that failed, a bad descriptor, a bad block), the next attempt starts a new
+// one.
+func (s *Spool) write(bufs ...[]byte) error {
+	g := s.segs[len(s.segs)-1]
+	var written int
+	for _, b := range bufs {
+		n, err := s.active.Write(b)
+		written += n
+		if err == nil {
+			continue
+		}
+		s.writeFailed()
+		err = fmt.Errorf("spool %s: %w", g.path, err)
+		if written > 0 { // take back the partial entry so that the file stays valid
+			if terr := s.active.Truncate(g.size); terr != nil {
+				// Garbage follows the last entry: the reader and the next
+				// open stop there, and nothing more goes after it.
+				err = errors.Join(err, fmt.Errorf("spool %s: cutting a partial write at %d: %w", g.path, g.size, terr))
+			}
+		}
+		return errors.Join(err, s.closeActive(true))
+	}
+	return nil
+}
+
+// wrote accounts n bytes of entries holding the points up to nextSeq-1 just
+// written to the active segment, wakes the reader, and rolls the segment
+// once it is full.
+func (s *Spool) wrote(points, n int) error {
+	g := s.segs[len(s.segs)-1]
+	g.last = s.nextSeq - 1
+	g.points += uint64(points)
+	g.size += int64(n)
 	s.dirty = true
+	s.diskFailing.Store(false)
 	close(s.notify)
 	s.notify = make(chan struct{})
-	var rollErr error
-	if seg.size >= s.opts.SegmentBytes {
-		rollErr = s.roll()
+	var err error
+	if g.size >= s.opts.SegmentBytes {
+		err = s.closeActive(true)
 	}
 	s.enforceCap()
-	return rollErr
-}
-
-// roll closes the active segment (fsynced) and starts the next.
-func (s *Spool) roll() error {
-	if err := s.active.Sync(); err == nil {
-		s.fsyncs.Add(1)
-	}
-	s.active.Close()
-	return s.openActive()
+	return err
 }
 
 // enforceCap drops whole oldest segments while the spool is over MaxBytes,
 // counting the points in them that were neither acknowledged nor handed to the
-// shipper. Points in flight (handed out, not acknowledged) are remembered in
-// lostThrough: the shipper still holds them and normally acknowledges them, but
-// if it re-opens its reader or the spool closes first they are gone, and are
-// counted then (forgetInFlight).
+// shipper. A segment holding points in flight (handed out, not acknowledged)
+// is remembered in s.gone: the shipper still holds them and normally
+// acknowledges them, but if it re-opens its reader or the spool closes first
+// they are gone, and are counted then (forgetInFlight).
 func (s *Spool) enforceCap() {
 	var total int64
 	for _, seg := range s.segs {
 		total += seg.size
 	}
 	for total > s.opts.MaxBytes && len(s.segs) > 1 {
-		seg := s.segs[0]
-		done := max(seg.first-1, s.acked, s.delivered, s.corruptThrough)
-		if seg.last > done {
-			s.droppedCap.Add(seg.last - done)
+		g := s.segs[0]
+		s.droppedCap.Add(g.count(max(s.acked, s.delivered)+1, g.end()))
+		if g.inFlightEnd = min(s.delivered, g.end()); g.count(s.acked+1, g.inFlightEnd) > 0 {
+			s.gone = append(s.gone, g)
 		}
-		if inflight := min(seg.last, s.delivered); inflight > max(s.acked, s.lostThrough) {
-			s.lostThrough = inflight
-		}
-		os.Remove(seg.path)
+		os.Remove(g.path)
 		s.dirDirty = true
-		total -= seg.size
+		total -= g.size
 		s.segs = s.segs[1:]
 	}
 }
 
+// syncLocked fsyncs the active segment and the directory.
 func (s *Spool) syncLocked() error {
 	s.lastSync = time.Now()
-	if err := s.active.Sync(); err != nil {
-		s.writeErrors.Add(1)
-		return fmt.Errorf("spool fsync: %w", err)
-	}
-	s.fsyncs.Add(1)
-	s.dirty = false
+	err := s.syncActive()
 	if s.dirDirty {
-		if d, err := os.Open(s.opts.Dir); err == nil {
-			d.Sync()
+		d, derr := os.Open(s.opts.Dir)
+		if derr == nil {
+			derr = d.Sync()
 			d.Close()
+		}
+		if derr != nil {
+			s.writeErrors.Add(1)
+			return errors.Join(err, fmt.Errorf("spool %s: fsync: %w", s.opts.Dir, derr))
 		}
 		s.dirDirty = false
 	}
-	return nil
+	return err
 }
 
 // Batch is a run of consecutive points handed to a shipper.
@@ -527,10 +844,16 @@ func (s *Spool) Ack(b Batch, deadLettered int) error {
 	s.ackDirty = true
 	s.deadLettered.Add(uint64(deadLettered))
 	s.acknowledged.Add(uint64(b.Points - deadLettered))
-	for len(s.segs) > 1 && s.segs[0].last <= s.acked {
+	for len(s.segs) > 0 && s.segs[0].last <= s.acked {
+		if s.active != nil && len(s.segs) == 1 {
+			break // the segment being written stays
+		}
 		os.Remove(s.segs[0].path)
 		s.dirDirty = true
 		s.segs = s.segs[1:]
+	}
+	for len(s.gone) > 0 && s.gone[0].last <= s.acked {
+		s.gone = s.gone[1:]
 	}
 	if s.ioClosed {
 		return s.persistAck()
@@ -583,49 +906,60 @@ func (s *Spool) persistAck() error {
 // forgetInFlight counts the in-flight points the cap removed from disk as
 // dropped once nobody can acknowledge them any more, and resolves them.
 func (s *Spool) forgetInFlight() {
-	if s.lostThrough > s.acked {
-		s.droppedCap.Add(s.lostThrough - s.acked)
-		s.acked = s.lostThrough
-		s.ackDirty = true
+	for _, g := range s.gone {
+		s.droppedCap.Add(g.count(s.acked+1, g.inFlightEnd))
+		if g.last > s.acked {
+			s.acked = g.last
+			s.ackDirty = true
+		}
 	}
+	s.gone = nil
 }
 
 // Stats returns the counters.
 func (s *Spool) Stats() Stats {
 	s.io.Lock()
-	var bytes int64
-	for _, seg := range s.segs {
-		bytes += seg.size
+	defer s.io.Unlock()
+	var st Stats
+	for _, g := range s.segs {
+		st.Bytes += g.size
+		st.Pending += g.count(s.acked+1, g.end())
 	}
-	nseg := len(s.segs)
-	var pending uint64
-	if s.nextSeq-1 > s.acked {
-		for _, seg := range s.segs {
-			if seg.last > s.acked && seg.points > 0 {
-				pending += seg.last - max(seg.first-1, s.acked)
-			}
-		}
+	for _, g := range s.gone { // in the shipper's hands only
+		st.Pending += g.count(s.acked+1, g.inFlightEnd)
 	}
-	s.io.Unlock()
-	var lastErr string
+	st.Segments = len(s.segs)
 	if p := s.flushErr.Load(); p != nil {
-		lastErr = *p
+		st.LastError = *p
 	}
-	return Stats{
-		Appended: s.appended.Load(), Rejected: s.rejected.Load(), Acknowledged: s.acknowledged.Load(),
-		DeadLettered: s.deadLettered.Load(), DroppedCap: s.droppedCap.Load(), DroppedBuffer: s.droppedBuffer.Load(),
-		DroppedCorrupt: s.droppedCorrupt.Load(),
-		Recovered:      s.recovered.Load(), TruncatedBytes: s.truncated.Load(), WriteErrors: s.writeErrors.Load(),
-		Fsyncs: s.fsyncs.Load(), Bytes: bytes, Segments: nseg, Pending: pending,
-		LastError: lastErr,
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st.Buffered = uint64(s.bufPoints) + s.frameUnresolved()
+	st.Appended, st.Rejected = s.appended.Load(), s.rejected.Load()
+	st.Acknowledged, st.DeadLettered = s.acknowledged.Load(), s.deadLettered.Load()
+	st.DroppedCap, st.DroppedBuffer = s.droppedCap.Load(), s.droppedBuffer.Load()
+	st.DroppedCorrupt, st.DroppedDisk = s.droppedCorrupt.Load(), s.droppedDisk.Load()
+	st.Recovered, st.TruncatedBytes = s.recovered.Load(), s.truncated.Load()
+	st.WriteErrors, st.Fsyncs = s.writeErrors.Load(), s.fsyncs.Load()
+	return st
+}
+
+// frameUnresolved is how many of the frame's points are not acknowledged:
+// a failed fsync takes back entries the shipper may already hold.
+func (s *Spool) frameUnresolved() uint64 {
+	n := uint64(s.framePts)
+	if first := s.nextSeq - n; s.acked >= first {
+		n -= min(s.acked, s.nextSeq-1) - first + 1
 	}
+	return n
 }
 
 // Dir is the spool's directory.
 func (s *Spool) Dir() string { return s.opts.Dir }
 
-// Close writes and fsyncs everything accepted, then closes the files. Readers
-// return ErrClosed.
+// Close writes and fsyncs everything accepted, then closes the files. What it
+// cannot write (the disk full or failing) is counted in DroppedDisk and named
+// in the error. Readers return ErrClosed.
 func (s *Spool) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -641,192 +975,32 @@ func (s *Spool) Close() error {
 	s.forgetInFlight() // whatever the shipper has not acknowledged by now is re-read after a restart, if still on disk
 	s.io.Unlock()
 	err := s.Sync()
+	if s.Stats().Buffered > 0 {
+		// A failed fsync takes entries back into memory (takeBack); they go
+		// to a new segment if the disk takes them now.
+		err = s.Sync()
+	}
 	s.io.Lock()
 	defer s.io.Unlock()
+	s.mu.Lock()
+	if lost := uint64(s.bufPoints) + s.frameUnresolved(); lost > 0 {
+		s.droppedDisk.Add(lost)
+		err = errors.Join(err, fmt.Errorf("spool %s: %d points could not be written: dropped", s.opts.Dir, lost))
+	}
+	s.buf, s.bufPoints, s.frame, s.framePts, s.spare = nil, 0, nil, 0, nil
+	s.unwritten.Store(0)
+	s.mu.Unlock()
+	if s.active != nil {
+		err = errors.Join(err, s.closeActive(true))
+	}
+	if n := len(s.segs); n > 0 && s.segs[n-1].last <= s.acked && !s.ackDirty {
+		// Fully acknowledged, and the ack file says so: not needed at the next open.
+		os.Remove(s.segs[n-1].path)
+		s.segs = s.segs[:n-1]
+	}
 	s.ioClosed = true
-	err = errors.Join(err, s.active.Close())
 	close(s.notify)
 	s.notify = nil
 	s.lock.Close() // releases the directory lock
 	return err
-}
-
-// Entry is one entry as a reader returns it.
-type Entry struct {
-	Header
-	Lines []byte // line protocol, decompressed; valid until the next Next
-}
-
-// Reader hands out entries in order, starting after the acknowledged position.
-// A spool has one reader: its shipper.
-type Reader struct {
-	s      *Spool
-	f      *os.File
-	path   string
-	off    int64
-	raw    []byte
-	out    bytes.Buffer
-	gz     *gzip.Reader
-	closed bool
-}
-
-// NewReader returns the spool's reader. A spool has one reader at a time: a new
-// one (a shipper re-opening after an error) starts again after the acknowledged
-// position, so points handed out but never acknowledged are read again.
-func (s *Spool) NewReader() *Reader {
-	s.io.Lock()
-	s.forgetInFlight()
-	s.delivered = s.acked
-	s.io.Unlock()
-	return &Reader{s: s}
-}
-
-// Next returns the next entry, waiting for one until ctx is done. Entries
-// already resolved (acknowledged, or dropped by the cap) are skipped.
-func (r *Reader) Next(ctx context.Context) (Entry, error) {
-	for {
-		e, wait, err := r.try()
-		if err != nil || wait == nil {
-			return e, err
-		}
-		select {
-		case <-ctx.Done():
-			return Entry{}, ctx.Err()
-		case <-wait:
-		}
-	}
-}
-
-// TryNext returns the next entry if one is on disk, without waiting.
-func (r *Reader) TryNext() (Entry, bool, error) {
-	e, wait, err := r.try()
-	if err != nil {
-		return e, false, err
-	}
-	return e, wait == nil, nil
-}
-
-// try reads the next entry, or returns a channel that is closed when there may
-// be one.
-func (r *Reader) try() (Entry, <-chan struct{}, error) {
-	s := r.s
-	s.io.Lock()
-	defer s.io.Unlock()
-	if s.notify == nil {
-		return Entry{}, nil, ErrClosed
-	}
-	for {
-		pos := max(s.acked, s.delivered, s.corruptThrough) + 1
-		var seg *segment
-		for _, g := range s.segs {
-			if g.last >= pos && g.points > 0 {
-				seg = g
-				break
-			}
-		}
-		if seg == nil {
-			return Entry{}, s.notify, nil
-		}
-		if r.path != seg.path {
-			if r.f != nil {
-				r.f.Close()
-			}
-			f, err := os.Open(seg.path)
-			if err != nil {
-				return Entry{}, nil, fmt.Errorf("spool reader: %w", err)
-			}
-			r.f, r.path, r.off = f, seg.path, 0
-		}
-		if r.off >= seg.size {
-			// Everything here is resolved; the next segment holds pos.
-			r.f.Close()
-			r.f, r.path = nil, ""
-			if seg == s.segs[len(s.segs)-1] {
-				return Entry{}, s.notify, nil
-			}
-			continue
-		}
-		h, payload, n, err := r.readAt(seg)
-		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrChecksum) || errors.Is(err, ErrShort) {
-			// Damaged after it was written (open checked it): skip the rest of
-			// the segment, counted, rather than stop shipping for good.
-			s.droppedCorrupt.Add(seg.last - pos + 1)
-			s.corruptThrough = seg.last
-			r.f.Close()
-			r.f, r.path = nil, ""
-			if seg == s.segs[len(s.segs)-1] && len(s.frame) == 0 {
-				// The damage is in the segment being written: later entries
-				// go to a new one, not behind the damage (where the next read
-				// would drop them too).
-				if err := s.roll(); err != nil {
-					return Entry{}, nil, err
-				}
-			}
-			continue
-		}
-		if err != nil {
-			return Entry{}, nil, err
-		}
-		r.off += int64(n)
-		if h.LastSeq() < pos {
-			continue
-		}
-		lines := payload
-		if h.Flags&FlagGzip != 0 {
-			if lines, err = r.gunzip(payload); err != nil {
-				return Entry{}, nil, fmt.Errorf("spool %s at %d: %w", seg.path, r.off-int64(n), err)
-			}
-		}
-		s.delivered = h.LastSeq()
-		return Entry{Header: h, Lines: lines}, nil, nil
-	}
-}
-
-func (r *Reader) readAt(seg *segment) (Header, []byte, int, error) {
-	avail := seg.size - r.off
-	if int64(cap(r.raw)) < min(avail, HeaderSize+MaxPayload) {
-		r.raw = make([]byte, 0, min(avail, HeaderSize+MaxPayload))
-	}
-	hdr := r.raw[:HeaderSize]
-	if _, err := r.f.ReadAt(hdr, r.off); err != nil {
-		return Header{}, nil, 0, fmt.Errorf("spool %s at %d: %w", seg.path, r.off, err)
-	}
-	length := int64(binary.LittleEndian.Uint32(hdr))
-	if length > MaxPayload || HeaderSize+length > avail {
-		return Header{}, nil, 0, fmt.Errorf("spool %s at %d: %w", seg.path, r.off, ErrCorrupt)
-	}
-	b := r.raw[:HeaderSize+length]
-	if _, err := r.f.ReadAt(b, r.off); err != nil {
-		return Header{}, nil, 0, fmt.Errorf("spool %s at %d: %w", seg.path, r.off, err)
-	}
-	h, payload, n, err := DecodeEntry(b)
-	if err != nil {
-		return Header{}, nil, 0, fmt.Errorf("spool %s at %d: %w", seg.path, r.off, err)
-	}
-	return h, payload, n, nil
-}
-
-func (r *Reader) gunzip(p []byte) ([]byte, error) {
-	var err error
-	if r.gz == nil {
-		r.gz, err = gzip.NewReader(bytes.NewReader(p))
-	} else {
-		err = r.gz.Reset(bytes.NewReader(p))
-	}
-	if err != nil {
-		return nil, err
-	}
-	r.out.Reset()
-	if _, err := io.Copy(&r.out, r.gz); err != nil {
-		return nil, err
-	}
-	return r.out.Bytes(), nil
-}
-
-// Close releases the reader's file.
-func (r *Reader) Close() error {
-	if r.f != nil {
-		return r.f.Close()
-	}
-	return nil
 }

@@ -266,9 +266,10 @@ func TestAppendNeverWaitsAndCountsOverflow(t *testing.T) {
 		}
 	}
 	st := s.Stats()
-	if full == 0 || st.DroppedBuffer != uint64(full) || st.Appended+st.DroppedBuffer != 1000 {
+	if full == 0 || st.DroppedBuffer != uint64(full) || st.DroppedDisk != 0 || st.Appended != 1000 {
 		t.Fatalf("full %d, stats %+v", full, st)
 	}
+	checkBalance(t, st)
 }
 
 func TestAppendDoesNotAllocate(t *testing.T) {
