@@ -1,8 +1,6 @@
 package report
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,8 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -120,48 +116,36 @@ func (c *Collector) ReadFile(path string) error {
 }
 
 // ReadSpool adds the selected records of every segment in a spool directory,
-// oldest first. The segments are read directly, without the spool's lock, so
-// a running agent does not block a report; points already shipped are gone
-// once their segment is, and a torn or still-being-written tail of a segment
-// ends that segment's reading.
+// oldest first, through the spool package's reader (ReadSpoolDir), and notes
+// on Progress what it skipped.
 func (c *Collector) ReadSpool(dir string) error {
-	segs, err := filepath.Glob(filepath.Join(dir, "*.seg"))
+	st, err := c.ReadSpoolDir(dir)
 	if err != nil {
 		return err
 	}
-	if len(segs) == 0 {
-		if _, err := os.Stat(dir); err != nil {
-			return fmt.Errorf("spool %s: %w", dir, err)
-		}
-		return fmt.Errorf("spool %s: %w: no segment files", dir, ErrNoData)
-	}
-	sort.Strings(segs) // names are zero-padded sequence numbers
-	for _, p := range segs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		for off := 0; off < len(b); {
-			h, payload, n, err := spool.DecodeEntry(b[off:])
-			if err != nil {
-				break // a torn tail, or an entry being written
-			}
-			off += n
-			if h.Flags&spool.FlagGzip != 0 {
-				zr, err := gzip.NewReader(bytes.NewReader(payload))
-				if err != nil {
-					return fmt.Errorf("%s: %w", p, err)
-				}
-				if payload, err = io.ReadAll(zr); err != nil {
-					return fmt.Errorf("%s: %w", p, err)
-				}
-			}
-			if err := c.decode(lineprotocol.NewDecoderWithBytes(payload)); err != nil {
-				return fmt.Errorf("%s: %w", p, err)
-			}
-		}
+	if c.Progress != nil && (st.Vanished > 0 || st.TailBytes > 0) {
+		fmt.Fprintf(c.Progress, "report: spool %s: skipped %d segments acknowledged and deleted while being read, %d bytes of tails being written or torn\n",
+			dir, st.Vanished, st.TailBytes)
 	}
 	return nil
+}
+
+// ReadSpoolDir is ReadSpool returning what spool.ReadDir found. It takes no
+// lock and writes nothing, so a running agent neither blocks a report nor is
+// disturbed by one: points already shipped are gone once their segment is,
+// a segment deleted meanwhile is skipped and counted (Vanished), and a tail
+// being written ends its segment's reading (TailBytes).
+func (c *Collector) ReadSpoolDir(dir string) (spool.DirStats, error) {
+	st, err := spool.ReadDir(dir, func(e spool.Entry) error {
+		return c.decode(lineprotocol.NewDecoderWithBytes(e.Lines))
+	})
+	if err != nil {
+		return st, err
+	}
+	if st.Segments == 0 {
+		return st, fmt.Errorf("spool %s: %w: no segment files", dir, ErrNoData)
+	}
+	return st, nil
 }
 
 // Influx names an InfluxDB 1.8 database to query over its /query endpoint.

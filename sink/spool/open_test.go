@@ -70,6 +70,7 @@ func TestOpenScansSegmentsInBoundedMemory(t *testing.T) {
 	if st := s.Stats(); st.Recovered != points {
 		t.Fatalf("recovered %d points of %d", st.Recovered, points)
 	}
+	t.Logf("opening a spool with a %d-byte segment allocated %d bytes", size, after.TotalAlloc-before.TotalAlloc)
 	// One entry's buffer and a few small things, not the segment.
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4*entry {
 		t.Fatalf("opening a spool with a %d-byte segment allocated %d bytes (entries of %d)", size, alloc, entry)
