@@ -51,15 +51,21 @@ func spoolCmd(args []string) error {
 	return usageError(fmt.Sprintf("%s, not %q", spoolUsage, args[0]))
 }
 
-// openSpool opens the spool of the config at path; it fails while the agent
-// has it open.
-func openSpool(path string) (*spool.Spool, agent.Config, error) {
+// spoolConfig loads the config at path, which must enable the spool.
+func spoolConfig(path string) (agent.Config, error) {
 	cfg, err := agent.Load(path)
+	if err == nil && !cfg.Spool.Enabled {
+		err = usageError(path + ": spool.enabled is false: there is no spool")
+	}
+	return cfg, err
+}
+
+// openSpool opens the spool of the config at path for writing; it fails while
+// the agent has it open.
+func openSpool(path string) (*spool.Spool, agent.Config, error) {
+	cfg, err := spoolConfig(path)
 	if err != nil {
 		return nil, cfg, err
-	}
-	if !cfg.Spool.Enabled {
-		return nil, cfg, usageError(path + ": spool.enabled is false: there is no spool")
 	}
 	sc := cfg.Spool
 	sp, err := spool.Open(spool.Options{Dir: sc.Dir, SegmentBytes: sc.SegmentBytes, MaxBytes: sc.MaxBytes,
@@ -93,16 +99,22 @@ func replayDeadLetter(w io.Writer, path string, dry bool) error {
 	return nil
 }
 
+// spoolStats prints what the spool's directory holds. It reads without the
+// spool's lock and writes nothing (spool.ReadDir), so it runs beside the agent.
 func spoolStats(w io.Writer, path string) error {
-	sp, cfg, err := openSpool(path)
+	cfg, err := spoolConfig(path)
 	if err != nil {
 		return err
 	}
-	st := sp.Stats()
-	if err := sp.Close(); err != nil {
+	st, err := spool.ReadDir(cfg.Spool.Dir, nil)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "spool %s: %d points pending in %d segments (%d bytes); recovered %d at open, cut %d torn bytes\n",
-		cfg.Spool.Dir, st.Pending, st.Segments, st.Bytes, st.Recovered, st.TruncatedBytes)
+	fmt.Fprintf(w, "spool %s: %d points pending in %d segments (%d bytes), acknowledged through seq %d",
+		cfg.Spool.Dir, st.Pending, st.Segments, st.Bytes, st.Acked)
+	if st.TailBytes > 0 {
+		fmt.Fprintf(w, "; %d bytes after the last whole entries (being written, or a torn tail the next start cuts)", st.TailBytes)
+	}
+	fmt.Fprintln(w)
 	return nil
 }

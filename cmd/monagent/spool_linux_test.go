@@ -5,10 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/monagent/monagent/sink/spool"
+	"github.com/monagent/monagent/sink/spool/spooltest"
 )
 
 func TestSpoolReplayDeadLetter(t *testing.T) {
@@ -55,4 +57,42 @@ func TestSpoolReplayDeadLetter(t *testing.T) {
 	if err := spoolCmd([]string{"bogus", "--config", cfg}); !errors.As(err, &ue) {
 		t.Fatalf("unknown subcommand: %v", err)
 	}
+}
+
+// Issue 20 item 13: 'spool stats' runs beside the agent (which holds the
+// spool's lock) and changes no file of the spool, nor after the agent ends.
+func TestSpoolStatsBesideTheAgentChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	spoolDir := filepath.Join(dir, "spool")
+	cfg := filepath.Join(dir, "agent.yaml")
+	os.WriteFile(cfg, []byte("spool:\n  enabled: true\n  dir: "+spoolDir+"\n"), 0o644)
+	sp, err := spool.Open(spool.Options{Dir: spoolDir, SegmentBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 30; i++ {
+		sp.AppendLines([]byte(strings.Repeat("m v=1i 1\n", 10)))
+		if err := sp.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		before := spooltest.Files(t, spoolDir)
+		var out bytes.Buffer
+		if err := spoolStats(&out, cfg); err != nil {
+			t.Fatalf("spool stats %s: %v", when, err)
+		}
+		if !strings.Contains(out.String(), "300 points pending") {
+			t.Fatalf("spool stats %s: %q", when, out.String())
+		}
+		if after := spooltest.Files(t, spoolDir); !reflect.DeepEqual(before, after) {
+			t.Fatalf("spool stats %s changed the spool:\nbefore %v\nafter  %v", when, before, after)
+		}
+	}
+	check("beside the agent")
+	if err := sp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("after the agent")
 }
