@@ -291,6 +291,27 @@ func TestOutOfFileDescriptorsIsCountedAndRecovered(t *testing.T) {
 	runFault(t, o, unix.EMFILE, breakIt, mend, nil)
 }
 
+// The next segment's name is taken (here by a directory): the spool tries
+// again at every flush and goes on once the name is free.
+func TestNameClashIsCountedAndRecovered(t *testing.T) {
+	var clash string
+	runFault(t, Options{Dir: t.TempDir(), SegmentBytes: 1, MaxBytes: 1 << 30, MaxBuffer: 8 << 10},
+		unix.EEXIST,
+		func(s *Spool) {
+			s.io.Lock()
+			clash = filepath.Join(s.opts.Dir, segName(s.nextSeq))
+			s.io.Unlock()
+			if err := os.Mkdir(clash, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		},
+		func() {
+			if err := os.Remove(clash); err != nil {
+				t.Fatal(err)
+			}
+		}, nil)
+}
+
 // lowestFreeFD is the lowest descriptor number not open in this process.
 func lowestFreeFD(t *testing.T) int {
 	d, err := os.Open("/proc/self/fd")
