@@ -2,6 +2,7 @@ package influx
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	ihttp "github.com/influxdata/influxdb-client-go/v2/api/http"
@@ -27,15 +29,23 @@ type capture struct {
 
 type captureKey struct{}
 
-// captureTransport keeps, for a request whose context carries a *capture,
-// the body of an answer that is not a success (up to max bytes), and hands
-// the client library the same bytes.
+// captureTransport compresses request bodies (gzip) when zippers is set,
+// and keeps, for a request whose context carries a *capture, the body of an
+// answer that is not a success (up to max bytes), handing the client library
+// the same bytes.
 type captureTransport struct {
-	base http.RoundTripper
-	max  int64
+	base    http.RoundTripper
+	max     int64
+	zippers chan *zipper // idle compressors; nil: do not compress
 }
 
 func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.zippers != nil && req.Body != nil && req.Header.Get("Content-Encoding") == "" {
+		var err error
+		if req, err = t.gzipped(req); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil || resp.StatusCode < 300 {
 		return resp, err
@@ -55,18 +65,81 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// zipper is a gzip writer and its output, reused from request to request:
+// the client library's own gzip takes a new writer (about 1 MiB) and a
+// goroutine per request, and streams the body without a length.
+type zipper struct {
+	buf   bytes.Buffer
+	zw    *gzip.Writer
+	chunk [32 << 10]byte
+}
+
+// gzipped returns req with its body compressed and its length set. The
+// compressor is idle again when the transport closes the body, that is, once
+// it has stopped reading it.
+func (t captureTransport) gzipped(req *http.Request) (*http.Request, error) {
+	var z *zipper
+	select {
+	case z = <-t.zippers:
+		z.buf.Reset()
+		z.zw.Reset(&z.buf)
+	default: // the shipper sends one request at a time: only while two are still closing
+		z = &zipper{}
+		z.zw = gzip.NewWriter(&z.buf)
+	}
+	idle := func() {
+		select {
+		case t.zippers <- z:
+		default:
+		}
+	}
+	// Through chunk: a strings.Reader's WriteTo would copy the whole body
+	// into a []byte for the gzip writer.
+	_, err := io.CopyBuffer(z.zw, struct{ io.Reader }{req.Body}, z.chunk[:])
+	req.Body.Close()
+	if err == nil {
+		err = z.zw.Close()
+	}
+	if err != nil {
+		idle()
+		return nil, fmt.Errorf("influx: compressing the request: %w", err)
+	}
+	out := req.Clone(req.Context())
+	out.Body = &closeOnce{Reader: bytes.NewReader(z.buf.Bytes()), close: idle}
+	out.ContentLength = int64(z.buf.Len())
+	out.GetBody = nil // the buffer is reused once the body is closed
+	out.Header.Set("Content-Encoding", "gzip")
+	return out, nil
+}
+
+// closeOnce is a request body that calls close once, on Close.
+type closeOnce struct {
+	*bytes.Reader
+	close func()
+	once  sync.Once
+}
+
+func (b *closeOnce) Close() error {
+	b.once.Do(b.close)
+	return nil
+}
+
 type errReader struct{ err error }
 
 func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 // httpClient is the client library's default HTTP client (proxy from the
-// environment, 5 s to connect and to shake hands) with the capturing
-// transport.
+// environment, 5 s to connect and to shake hands) with the shipper's
+// transport, which compresses when cfg.Gzip.
 func httpClient(cfg Config) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	tr.TLSHandshakeTimeout = 5 * time.Second
-	return &http.Client{Timeout: cfg.Timeout, Transport: captureTransport{base: tr, max: 2*int64(cfg.BatchBytes) + 64<<10}}
+	t := captureTransport{base: tr, max: 2*int64(cfg.BatchBytes) + 64<<10}
+	if cfg.Gzip {
+		t.zippers = make(chan *zipper, 2) // the transport may close a body after its answer came
+	}
+	return &http.Client{Timeout: cfg.Timeout, Transport: t}
 }
 
 // write sends lines as one request.

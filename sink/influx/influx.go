@@ -203,7 +203,7 @@ func New(cfg Config, sp *spool.Spool) (*Shipper, error) {
 	}
 	opts := influxdb2.DefaultOptions().
 		SetPrecision(time.Nanosecond).
-		SetUseGZip(cfg.Gzip).
+		SetUseGZip(false). // the transport compresses (httpClient)
 		SetHTTPClient(httpClient(cfg)).
 		SetLogLevel(0)
 	client := influxdb2.NewClientWithOptions(cfg.URL, cfg.Token, opts)
