@@ -6,7 +6,9 @@ import (
 )
 
 // goldenAnswers are real servers' answers to writes. 1.8: captured from the
-// testbed's influxd 1.8.10 (TestGoldenAnswers18 captures them again). 2.x:
+// testbed's influxd 1.8.10 (TestGoldenAnswers18 captures them again), but for
+// the shard, engine and auth rows, from its services/httpd, coordinator and
+// tsdb sources. 2.x:
 // v2.7.11 http/write_handler.go, http/points/points_parser.go and
 // models/points.go. 3.x Core: influxdb3_server/src/http.rs and tests.rs
 // (write_lp with accept_partial, the default; /api/v2/write on 3.0-3.4 and

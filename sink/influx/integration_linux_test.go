@@ -451,9 +451,9 @@ func TestInfluxd18ParseErrors(t *testing.T) {
 // TestInfluxd18TooLarge (issue 20 item 4): influxd 1.8 with max-body-size
 // answers 413 to larger writes. The batch is split until the pieces fit; a
 // line larger than the limit alone is dead-lettered (it was retried forever,
-// and nothing behind it shipped). 1.8 applies the limit to the
-// Content-Length, so the writes are not compressed (a gzip body is streamed
-// without one).
+// and nothing behind it shipped). 1.8 compares the limit with the
+// Content-Length, the compressed size of a gzip body: the writes are not
+// compressed, so that the line's own size is refused.
 func TestInfluxd18TooLarge(t *testing.T) {
 	const limit = 16 << 10
 	in := testbed.StartInfluxdWith(t, db, testbed.InfluxdOptions{MaxBodySize: limit})
@@ -602,5 +602,52 @@ func TestRefuseEverythingHoldsTheBatch(t *testing.T) {
 	// overran it, then one attempt after the proxy passes writes.
 	if max := int64(st.HeldBatches+1) * int64(isolationBudget(n)+2); proxy.refusals.Load() > max {
 		t.Fatalf("%d refused requests in %d holds (at most %d)", proxy.refusals.Load(), st.HeldBatches, max)
+	}
+}
+
+// TestGoldenAnswers18 captures influxd 1.8.10's answers to the writes behind
+// goldenAnswers' 1.8 rows again: the bodies TestParseAnswer classifies are
+// the real ones.
+func TestGoldenAnswers18(t *testing.T) {
+	in := testbed.StartInfluxdWith(t, "g", testbed.InfluxdOptions{MaxBodySize: 200})
+	in.Query("g", `CREATE RETENTION POLICY "short" ON "g" DURATION 1h REPLICATION 1`)
+	post := func(bucket, body string) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, in.URL+"/api/v2/write?bucket="+bucket+"&precision=ns", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Token user:pass")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if st, b := post("g/autogen", "m v=1i 1\n"); st != http.StatusNoContent {
+		t.Fatalf("%d %s", st, b)
+	}
+	writes := map[string][2]string{ // bucket, body
+		"1.8 field type conflict":           {"g/autogen", "m v=1i 2\nm v=\"s\" 3\nm v=2i 4\n"},
+		"1.8 parse errors, rest written":    {"g/autogen", "m v=1i 5\nm v= 6\nm,t=x 7\n"},
+		"1.8 parse errors, nothing written": {"g/autogen", "m v= 6\nm,t=x 7\n"},
+		"1.8 beyond retention":              {"g/short", "m v=1i 1\nm v=1i 2\n"},
+		"1.8 database not found":            {"nope/autogen", "m v=1i 1\n"},
+		"1.8 bucket without rp":             {"", "m v=1i 1\n"},
+		"1.8 max-body-size":                 {"g/autogen", strings.Repeat("m v=1i 1\n", 40)},
+	}
+	for _, g := range goldenAnswers {
+		w, ok := writes[g.name]
+		if !ok {
+			continue
+		}
+		delete(writes, g.name)
+		if st, b := post(w[0], w[1]); st != g.status || b != g.body {
+			t.Errorf("%s: influxd answers %d %q, the golden answer is %d %q", g.name, st, b, g.status, g.body)
+		}
+	}
+	if len(writes) > 0 {
+		t.Fatalf("no golden answer for %v", writes)
 	}
 }
