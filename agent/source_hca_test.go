@@ -195,6 +195,45 @@ func TestHCASourceBadPeers(t *testing.T) {
 	}
 }
 
+// TestHCASourceRestarts (issue 20, items 8 and 9, through the agent's
+// source): a rank restarted on its address gets a model in the driver's
+// next round; a restarted driver, counting its rounds from 1 again, gets
+// its models taken.
+func TestHCASourceRestarts(t *testing.T) {
+	addrs := freePorts(t, 2)
+	key := writeKey(t, "key", testHCAKey)
+	start := func(rank int, resync time.Duration) *hcaRunning {
+		cfg := hcaConfig(t, rank, addrs, key)
+		cfg.HCA.Resync = resync
+		return runHCA(t, buildHCA(t, cfg, nil))
+	}
+	taken := func(s *hcaRunning) uint64 { f, _ := selfField(s.hcaSource, "models_taken"); return f.U }
+	root, node := start(0, 100*time.Millisecond), start(1, time.Minute)
+	eventually(t, "rank 1's first model", func() bool { return taken(node) >= 1 })
+
+	node.stop()
+	node = start(1, time.Minute)
+	eventually(t, "the restarted rank 1's model", func() bool { return taken(node) >= 1 })
+	rounds := func() uint64 { f, _ := selfField(root.hcaSource, "rounds"); return f.U }
+	if f, _ := selfField(root.hcaSource, "peer_restarts"); f.U != 1 {
+		t.Errorf("rank 0 counted %d peer restarts, want 1", f.U)
+	}
+
+	before := taken(node)
+	if rounds() < 2 {
+		t.Fatalf("%d rounds before the driver's restart, want 2 or more", rounds())
+	}
+	root.stop()
+	root = start(0, time.Hour) // one round: the model taken is round 1's
+	eventually(t, "a model from the restarted driver", func() bool { return taken(node) > before })
+	if _, round, _ := node.global.Model(); round != 1 {
+		t.Errorf("rank 1's model is of round %d, want the restarted driver's round 1", round)
+	}
+	if f, _ := selfField(node.hcaSource, "dropped_stale_model"); f.U != 0 {
+		t.Errorf("rank 1 refused %d of the restarted driver's models as stale", f.U)
+	}
+}
+
 // TestHCASourceRunsOnlyInRun (issue 20, item 10): building the source binds
 // its socket and starts nothing (a ping to it goes unanswered); Run serves
 // it, and every goroutine Run started has returned when it returns.
