@@ -57,11 +57,6 @@ const (
 	shipperBatchCopes = 3    // the batch's lines, its request body, its gzip
 )
 
-// spoolMemory is the spool's buffers: the unwritten points it keeps when the
-// disk is slow or full (32 MiB), the producer's buffer and its spare (1 MiB
-// each), the gzip writer's state and the reader's entry buffers.
-const spoolMemory = 32<<20 + 2<<20 + 1<<20 + 2<<20
-
 // MemoryItem is one part of what a configuration needs in memory.
 type MemoryItem struct {
 	Key   string // the configuration key that sets it
@@ -92,7 +87,7 @@ func (m MemoryNeed) String() string {
 		}
 		parts = append(parts, fmt.Sprintf("%s %s (%s)", it.Key, mib(it.Bytes), it.What))
 	}
-	return fmt.Sprintf("needs at most %s of memory: %s", mib(m.Total()), strings.Join(parts, ", "))
+	return fmt.Sprintf("needs at most %s: %s", mib(m.Total()), strings.Join(parts, ", "))
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
@@ -115,7 +110,7 @@ func (c *Config) MemoryNeed() MemoryNeed {
 		add("output.file", 2*c.Memory.OutputQueueBytes, "its queue and the batch being written")
 	}
 	if c.Spool.Enabled {
-		add("spool", spoolMemory, "unwritten points and its buffers")
+		add("spool.buffer_bytes", c.Spool.options().MemoryBytes(), "points waiting for the disk and the spool's buffers")
 		if c.Influx.Enabled {
 			add("influx.batch_points", int64(c.Influx.BatchPoints)*influxLineBytes*shipperBatchCopes, "the batch in flight")
 		}
@@ -181,7 +176,7 @@ func (m *memoryCheck) check(p *problems) {
 		if key == "runtime" && len(need) > 1 {
 			key = need[1].Key
 		}
-		p.add(key, "the configuration %s, more than memory.limit %s: lower it or raise the limit if the board has the memory", need, mib(mc.Limit))
+		p.add(key, "the configuration's memory %s, more than memory.limit %s: lower it or raise the limit if the board has the memory", need, mib(mc.Limit))
 	}
 }
 

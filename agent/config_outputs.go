@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/sink/influx"
+	"github.com/monagent/monagent/sink/spool"
 )
 
 // The output sections (outputs.go): output (stdout, a file), spool and influx.
@@ -45,12 +46,16 @@ type SpoolConfig struct {
 	FlushInterval time.Duration `yaml:"flush_interval"`
 	FsyncInterval time.Duration `yaml:"fsync_interval"`
 	Compress      bool          `yaml:"compress"`
+	// BufferBytes bounds the points waiting in memory for the disk (a slow
+	// card, a full disk); beyond it appends are dropped and counted
+	// (dropped_buffer, dropped_disk).
+	BufferBytes int64 `yaml:"buffer_bytes"`
 }
 
 func (s *SpoolConfig) defaults() {
 	*s = SpoolConfig{
 		Enabled: true, Dir: "./data/spool", SegmentBytes: 4 << 20, MaxBytes: 256 << 20,
-		FlushInterval: 100 * time.Millisecond, FsyncInterval: time.Second, Compress: true,
+		FlushInterval: 100 * time.Millisecond, FsyncInterval: time.Second, Compress: true, BufferBytes: 16 << 20,
 	}
 }
 
@@ -75,6 +80,17 @@ func (s *SpoolConfig) check(p *problems) {
 	}
 	p.positive("spool.flush_interval", s.FlushInterval)
 	p.positive("spool.fsync_interval", s.FsyncInterval)
+	if s.BufferBytes < 1<<20 {
+		p.add("spool.buffer_bytes", "must be at least 1 MiB (1048576), got %d", s.BufferBytes)
+	}
+}
+
+// options are the spool's options for this section.
+func (s *SpoolConfig) options() spool.Options {
+	return spool.Options{
+		Dir: s.Dir, SegmentBytes: s.SegmentBytes, MaxBytes: s.MaxBytes, MaxBuffer: int(s.BufferBytes),
+		FlushInterval: s.FlushInterval, FsyncInterval: s.FsyncInterval, Compress: s.Compress,
+	}
 }
 
 // InfluxConfig ships the spool to InfluxDB's v2 write API (1.8: bucket "db/rp",

@@ -52,12 +52,9 @@ func OpenOutputs(cfg *Config) (*Outputs, error) {
 		o.Optional = append(o.Optional, f)
 	}
 	if cfg.Spool.Enabled {
-		sc := cfg.Spool
-		sp, err := spool.Open(spool.Options{
-			Dir: sc.Dir, SegmentBytes: sc.SegmentBytes, MaxBytes: sc.MaxBytes,
-			FlushInterval: sc.FlushInterval, FsyncInterval: sc.FsyncInterval, Compress: sc.Compress,
-			DeferFlush: true, // Agent.Run starts it: building the agent starts nothing
-		})
+		opts := cfg.Spool.options()
+		opts.DeferFlush = true // Agent.Run starts it: building the agent starts nothing
+		sp, err := spool.Open(opts)
 		if err != nil {
 			return fail(keyErr("spool.dir", "%v", err))
 		}
@@ -145,14 +142,14 @@ func (o *Outputs) Summary() []string {
 	}
 	if o.Spool != nil {
 		st := o.Spool.Stats()
-		dropped := st.DroppedCap + st.DroppedBuffer + st.DroppedCorrupt
+		dropped := st.DroppedCap + st.DroppedBuffer + st.DroppedCorrupt + st.DroppedDisk
 		if o.Shipper == nil {
-			out = append(out, fmt.Sprintf("spool %s: %d points appended, %d dropped (cap %d, buffer %d, corrupt %d), %d bytes on disk",
-				o.Spool.Dir(), st.Appended, dropped, st.DroppedCap, st.DroppedBuffer, st.DroppedCorrupt, st.Bytes))
+			out = append(out, fmt.Sprintf("spool %s: %d points appended, %d dropped (cap %d, buffer %d, corrupt %d, disk %d), %d bytes on disk",
+				o.Spool.Dir(), st.Appended, dropped, st.DroppedCap, st.DroppedBuffer, st.DroppedCorrupt, st.DroppedDisk, st.Bytes))
 			return out
 		}
-		out = append(out, fmt.Sprintf("spool %s: %d points appended, %d acknowledged by InfluxDB, %d pending, %d dropped (cap %d, buffer %d, corrupt %d), %d dead-lettered, %d bytes on disk",
-			o.Spool.Dir(), st.Appended, st.Acknowledged, st.Pending, dropped, st.DroppedCap, st.DroppedBuffer, st.DroppedCorrupt, st.DeadLettered, st.Bytes))
+		out = append(out, fmt.Sprintf("spool %s: %d points appended, %d acknowledged by InfluxDB, %d pending, %d dropped (cap %d, buffer %d, corrupt %d, disk %d), %d dead-lettered, %d bytes on disk",
+			o.Spool.Dir(), st.Appended, st.Acknowledged, st.Pending, dropped, st.DroppedCap, st.DroppedBuffer, st.DroppedCorrupt, st.DroppedDisk, st.DeadLettered, st.Bytes))
 		sh := o.Shipper.Stats()
 		line := fmt.Sprintf("InfluxDB: %d points in %d batches, %d retries, state %s", sh.Points, sh.Batches, sh.Retries, sh.State)
 		if sh.State != influx.StateOK {
@@ -175,7 +172,7 @@ func (o *Outputs) selfRecords(b *Batch, now int64) {
 		st := o.Spool.Stats()
 		if st.LastError != o.lastSpoolErr && o.log != nil { // once per change, not every interval
 			if st.LastError != "" {
-				o.log.Error("spool: writing to disk failed; unwritten points wait in a bounded buffer, beyond it they are dropped and counted (dropped_buffer)", "err", st.LastError, "dir", o.Spool.Dir())
+				o.log.Error("spool: writing to disk failed; unwritten points wait in memory up to spool.buffer_bytes, beyond it they are dropped and counted (dropped_disk); writing resumes by itself once the disk takes it", "err", st.LastError, "dir", o.Spool.Dir())
 			} else {
 				o.log.Info("spool: writing to disk works again", "dir", o.Spool.Dir())
 			}
@@ -188,6 +185,8 @@ func (o *Outputs) selfRecords(b *Batch, now int64) {
 			record.Uint("pending", st.Pending),
 			record.Uint("dropped_cap", st.DroppedCap),
 			record.Uint("dropped_buffer", st.DroppedBuffer),
+			record.Uint("dropped_disk", st.DroppedDisk),
+			record.Uint("buffered", st.Buffered),
 			record.Uint("dropped_corrupt", st.DroppedCorrupt),
 			record.Uint("dead_lettered", st.DeadLettered),
 			record.Uint("recovered", st.Recovered),

@@ -37,7 +37,8 @@ func configCmd(args []string) error {
 
 // checkFiles prints, for each file, every problem on its own line
 // (FILE:LINE: key: reason, warnings as FILE:LINE: key: warning: reason) and
-// FILE: ok when it has no problem but warnings. It returns a one-line usage
+// FILE: ok when it has no problem but warnings, followed by FILE: memory:
+// what the configuration needs in memory. It returns a one-line usage
 // error naming the files that failed.
 func checkFiles(w io.Writer, files []string) error {
 	var failed []string
@@ -57,7 +58,7 @@ func checkFiles(w io.Writer, files []string) error {
 		}
 		fmt.Fprintf(w, "%s: ok\n", f)
 		if cfg, err := agent.Load(f); err == nil {
-			fmt.Fprintf(w, "%s: %s; memory.limit %.0f MiB\n", f, cfg.MemoryNeed(), float64(cfg.Memory.Limit)/(1<<20))
+			fmt.Fprintf(w, "%s: memory: %s; memory.limit %.0f MiB\n", f, cfg.MemoryNeed(), float64(cfg.Memory.Limit)/(1<<20))
 		}
 	}
 	if len(failed) > 0 {
