@@ -104,10 +104,10 @@ func (c *Config) MemoryNeed() MemoryNeed {
 	add("runtime", baseMemory, "runtime, code, goroutines")
 	add("memory.queue_bytes", c.Memory.QueueBytes, "records waiting for the outputs")
 	if c.Output.Stdout {
-		add("output.stdout", 2*c.Memory.OutputQueueBytes, "its queue and the batch being written")
+		add("output.stdout", 3*c.Memory.OutputQueueBytes, "its queue, the batch being written, spare buffers")
 	}
 	if c.Output.File != "" {
-		add("output.file", 2*c.Memory.OutputQueueBytes, "its queue and the batch being written")
+		add("output.file", 3*c.Memory.OutputQueueBytes, "its queue, the batch being written, spare buffers")
 	}
 	if c.Spool.Enabled {
 		add("spool.buffer_bytes", c.Spool.options().MemoryBytes(), "points waiting for the disk and the spool's buffers")

@@ -60,7 +60,7 @@ func TestMemoryNeedCountsEveryBuffer(t *testing.T) {
 	}
 	want := map[string]int64{
 		"marker.ring": 4096 * markerEventBytes, "extts.ring": 8192 * exttsEventBytes,
-		"output.stdout": 2 * c.Memory.OutputQueueBytes, "output.file": 2 * c.Memory.OutputQueueBytes,
+		"output.stdout": 3 * c.Memory.OutputQueueBytes, "output.file": 3 * c.Memory.OutputQueueBytes,
 		"memory.queue_bytes": c.Memory.QueueBytes, "spool.buffer_bytes": c.Spool.options().MemoryBytes(), "runtime": baseMemory,
 	}
 	for k, v := range want {

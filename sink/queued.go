@@ -94,11 +94,11 @@ func (q *Queued) Write(recs []record.Record) error {
 	b, rejected, encErr := q.enc.Append(b, recs)
 	kept := len(recs) - rejected
 	q.rejected.Add(uint64(rejected))
-	if q.queued+len(b) > q.maxBytes {
-		q.free = append(q.free, b)
+	if waiting := q.queued; waiting+len(b) > q.maxBytes {
+		q.recycle(b)
 		q.mu.Unlock()
 		q.droppedFull.Add(uint64(kept))
-		return fmt.Errorf("%s: %w (%d records, %d bytes waiting)", q.name, ErrQueueFull, kept, q.queued)
+		return fmt.Errorf("%s: %w (%d records, %d bytes waiting)", q.name, ErrQueueFull, kept, waiting)
 	}
 	if kept > 0 {
 		q.queue = append(q.queue, chunk{b: b, recs: kept})
@@ -122,6 +122,18 @@ func (q *Queued) Write(recs []record.Record) error {
 // ErrClosed is returned by a closed sink's Write.
 var ErrClosed = errors.New("sink closed")
 
+// maxFree is how many buffers are kept for reuse; a buffer larger than an
+// eighth of the bound is not kept, so that the spare buffers never hold more
+// than the bound itself.
+const maxFree = 8
+
+// recycle keeps b for a later Write (q.mu held).
+func (q *Queued) recycle(b []byte) {
+	if len(q.free) < maxFree && cap(b) <= q.maxBytes/maxFree {
+		q.free = append(q.free, b)
+	}
+}
+
 // run writes what is queued until Close.
 func (q *Queued) run() {
 	defer close(q.done)
@@ -129,7 +141,7 @@ func (q *Queued) run() {
 	for {
 		q.mu.Lock()
 		for _, c := range batch {
-			q.free = append(q.free, c.b)
+			q.recycle(c.b)
 		}
 		batch = append(batch[:0], q.queue...)
 		clear(q.queue)
@@ -177,10 +189,10 @@ func (q *Queued) writeChunk(c chunk) {
 		return // Close counted these already
 	}
 	if err != nil {
-		q.writeErrors.Add(1)
-		q.droppedErr.Add(uint64(c.recs))
 		msg := fmt.Sprintf("%s: %v", q.name, err)
-		q.lastErr.Store(&msg)
+		q.lastErr.Store(&msg) // before the counts: whoever sees them sees it
+		q.droppedErr.Add(uint64(c.recs))
+		q.writeErrors.Add(1)
 		return
 	}
 	q.written.Add(uint64(c.recs))
