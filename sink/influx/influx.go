@@ -197,6 +197,11 @@ var causes = [...]string{causeSyntax, causeSchema, causeRetention, causeLimit, c
 
 // New returns a shipper for sp.
 func New(cfg Config, sp *spool.Spool) (*Shipper, error) {
+	return newWithClient(cfg, spoolQueue{sp})
+}
+
+// newWithClient is New for any queue.
+func newWithClient(cfg Config, q queue) (*Shipper, error) {
 	cfg.defaults()
 	if cfg.URL == "" || cfg.Bucket == "" {
 		return nil, errors.New("influx: url and bucket are required")
@@ -207,7 +212,7 @@ func New(cfg Config, sp *spool.Spool) (*Shipper, error) {
 		SetHTTPClient(httpClient(cfg)).
 		SetLogLevel(0)
 	client := influxdb2.NewClientWithOptions(cfg.URL, cfg.Token, opts)
-	s := newShipper(cfg, spoolQueue{sp}, client.WriteAPIBlocking(cfg.Org, cfg.Bucket))
+	s := newShipper(cfg, q, client.WriteAPIBlocking(cfg.Org, cfg.Bucket))
 	s.client = client
 	return s, nil
 }

@@ -63,37 +63,155 @@ const benchBatch = 5000
 
 // BenchmarkShipVsRaw (issue 20 item 6) measures the shipper against a raw
 // HTTP writer posting the same line protocol in the same batches to the same
-// influxd 1.8, side by side in one run, one request at a time. One op is one
-// batch of 5000 points; both report points/s. The spool (the agent's
-// defaults: gzip'd entries) is filled before the timer starts, as after an
-// outage: the shipper's time is reading it back, the client library, the
-// answers and the acknowledgements; the raw writer holds the batches in
-// memory and posts them with net/http (gzip with one reused writer). Each
-// writer's points are new series values (their own run tag).
+// influxd 1.8, one request at a time. One op is one batch of 5000 points.
+// The spool (the agent's defaults: gzip'd entries of 1000 points) is filled
+// before the timer starts, as after an outage: the shipper's time is reading
+// it back, the client library, the answers and the acknowledgements; the raw
+// writer holds the batches in memory and posts them with net/http (gzip with
+// one reused writer). Each writer's points are new to influxd (their own run
+// tag, of the same length).
+//
+// shipper and raw drain b.N batches each and report points/s. alternating
+// sends each batch through both, taking turns at going first, so that both
+// see the same load on a shared machine: it reports both rates and
+// shipper/raw.
 func BenchmarkShipVsRaw(b *testing.B) {
 	in := testbed.StartInfluxd(b, db)
 	for _, gz := range []bool{false, true} {
-		for _, writer := range []string{"shipper", "raw"} {
+		for _, writer := range []string{"shipper", "raw", "alternating"} {
 			b.Run(fmt.Sprintf("gzip=%v/%s", gz, writer), func(b *testing.B) {
-				run := fmt.Sprintf("%s-%v-%d", writer, gz, time.Now().UnixNano())
-				sp := filledSpool(b, b.N*benchBatch, run)
-				var ship func()
-				if writer == "shipper" {
-					ship = shipperRun(b, in.URL, sp, gz)
-				} else {
-					ship = rawRun(b, in.URL, spoolBatches(b, sp), gz)
-				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				ship()
-				b.StopTimer()
-				b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "points/s")
-				if got := countRun(in, run); got != int64(b.N*benchBatch) {
-					b.Fatalf("influxd holds %d points of %d", got, b.N*benchBatch)
+				tag := time.Now().UnixNano()
+				switch writer {
+				case "shipper":
+					run := fmt.Sprintf("ship-%d", tag)
+					sp := filledSpool(b, b.N*benchBatch, run)
+					q := newGatedQueue(sp)
+					sh := benchShipper(b, in.URL, q, gz)
+					b.ReportAllocs()
+					b.ResetTimer()
+					q.release(b.N * benchBatch / 1000)
+					for range b.N {
+						<-q.acked
+					}
+					b.StopTimer()
+					sh()
+					b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "points/s")
+					checkRun(b, in, run)
+				case "raw":
+					run := fmt.Sprintf("rawx-%d", tag)
+					batches := spoolBatches(b, filledSpool(b, b.N*benchBatch, run))
+					post := rawPoster(b, in.URL, gz)
+					b.ReportAllocs()
+					b.ResetTimer()
+					for _, batch := range batches {
+						post(batch)
+					}
+					b.StopTimer()
+					b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "points/s")
+					checkRun(b, in, run)
+				default:
+					benchAlternating(b, in, gz, tag)
 				}
 			})
 		}
 	}
+}
+
+func benchAlternating(b *testing.B, in *testbed.Influxd, gz bool, tag int64) {
+	shipRun, rawRun := fmt.Sprintf("ship-%d", tag), fmt.Sprintf("rawx-%d", tag)
+	q := newGatedQueue(filledSpool(b, b.N*benchBatch, shipRun))
+	batches := spoolBatches(b, filledSpool(b, b.N*benchBatch, rawRun))
+	stop := benchShipper(b, in.URL, q, gz)
+	post := rawPoster(b, in.URL, gz)
+	var shipped, posted time.Duration
+	ship := func() {
+		start := time.Now()
+		q.release(benchBatch / 1000)
+		<-q.acked
+		shipped += time.Since(start)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i, batch := range batches {
+		if i%2 == 0 {
+			ship()
+		}
+		start := time.Now()
+		post(batch)
+		posted += time.Since(start)
+		if i%2 == 1 {
+			ship()
+		}
+	}
+	b.StopTimer()
+	stop()
+	points := float64(b.N * benchBatch)
+	b.ReportMetric(points/shipped.Seconds(), "shipper-points/s")
+	b.ReportMetric(points/posted.Seconds(), "raw-points/s")
+	b.ReportMetric(posted.Seconds()/shipped.Seconds(), "shipper/raw")
+	checkRun(b, in, shipRun)
+	checkRun(b, in, rawRun)
+}
+
+func checkRun(b *testing.B, in *testbed.Influxd, run string) {
+	if got := countRun(in, run); got != int64(b.N*benchBatch) {
+		b.Fatalf("influxd holds %d points of %s, want %d", got, run, b.N*benchBatch)
+	}
+}
+
+// gatedQueue is a spool whose reader hands out only the entries released to
+// it, and which says when a batch is acknowledged: the benchmark sends a
+// batch when it chooses.
+type gatedQueue struct {
+	spoolQueue
+	gate  chan int
+	acked chan struct{}
+}
+
+func newGatedQueue(sp *spool.Spool) *gatedQueue {
+	return &gatedQueue{spoolQueue: spoolQueue{sp}, gate: make(chan int, 1<<16), acked: make(chan struct{}, 1<<16)}
+}
+
+func (q *gatedQueue) release(entries int) { q.gate <- entries }
+
+func (q *gatedQueue) reader() entryReader { return &gatedReader{Reader: q.NewReader(), gate: q.gate} }
+
+func (q *gatedQueue) Ack(b spool.Batch, dead int) error {
+	err := q.spoolQueue.Ack(b, dead)
+	q.acked <- struct{}{}
+	return err
+}
+
+type gatedReader struct {
+	*spool.Reader
+	gate    chan int
+	allowed int
+}
+
+func (r *gatedReader) Next(ctx context.Context) (spool.Entry, error) {
+	for r.allowed == 0 {
+		select {
+		case n := <-r.gate:
+			r.allowed += n
+		case <-ctx.Done():
+			return spool.Entry{}, ctx.Err()
+		}
+	}
+	r.allowed--
+	return r.Reader.Next(ctx)
+}
+
+func (r *gatedReader) TryNext() (spool.Entry, bool, error) {
+	if r.allowed == 0 {
+		select {
+		case n := <-r.gate:
+			r.allowed += n
+		default:
+			return spool.Entry{}, false, nil
+		}
+	}
+	r.allowed--
+	return r.Reader.TryNext()
 }
 
 // filledSpool is a spool holding n points of run in entries of 1000, as the
@@ -122,22 +240,19 @@ func filledSpool(b *testing.B, n int, run string) *spool.Spool {
 	return sp
 }
 
-// shipperRun returns a function that ships sp until every point is
-// acknowledged.
-func shipperRun(b *testing.B, url string, sp *spool.Spool, gz bool) func() {
+// benchShipper runs a shipper of q's spool to influxd and returns the
+// function that stops it, checking it sent one request per batch.
+func benchShipper(b *testing.B, url string, q queue, gz bool) func() {
 	cfg := influxConfig(url)
 	cfg.Gzip, cfg.BatchPoints = gz, benchBatch
-	sh, err := New(cfg, sp)
+	sh, err := newWithClient(cfg, q)
 	if err != nil {
 		b.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sh.Run(ctx) }()
 	return func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- sh.Run(ctx) }()
-		for sp.Stats().Pending > 0 {
-			time.Sleep(100 * time.Microsecond)
-		}
 		cancel()
 		<-done
 		if st := sh.Stats(); st.Requests != st.Batches || st.DeadLettered != 0 {
@@ -173,41 +288,39 @@ func spoolBatches(b *testing.B, sp *spool.Spool) [][]byte {
 	return out
 }
 
-// rawRun returns a function that posts batches to influxd's /api/v2/write one
-// after the other with net/http, as the shipper's requests are made.
-func rawRun(b *testing.B, base string, batches [][]byte, gz bool) func() {
+// rawPoster returns a function that posts a batch to influxd's /api/v2/write
+// with net/http, as the shipper's requests are made.
+func rawPoster(b *testing.B, base string, gz bool) func([]byte) {
 	url := base + "/api/v2/write?bucket=" + db + "/autogen&org=&precision=ns"
 	client := &http.Client{Timeout: 5 * time.Second}
 	var zbuf bytes.Buffer
 	zw := gzip.NewWriter(&zbuf)
-	return func() {
-		for _, batch := range batches {
-			body := batch
-			if gz {
-				zbuf.Reset()
-				zw.Reset(&zbuf)
-				zw.Write(batch)
-				zw.Close()
-				body = zbuf.Bytes()
-			}
-			req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-			if err != nil {
-				b.Fatal(err)
-			}
-			req.Header.Set("Authorization", "Token user:pass")
-			req.Header.Set("Content-Type", "text/plain; charset=utf-8")
-			if gz {
-				req.Header.Set("Content-Encoding", "gzip")
-			}
-			resp, err := client.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusNoContent {
-				b.Fatalf("influxd answered %s", resp.Status)
-			}
+	return func(batch []byte) {
+		body := batch
+		if gz {
+			zbuf.Reset()
+			zw.Reset(&zbuf)
+			zw.Write(batch)
+			zw.Close()
+			body = zbuf.Bytes()
+		}
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Token user:pass")
+		req.Header.Set("Content-Type", "text/plain; charset=utf-8")
+		if gz {
+			req.Header.Set("Content-Encoding", "gzip")
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			b.Fatalf("influxd answered %s", resp.Status)
 		}
 	}
 }
