@@ -651,3 +651,42 @@ func TestGoldenAnswers18(t *testing.T) {
 		t.Fatalf("no golden answer for %v", writes)
 	}
 }
+
+// TestInfluxd18BeyondRetention: influxd 1.8 drops points older than the
+// retention policy keeps and answers 400 "partial write: points beyond
+// retention policy dropped=N", having written the rest: the old points are
+// found by bisection and dead-lettered as retention, the recent ones arrive.
+func TestInfluxd18BeyondRetention(t *testing.T) {
+	in := testbed.StartInfluxd(t, db)
+	in.Query(db, `CREATE RETENTION POLICY "hour" ON "`+db+`" DURATION 1h REPLICATION 1`)
+	now := time.Now().UnixNano()
+	recs := seqRecords(0, 300, "retention")
+	for i := range recs {
+		recs[i].TimeNS = now - int64(i)*int64(time.Millisecond)
+	}
+	old := []int{10, 200}
+	for _, i := range old {
+		recs[i].TimeNS = now - int64(2*time.Hour)
+	}
+	cfg := influxConfig(in.URL)
+	cfg.Bucket = db + "/hour"
+	sp, sh := shipOnce(t, cfg, recs)
+	res := in.Query(db, `SELECT COUNT("seq") FROM "hour"."load" WHERE "run"='retention'`)
+	var n int64
+	if len(res.Results) > 0 && len(res.Results[0].Series) > 0 {
+		n, _ = res.Results[0].Series[0].Values[0][1].Int64()
+	}
+	dl := deadLetters(t, sp)
+	st := sh.Stats()
+	if n != int64(len(recs)-len(old)) || len(dl) != len(old) || st.RejectedRetention != uint64(len(old)) {
+		t.Fatalf("influxd holds %d of %d, %d dead letters %q; %+v", n, len(recs)-len(old), len(dl), dl, st)
+	}
+	for _, c := range dl {
+		if !strings.Contains(c, "HTTP 400, retention): partial write: points beyond retention policy dropped=1") {
+			t.Fatalf("dead-lettered as %q", c)
+		}
+	}
+	if max := uint64(bisectionBound(len(recs), len(old))); st.Requests > max {
+		t.Fatalf("%d requests, bound %d", st.Requests, max)
+	}
+}
