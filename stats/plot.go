@@ -209,11 +209,14 @@ func PlotStability(curves []Curve, ylabel, title string) (*plot.Plot, error) {
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 	cols := []color.Color{colData, colFit, colOther}
 	drawn := 0
+	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 	for i, c := range curves {
 		var xy plotter.XYs
 		for _, d := range c.Points {
 			if d.Value > 0 && d.Tau > 0 {
 				xy = append(xy, plotter.XY{X: d.TauSeconds(), Y: d.Value})
+				xmin, xmax = min(xmin, d.TauSeconds()), max(xmax, d.TauSeconds())
+				ymin, ymax = min(ymin, d.Value), max(ymax, d.Value)
 			}
 		}
 		if len(xy) == 0 {
@@ -230,6 +233,15 @@ func PlotStability(curves []Curve, ylabel, title string) (*plot.Plot, error) {
 	}
 	if drawn == 0 {
 		return nil, fmt.Errorf("plot %s: %w: no positive values", title, ErrTooShort)
+	}
+	// One value on an axis (one tau, or one deviation everywhere): the
+	// plotter would widen the range by ±1 into the negative, which a log
+	// axis cannot draw; widen it by a factor instead.
+	if xmin == xmax {
+		p.X.Min, p.X.Max = xmin/2, xmax*2
+	}
+	if ymin == ymax {
+		p.Y.Min, p.Y.Max = ymin/2, ymax*2
 	}
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true

@@ -118,3 +118,23 @@ func TestDecimateKeepsExtremes(t *testing.T) {
 		t.Errorf("short series decimated to %d", len(got))
 	}
 }
+
+// One tau, or one deviation at every tau (a constant offset read with one
+// granularity), is drawn: the plotter's ±1 padding of a flat range would
+// reach below zero, which a log axis cannot draw (report --plots panicked on
+// `clock=tai,ref=realtime` now and then).
+func TestPlotStabilityOfFlatCurves(t *testing.T) {
+	dir := t.TempDir()
+	for name, pts := range map[string][]Deviation{
+		"one tau":        {{Tau: 1_000_000_000, Value: 3e-9}},
+		"flat deviation": {{Tau: 1_000_000_000, Value: 3e-9}, {Tau: 2_000_000_000, Value: 3e-9}, {Tau: 4_000_000_000, Value: 3e-9}},
+	} {
+		p, err := PlotStability([]Curve{{"ADEV", pts}}, "ADEV", name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := SavePlot(p, PlotWidth, PlotHeight, filepath.Join(dir, "flat.png")); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}
