@@ -8,19 +8,24 @@ import (
 )
 
 // busySource takes about its interval to collect, so that a tick is always
-// waiting when the agent is cancelled; it counts collections started after.
+// waiting when the agent is cancelled. It counts the collections started
+// although the context was already done when its previous one returned: the
+// agent saw that and must not collect again (a collection that started just
+// before the cancellation is no fault).
 type busySource struct {
-	late *atomic.Int64
+	late       *atomic.Int64
+	doneAtExit bool // the context was done when the last Collect returned
 }
 
-func (busySource) Name() string            { return "busy" }
-func (busySource) Interval() time.Duration { return time.Millisecond }
-func (busySource) Close() error            { return nil }
-func (s busySource) Collect(ctx context.Context, b *Batch) error {
-	if ctx.Err() != nil {
+func (*busySource) Name() string            { return "busy" }
+func (*busySource) Interval() time.Duration { return time.Millisecond }
+func (*busySource) Close() error            { return nil }
+func (s *busySource) Collect(ctx context.Context, b *Batch) error {
+	if s.doneAtExit {
 		s.late.Add(1)
 	}
 	time.Sleep(2 * time.Millisecond)
+	s.doneAtExit = ctx.Err() != nil
 	return nil
 }
 
@@ -29,13 +34,13 @@ func (s busySource) Collect(ctx context.Context, b *Batch) error {
 // half of these sources collected once more).
 func TestNoCollectionAfterCancellation(t *testing.T) {
 	var late atomic.Int64
-	var srcs []Source
-	for range 40 {
-		srcs = append(srcs, busySource{late: &late})
-	}
 	cfg := Default()
 	cfg.SelfMetrics.Enabled = false
 	for round := range 5 {
+		var srcs []Source
+		for range 40 {
+			srcs = append(srcs, &busySource{late: &late})
+		}
 		a := newWithSources(cfg, quietLog(), &memSink{}, srcs...)
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
 		if err := a.Run(ctx); err != nil {
