@@ -25,23 +25,35 @@ type changeLog struct {
 }
 
 // note records the outcome of one attempt (err nil: it worked) and logs what
-// changed. what names the thing that fails ("collection", "output").
+// changed. what names the thing that fails ("collection", "output"). One
+// failure is told from another by its message with the numbers masked.
 func (c *changeLog) note(log *slog.Logger, now time.Time, err error, what string, attrs ...any) {
+	kind := ""
+	if err != nil {
+		kind = errorKind(err.Error())
+	}
+	c.noteKind(log, now, kind, err, what, attrs...)
+}
+
+// noteKind is note with the failure's kind given by the caller (a text that
+// stays the same while the same thing fails).
+func (c *changeLog) noteKind(log *slog.Logger, now time.Time, kind string, err error, what string, attrs ...any) {
 	if err == nil {
 		if c.kind != "" {
-			log.Info(what+" works again", append(attrs, "failures", c.count, "failing_for", now.Sub(c.since).Round(time.Millisecond).String())...)
+			log.Info(what+" recovered", append(attrs, "failures", c.count, "failing_for", now.Sub(c.since).Round(time.Millisecond).String(), "last", c.kind)...)
 		}
 		c.kind, c.count = "", 0
 		return
 	}
-	kind := errorKind(err.Error())
 	if kind != c.kind {
 		if c.kind == "" {
 			c.since, c.count = now, 0
+			log.Warn(what+" failed; every failure is counted, the log says when it changes or ends", append(attrs, "err", err)...)
+		} else {
+			log.Warn(what+" fails differently now", append(attrs, "err", err, "failures", c.count, "was", c.kind)...)
 		}
 		c.kind, c.lastLog = kind, now
 		c.count++
-		log.Warn(what+" failed; every failure is counted, the log says when it changes", append(attrs, "err", err)...)
 		return
 	}
 	c.count++

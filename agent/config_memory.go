@@ -53,6 +53,7 @@ const (
 	scanEventBytes    = 80
 	ptpExchangeBytes  = 104
 	ptpProbeRing      = 4096 // the PTP probe's ring (the event source's default)
+	hcaRecordBytes    = 1536 // a queued hca_model or hca_sync record and its fields
 	influxLineBytes   = 512  // a shipped line, generously
 	shipperBatchCopes = 3    // the batch's lines, its request body, its gzip
 )
@@ -135,6 +136,9 @@ func (c *Config) MemoryNeed() MemoryNeed {
 		for i, b := range c.Sensors.Buffers {
 			add(fmt.Sprintf("sensors.buffers[%d].ring", i), int64(b.Ring)*scanEventBytes, "scans")
 		}
+	}
+	if c.HCA.Enabled {
+		add("hca.peers", int64(hcaRingSize(len(c.HCA.Peers)))*hcaRecordBytes, "model and sync records waiting")
 	}
 	if c.PTP.Enabled && c.PTP.Probe.Enabled {
 		add("ptp.probe", ptpProbeRing*ptpExchangeBytes, "exchanges")

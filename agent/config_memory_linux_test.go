@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"github.com/monagent/monagent/ptp"
+	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/timebase"
 )
 
 // The memory config check states holds each ring's events at their real
@@ -20,9 +22,17 @@ func TestEventSizesWithinTheirBudget(t *testing.T) {
 		{"marker event (without its strings)", unsafe.Sizeof(markerEvent{}), markerEventBytes - 512},
 		{"IIO scan", unsafe.Sizeof(scan{}), scanEventBytes},
 		{"PTP exchange", unsafe.Sizeof(ptp.Exchange{}), ptpExchangeBytes},
+		{"hca record (a model's 12 fields)", hcaRecordSize(), hcaRecordBytes},
 	} {
 		if c.size > c.budget {
 			t.Errorf("%s: %d bytes, the memory check counts %d", c.name, c.size, c.budget)
 		}
 	}
+}
+
+// hcaRecordSize is the memory of a queued hca_model record: the ring's entry
+// and its tag and field arrays.
+func hcaRecordSize() uintptr {
+	r := record.Record{Tags: make([]record.Tag, 2), Fields: modelFields(timebase.LinearModel{}, 1, 0)}
+	return unsafe.Sizeof(pendingRecord{}) + uintptr(r.MemBytes())
 }

@@ -51,7 +51,7 @@ type hcaSource struct {
 	// number (rounds grow for as long as the endpoint lives: its peers
 	// refuse older ones) and the logs of failed rounds and models.
 	nextRound         int64
-	roundLog, giveLog failureLog
+	roundLog, giveLog changeLog // what of the failing rounds and deliveries is logged (the driver's goroutine)
 
 	rounds, failures, failing, modelsSent, modelsUndelivered atomic.Uint64
 	modelsTaken, modelsRefused, boundExceeded                atomic.Uint64
@@ -70,6 +70,15 @@ type pendingRecord struct {
 // hcaRing is the least capacity of the source's ring: records of 16
 // rounds of 64 ranks, shipped every hca.interval; more ranks get 4 rounds'.
 const hcaRing = 1024
+
+// hcaRingSize is the ring of a cluster of n ranks.
+func hcaRingSize(n int) int {
+	ring := hcaRing
+	for ring < 4*(n+1) {
+		ring *= 2
+	}
+	return ring
+}
 
 func buildHCASource(env *Env) ([]Source, error) {
 	c := env.Config.HCA
@@ -95,14 +104,9 @@ func buildHCASource(env *Env) ([]Source, error) {
 	}
 	log = log.With("source", "hca", "rank", c.Rank)
 	s := &hcaSource{cfg: c, log: log, global: g, alg: alg, params: c.params(), n: len(addrs), nextRound: 1,
-		tags:     []record.Tag{{Key: "algorithm", Value: alg.Name()}, {Key: "rank", Value: strconv.Itoa(c.Rank)}},
-		roundLog: failureLog{log: log, what: "hca sync round", keeps: "the last models stay in use, their bounds growing"},
-		giveLog:  failureLog{log: log, what: "hca model delivery", keeps: "the rank keeps its last model, its bound growing"}}
-	ring := hcaRing
-	for ring < 4*(s.n+1) {
-		ring *= 2
+		tags: []record.Tag{{Key: "algorithm", Value: alg.Name()}, {Key: "rank", Value: strconv.Itoa(c.Rank)}},
 	}
-	s.EventSource, err = NewEventSource(EventSourceConfig[pendingRecord]{Name: "hca", Interval: c.Interval, Ring: ring,
+	s.EventSource, err = NewEventSource(EventSourceConfig[pendingRecord]{Name: "hca", Interval: c.Interval, Ring: hcaRingSize(s.n),
 		Producer: ProducerFunc[pendingRecord](s.produce), Emit: emitPending, Self: s.selfFields,
 		Close: func() error { return s.ep.Close() }})
 	if err != nil {
@@ -189,38 +193,17 @@ func (s *hcaSource) selfFields() []record.Field {
 	return append(f, record.String("round_error", roundErr))
 }
 
-// failureLog says what keeps failing once, not every time: at the first
-// failure, when the failure changes class, and at the recovery with the
-// count of failures in between. One goroutine's.
-type failureLog struct {
-	log         *slog.Logger
-	what, keeps string
-	class       string // the current failures' class; "" while none
-	n           uint64 // failures since the first of them
-}
+// What the log says of failing rounds and model deliveries, and what holds
+// meanwhile.
+const (
+	roundWhat = "hca sync round"
+	giveWhat  = "hca model delivery"
+)
 
-// failed counts a failure of class (a text that stays the same while the
-// same thing fails) with its error.
-func (l *failureLog) failed(class string, err error) {
-	l.n++
-	switch l.class {
-	case class:
-		l.log.Debug(l.what+" failed again", "err", err, "failures", l.n)
-	case "":
-		l.log.Warn(l.what+" failed; "+l.keeps+" (logged again when the failure changes or ends)", "err", err)
-	default:
-		l.log.Warn(l.what+" fails differently now", "err", err, "failures", l.n, "was", l.class)
-	}
-	l.class = class
-}
-
-// ok ends a run of failures.
-func (l *failureLog) ok() {
-	if l.class != "" {
-		l.log.Info(l.what+" recovered", "failures", l.n, "last", l.class)
-	}
-	l.class, l.n = "", 0
-}
+var (
+	roundKeeps = []any{"meanwhile", "the last models stay in use, their bounds growing"}
+	giveKeeps  = []any{"meanwhile", "the rank keeps its last model, its bound growing"}
+)
 
 func (s *hcaSource) add(r pendingRecord) {
 	s.qmu.Lock()
@@ -256,7 +239,7 @@ func modelFields(m timebase.LinearModel, round, x int64) []record.Field {
 func (s *hcaSource) drive(ctx context.Context) {
 	net, err := hca.NewPeerNetwork(s.ep, s.n)
 	if err != nil { // the configuration's checks rule it out
-		s.roundLog.failed("driver", err)
+		s.roundLog.noteKind(s.log, time.Now(), "driver", err, roundWhat, roundKeeps...)
 		return
 	}
 	var wait time.Duration
@@ -275,13 +258,13 @@ func (s *hcaSource) drive(ctx context.Context) {
 			s.failing.Add(1)
 			class := roundClass(err)
 			s.roundErr.Store(&class)
-			s.roundLog.failed(class, fmt.Errorf("round %d: %w", s.nextRound, err))
+			s.roundLog.noteKind(s.log, time.Now(), class, fmt.Errorf("round %d: %w", s.nextRound, err), roundWhat, roundKeeps...)
 			wait = s.cfg.RetryAfter
 		default:
 			s.rounds.Add(1)
 			s.failing.Store(0)
 			s.roundErr.Store(nil)
-			s.roundLog.ok()
+			s.roundLog.noteKind(s.log, time.Now(), "", nil, roundWhat)
 			s.nextRound++
 			wait = s.untilResync(res.Models)
 		}
@@ -351,9 +334,9 @@ func (s *hcaSource) round(ctx context.Context, net *hca.PeerNetwork, round int64
 		record.Int("models_undelivered", int64(len(undelivered))),
 	}})
 	if len(undelivered) == 0 {
-		s.giveLog.ok()
+		s.giveLog.noteKind(s.log, time.Now(), "", nil, giveWhat)
 	} else {
-		s.giveLog.failed("ranks "+strings.Join(undelivered, ", ")+" do not acknowledge their models", errors.Join(giveErrs...))
+		s.giveLog.noteKind(s.log, time.Now(), "ranks "+strings.Join(undelivered, ", ")+" do not acknowledge their models", errors.Join(giveErrs...), giveWhat, giveKeeps...)
 	}
 	if maxBound > int64(s.cfg.MaxBound) {
 		s.boundExceeded.Add(1)
