@@ -100,6 +100,7 @@ func TestCLIUsageErrorsAreOneLine(t *testing.T) {
 		{[]string{"help", "run", "stray"}, []string{`"stray"`}},
 		{[]string{"run", "--bogus"}, []string{"-bogus", "monagent run --help"}},
 		{[]string{"run", "--duration", "soon", "--config", cfg}, []string{"soon"}},
+		{[]string{"run", "--duration", "-5s", "--config", cfg}, []string{"--duration -5s", "positive"}},
 		{[]string{"run"}, []string{"--config FILE is required"}},
 		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`}},
 		{[]string{"help", "frobnicate"}, []string{`unknown command "frobnicate"`}},

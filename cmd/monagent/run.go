@@ -39,6 +39,9 @@ func runCmd(args []string) error {
 	if *path == "" {
 		return usageError("run: --config FILE is required (see 'monagent run --help')")
 	}
+	if o.duration < 0 {
+		return usageError(fmt.Sprintf("run: --duration %v: want a positive duration, or 0 to run until SIGINT/SIGTERM", o.duration))
+	}
 	cfg, err := agent.Load(*path)
 	if err != nil {
 		return err
