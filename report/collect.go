@@ -46,13 +46,20 @@ type Series struct {
 	Tags []Tag // the grouped tags, sorted by key
 	T, X []int64
 
-	NonFinite  int64 // NaN or infinite float values skipped
-	Duplicates int64 // records with a time already seen, dropped
-	Unsorted   int64 // records read before an earlier one (sorted since)
+	NonFinite int64 // NaN or infinite float values skipped
+	// Duplicates are records of a point written again (the same tag set
+	// and time), dropped: the last written is kept, as InfluxDB keeps it.
+	Duplicates int64
+	// SameTime are records at the time of a record of another tag set in
+	// the series (it groups several), dropped: the one of the tag set first
+	// in key order is kept, whatever the order of the input.
+	SameTime int64
+	Unsorted int64 // records read before an earlier one (sorted since)
 
 	domain []Tag // the first record's clock-domain tags outside Tags
 
-	f []float64 // with Query.floats: the values unrounded, parallel to X
+	f   []float64 // with Query.floats: the values unrounded, parallel to X
+	set []int32   // each sample's tag set (Collector.setKeys), parallel to X until Finish
 }
 
 // Name is the series' tags as key=value pairs joined by commas ("" for none).
@@ -76,7 +83,8 @@ type Counts struct {
 	NonFinite    int64 // NaN or infinite floats
 	OutOfRange   int64 // outside Query.Start..Stop
 	NoTime       int64 // records without a timestamp
-	Duplicates   int64
+	Duplicates   int64 // points written again: the last kept
+	SameTime     int64 // at the time of another tag set's record in the series
 	// Malformed counts lines that are not line protocol, including float
 	// fields written as NaN or Inf, which line protocol has no syntax for.
 	Malformed int64
@@ -92,6 +100,10 @@ type Collector struct {
 
 	key []byte
 	sel []Tag
+
+	full    []byte           // a record's whole tag set, as key
+	sets    map[string]int32 // tag set → index in setKeys
+	setKeys []string
 
 	firstMalformed string
 
@@ -109,7 +121,7 @@ func NewCollector(q Query) (*Collector, error) {
 		return nil, errors.New("a measurement and a field are required")
 	}
 	now := time.Now()
-	return &Collector{q: q, series: map[string]*Series{}, start: now, last: now}, nil
+	return &Collector{q: q, series: map[string]*Series{}, sets: map[string]int32{}, start: now, last: now}, nil
 }
 
 // Value is a field value: exactly one of the kinds.
@@ -178,10 +190,7 @@ func (c *Collector) Add(tags []Tag, hasField bool, v Value, t int64, hasTime boo
 			}
 		}
 	}
-	c.key = c.key[:0]
-	for _, tg := range c.sel {
-		c.key = append(append(append(append(c.key, tg.Key...), '='), tg.Value...), 0)
-	}
+	c.key = appendKey(c.key[:0], c.sel)
 	s := c.series[string(c.key)]
 	if s == nil {
 		s = &Series{Tags: slices.Clone(c.sel)}
@@ -235,15 +244,42 @@ func (c *Collector) Add(tags []Tag, hasField bool, v Value, t int64, hasTime boo
 	}
 	s.T = append(s.T, t)
 	s.X = append(s.X, x)
+	s.set = append(s.set, c.tagSet(tags))
 	if c.q.floats {
 		s.f = append(s.f, fv)
 	}
 	return nil
 }
 
-// Finish sorts each series by time, drops duplicate times (keeping the
-// first) and returns the series in order of their names. It fails with
-// ErrNoData when no sample was kept.
+// appendKey appends tags as key=value pairs, each ended by a 0 byte.
+func appendKey(b []byte, tags []Tag) []byte {
+	for _, tg := range tags {
+		b = append(append(append(append(b, tg.Key...), '='), tg.Value...), 0)
+	}
+	return b
+}
+
+// tagSet returns the index of a record's whole tag set (sorted tags) in
+// c.setKeys, adding it when new: the identity, with the measurement and the
+// time, of an InfluxDB point.
+func (c *Collector) tagSet(tags []Tag) int32 {
+	full := c.key // without GroupBy the series' key is the whole tag set
+	if c.q.GroupBy != nil {
+		c.full = appendKey(c.full[:0], tags)
+		full = c.full
+	}
+	id, ok := c.sets[string(full)]
+	if !ok {
+		id = int32(len(c.setKeys))
+		c.setKeys = append(c.setKeys, string(full))
+		c.sets[string(full)] = id
+	}
+	return id
+}
+
+// Finish sorts each series by time, keeps one record per time (see
+// keepOnePerTime) and returns the series in order of their names. It fails
+// with ErrNoData when no sample was kept.
 func (c *Collector) Finish() ([]*Series, error) {
 	var out []*Series
 	for _, s := range c.order {
@@ -253,36 +289,18 @@ func (c *Collector) Finish() ([]*Series, error) {
 				idx[i] = i
 			}
 			sort.SliceStable(idx, func(i, j int) bool { return s.T[idx[i]] < s.T[idx[j]] })
-			t, x := make([]int64, len(idx)), make([]int64, len(idx))
-			for i, k := range idx {
-				t[i], x[i] = s.T[k], s.X[k]
-			}
+			s.T, s.X, s.set = permute(s.T, idx), permute(s.X, idx), permute(s.set, idx)
 			if s.f != nil {
-				f := make([]float64, len(idx))
-				for i, k := range idx {
-					f[i] = s.f[k]
-				}
-				s.f = f
+				s.f = permute(s.f, idx)
 			}
-			s.T, s.X = t, x
 		}
-		w := 0
-		for i := range s.T {
-			if w > 0 && s.T[i] == s.T[w-1] {
-				s.Duplicates++
-				continue
-			}
-			s.T[w], s.X[w] = s.T[i], s.X[i]
-			if s.f != nil {
-				s.f[w] = s.f[i]
-			}
-			w++
-		}
-		s.T, s.X = s.T[:w], s.X[:w]
+		w := c.keepOnePerTime(s)
+		s.T, s.X, s.set = s.T[:w], s.X[:w], nil
 		if s.f != nil {
 			s.f = s.f[:w]
 		}
 		c.Counts.Duplicates += s.Duplicates
+		c.Counts.SameTime += s.SameTime
 		c.Counts.Used += int64(w)
 		if w > 0 {
 			out = append(out, s)
@@ -293,6 +311,53 @@ func (c *Collector) Finish() ([]*Series, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out, nil
+}
+
+// permute returns v in the order of idx.
+func permute[T any](v []T, idx []int) []T {
+	out := make([]T, len(idx))
+	for i, k := range idx {
+		out[i] = v[k]
+	}
+	return out
+}
+
+// keepOnePerTime keeps one record of each time of the sorted series s, in
+// place, and returns how many it kept. InfluxDB stores a point (measurement,
+// tag set, time) once, the last written; so of records of one tag set at one
+// time the last read is kept (the spool holds them in the order written) and
+// the others counted as Duplicates. Several tag sets at one time (a series
+// grouping them) are distinct points, but a series holds one sample a time:
+// the record of the tag set first in key order is kept and the others
+// counted as SameTime, so InfluxDB's answer (tag set after tag set) and the
+// spool's records (in the order written) give the same series.
+func (c *Collector) keepOnePerTime(s *Series) int {
+	w := 0
+	for i := 0; i < len(s.T); {
+		j, keep := i+1, i
+		for ; j < len(s.T) && s.T[j] == s.T[i]; j++ {
+			if s.set[j] == s.set[keep] || c.setKeys[s.set[j]] < c.setKeys[s.set[keep]] {
+				keep = j
+			}
+		}
+		if j-i > 1 {
+			sets := 0
+			for k := i; k < j; k++ {
+				if !slices.Contains(s.set[i:k], s.set[k]) {
+					sets++
+				}
+			}
+			s.Duplicates += int64(j - i - sets)
+			s.SameTime += int64(sets - 1)
+		}
+		s.T[w], s.X[w] = s.T[keep], s.X[keep]
+		if s.f != nil {
+			s.f[w] = s.f[keep]
+		}
+		w++
+		i = j
+	}
+	return w
 }
 
 // describe says what was read, for the ErrNoData message.

@@ -66,6 +66,7 @@ type Result struct {
 	Exact     bool       `json:"exact_percentiles"`
 	NonFinite int64      `json:"skipped_nonfinite"`
 	Dups      int64      `json:"skipped_duplicates"`
+	SameTime  int64      `json:"skipped_same_time"`
 	Unsorted  int64      `json:"unsorted"`
 	Notes     []string   `json:"notes,omitempty"`
 	// Match describes the pairing of a cross-board series (RunMatch).
@@ -106,7 +107,7 @@ func Compute(s *Series, o Options) (*Result, error) {
 		}
 	}
 	r := &Result{Series: map[string]string{}, name: s.Name(), N: sum.N, MeanNS: sum.Mean, StdNS: sum.Std,
-		RMSNS: sum.RMS, MaxAbsNS: sum.MaxAbs, Exact: sum.Exact, NonFinite: s.NonFinite, Dups: s.Duplicates, Unsorted: s.Unsorted,
+		RMSNS: sum.RMS, MaxAbsNS: sum.MaxAbs, Exact: sum.Exact, NonFinite: s.NonFinite, Dups: s.Duplicates, SameTime: s.SameTime, Unsorted: s.Unsorted,
 		ADev: []Point{}, MDev: []Point{}, TDev: []Point{}, MTIE: []Point{}, Shares: []ShareOut{}}
 	for _, t := range s.Tags {
 		r.Series[t.Key] = t.Value
@@ -145,7 +146,10 @@ func Compute(s *Series, o Options) (*Result, error) {
 		r.note(fmt.Sprintf("%d NaN or infinite values skipped", s.NonFinite))
 	}
 	if s.Duplicates > 0 {
-		r.note(fmt.Sprintf("%d records with a duplicate time dropped (the first kept)", s.Duplicates))
+		r.note(fmt.Sprintf("%d %s of a point written again (same tags and time) dropped: the last kept, as InfluxDB keeps it", s.Duplicates, plural(s.Duplicates, "record", "records")))
+	}
+	if s.SameTime > 0 {
+		r.note(fmt.Sprintf("%d %s at the time of another tag set's record dropped (the series groups several tag sets; the first in key order kept): --group-by more tags", s.SameTime, plural(s.SameTime, "record", "records")))
 	}
 	if sum.N >= 3 {
 		d, err := stats.FitDrift(s.T, xs)
@@ -273,4 +277,11 @@ func pow10(n int) int64 {
 		p *= 10
 	}
 	return p
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -28,8 +28,14 @@
 // nearest int64. NaN and infinite floats are skipped and counted (NonFinite),
 // as are string and boolean values (NonNumeric) and records without the field
 // (MissingField). Records are sorted by time (stable: of records with equal
-// times the one read first stays first); of records with exactly the same
-// time in one series the first is kept and the rest counted (Duplicates).
+// times the one read first stays first), and a series keeps one record a
+// time, the one InfluxDB keeps: it stores a point (measurement, tag set,
+// time) once, the last written, so of records of one tag set at one time the
+// last read is kept and the rest counted (Duplicates); records of other tag
+// sets at that time (a series grouping several) are dropped but the one of
+// the tag set first in key order, and counted (SameTime). The spool's
+// records, in the order written, and InfluxDB's answer for them thus give
+// the same series.
 //
 // # Computing
 //

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -42,6 +43,38 @@ func TestRealInfluxd(t *testing.T) {
 	if len(ss) != 1 || got.N != 6 || got.Series["ref"] != "ptp0" || !near(got.StdNS, want[0].StdNS) || !near(got.ADev[0].Value, want[0].ADev[0].Value) {
 		t.Errorf("read back %+v, want %+v", got, want[0])
 	}
+
+	// Issue 21 item 7: what influxd keeps of points written again and of
+	// points of several tag sets at one time, the report of the same lines
+	// keeps too.
+	same, _, _ := sameTimeLP()
+	same = strings.ReplaceAll(same, "clock_offset,", "same_time,")
+	resp, err = http.Post(in.URL+"/api/v2/write?bucket=mon/autogen&precision=ns", "text/plain", strings.NewReader(same))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	sq := Query{Measurement: "same_time", Field: "offset_ns", GroupBy: []string{"clock"}, Start: 1}
+	c, _ = NewCollector(sq)
+	if err := c.ReadInflux(context.Background(), Influx{URL: in.URL, Bucket: "mon/autogen", Token: "user:pass"}); err != nil {
+		t.Fatal(err)
+	}
+	fromInflux, err := c.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ = NewCollector(sq)
+	if err := c.ReadLineProtocol(strings.NewReader(same)); err != nil {
+		t.Fatal(err)
+	}
+	fromLines, err := c.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := fromLines[0], fromInflux[0]; fmt.Sprint(a.T, a.X) != fmt.Sprint(b.T, b.X) {
+		t.Errorf("the lines give %v %v, influxd's answer %v %v", a.T, a.X, b.T, b.X)
+	}
+
 	c, _ = NewCollector(Query{Measurement: "clock_offset", Field: "offset_ns"})
 	err = c.ReadInflux(context.Background(), Influx{URL: in.URL, Bucket: "nosuchdb/autogen"})
 	if err == nil || !strings.Contains(err.Error(), "database not found") {

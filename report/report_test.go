@@ -198,14 +198,17 @@ func TestBadInputs(t *testing.T) {
 			t.Errorf("unsorted input gives %+v, want %+v", rs[0], want[0])
 		}
 	})
-	t.Run("duplicates keep the first", func(t *testing.T) {
+	t.Run("a point written again keeps the last, as InfluxDB does", func(t *testing.T) {
 		lp := lines(3, 14, -7) + fmt.Sprintf("clock_offset,clock=realtime,ref=ptp0 offset_ns=1000i %d\n", at(1))
 		ss, rs, c, err := collect(t, lp, q0, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ss[0].X; len(got) != 3 || got[1] != 14 || rs[0].Dups != 1 || c.Counts.Duplicates != 1 {
+		if got := ss[0].X; len(got) != 3 || got[1] != 1000 || rs[0].Dups != 1 || c.Counts.Duplicates != 1 {
 			t.Errorf("x %v dups %d", got, rs[0].Dups)
+		}
+		if n := strings.Join(rs[0].Notes, ";"); !strings.Contains(n, "1 record of a point written again") || !strings.Contains(n, "the last kept") {
+			t.Errorf("notes %q", n)
 		}
 	})
 	t.Run("single sample", func(t *testing.T) {
@@ -433,5 +436,66 @@ func TestInfluxQuery(t *testing.T) {
 	c, _ = NewCollector(q)
 	if err := c.ReadInflux(context.Background(), Influx{URL: "ftp://x", Bucket: "a"}); err == nil {
 		t.Error("ftp URL accepted")
+	}
+}
+
+// sameTimeLP holds, in the order an agent could write them: b's point at t1
+// before a's (one series grouped by clock holds both hosts), and a's point at
+// t2 written twice.
+func sameTimeLP() (lp string, t1, t2 int64) {
+	t1, t2 = 1_700_000_000_000_000_000, 1_700_000_001_000_000_000
+	lp = fmt.Sprintf("clock_offset,clock=realtime,host=b offset_ns=5i %d\n", t1) +
+		fmt.Sprintf("clock_offset,clock=realtime,host=a offset_ns=7i %d\n", t1) +
+		fmt.Sprintf("clock_offset,clock=realtime,host=a offset_ns=1i %d\n", t2) +
+		fmt.Sprintf("clock_offset,clock=realtime,host=a offset_ns=2i %d\n", t2) +
+		fmt.Sprintf("clock_offset,clock=realtime,host=b offset_ns=9i %d\n", t2+1e9)
+	return lp, t1, t2
+}
+
+// TestSameTimeAsInfluxDB (issue 21 item 7): the spool's records and
+// InfluxDB's answer for them give the same series. InfluxDB keeps the last
+// write of a point (measurement, tag set, time) and answers GROUP BY * one
+// tag set after the other in key order; the report keeps the last write too,
+// and of records of several tag sets at one time in a grouped series the one
+// of the first tag set, whatever the order it reads them in. Both counted.
+func TestSameTimeAsInfluxDB(t *testing.T) {
+	lp, t1, t2 := sameTimeLP()
+	q := Query{Measurement: "clock_offset", Field: "offset_ns", GroupBy: []string{"clock"}}
+	c, _ := NewCollector(q)
+	if err := c.ReadLineProtocol(strings.NewReader(lp)); err != nil {
+		t.Fatal(err)
+	}
+	fromLP, err := c.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What InfluxDB 1.8 stores of lp and answers (TestRealInfluxd checks
+	// this against influxd itself).
+	body := fmt.Sprintf(`{"results":[{"statement_id":0,"series":[
+{"name":"clock_offset","tags":{"clock":"realtime","host":"a"},"columns":["time","offset_ns"],"values":[[%d,7],[%d,2]]},
+{"name":"clock_offset","tags":{"clock":"realtime","host":"b"},"columns":["time","offset_ns"],"values":[[%d,5],[%d,9]]}]}]}`, t1, t2, t1, t2+1e9)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, body) }))
+	defer srv.Close()
+	ci, _ := NewCollector(q)
+	if err := ci.ReadInflux(context.Background(), Influx{URL: srv.URL, Bucket: "mon"}); err != nil {
+		t.Fatal(err)
+	}
+	fromInflux, err := ci.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := fromLP[0], fromInflux[0]
+	if fmt.Sprint(a.T, a.X) != fmt.Sprint(b.T, b.X) || fmt.Sprint(a.X) != "[7 2 9]" {
+		t.Errorf("from the spool's lines %v %v, from InfluxDB %v %v; want [7 2 9]", a.T, a.X, b.T, b.X)
+	}
+	if a.Duplicates != 1 || a.SameTime != 1 || b.Duplicates != 0 || b.SameTime != 1 || c.Counts.Duplicates != 1 || c.Counts.SameTime != 1 {
+		t.Errorf("counted: lines %d written again, %d at the same time; InfluxDB's %d, %d", a.Duplicates, a.SameTime, b.Duplicates, b.SameTime)
+	}
+	r, err := Compute(a, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Join(r.Notes, ";"); !strings.Contains(n, "1 record at the time of another tag set's record dropped") {
+		t.Errorf("notes %q", n)
 	}
 }

@@ -146,7 +146,8 @@ func (n Counts) Skipped() string {
 		n    int64
 		what string
 	}{{n.MissingField, "without the field"}, {n.NonNumeric, "with a non-numeric value"}, {n.NonFinite, "with a NaN or infinite value"},
-		{n.Duplicates, "with a duplicate time (first kept)"}, {n.OutOfRange, "outside the time range"}, {n.NoTime, "without a timestamp"},
+		{n.Duplicates, "of points written again (the last kept, as InfluxDB keeps it)"},
+		{n.SameTime, "at the time of another tag set's record in a series (the first tag set kept)"}, {n.OutOfRange, "outside the time range"}, {n.NoTime, "without a timestamp"},
 		{n.Malformed, "malformed (line protocol has no NaN or Inf)"}} {
 		if e.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d records %s", e.n, e.what))

@@ -3,10 +3,12 @@ package report
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sink/spool"
 )
@@ -79,4 +81,44 @@ func TestReadSpoolBesideARunningSpool(t *testing.T) {
 	}
 	t.Logf("%d reads of a running spool: %d found no segment, %d segments vanished while being read, %d bytes of tails being written",
 		reads, empty, vanished, tail)
+}
+
+// TestSpoolSameTimeAsInfluxDB (issue 21 item 7): the records of sameTimeLP
+// appended to a spool, in that order, give the series InfluxDB answers for
+// them (TestSameTimeAsInfluxDB, TestRealInfluxd).
+func TestSpoolSameTimeAsInfluxDB(t *testing.T) {
+	lp, _, _ := sameTimeLP()
+	dir := t.TempDir()
+	sp, err := spool.Open(spool.Options{Dir: dir, FlushInterval: time.Millisecond, FsyncInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := lineprotocol.NewDecoderWithBytes([]byte(lp))
+	for d.Next() {
+		m, _ := d.Measurement()
+		r := record.Record{Measurement: string(m)}
+		for k, v, _ := d.NextTag(); k != nil; k, v, _ = d.NextTag() {
+			r.Tags = append(r.Tags, record.Tag{Key: string(k), Value: string(v)})
+		}
+		for k, v, _ := d.NextField(); k != nil; k, v, _ = d.NextField() {
+			r.Fields = append(r.Fields, record.Int(string(k), v.IntV()))
+		}
+		ts, _ := d.Time(lineprotocol.Nanosecond, time.Time{})
+		r.TimeNS = ts.UnixNano()
+		sp.Append([]record.Record{r})
+	}
+	if err := sp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := NewCollector(Query{Measurement: "clock_offset", Field: "offset_ns", GroupBy: []string{"clock"}})
+	if _, err := c.ReadSpoolDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := c.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(ss[0].X); got != "[7 2 9]" || ss[0].Duplicates != 1 || ss[0].SameTime != 1 {
+		t.Errorf("from the spool: %s, %d written again, %d at the same time; want [7 2 9], 1, 1", got, ss[0].Duplicates, ss[0].SameTime)
+	}
 }
