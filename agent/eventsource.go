@@ -235,24 +235,80 @@ func (s *EventSource[E]) SelfFields() []record.Field {
 	return f
 }
 
-// maxBumpNS bounds the move seriesTime makes: a time further before the
-// previous record's is a clock stepped back, kept as it is.
-const maxBumpNS = 1000
+// seriesRecent is how many of its latest record times a seriesTime holds:
+// a record's time is checked against these exactly, and against the rest
+// only as far as "after all of them" goes.
+const seriesRecent = 16
+
+// timeCounts is what a source's seriesTimes did: records moved off a time
+// their series already had (bumps), and records whose time could not be
+// checked (unchecked: not after every time the series no longer holds, so
+// it may equal one of those).
+type timeCounts struct{ bumps, unchecked uint64 }
 
 // seriesTime keeps the record times of one series (one measurement and tag
-// set) apart, so that InfluxDB keeps every record: a time equal to the
-// previous record's, or at most maxBumpNS before it (stamps of a coarse clock,
-// or a model's rounding), moves to 1 ns after it and is counted. A time
-// further back is a stepped clock and is kept: moving it would shift every
-// record after the step.
-type seriesTime struct{ last int64 }
+// set) apart, so that InfluxDB keeps every record: a time that a record of
+// the series still held has already moves to the first free nanosecond
+// after it and is counted; any other time is kept as it is, whatever the
+// order (a later stamp of a stepped clock, senders out of order). It holds
+// the series' last seriesRecent times and the latest of those it let go: a
+// time after that one is checked exactly, an earlier one against the held
+// times only (counted unchecked). Its zero value is ready; placing a time
+// does not allocate.
+type seriesTime struct {
+	recent  [seriesRecent]int64 // the latest placed times, a ring in placing order
+	n, pos  int                 // times held; the oldest one's index once full
+	hi      int64               // the latest time placed
+	gone    int64               // the latest time no longer held (once let go)
+	letGone bool
+}
 
-// next returns the time for a record stamped t, counting a move in bumps.
-func (s *seriesTime) next(t int64, bumps *uint64) int64 {
-	if t <= s.last && t >= s.last-maxBumpNS {
-		t = s.last + 1
-		*bumps++
+// place returns the time for a record stamped t and keeps it, counting a
+// move or an unchecked time in c.
+func (s *seriesTime) place(t int64, c *timeCounts) int64 {
+	at := t
+	if s.n > 0 && at <= s.hi { // at or before a held time: look for it
+		for s.holds(at) {
+			at++
+		}
 	}
-	s.last = t
+	if at != t {
+		c.bumps++
+	}
+	if s.letGone && at <= s.gone {
+		c.unchecked++
+	}
+	if s.n == 0 || at > s.hi {
+		s.hi = at
+	}
+	if s.n < seriesRecent {
+		s.recent[s.n] = at
+		s.n++
+		return at
+	}
+	if old := s.recent[s.pos]; !s.letGone || old > s.gone {
+		s.gone, s.letGone = old, true
+	}
+	s.recent[s.pos] = at
+	s.pos = (s.pos + 1) % seriesRecent
+	return at
+}
+
+// holds says whether t is one of the held times.
+func (s *seriesTime) holds(t int64) bool {
+	for _, r := range s.recent[:s.n] {
+		if r == t {
+			return true
+		}
+	}
+	return false
+}
+
+// next is place for a source that counts only the moves (its stamps come in
+// order, so a time before those let go is a clock stepped back).
+func (s *seriesTime) next(t int64, bumps *uint64) int64 {
+	var c timeCounts
+	t = s.place(t, &c)
+	*bumps += c.bumps
 	return t
 }
