@@ -19,20 +19,46 @@ type phcSource struct {
 	cfg     PHCConfig
 	path    string
 	name    string // driver's clock name
-	open    func(string) (*phc.Device, error)
+	open    func(path string, samples int, m phc.Method) (phcClock, error)
+	read    func(timebase.SystemClock) (int64, error)
 	method  phc.Method
 	against []timebase.Domain
 	tr      *Translators
 	log     *slog.Logger
 
-	dev     *phc.Device
-	sampler *phc.Sampler
+	dev     phcClock
 	domain  timebase.Domain
 	opens   uint64
 	reopens uint64 // opens after the first
 
 	prev         map[timebase.Domain]phcLast // the last reading against each clock
 	notAdvancing uint64                      // readings that found the PHC stopped
+}
+
+// phcClock is an open PHC as the source uses it: a *phc.Device and its
+// Sampler (openPHC), or a scripted clock in tests.
+type phcClock interface {
+	Domain() timebase.Domain
+	Sample(sys timebase.Domain, r *phc.Reading) error
+	Fallbacks() uint64
+	Refusals() []string
+	Close() error
+}
+
+// sampledPHC is a PHC device with its sampler.
+type sampledPHC struct {
+	*phc.Device
+	*phc.Sampler
+}
+
+// openPHC opens the device at path and its sampler of samples reads a
+// reading, preferring method m.
+func openPHC(path string, samples int, m phc.Method) (phcClock, error) {
+	d, err := phc.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return sampledPHC{d, d.NewSampler(samples, m)}, nil
 }
 
 // phcLast is a source's last reading against one clock, with MONOTONIC_RAW
@@ -61,7 +87,7 @@ func buildPHCSources(env *Env) ([]Source, error) {
 	infos, _ := phc.Discover(phc.Paths{Sys: env.Config.Paths.Sys, Dev: env.Config.Paths.Dev})
 	var out []Source
 	for _, p := range paths {
-		s := &phcSource{cfg: cfg, path: p, open: phc.Open, method: method, against: against, tr: env.Translators, log: env.Log}
+		s := &phcSource{cfg: cfg, path: p, open: openPHC, read: timebase.SystemClock.Now, method: method, against: against, tr: env.Translators, log: env.Log}
 		for _, info := range infos {
 			if info.Device == p {
 				s.name = info.Name
@@ -116,13 +142,13 @@ func (s *phcSource) Close() error {
 		return nil
 	}
 	err := s.dev.Close()
-	s.dev, s.sampler = nil, nil
+	s.dev = nil
 	return err
 }
 
 func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
 	if s.dev == nil {
-		d, err := s.open(s.path)
+		d, err := s.open(s.path, s.cfg.Samples, s.method)
 		if err != nil {
 			return err
 		}
@@ -130,14 +156,13 @@ func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
 			s.log.Info("phc reopened", "device", s.path, "reopens", s.reopens)
 		}
 		s.dev, s.domain = d, d.Domain()
-		s.sampler = d.NewSampler(s.cfg.Samples, s.method)
 		clear(s.prev) // the PHC may have been reset while closed
 	}
-	raw, err := timebase.MonotonicRaw.Now()
+	raw, err := s.read(timebase.MonotonicRaw)
 	if err != nil {
 		return err
 	}
-	now, err := timebase.Realtime.Now()
+	now, err := s.read(timebase.Realtime)
 	if err != nil {
 		return err
 	}
@@ -146,7 +171,7 @@ func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
 	reset := false
 	for _, sys := range s.against {
 		var r phc.Reading
-		if err := s.sampler.Sample(sys, &r); err != nil {
+		if err := s.dev.Sample(sys, &r); err != nil {
 			if !errors.Is(err, phc.ErrMethodUnsupported) {
 				// The device failed (vanished, I/O error): reopen next time.
 				s.Close()
@@ -210,11 +235,11 @@ func (s *phcSource) noteOpen() bool {
 
 // SelfFields reports read-method fallbacks and why methods were refused.
 func (s *phcSource) SelfFields() []record.Field {
-	if s.sampler == nil {
+	if s.dev == nil {
 		return []record.Field{record.Uint("reopens", s.reopens), record.Uint("not_advancing", s.notAdvancing)}
 	}
-	f := []record.Field{record.Uint("method_fallbacks", s.sampler.Fallbacks()), record.Uint("reopens", s.reopens), record.Uint("not_advancing", s.notAdvancing)}
-	if r := s.sampler.Refusals(); len(r) > 0 {
+	f := []record.Field{record.Uint("method_fallbacks", s.dev.Fallbacks()), record.Uint("reopens", s.reopens), record.Uint("not_advancing", s.notAdvancing)}
+	if r := s.dev.Refusals(); len(r) > 0 {
 		f = append(f, record.String("method_refusals", fmt.Sprint(r)))
 	}
 	return f
