@@ -55,13 +55,13 @@ type running struct {
 func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	out, err := OpenOutputs(&cfg)
 	if err != nil {
-		return nil, err
+		return nil, cfg.Place(err)
 	}
 	out.SetLogger(log) // the shipper says once per state change what is wrong and how to fix it
 	a, err := newAgent(cfg, log, out.Sink)
 	if err != nil {
 		out.Close()
-		return nil, err
+		return nil, cfg.Place(err)
 	}
 	a.outputs = out
 	return a, nil

@@ -157,6 +157,10 @@ type KeyError struct {
 	File    string
 	Warning bool  // a setting this machine cannot confirm (see Config.Board)
 	Err     error // the underlying error, if any
+	// Also is another key the problem concerns (the first of two entries
+	// that say the same thing), and AlsoLine its line.
+	Also     string
+	AlsoLine int
 }
 
 func (e *KeyError) Error() string {
@@ -176,6 +180,13 @@ func (e *KeyError) Error() string {
 		b.WriteString(": warning")
 	}
 	b.WriteString(": " + e.Reason)
+	if e.Also != "" {
+		b.WriteString(" (" + e.Also)
+		if e.AlsoLine > 0 {
+			fmt.Fprintf(&b, ", line %d", e.AlsoLine)
+		}
+		b.WriteString(")")
+	}
 	return b.String()
 }
 
@@ -242,6 +253,12 @@ func (p *problems) add(key, format string, a ...any) {
 	p.list = append(p.list, &KeyError{Key: key, Reason: fmt.Sprintf(format, a...)})
 }
 
+// dup records that the entry at key repeats the one at other: the message
+// names both, and from a file both lines.
+func (p *problems) dup(key, other, format string, a ...any) {
+	p.list = append(p.list, &KeyError{Key: key, Reason: fmt.Sprintf(format, a...), Also: other})
+}
+
 // put records a problem built by the caller.
 func (p *problems) put(ke *KeyError) { p.list = append(p.list, ke) }
 
@@ -284,16 +301,45 @@ func (s *configSource) locate(ps Problems) Problems {
 			if ke.File == "" {
 				ke.File = s.file
 			}
-			for k := ke.Key; ke.Line == 0 && k != ""; {
-				ke.Line = s.lines[k]
-				if i := strings.LastIndexAny(k, ".["); i >= 0 {
-					k = k[:i]
-				} else {
-					k = ""
-				}
+			if ke.Line == 0 {
+				ke.Line = s.line(ke.Key)
+			}
+			if ke.Also != "" && ke.AlsoLine == 0 {
+				ke.AlsoLine = s.line(ke.Also)
 			}
 		}
 	}
 	ps.sort()
 	return ps
+}
+
+// line is the line of key, or of the nearest enclosing key the file sets.
+func (s *configSource) line(key string) int {
+	for k := key; k != ""; {
+		if l := s.lines[k]; l > 0 {
+			return l
+		}
+		if i := strings.LastIndexAny(k, ".["); i >= 0 {
+			k = k[:i]
+		} else {
+			k = ""
+		}
+	}
+	return 0
+}
+
+// Place gives a problem found while building the agent from this
+// configuration (a *KeyError, or Problems, perhaps wrapped) its file and
+// line, and returns it: one line naming file, line, key and reason.
+func (c *Config) Place(err error) error {
+	var ps Problems
+	var ke *KeyError
+	switch {
+	case errors.As(err, &ps):
+		return c.src.locate(ps).err()
+	case errors.As(err, &ke):
+		c.src.locate(Problems{ke})
+		return ke // a wrapper's text was made before the line was known
+	}
+	return err
 }

@@ -44,6 +44,7 @@ func (c *ClockConfig) check(p *problems) {
 	if _, sys := timebase.SystemClockFor(ref); err != nil || !sys {
 		p.add("clock.reference", "%q is not a system clock (realtime, tai, monotonic, monotonic_raw, boottime)", c.Reference)
 	}
+	seen := map[timebase.Domain]int{}
 	for i, name := range c.Clocks {
 		key := fmt.Sprintf("clock.clocks[%d]", i)
 		d, err := timebase.ParseDomain(name)
@@ -51,6 +52,10 @@ func (c *ClockConfig) check(p *problems) {
 			p.add(key, "%q is not a system clock (realtime, tai, monotonic, monotonic_raw, boottime)", name)
 		} else if d == ref {
 			p.add(key, "%q is the reference clock itself", name)
+		} else if j, dup := seen[d]; dup {
+			p.dup(key, fmt.Sprintf("clock.clocks[%d]", j), "%q is listed twice: two identical clock_offset points each collection", name)
+		} else {
+			seen[d] = i
 		}
 	}
 	if c.StepThreshold <= 0 {

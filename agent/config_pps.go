@@ -75,9 +75,10 @@ func (p *PPSConfig) check(ps *problems) {
 	if len(p.Devices) == 0 {
 		ps.add("pps.devices", "list at least one PPS device")
 	}
-	seen := map[string]int{}
+	seen, names := map[string]int{}, map[string]int{}
 	for i, d := range p.Devices {
 		key := fmt.Sprintf("pps.devices[%d]", i)
+		twice := false
 		switch {
 		case d.Device == "":
 			ps.add(key+".device", "must be set (/dev/ppsN or ppsN)")
@@ -85,10 +86,17 @@ func (p *PPSConfig) check(ps *problems) {
 			ps.add(key+".device", "%q is not a PPS device (/dev/ppsN)", d.Device)
 		default:
 			if j, dup := seen[filepath.Base(d.Device)]; dup {
-				ps.add(key+".device", "%s is also pps.devices[%d]: one reader per device", d.Device, j)
+				ps.dup(key+".device", fmt.Sprintf("pps.devices[%d].device", j), "%s is also pps.devices[%d]: one reader per device", d.Device, j)
+				twice = true
 			} else {
 				seen[filepath.Base(d.Device)] = i
 			}
+		}
+		if j, dup := names[d.tagName()]; dup && d.Device != "" && !twice {
+			// One name tag: both devices' pps_event series would be one.
+			ps.dup(key+".name", fmt.Sprintf("pps.devices[%d]", j), "name %q is another device's too: their pps_event records would share one series", d.tagName())
+		} else {
+			names[d.tagName()] = i
 		}
 		if !d.Assert && !d.Clear {
 			ps.add(key, "neither assert nor clear: ship at least one edge")

@@ -93,6 +93,10 @@ func (p *PTPConfig) check(ps *problems) {
 // board checks that the probe's interface exists.
 func (p *PTPConfig) board(paths PathsConfig, ps *problems) {
 	if p.Enabled && p.Probe.Enabled && p.Probe.Interface != "" {
-		ifaceExists(paths, "ptp.probe.interface", p.Probe.Interface, ps)
+		if p.Probe.Timestamping == "hardware" {
+			ifaceHasPHC(paths, "ptp.probe.interface", p.Probe.Interface, ps)
+		} else {
+			ifaceExists(paths, "ptp.probe.interface", p.Probe.Interface, ps)
+		}
 	}
 }

@@ -19,15 +19,72 @@ import (
 	"github.com/monagent/monagent/timebase"
 )
 
-func TestResolveNTP(t *testing.T) {
-	for in, want := range map[string]string{"10.0.0.1": "10.0.0.1:123", "10.0.0.1:1123": "10.0.0.1:1123", "localhost": "127.0.0.1:123", "[::1]:123": "[::1]:123"} {
-		got, err := resolveNTP(in)
-		if err != nil || got.String() != want {
-			t.Errorf("resolveNTP(%q) = %v, %v; want %s", in, got, err, want)
+// A server given by name is resolved when it is polled, not when the agent
+// starts: while the name does not resolve (a board up before its DNS) each
+// poll fails, counted, and the source goes on; once it resolves the samples
+// come, tagged with the name, and the address is a field. After
+// resolveAfter failed polls in a row the name is resolved again.
+func TestNTPNameResolvedWhenPolled(t *testing.T) {
+	srv := &ntptest.Server{Addr: netip.MustParseAddrPort("10.0.0.7:123"), Now: 1_795_000_000_000_000_000, Step: 7_000_000,
+		OffsetNS: 4_000, DelayNS: 30_000, TxSource: sockts.SourceSoftware, RxSource: sockts.SourceSoftware}
+	name, err := parseNTPServer("NTP.example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := 0
+	opened := 0
+	s := newNTPSource(NTPServerConfig{Interval: time.Second, Burst: 1, Basic: true}, name, 20*time.Millisecond, nil,
+		func(netip.AddrPort) (ntpConn, error) { opened++; return srv, nil }, nil)
+	s.resolve = func(_ context.Context, host string) (netip.Addr, error) {
+		if host != "ntp.example.org" {
+			t.Errorf("resolving %q", host)
+		}
+		if answers++; answers <= 3 {
+			return netip.Addr{}, fmt.Errorf("lookup %s: no such host", host)
+		}
+		return srv.Addr.Addr(), nil
+	}
+	if s.Name() != "ntp:ntp.example.org:123" {
+		t.Fatalf("name %q", s.Name())
+	}
+	b := &Batch{host: "h"}
+	for poll := 0; poll < 5; poll++ {
+		s.lastPoll = time.Time{}
+		err := s.Collect(context.Background(), b)
+		if poll < 3 && (err == nil || !strings.Contains(err.Error(), "resolving ntp.example.org")) {
+			t.Fatalf("poll %d before the name resolves: %v", poll, err)
+		}
+		if poll >= 3 && err != nil {
+			t.Fatalf("poll %d: %v", poll, err)
 		}
 	}
-	if _, err := resolveNTP("no.such.host.invalid"); err == nil {
-		t.Error("an unresolvable name was accepted")
+	if s.resolveErrors.Load() != 3 || s.resolves.Load() != 1 || opened != 1 {
+		t.Fatalf("resolve_errors %d, resolves %d, sockets %d; want 3, 1, 1", s.resolveErrors.Load(), s.resolves.Load(), opened)
+	}
+	probes := 0
+	for _, r := range b.Records {
+		if r.Measurement == "ntp_probe" {
+			probes++
+			if ntpTag(r, "server") != "ntp.example.org:123" {
+				t.Errorf("server tag %q", ntpTag(r, "server"))
+			}
+			if f, _ := ntpField(r, "address"); f.S != "10.0.0.7:123" {
+				t.Errorf("address field %q", f.S)
+			}
+		}
+	}
+	if probes != 2 {
+		t.Fatalf("%d ntp_probe records, want 2 (none while the name did not resolve)", probes)
+	}
+	// The server stops answering: after resolveAfter failures the name is
+	// looked up again.
+	srv.Silent = true
+	for poll := 0; poll < resolveAfter+1; poll++ {
+		s.lastPoll = time.Time{}
+		s.Collect(context.Background(), b)
+	}
+	if s.resolves.Load() != 2 {
+		t.Fatalf("resolves %d after %d failed polls, want 2", s.resolves.Load(), resolveAfter+1)
 	}
 }
 
@@ -78,7 +135,7 @@ func TestNTPBurstRecordsAtTheirOwnT4(t *testing.T) {
 		OffsetNS: 4_000, DelayNS: 30_000, ProcessingNS: 5_000, KernelTxLagNS: 2_000,
 		TxSource: sockts.SourceSoftware, RxSource: sockts.SourceSoftware}
 	sc := NTPServerConfig{Interval: time.Second, Burst: burst, BurstSpacing: time.Nanosecond}
-	s := newNTPSource(sc, time.Second, srv.Addr, srv, nil)
+	s := newNTPSource(sc, ntpServer{addr: srv.Addr.Addr(), port: srv.Addr.Port()}, time.Second, srv, nil, nil)
 	b := &Batch{host: "h"}
 	for poll := 0; poll < 3; poll++ {
 		s.lastPoll = time.Time{}
@@ -136,7 +193,7 @@ func TestNTPMixedExchangeTranslatedPerStamp(t *testing.T) {
 	srv := &ntptest.Server{Addr: netip.MustParseAddrPort("10.0.0.1:123"), Now: 1_795_000_004_000_000_000, Step: 1_000_000,
 		OffsetNS: 4_000, DelayNS: 30_000, ProcessingNS: 5_000, PHCOffsetNS: phcAhead,
 		TxSource: sockts.SourceUser, RxSource: sockts.SourceHardware}
-	s := newNTPSource(NTPServerConfig{Interval: time.Second, Burst: 1, Basic: true}, time.Second, srv.Addr, srv, trs.ToRealtime(dom))
+	s := newNTPSource(NTPServerConfig{Interval: time.Second, Burst: 1, Basic: true}, ntpServer{addr: srv.Addr.Addr(), port: srv.Addr.Port()}, time.Second, srv, nil, trs.ToRealtime(dom))
 	b := &Batch{host: "h"}
 	if err := s.Collect(context.Background(), b); err != nil {
 		t.Fatal(err)

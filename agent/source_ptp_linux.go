@@ -129,8 +129,11 @@ func buildPTPProbe(env *Env) ([]Source, error) {
 	var dom timebase.Domain
 	if hw {
 		idx, err := phc.InterfacePHC(c.Interface)
-		if err != nil || idx < 0 {
-			return nil, keyErr("ptp.probe.interface", "%s has no PTP hardware clock for hardware timestamps (%v)", c.Interface, err)
+		if err != nil {
+			return nil, keyErr("ptp.probe.interface", "%s: %v", c.Interface, err)
+		}
+		if idx < 0 {
+			return nil, keyErr("ptp.probe.interface", "%s has no PTP hardware clock for hardware timestamps", c.Interface)
 		}
 		dom = timebase.PHC(idx)
 	}

@@ -153,6 +153,19 @@ func NewProber(cfg ProbeConfig, conn Conn) *Prober {
 		delay: DelayTest{Ratio: cfg.MaxDelayDevRatio}}
 }
 
+// Retarget points the prober at another address of its server (a name that
+// resolves elsewhere now) over conn: the exchange state (interleaved mode,
+// the delay test, kiss-o'-death back-offs) starts afresh; the counters go on.
+func (p *Prober) Retarget(server netip.AddrPort, conn Conn) {
+	p.cfg.Server, p.conn = server, conn
+	p.prev = exchangeState{}
+	p.delay = DelayTest{Ratio: p.cfg.MaxDelayDevRatio}
+	p.rateFactor, p.holdUntil = 1, time.Time{}
+}
+
+// Server is the address the prober polls.
+func (p *Prober) Server() netip.AddrPort { return p.cfg.Server }
+
 // RateFactor is how much a RATE kiss has stretched the poll interval (1 = none).
 func (p *Prober) RateFactor() int { return p.rateFactor }
 

@@ -34,6 +34,8 @@ type Server struct {
 	// interleaved reply repeats the basic transmit timestamp of the reply
 	// before it (as chronyd does then).
 	NoKernelTx bool
+	// Silent: the server takes requests and answers none.
+	Silent bool
 
 	prevT3, prevKernelT3 int64 // server times of the last reply
 	prevRxRaw            uint64
@@ -89,6 +91,9 @@ func (s *Server) WriteTo(b []byte, to netip.AddrPort) (sockts.Timestamp, error) 
 	binary.BigEndian.PutUint64(reply[32:], rxRaw)
 	binary.BigEndian.PutUint64(reply[40:], toNTP(tx))
 	s.prevT3, s.prevKernelT3, s.prevRxRaw = t3, t3+s.KernelTxLagNS, rxRaw
+	if s.Silent {
+		return s.stamp(t1, s.TxSource), nil
+	}
 	s.pending = append(s.pending, reply)
 	s.pendingTs = append(s.pendingTs, t4)
 	return s.stamp(t1, s.TxSource), nil
