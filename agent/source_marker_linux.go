@@ -60,9 +60,8 @@ type markerSource struct {
 	readStamped   atomic.Uint64
 
 	// Written on the collection goroutine only.
-	times         map[string]*seriesTime // per marker name
-	series        map[markerSeries]struct{}
-	bumps         uint64
+	series        map[markerSeries]*seriesTime // the times of each series
+	times         timeCounts
 	untranslated  uint64
 	unplaced      uint64
 	seriesDropped uint64
@@ -105,7 +104,7 @@ func newMarkerSource(path string, mode os.FileMode, maxSeries int, tr *Translato
 		toRT:    tr.Route(timebase.DomainMonotonic, timebase.DomainRealtime),
 		rtRaw:   tr.Route(timebase.DomainRealtime, timebase.DomainMonotonicRaw),
 		monoRaw: tr.Route(timebase.DomainMonotonic, timebase.DomainMonotonicRaw),
-		times:   map[string]*seriesTime{}, series: map[markerSeries]struct{}{}}
+		series:  map[markerSeries]*seriesTime{}}
 	if err := d.listen(); err != nil {
 		return nil, err
 	}
@@ -292,22 +291,21 @@ func (d *markerSource) bad(err error) {
 // With the hca section, that time is also placed on the global timeline
 // (hca_local_ns, global_ns, global_bound_ns; unplaced counts the markers
 // before the first model).
-// Markers of one name never share a time (seriesTime, counted in
-// time_bumps); markers of a series beyond max_series are dropped.
+// Markers of one series (name and tags) never share a time: one with a
+// time its series already has moves to the first free nanosecond after it
+// (seriesTime, counted in time_bumps; time_unchecked counts those it could
+// not check); markers of a series beyond max_series are dropped.
 func (d *markerSource) emit(b *Batch, e *markerEvent) {
 	m := &e.m
 	key := markerSeries{name: m.Name, tags: m.Tags}
-	if _, ok := d.series[key]; !ok {
+	st := d.series[key]
+	if st == nil {
 		if len(d.series) >= d.maxSeries {
 			d.seriesDropped++
 			return
 		}
-		d.series[key] = struct{}{}
-	}
-	st := d.times[m.Name]
-	if st == nil {
 		st = &seriesTime{}
-		d.times[m.Name] = st
+		d.series[key] = st
 	}
 	d.events++
 	t := e.arrival
@@ -344,7 +342,7 @@ func (d *markerSource) emit(b *Batch, e *markerEvent) {
 	for _, tg := range m.TagList() {
 		tags = append(tags, record.Tag{Key: tg.Key, Value: tg.Value})
 	}
-	b.Add("marker", st.next(t, &d.bumps), tags, f...)
+	b.Add("marker", st.place(t, &d.times), tags, f...)
 }
 
 // self is the decoder's counts beside the event source's.
@@ -356,7 +354,8 @@ func (d *markerSource) self() []record.Field {
 		record.Uint("read_stamped", d.readStamped.Load()),
 		record.Uint("untranslated", d.untranslated),
 		record.Uint("unplaced", d.unplaced),
-		record.Uint("time_bumps", d.bumps),
+		record.Uint("time_bumps", d.times.bumps),
+		record.Uint("time_unchecked", d.times.unchecked),
 		record.Uint("series", uint64(len(d.series))),
 		record.Uint("series_dropped", d.seriesDropped),
 	}

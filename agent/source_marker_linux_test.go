@@ -3,10 +3,12 @@ package agent
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,6 +209,75 @@ func TestMarkerSourceUntranslated(t *testing.T) {
 	}
 	if selfOf(t, f.s, "untranslated").U != 1 {
 		t.Error("untranslated not counted")
+	}
+}
+
+// seriesKey is a record's InfluxDB key: measurement, tags and time.
+func seriesKey(r record.Record) string {
+	var k []string
+	for _, tg := range r.Tags {
+		k = append(k, tg.Key+"="+tg.Value)
+	}
+	slices.Sort(k)
+	return fmt.Sprintf("%s,%s %d", r.Measurement, strings.Join(k, ","), r.TimeNS)
+}
+
+// A marker's time is guarded within its series (name and tags): it moves
+// only when a marker of that series already has the time, also one before
+// the last, and never when it collides with nothing (before, the guard was
+// keyed by name and looked at the last marker only: rank=1 500 ns before
+// rank=0 moved 501 ns, and a repeat of an earlier time shipped on it).
+func TestMarkerSourceGuardsEachSeries(t *testing.T) {
+	f := newMarkerFixture(t, NewTranslators(), 100)
+	const t0 = int64(1_700_000_000_000_000_000)
+	line := func(rank int, ns int64) string { return fmt.Sprintf("step rt=%d rank=%d", ns, rank) }
+	f.send(
+		line(0, t0),
+		line(1, t0-500), // before rank 0's, another series: kept
+		line(1, t0),     // rank 0 has t0, rank 1 not: kept
+		line(0, t0+5000),
+		line(0, t0), // rank 0's first again, not its last: moved to t0+1
+	)
+	recs := collectAll(t, f.s)
+	want := []string{fmt.Sprint(t0), fmt.Sprint(t0 - 500), fmt.Sprint(t0), fmt.Sprint(t0 + 5000), fmt.Sprint(t0 + 1)}
+	var got []string
+	keys := map[string]bool{}
+	for _, r := range recs {
+		got = append(got, fmt.Sprint(r.TimeNS))
+		if keys[seriesKey(r)] {
+			t.Errorf("two records with the key %s", seriesKey(r))
+		}
+		keys[seriesKey(r)] = true
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("times %v, want %v", got, want)
+	}
+	if n := intField(t, recs[4], "sender_ns"); n != t0 {
+		t.Errorf("the moved marker's sender_ns %d, want its stamp %d", n, t0)
+	}
+	for k, want := range map[string]uint64{"time_bumps": 1, "time_unchecked": 0, "series": 2} {
+		if got := selfOf(t, f.s, k).U; got != want {
+			t.Errorf("self %s = %d, want %d", k, got, want)
+		}
+	}
+}
+
+// Past the times a series holds, a marker stamped like one it let go
+// cannot be checked: it ships at its stamp and is counted.
+func TestMarkerSourceCountsUncheckedTimes(t *testing.T) {
+	f := newMarkerFixture(t, NewTranslators(), 100)
+	const t0 = int64(1_700_000_000_000_000_000)
+	var lines []string
+	for i := range int64(seriesRecent + 1) {
+		lines = append(lines, fmt.Sprintf("tick rt=%d", t0+i*1000))
+	}
+	f.send(append(lines, fmt.Sprintf("tick rt=%d", t0))...)
+	recs := collectAll(t, f.s)
+	if len(recs) != seriesRecent+2 || recs[len(recs)-1].TimeNS != t0 {
+		t.Fatalf("%d records, the last at %d: want %d, the last at its stamp %d", len(recs), recs[len(recs)-1].TimeNS, seriesRecent+2, t0)
+	}
+	if b, u := selfOf(t, f.s, "time_bumps").U, selfOf(t, f.s, "time_unchecked").U; b != 0 || u != 1 {
+		t.Errorf("time_bumps %d, time_unchecked %d; want 0 and 1", b, u)
 	}
 }
 
