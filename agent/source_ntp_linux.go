@@ -250,7 +250,7 @@ func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
 		record.Int("rate_factor", int64(s.prober.RateFactor())),
 		record.String("address", s.server.String()),
 	}
-	for r := ntp.RejectShort; r < ntp.RejectSource+1; r++ {
+	for r := ntp.RejectShort; r < ntp.NumRejects; r++ {
 		fields = append(fields, record.Uint("rejected_"+r.String(), c.Rejects[r].Load()))
 	}
 	tags := s.tags

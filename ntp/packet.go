@@ -25,10 +25,19 @@ const (
 	RejectZeroTimestamp        // receive or transmit timestamp is zero
 	RejectBogus                // server transmit before its receive, or a negative delay
 	RejectSource               // the reply came from another address
+	RejectField                // a header field no server sends (a precision coarser than 1 s)
 	numRejects
 )
 
-var rejectNames = [...]string{"none", "short", "malformed", "mode", "version", "origin", "kod", "unsynced", "zero_timestamp", "bogus", "source"}
+// NumRejects is how many reasons there are, RejectNone included.
+const NumRejects = numRejects
+
+// MaxPrecision is the coarsest precision a reply may give: log2 seconds, 0
+// for a clock read to the second. Servers give −6 to −30; a coarser one is
+// no server's, and would make the sample's dispersion overflow.
+const MaxPrecision = 0
+
+var rejectNames = [...]string{"none", "short", "malformed", "mode", "version", "origin", "kod", "unsynced", "zero_timestamp", "bogus", "source", "field"}
 
 func (r Reject) String() string {
 	if int(r) < len(rejectNames) {
@@ -200,6 +209,9 @@ func ParseReply(b []byte, cookie, xcookie uint64, pivot int64, h *Header) error 
 	}
 	if leap == 3 || p.Stratum >= 16 {
 		return reject(RejectUnsynced, "leap %d, stratum %d", leap, p.Stratum)
+	}
+	if p.Precision > MaxPrecision {
+		return reject(RejectField, "precision 2^%d s, coarser than 2^%d s", p.Precision, MaxPrecision)
 	}
 	if (p.RxTimeSec == 0 && p.RxTimeFrac == 0) || (p.TxTimeSec == 0 && p.TxTimeFrac == 0) {
 		return reject(RejectZeroTimestamp, "receive %d.%d transmit %d.%d", p.RxTimeSec, p.RxTimeFrac, p.TxTimeSec, p.TxTimeFrac)

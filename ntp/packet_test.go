@@ -79,6 +79,9 @@ func TestParseRejects(t *testing.T) {
 		{"zero receive", mutate(t, func(b []byte) { clear(b[32:40]) }), RejectZeroTimestamp},
 		{"transmit before receive", mutate(t, func(b []byte) { copy(b[40:48], b[32:40]); b[47]--; b[46]-- }), RejectBogus},
 		{"garbage trailer", append(golden(t), 1, 2, 3), RejectMalformed},
+		// dispersion_ns was -9223372036854775793 for this one
+		{"precision 2^34 s", mutate(t, func(b []byte) { b[3] = 34 }), RejectField},
+		{"precision 2^1 s", mutate(t, func(b []byte) { b[3] = 1 }), RejectField},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -158,12 +161,19 @@ func FuzzParseReply(f *testing.F) {
 	f.Add(golden(f), goldenCookie)
 	f.Add(golden(f)[:40], uint64(0))
 	f.Add(append(golden(f), make([]byte, 20)...), goldenCookie)
+	coarse := golden(f)
+	coarse[3] = 34 // precision 2^34 s: its dispersion overflowed int64 ns
+	f.Add(coarse, goldenCookie)
 	f.Fuzz(func(t *testing.T, b []byte, cookie uint64) {
 		var h Header
 		err := ParseReply(b, cookie, 0, goldenT1, &h)
 		if err == nil {
-			if h.Stratum == 0 || h.Stratum >= 16 || h.TransmitNS < h.ReceiveNS || binary.BigEndian.Uint64(b[24:32]) != cookie || b[0]&7 != 4 {
+			if h.Stratum == 0 || h.Stratum >= 16 || h.TransmitNS < h.ReceiveNS || binary.BigEndian.Uint64(b[24:32]) != cookie || b[0]&7 != 4 || h.Precision > MaxPrecision {
 				t.Fatalf("accepted a bad reply %x: %+v", b, h)
+			}
+			// Every figure a sample is made of stays within int64 ns.
+			if d := dispersion(h.Precision, goldenT1, goldenT1+1_000_000_000); d < 0 || h.RootDelayNS < 0 || h.RootDispNS < 0 {
+				t.Fatalf("reply %x: dispersion %d, root delay %d, root dispersion %d", b, d, h.RootDelayNS, h.RootDispNS)
 			}
 		} else if RejectOf(err) == RejectNone {
 			t.Fatalf("error without a reason: %v", err)
