@@ -291,11 +291,13 @@ func (a *Agent) enqueue(recs []record.Record) {
 // then the optional outputs, each of which queues its own copy or drops it,
 // counted. A failure is counted every time and logged when it changes.
 func (a *Agent) write(recs []record.Record) {
+	// Every record is handed to every output; what each kept is its own count
+	// (monagent_spool appended, monagent_output written), so that one
+	// output's refusal does not hide what the others took.
+	a.written.Add(uint64(len(recs)))
 	err := a.out.Write(recs)
 	if err != nil {
 		a.writeErrors.Add(1)
-	} else {
-		a.written.Add(uint64(len(recs)))
 	}
 	a.writeLog.note(a.log, time.Now(), err, "output")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -187,18 +188,34 @@ func TestAgentCountsDropsInsteadOfBlocking(t *testing.T) {
 	close(out.release)
 }
 
-// failSink refuses every write.
-type failSink struct{}
-
-func (failSink) Write([]record.Record) error { return errors.New("disk full") }
-func (failSink) Close() error                { return nil }
-
-// records_out counts what the outputs took, not what they refused.
-func TestRecordsOutCountsOnlyWrittenRecords(t *testing.T) {
+// records_out counts the records handed to the outputs, and each output
+// counts what it kept: a spool refusing a batch (its buffer full) does not
+// make records_out 0 while stdout or a file wrote them (it did before), and
+// the refusal is in output_errors and the spool's own drop counters.
+func TestRecordsOutCountsPerOutput(t *testing.T) {
 	cfg := Default()
-	a := newWithSources(cfg, quietLog(), failSink{})
-	a.write([]record.Record{{Measurement: "m", Fields: []record.Field{record.Int("v", 1)}, TimeNS: 1}})
-	if a.written.Load() != 0 || a.writeErrors.Load() != 1 {
-		t.Fatalf("records_out %d, output_errors %d after a refused write", a.written.Load(), a.writeErrors.Load())
+	cfg.Spool.Dir = t.TempDir()
+	cfg.Output.File = filepath.Join(t.TempDir(), "out.lp")
+	out, err := OpenOutputs(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newWithSources(cfg, quietLog(), out.Sink)
+	a.outputs = out
+	rec := []record.Record{{Measurement: "m", Fields: []record.Field{record.Int("v", 1)}, TimeNS: 1}}
+	a.write(rec)
+	out.Spool.Close() // the spool refuses from now on
+	a.write(rec)
+	if err := out.Optional[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if a.written.Load() != 2 || a.writeErrors.Load() != 1 {
+		t.Fatalf("records_out %d, output_errors %d; want 2 and 1", a.written.Load(), a.writeErrors.Load())
+	}
+	if st := out.Spool.Stats(); st.Appended != 1 {
+		t.Fatalf("spool appended %d, want 1", st.Appended)
+	}
+	if st := out.Optional[0].Stats(); st.Written != 2 {
+		t.Fatalf("file output wrote %d, want 2", st.Written)
 	}
 }

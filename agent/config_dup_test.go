@@ -28,6 +28,8 @@ func TestConfigRefusesDuplicatesAndBadAddresses(t *testing.T) {
 		{"ntp empty host", "ntp:\n  enabled: true\n  servers:\n    - address: \":123\"\n",
 			"ntp.servers[0].address", "not a host name or address"},
 		{"clock twice", "clock:\n  clocks: [tai, realtime, tai]\n", "clock.clocks[2]", "listed twice"},
+		{"chrony socket and address", "ntp:\n  enabled: true\n  chrony:\n    enabled: true\n    socket: /run/chrony/chronyd.sock\n    address: 127.0.0.1:323\n",
+			"ntp.chrony.address", "not both (the socket gives ntpdata and serverstats too) (ntp.chrony.socket, line 5)"},
 		{"pps name twice", "pps:\n  enabled: true\n  devices:\n    - {device: /dev/pps0, name: gnss}\n    - {device: /dev/pps1, name: gnss}\n",
 			"pps.devices[1].name", "(pps.devices[0], line 4)"},
 		{"pps device twice", "pps:\n  enabled: true\n  devices:\n    - {device: /dev/pps0}\n    - {device: pps0, name: other}\n",
@@ -51,10 +53,19 @@ func TestConfigRefusesDuplicatesAndBadAddresses(t *testing.T) {
 	for _, ok := range []string{
 		"ntp:\n  enabled: true\n  servers:\n    - address: 192.0.2.1\n    - address: 192.0.2.1:1123\n    - address: \"[2001:db8::1]:123\"\n    - address: 2001:db8::2\n    - address: ntp.example.org\n",
 		"pps:\n  enabled: true\n  devices:\n    - {device: /dev/pps0}\n    - {device: /dev/pps1}\n",
+		"ntp:\n  enabled: true\n  chrony:\n    enabled: true\n    address: 127.0.0.1:323\n",
 	} {
 		if _, err := Parse("ok.yaml", []byte(ok)); err != nil {
 			t.Errorf("refused %q: %v", ok, err)
 		}
+	}
+	// The UDP address alone is used (it was ignored for the default socket).
+	c, _ := Parse("udp.yaml", []byte("ntp:\n  enabled: true\n  chrony:\n    enabled: true\n    address: 127.0.0.1:323\n"))
+	if c.NTP.Chrony.target() != "127.0.0.1:323" {
+		t.Errorf("chrony target %q with only address set", c.NTP.Chrony.target())
+	}
+	if d := Default(); d.NTP.Chrony.target() != DefaultChronySocket {
+		t.Errorf("default chrony target %q", d.NTP.Chrony.target())
 	}
 }
 

@@ -39,18 +39,34 @@ type NTPServerConfig struct {
 	MaxDelayDevRatio float64 `yaml:"max_delay_dev_ratio"`
 }
 
-// ChronyConfig monitors a local chronyd.
+// ChronyConfig monitors a local chronyd, over its command socket or, when
+// Address is set instead, its UDP command port.
 type ChronyConfig struct {
 	Enabled  bool          `yaml:"enabled"`
-	Socket   string        `yaml:"socket"`  // command socket (tracking, sources, ntpdata, serverstats)
+	Socket   string        `yaml:"socket"`  // command socket (tracking, sources, ntpdata, serverstats); "" and no address: DefaultChronySocket
 	Address  string        `yaml:"address"` // or UDP host:port (tracking, sources only)
 	Interval time.Duration `yaml:"interval"`
+}
+
+// DefaultChronySocket is chronyd's command socket where Debian puts it.
+const DefaultChronySocket = "/run/chrony/chronyd.sock"
+
+// target is where the monitor asks: the socket, the UDP address, or the
+// default socket when neither is set.
+func (c ChronyConfig) target() string {
+	switch {
+	case c.Socket != "":
+		return c.Socket
+	case c.Address != "":
+		return c.Address
+	}
+	return DefaultChronySocket
 }
 
 func (n *NTPConfig) defaults() {
 	*n = NTPConfig{
 		Timeout: time.Second, TxWait: 10 * time.Millisecond, Timestamping: "software",
-		Chrony: ChronyConfig{Socket: "/run/chrony/chronyd.sock", Interval: 8 * time.Second},
+		Chrony: ChronyConfig{Interval: 8 * time.Second},
 	}
 }
 
@@ -127,8 +143,8 @@ func (n *NTPConfig) check(p *problems) {
 		p.add("ntp.timestamping", "%q is not software or hardware", n.Timestamping)
 	}
 	if n.Chrony.Enabled {
-		if n.Chrony.Socket == "" && n.Chrony.Address == "" {
-			p.add("ntp.chrony.socket", "set the command socket or a UDP address")
+		if n.Chrony.Socket != "" && n.Chrony.Address != "" {
+			p.dup("ntp.chrony.address", "ntp.chrony.socket", "set one of the command socket and the UDP address, not both (the socket gives ntpdata and serverstats too)")
 		}
 		p.positive("ntp.chrony.interval", n.Chrony.Interval)
 	}

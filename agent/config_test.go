@@ -146,7 +146,7 @@ func TestNTPSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.NTP.Servers
-	if c.NTP.Timeout != time.Second || c.NTP.Chrony.Socket != "/run/chrony/chronyd.sock" || s[0].Interval != 8*time.Second || s[0].Burst != 1 || s[1].Burst != 4 || s[1].BurstSpacing != 2*time.Second {
+	if c.NTP.Timeout != time.Second || c.NTP.Chrony.target() != DefaultChronySocket || s[0].Interval != 8*time.Second || s[0].Burst != 1 || s[1].Burst != 4 || s[1].BurstSpacing != 2*time.Second {
 		t.Fatalf("ntp section %+v", c.NTP)
 	}
 	for _, bad := range []struct{ yaml, want string }{

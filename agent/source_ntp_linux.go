@@ -288,10 +288,7 @@ type chronySource struct {
 
 func buildChronySource(env *Env) ([]Source, error) {
 	c := env.Config.NTP.Chrony
-	addr := c.Socket
-	if addr == "" {
-		addr = c.Address
-	}
+	addr := c.target()
 	// The client socket goes in the agent's runtime directory: chronyd must be
 	// able to answer into it (see ntp.Chrony).
 	return []Source{&chronySource{cfg: c, m: ntp.NewChrony(addr, env.Config.Paths.Runtime(), env.Config.NTP.Timeout)}}, nil
