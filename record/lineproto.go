@@ -177,7 +177,10 @@ func (e *Encoder) appendPlain(dst []byte, r *Record) ([]byte, bool) {
 			return dst[:n], false
 		}
 	}
-	if !known { // every key was checked
+	if !known { // every key was checked; a repeated one is refused by line
+		if repeatedKey(r.Fields) >= 0 {
+			return dst[:n], false
+		}
 		se.keys = se.keys[:0]
 		for i := range r.Fields {
 			se.keys = append(se.keys, r.Fields[i].Key)
@@ -271,6 +274,10 @@ func (e *Encoder) line(r *Record) error {
 		// The encoder would write it, and every reader would skip it as a comment.
 		return errors.New("measurement starts with '#', which line protocol reads as a comment")
 	}
+	if i := repeatedKey(r.Fields); i >= 0 {
+		// InfluxDB would keep one of them: which one a reader sees is luck.
+		return fmt.Errorf("field %q given twice", r.Fields[i].Key)
+	}
 	// Check values before the line starts, so a bad one leaves nothing behind.
 	e.vals = e.vals[:0]
 	for i := range r.Fields {
@@ -294,6 +301,20 @@ func (e *Encoder) line(r *Record) error {
 	}
 	e.enc.EndLine(time.Unix(0, r.TimeNS))
 	return e.enc.Err()
+}
+
+// repeatedKey is the index of the first field whose key an earlier field
+// has, or -1. Records have a few dozen fields at most, and the plain path
+// checks a series' key list once.
+func repeatedKey(fs []Field) int {
+	for i := 1; i < len(fs); i++ {
+		for j := 0; j < i; j++ {
+			if fs[i].Key == fs[j].Key {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 func value(f *Field) (lineprotocol.Value, error) {

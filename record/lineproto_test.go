@@ -48,12 +48,24 @@ func TestEncodeRejectsBadRecordsButKeepsTheRest(t *testing.T) {
 		{Measurement: "m", Tags: []Tag{{"t", "a\nb"}}, Fields: []Field{Int("v", 1)}, TimeNS: 5},
 		{Measurement: "m", Fields: []Field{String("s", "\xff")}, TimeNS: 6},
 		{Measurement: "m", Fields: []Field{Uint("u", math.MaxUint64)}, TimeNS: 7},
+		// a key twice: InfluxDB would keep one of them (the HCA source's
+		// self-metrics shipped last_error twice)
+		{Measurement: "m", Fields: []Field{Int("v", 1), String("last_error", ""), String("last_error", "x")}, TimeNS: 8},
+		{Measurement: "m", Tags: []Tag{{"t", "a b"}}, Fields: []Field{Int("v", 1), Int("v", 2)}, TimeNS: 9},
 		good,
 	}
 	var e Encoder
 	got, rejected, err := e.Append([]byte("prefix\n"), recs)
-	if rejected != 6 {
-		t.Fatalf("rejected %d, want 6 (err %v)", rejected, err)
+	if rejected != 8 {
+		t.Fatalf("rejected %d, want 8 (err %v)", rejected, err)
+	}
+	if !strings.Contains(err.Error(), `field "last_error" given twice`) || !strings.Contains(err.Error(), `field "v" given twice`) {
+		t.Fatalf("error %v does not name the repeated keys", err)
+	}
+	// The same series with the key list it was checked with is encoded; a
+	// repeated key after it is still refused.
+	if out, n, _ := e.Append(nil, []Record{good, {Measurement: "m", Fields: []Field{Int("v", 1), Int("v", 1)}, TimeNS: 10}}); n != 1 || string(out) != "m v=1i 1\n" {
+		t.Fatalf("after a known series: %q, rejected %d", out, n)
 	}
 	if want := "prefix\nm v=1i 1\nm v=1i 1\n"; string(got) != want {
 		t.Fatalf("got %q, want %q", got, want)
