@@ -28,9 +28,10 @@ type Buffer struct {
 	offset  []float64
 	tsIndex int // the timestamp channel's index in Layout.Channels, -1 none
 
-	f    *os.File
-	buf  []byte
-	pend int // bytes of a partial record at the start of buf
+	f       *os.File
+	buf     []byte
+	pend    int  // bytes of a partial record at the start of buf
+	drained bool // the last Read took every record there was
 }
 
 // timestampClocks maps current_timestamp_clock to domains (the coarse
@@ -182,23 +183,30 @@ func (b *Buffer) Value(i int, raw int64) (int64, Kind) {
 // partial record (never sent by the kernel, but by a pipe or file) is kept
 // for the next call.
 func (b *Buffer) Read(vals []int64, timeout time.Duration) (int, error) {
+	b.drained = false
 	per := len(b.Layout.Channels)
 	max := min(len(vals)/per, len(b.buf)/b.Layout.Size)
 	if max == 0 {
 		return 0, fmt.Errorf("sensors: room for %d values, a record has %d", len(vals), per)
 	}
 	_ = b.f.SetReadDeadline(time.Now().Add(timeout)) // regular files (tests) have no deadlines
+	want := max*b.Layout.Size - b.pend
 	n, err := b.f.Read(b.buf[b.pend : max*b.Layout.Size])
 	if n == 0 && err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
+			b.drained = true
 			return 0, nil
 		}
 		if errors.Is(err, io.EOF) {
+			b.drained = true
 			return 0, io.EOF
 		}
 		return 0, fmt.Errorf("sensors: read %s: %w", b.Device.Node, err)
 	}
+	// The kernel hands out what it has, up to what was asked: less means
+	// it had no more (a partial record means more is coming).
 	have := b.pend + n
+	b.drained = n < want && have%b.Layout.Size == 0
 	recs := have / b.Layout.Size
 	for r := 0; r < recs; r++ {
 		if err := b.Layout.Decode(b.buf[r*b.Layout.Size:(r+1)*b.Layout.Size], vals[r*per:(r+1)*per]); err != nil {
@@ -208,6 +216,14 @@ func (b *Buffer) Read(vals []int64, timeout time.Duration) (int, error) {
 	b.pend = copy(b.buf, b.buf[recs*b.Layout.Size:have])
 	return recs, nil
 }
+
+// Drained says whether the last Read took every record the device had (it
+// got less than it asked for, or nothing): the records of the next Read all
+// reached the buffer after the last one began. For a device without a
+// timestamp channel, which stamps nothing, the reads are what bounds when
+// a record reached the buffer (its conversion came before that, by the
+// driver's latency).
+func (b *Buffer) Drained() bool { return b.drained }
 
 // Close stops the buffer and closes the device.
 func (b *Buffer) Close() error {

@@ -1,6 +1,7 @@
 package sensors
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/sensors/sensorstest"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -171,6 +173,65 @@ func TestBuffer(t *testing.T) {
 	}
 	if v, _ := readString(filepath.Join(devs[0].Dir, "buffer", "enable")); v != "0" {
 		t.Errorf("buffer left enabled: %q", v)
+	}
+}
+
+// TestBufferDrained: a read that gets all it asked for may have left
+// records in the device; one that gets less, or nothing, took them all; a
+// partial record means more is coming.
+func TestBufferDrained(t *testing.T) {
+	fs := board(t)
+	devs, _ := fs.IIODevices()
+	b, err := fs.OpenBuffer(devs[0], []string{"voltage0", "voltage1"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	vals := make([]int64, 2*3) // room for two records
+	for i, want := range []struct {
+		n       int
+		eof     bool
+		drained bool
+	}{{2, false, false}, {1, false, true}, {0, true, true}} {
+		n, err := b.Read(vals, time.Second)
+		if n != want.n || errors.Is(err, io.EOF) != want.eof || (err != nil && !want.eof) || b.Drained() != want.drained {
+			t.Errorf("read %d: %d records, %v, drained %v; want %+v", i, n, err, b.Drained(), want)
+		}
+	}
+	// Half a record more in the file: not drained until it is whole.
+	recs, _ := hex.DecodeString(adcRecords)
+	f, err := os.OpenFile(filepath.Join(fs.Dev, devs[0].Node), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Write(recs[:8])
+	if n, err := b.Read(vals, time.Second); n != 0 || err != nil || b.Drained() {
+		t.Errorf("half a record: %d records, %v, drained %v", n, err, b.Drained())
+	}
+	f.Write(recs[8:16])
+	if n, err := b.Read(vals, time.Second); n != 1 || err != nil || !b.Drained() {
+		t.Errorf("its second half: %d records, %v, drained %v", n, err, b.Drained())
+	}
+}
+
+// TestBufferWithoutTimestamp: a device without a timestamp channel opens,
+// its records hold the channels only and have no timestamp.
+func TestBufferWithoutTimestamp(t *testing.T) {
+	fs := NewFS(sensorstest.BoardWithoutTimestamp(t))
+	devs, _ := fs.IIODevices()
+	b, err := fs.OpenBuffer(devs[0], []string{"voltage0", "voltage1"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.TimestampIndex() != -1 || b.Layout.Size != 4 || len(b.Layout.Channels) != 2 {
+		t.Fatalf("timestamp index %d, layout %+v", b.TimestampIndex(), b.Layout)
+	}
+	vals := make([]int64, 2*4)
+	n, err := b.Read(vals, time.Second)
+	if _, ok := b.Timestamp(vals[:2]); n != 3 || err != nil || ok || vals[0] != 2048 || vals[5] != 2047 {
+		t.Errorf("%d records %v, %v; timestamp %v", n, vals[:2*n], err, ok)
 	}
 }
 

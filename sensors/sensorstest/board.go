@@ -88,3 +88,26 @@ func Board(t testing.TB) (sys, dev string) {
 	}
 	return filepath.Join(root, "sys"), filepath.Join(root, "dev")
 }
+
+// ADCRecordsUnstamped are ADCRecords' three samples as an ADC without a
+// timestamp channel lays them out (u16, u16).
+const ADCRecordsUnstamped = "0008ff0f" + "00000100" + "ff0fff07"
+
+// BoardWithoutTimestamp is Board with an ADC that has no timestamp channel
+// (a driver without IIO_CHAN_SOFT_TIMESTAMP): no in_timestamp scan element,
+// and a character device of ADCRecordsUnstamped.
+func BoardWithoutTimestamp(t testing.TB) (sys, dev string) {
+	t.Helper()
+	sys, dev = Board(t)
+	scan := filepath.Join(sys, "bus", "iio", "devices", "iio:device0", "scan_elements")
+	for _, a := range []string{"en", "index", "type"} {
+		if err := os.Remove(filepath.Join(scan, "in_timestamp_"+a)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, _ := hex.DecodeString(ADCRecordsUnstamped)
+	if err := os.WriteFile(filepath.Join(dev, "iio:device0"), recs, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return sys, dev
+}
