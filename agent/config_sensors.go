@@ -28,7 +28,9 @@ type SensorsConfig struct {
 	// chip, a driver loaded late).
 	Rescan time.Duration `yaml:"rescan"`
 	// Buffers sample IIO ADCs continuously through their buffers, each
-	// sample with the kernel's timestamp.
+	// sample with the kernel's timestamp (the timestamp channel is enabled
+	// where the device has one; without one, a sample is timed by its
+	// read: time_source=read, uncertainty_ns).
 	Buffers []SensorBufferConfig `yaml:"buffers"`
 }
 

@@ -15,26 +15,43 @@ import (
 
 // scan is one buffered sample as the reader hands it to the shipper.
 type scan struct {
-	ns   int64 // the kernel's timestamp (the buffer's clock), 0 without one
-	read int64 // REALTIME when the reader got it, plus the sample's index in that read
-	vals [maxBufferChannels]int64
+	// ns is the kernel's timestamp of the sample (the buffer's clock; 0
+	// when the driver gave none). From a buffer without a timestamp
+	// channel it is instead REALTIME when the sample's read window opened.
+	ns int64
+	// read is the sample's time from its read (REALTIME): the middle of the
+	// read's window plus the sample's index in the read.
+	read int64
+	vals [maxBufferChannels]int64 // per channel, the timestamp left out
 }
 
 // sensorBuffer is the decoder of an IIO buffer event source: its producer
 // drains the character device in batches into the ring, and each collection
-// ships one record per sample at the kernel's timestamp moved to REALTIME.
+// ships one record per sample at the kernel's timestamp moved to REALTIME
+// (OpenBuffer enables the timestamp channel where the device has one);
+// without one, at the time its read gives it, which it says
+// (time_source=read) with its bound (uncertainty_ns).
 type sensorBuffer struct {
-	buf    *sensors.Buffer
-	tr     *Translators
-	tags   []record.Tag
-	fields []string // per channel of the layout: its field name ("" for the timestamp)
+	buf     *sensors.Buffer
+	tr      *Translators
+	tags    []record.Tag
+	fields  []string // per value of a scan: the channel's field name
+	stamped bool     // the buffer has a timestamp channel
+
+	// opened is the producer's: REALTIME before the read after which every
+	// record not yet read reached the buffer (the latest read that drained
+	// it, else the buffer's start).
+	opened int64
 
 	untranslated atomic.Uint64
+	unstamped    atomic.Uint64
 	// The global timeline (nil without the hca section); toRaw is the
 	// collection goroutine's route from the buffer's clock to MONOTONIC_RAW.
 	global   *GlobalClock
 	toRaw    *Route
 	unplaced atomic.Uint64
+	times    seriesTime // the collection goroutine's: no two records share a time
+	counts   timeCounts
 }
 
 func buildSensorBuffers(env *Env) ([]Source, error) {
@@ -73,6 +90,7 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *Translators
 	if bc.Ring < 1 || bc.Ring&(bc.Ring-1) != 0 {
 		return nil, fmt.Errorf("ring: %d is not a power of two", bc.Ring)
 	}
+	opened, _ := timebase.Realtime.Now() // no record reached the buffer before it started
 	b, err := fs.OpenBuffer(*dev, bc.Channels, bc.Length)
 	if err != nil {
 		return nil, err
@@ -81,19 +99,20 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *Translators
 		tr = NewTranslators()
 	}
 	d := &sensorBuffer{buf: b, tr: tr, global: global, toRaw: tr.Route(b.Clock, timebase.DomainMonotonicRaw),
+		stamped: b.TimestampIndex() >= 0, opened: opened,
 		tags: []record.Tag{{Key: "device", Value: dev.Name}, {Key: "node", Value: dev.Node}, {Key: "clock", Value: b.Clock.String()}}}
 	for i, ch := range b.Layout.Channels {
-		name := ch.Name // values in the kind's unit; raw for types without one
-		if i == b.TimestampIndex() {
-			name = ""
+		if i != b.TimestampIndex() {
+			d.fields = append(d.fields, ch.Name) // values in the kind's unit; raw for types without one
 		}
-		d.fields = append(d.fields, name)
 	}
 	s, err := NewEventSource(EventSourceConfig[scan]{
 		Name: "sensor_buffer:" + dev.Node, Interval: time.Second, Ring: bc.Ring,
 		Producer: ProducerFunc[scan](d.produce), Emit: d.emit, Close: b.Close,
 		Self: func() []record.Field {
-			return []record.Field{record.Uint("untranslated", d.untranslated.Load()), record.Uint("unplaced", d.unplaced.Load())}
+			return []record.Field{record.Uint("untranslated", d.untranslated.Load()), record.Uint("unplaced", d.unplaced.Load()),
+				record.Uint("unstamped", d.unstamped.Load()),
+				record.Uint("time_bumps", d.counts.bumps), record.Uint("time_unchecked", d.counts.unchecked)}
 		},
 	})
 	if err != nil {
@@ -105,12 +124,25 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *Translators
 
 // produce drains the buffer into the queue until ctx is done; a device error
 // ends it (the event source counts it and runs it again after a back-off).
+//
+// Each sample also gets a time from its read, for when it has no usable
+// kernel stamp: it reached the buffer after the last read that drained the
+// buffer began (opened) and before this read returned, so the middle of that
+// window is within half of it of the event; the sample's index in the read
+// in ns keeps a read's samples in their order.
 func (d *sensorBuffer) produce(ctx context.Context, q *EventQueue[scan]) error {
 	per := len(d.buf.Layout.Channels)
 	vals := make([]int64, 64*per)
 	batch := make([]scan, 64)
+	ts := d.buf.TimestampIndex()
 	for ctx.Err() == nil {
+		before, _ := timebase.Realtime.Now()
 		n, err := d.buf.Read(vals, 100*time.Millisecond)
+		now, _ := timebase.Realtime.Now()
+		opened := d.opened
+		if d.buf.Drained() {
+			d.opened = before
+		}
 		if errors.Is(err, io.EOF) { // nothing more now (a file at its end): wait, not spin
 			select {
 			case <-ctx.Done():
@@ -121,17 +153,20 @@ func (d *sensorBuffer) produce(ctx context.Context, q *EventQueue[scan]) error {
 		if err != nil {
 			return err
 		}
-		now, _ := timebase.Realtime.Now()
+		mid := opened + (now-opened+1)/2 // no nearer to opened than to now
 		for r := 0; r < n; r++ {
-			v := vals[r*per : (r+1)*per]
-			// The read time is the fallback time of a sample without a usable
-			// kernel stamp: its index in the read keeps the samples of one read
-			// apart (a read of n samples takes far longer than n ns, so reads
-			// do not overlap).
-			sc := scan{read: now + int64(r)}
-			sc.ns, _ = d.buf.Timestamp(v)
-			for i := range v {
-				sc.vals[i], _ = d.buf.Value(i, v[i])
+			sc := scan{read: mid + int64(r)}
+			j := 0
+			for i, v := range vals[r*per : (r+1)*per] {
+				if i == ts {
+					sc.ns = v
+					continue
+				}
+				sc.vals[j], _ = d.buf.Value(i, v)
+				j++
+			}
+			if ts < 0 {
+				sc.ns = opened
 			}
 			batch[r] = sc
 		}
@@ -148,30 +183,49 @@ func (d *sensorBuffer) realtime(ns int64) (int64, bool) {
 	return ts.NS, err == nil
 }
 
-// emit ships one sample. A sample whose timestamp cannot be moved to REALTIME
-// (no clock model yet) is shipped at the time it was read, its kernel
-// timestamp kept in kernel_ns, and counted.
+// emit ships one sample at its kernel timestamp moved to REALTIME
+// (time_source=kernel). A sample without one (a buffer without a timestamp
+// channel, or a driver that gave none: counted unstamped) or whose stamp
+// cannot be moved (no clock model yet: counted untranslated, the stamp kept
+// in kernel_ns) ships at the time its read gives it (time_source=read),
+// from a buffer without a timestamp channel with that time's bound in
+// uncertainty_ns. A time the series already has moves to the first free
+// nanosecond after it (counted in time_bumps, the stamp kept in kernel_ns).
 func (d *sensorBuffer) emit(b *Batch, sc *scan) {
-	f := make([]record.Field, 0, len(d.fields)+4)
+	f := make([]record.Field, 0, len(d.fields)+6)
 	for i, name := range d.fields {
-		if name != "" {
-			f = append(f, record.Int(name, sc.vals[i]))
-		}
+		f = append(f, record.Int(name, sc.vals[i]))
 	}
-	t := sc.read
-	if sc.ns != 0 {
-		if rt, ok := d.realtime(sc.ns); ok {
-			t = rt
+	stamp := sc.ns
+	if !d.stamped {
+		stamp = 0
+	}
+	t, source, keep := sc.read, "read", false
+	if stamp == 0 {
+		d.unstamped.Add(1)
+	} else {
+		if rt, ok := d.realtime(stamp); ok {
+			t, source = rt, "kernel"
 		} else {
 			d.untranslated.Add(1)
-			f = append(f, record.Int("kernel_ns", sc.ns))
+			keep = true
 		}
 		if d.global != nil {
 			var placed bool
-			if f, placed = d.global.appendGlobal(f, d.toRaw, timebase.Timestamp{NS: sc.ns, Domain: d.buf.Clock}); !placed {
+			if f, placed = d.global.appendGlobal(f, d.toRaw, timebase.Timestamp{NS: stamp, Domain: d.buf.Clock}); !placed {
 				d.unplaced.Add(1)
 			}
 		}
 	}
-	b.Add("sensor_scan", t, d.tags, f...)
+	at := d.times.place(t, &d.counts)
+	if stamp != 0 && (keep || at != t) {
+		f = append(f, record.Int("kernel_ns", stamp))
+	}
+	f = append(f, record.String("time_source", source))
+	if !d.stamped {
+		// The sample reached the buffer between sc.ns and at (or before
+		// at, when its read's window was shorter than its index).
+		f = append(f, record.Int("uncertainty_ns", at-sc.ns))
+	}
+	b.Add("sensor_scan", at, d.tags, f...)
 }
