@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/monagent/monagent/stats"
 )
@@ -27,25 +28,28 @@ type Point struct {
 	Value float64 `json:"value"`
 }
 
-// ShareOut is the fraction of samples with |x| <= BoundNS.
+// ShareOut is the fraction and the count of samples with |x| <= BoundNS.
 type ShareOut struct {
 	BoundNS  int64   `json:"bound_ns"`
 	Fraction float64 `json:"fraction"`
+	Count    int64   `json:"count"`
 }
 
 // Result is the report of one series; its JSON is the documented output.
+// The location statistics (NS) of a series far from zero are exact: relative
+// to its first value, BaseNS (see NS).
 type Result struct {
 	Series   map[string]string `json:"series"`
 	N        int64             `json:"n"`
-	MeanNS   float64           `json:"mean_ns"`
+	MeanNS   NS                `json:"mean_ns"`
 	StdNS    float64           `json:"std_ns"`
-	RMSNS    float64           `json:"rms_ns"`
+	RMSNS    NS                `json:"rms_ns"`
 	MaxAbsNS uint64            `json:"max_abs_ns"`
-	P50NS    float64           `json:"p50_ns"`
-	P75NS    float64           `json:"p75_ns"`
-	P95NS    float64           `json:"p95_ns"`
-	P99NS    float64           `json:"p99_ns"`
-	P999NS   float64           `json:"p999_ns"`
+	P50NS    NS                `json:"p50_ns"`
+	P75NS    NS                `json:"p75_ns"`
+	P95NS    NS                `json:"p95_ns"`
+	P99NS    NS                `json:"p99_ns"`
+	P999NS   NS                `json:"p999_ns"`
 	// DriftPPM is null when the series has fewer than 3 samples.
 	DriftPPM   *float64  `json:"drift_ppm"`
 	DriftPPMCI []float64 `json:"drift_ppm_ci,omitempty"` // 95 %: [low, high]
@@ -56,9 +60,20 @@ type Result struct {
 
 	// Additions: percentiles of |x| (the study's bounds), shares, the
 	// stability analysis' interval and segment, what was set aside.
-	AbsP75NS  float64    `json:"abs_p75_ns"`
-	AbsP95NS  float64    `json:"abs_p95_ns"`
-	AbsP99NS  float64    `json:"abs_p99_ns"`
+	AbsP75NS NS    `json:"abs_p75_ns"`
+	AbsP95NS NS    `json:"abs_p95_ns"`
+	AbsP99NS NS    `json:"abs_p99_ns"`
+	MinNS    int64 `json:"min_ns"`
+	MaxNS    int64 `json:"max_ns"`
+	// For a series far from zero (some |x| beyond 2^40 ns): BaseNS, its
+	// first value, also as a decimal string for readers whose numbers are
+	// float64 (JavaScript), and the location statistics relative to it, the
+	// mean and percentiles with their fractions. The fields above are then
+	// rounded to the nanosecond, exact integers.
+	BaseNS    *int64    `json:"base_ns,omitempty"`
+	BaseNSStr string    `json:"base_ns_str,omitempty"`
+	Relative  *Relative `json:"relative,omitempty"`
+
 	Shares    []ShareOut `json:"shares"`
 	Tau0NS    int64      `json:"tau0_ns"`
 	SegmentN  int        `json:"segment_n"`
@@ -73,6 +88,7 @@ type Result struct {
 	Match *MatchInfo `json:"match,omitempty"`
 
 	name    string
+	base    int64 // BaseNS, 0 near zero
 	drift   *stats.Drift
 	segment stats.Segment
 	tdevRaw []stats.Deviation
@@ -91,53 +107,54 @@ func Compute(s *Series, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("series {%s}: %w", s.Name(), err)
 	}
-	// Offsets far from zero (a clock against MONOTONIC_RAW is ~1.8e18 ns)
-	// lose their differences in float64: the spread, drift and stability
-	// come from x - x[0], the location statistics get x[0] added back.
 	shift, xs := shifted(s.X)
+	r := &Result{Series: map[string]string{}, name: s.Name(), N: sum.N, MeanNS: NS{Rel: sum.Mean}, StdNS: sum.Std,
+		RMSNS: NS{Rel: sum.RMS}, MaxAbsNS: sum.MaxAbs, MinNS: sum.Min, MaxNS: sum.Max, Exact: sum.Exact, NonFinite: s.NonFinite,
+		Dups: s.Duplicates, SameTime: s.SameTime, Unsorted: s.Unsorted, ADev: []Point{}, MDev: []Point{}, TDev: []Point{}, MTIE: []Point{}, Shares: []ShareOut{}}
+	pct, abs := sum.Percentiles, sum.AbsPercentiles
 	if shift != 0 {
-		ssum, err := stats.Summarize(xs, stats.Config{})
-		if err != nil {
+		if pct, abs, err = r.far(s.X, shift, xs); err != nil {
 			return nil, fmt.Errorf("series {%s}: %w", s.Name(), err)
 		}
-		sum.Std = ssum.Std
-		sum.Mean = float64(shift) + ssum.Mean
-		for i := range sum.Percentiles {
-			sum.Percentiles[i].Value = float64(shift) + ssum.Percentiles[i].Value
-		}
 	}
-	r := &Result{Series: map[string]string{}, name: s.Name(), N: sum.N, MeanNS: sum.Mean, StdNS: sum.Std,
-		RMSNS: sum.RMS, MaxAbsNS: sum.MaxAbs, Exact: sum.Exact, NonFinite: s.NonFinite, Dups: s.Duplicates, SameTime: s.SameTime, Unsorted: s.Unsorted,
-		ADev: []Point{}, MDev: []Point{}, TDev: []Point{}, MTIE: []Point{}, Shares: []ShareOut{}}
 	for _, t := range s.Tags {
 		r.Series[t.Key] = t.Value
 	}
-	for _, q := range sum.Percentiles {
+	for _, q := range pct {
+		v := NS{shift, q.Value}
 		switch q.P {
 		case 0.5:
-			r.P50NS = q.Value
+			r.P50NS = v
 		case 0.75:
-			r.P75NS = q.Value
+			r.P75NS = v
 		case 0.95:
-			r.P95NS = q.Value
+			r.P95NS = v
 		case 0.99:
-			r.P99NS = q.Value
+			r.P99NS = v
 		case 0.999:
-			r.P999NS = q.Value
+			r.P999NS = v
 		}
 	}
-	for _, q := range sum.AbsPercentiles {
+	for _, q := range abs {
+		v := nsFromU(absU(shift), q.Value)
 		switch q.P {
 		case 0.75:
-			r.AbsP75NS = q.Value
+			r.AbsP75NS = v
 		case 0.95:
-			r.AbsP95NS = q.Value
+			r.AbsP95NS = v
 		case 0.99:
-			r.AbsP99NS = q.Value
+			r.AbsP99NS = v
 		}
 	}
+	if r.Relative != nil {
+		r.Relative.P50NS, r.Relative.P75NS, r.Relative.P95NS, r.Relative.P99NS, r.Relative.P999NS = r.P50NS.Rel, r.P75NS.Rel, r.P95NS.Rel, r.P99NS.Rel, r.P999NS.Rel
+		r.Relative.AbsP75NS, r.Relative.AbsP95NS, r.Relative.AbsP99NS = r.AbsP75NS.Rel, r.AbsP95NS.Rel, r.AbsP99NS.Rel
+	}
+	if maxAbs(xs) >= 1<<53 {
+		r.note("the values lie more than 2^53 ns (104 days) from the first: the location statistics are float64, good to 16 significant digits")
+	}
 	for _, sh := range sum.Shares {
-		r.Shares = append(r.Shares, ShareOut{sh.Bound, sh.Fraction})
+		r.Shares = append(r.Shares, ShareOut{sh.Bound, sh.Fraction, sh.Count})
 	}
 	if sum.N == 1 {
 		r.note("a single sample: no standard deviation, drift or stability")
@@ -206,6 +223,43 @@ func Compute(s *Series, o Options) (*Result, error) {
 		}
 	}
 	return r, nil
+}
+
+// far sets the statistics of a series far from zero from xs = x - shift
+// (float64 would lose the differences of values near 1.8e18 ns): the mean,
+// spread and RMS, the relative values, and returns the percentiles of xs
+// and of |x| - |shift|.
+func (r *Result) far(x []int64, shift int64, xs []int64) (pct, abs []stats.Quantile, err error) {
+	ssum, err := stats.Summarize(xs, stats.Config{})
+	if err != nil {
+		return nil, nil, err
+	}
+	asum, err := stats.Summarize(absShifted(x, shift), stats.Config{})
+	if err != nil {
+		return nil, nil, err
+	}
+	// RMS = sqrt(mean² + population variance) = |mean| + var/(|mean| + RMS),
+	// and |mean| - |shift| is ±(mean - shift) while they share a sign.
+	mean, vr := float64(shift)+ssum.Mean, ssum.Std*ssum.Std*float64(r.N-1)/float64(r.N)
+	sign := 1.0
+	if shift < 0 {
+		sign = -1
+	}
+	rms := sign*ssum.Mean + vr/(math.Abs(mean)+math.Sqrt(mean*mean+vr))
+	b := shift
+	r.base, r.BaseNS, r.BaseNSStr = shift, &b, strconv.FormatInt(shift, 10)
+	r.StdNS, r.MeanNS, r.RMSNS = ssum.Std, NS{shift, ssum.Mean}, nsFromU(absU(shift), rms)
+	r.Relative = &Relative{MeanNS: ssum.Mean, RMSNS: rms, MinNS: ssum.Min, MaxNS: ssum.Max, MaxAbsNS: int64(r.MaxAbsNS - absU(shift))}
+	return ssum.Percentiles, asum.Percentiles, nil
+}
+
+// maxAbs is the largest |x|.
+func maxAbs(x []int64) uint64 {
+	var m uint64
+	for _, v := range x {
+		m = max(m, absU(v))
+	}
+	return m
 }
 
 func (r *Result) note(s string) { r.Notes = append(r.Notes, s) }

@@ -41,9 +41,15 @@
 //
 // Summary statistics use every sample. Offsets far from zero (beyond 2^40
 // ns, e.g. a clock against MONOTONIC_RAW at ~1.8e18 ns) would lose their
-// nanoseconds in float64: the standard deviation, drift, stability and plots
-// are computed from x - x[0], and the mean and percentiles get x[0] added
-// back. The drift is a least-squares line over
+// nanoseconds in float64: every statistic of such a series is computed from
+// x - b, b = x[0] its first value (those of |x| from |x| - |b|), and kept
+// as b and that relative value (NS), which no output rounds to float64: the
+// JSON gives the location statistics as exact integers (rounded to the ns),
+// base_ns (also as a string) and, in "relative", their values relative to
+// it with fractions; the tables print "b+23.42 ns" and say b in a note.
+// Exact while the values lie within 2^53 ns (104 days) of b; beyond, a note
+// says they are float64. The tables have a column per bound (Options.Bounds)
+// with the share of |x| within it. The drift is a least-squares line over
 // every sample (it needs 3). The stability measures need regular sampling:
 // the sampling interval tau0 is given (Options.Tau0) or estimated as the
 // median interval of the series rounded to 3 significant digits (an agent

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -21,8 +23,20 @@ func WriteJSON(w io.Writer, rs []*Result) error {
 	return enc.Encode(rs)
 }
 
-// tableHeader is the reference study's Table I, one row per series.
+// tableHeader is the reference study's Table I, one row per series, then
+// the share of |x| within each bound (header).
 var tableHeader = []string{"series", "n", "µ", "σ", "|x| p75", "|x| p95", "|x| p99", "max |x|", "ADEV", "drift ppm"}
+
+// header is tableHeader and a "≤BOUND" column per bound of the results.
+func header(rs []*Result) []string {
+	h := slices.Clone(tableHeader)
+	if len(rs) > 0 {
+		for _, sh := range rs[0].Shares {
+			h = append(h, "≤"+stats.FormatNS(float64(sh.BoundNS)))
+		}
+	}
+	return h
+}
 
 func row(r *Result) []string {
 	name := r.Name()
@@ -39,14 +53,40 @@ func row(r *Result) []string {
 	if tau, v, ok := r.ADevAt(); ok {
 		adev = fmt.Sprintf("%.3g @%gs", v, tau)
 	}
-	return []string{name, fmt.Sprint(r.N), stats.FormatNS(r.MeanNS), std, stats.FormatNS(r.AbsP75NS),
-		stats.FormatNS(r.AbsP95NS), stats.FormatNS(r.AbsP99NS), stats.FormatNS(float64(r.MaxAbsNS)), adev, drift}
+	maxAbs := NS{Rel: float64(r.MaxAbsNS)}
+	if r.Relative != nil {
+		maxAbs = nsFromU(absU(r.base), float64(r.Relative.MaxAbsNS))
+	}
+	cells := []string{name, fmt.Sprint(r.N), cellNS(r.MeanNS, r.base), std, cellNS(r.AbsP75NS, r.base),
+		cellNS(r.AbsP95NS, r.base), cellNS(r.AbsP99NS, r.base), cellNS(maxAbs, r.base), adev, drift}
+	for _, sh := range r.Shares {
+		cells = append(cells, sharePercent(sh.Count, r.N))
+	}
+	return cells
+}
+
+// sharePercent formats count of n as a percentage with at most 2 decimals
+// that never rounds a share to 0 % or 100 % it is not.
+func sharePercent(count, n int64) string {
+	switch p := 100 * float64(count) / float64(n); {
+	case count == n:
+		return "100 %"
+	case count == 0:
+		return "0 %"
+	case p >= 99.995:
+		return ">99.99 %"
+	case p < 0.005:
+		return "<0.01 %"
+	default:
+		s := strings.TrimRight(strings.TrimRight(strconv.FormatFloat(p, 'f', 2, 64), "0"), ".")
+		return s + " %"
+	}
 }
 
 // WriteText writes the results as an aligned text table, then the notes.
 func WriteText(w io.Writer, rs []*Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(tableHeader, "\t"))
+	fmt.Fprintln(tw, strings.Join(header(rs), "\t"))
 	for _, r := range rs {
 		fmt.Fprintln(tw, strings.Join(row(r), "\t"))
 	}
@@ -58,7 +98,8 @@ func WriteText(w io.Writer, rs []*Result) error {
 
 // WriteMarkdown writes the results as a markdown table, then the notes.
 func WriteMarkdown(w io.Writer, rs []*Result) error {
-	fmt.Fprintf(w, "| %s |\n|%s\n", strings.ReplaceAll(strings.Join(tableHeader, " | "), "|x|", `\|x\|`), strings.Repeat("---|", len(tableHeader)))
+	h := header(rs)
+	fmt.Fprintf(w, "| %s |\n|%s\n", strings.ReplaceAll(strings.Join(h, " | "), "|x|", `\|x\|`), strings.Repeat("---|", len(h)))
 	for _, r := range rs {
 		cells := row(r)
 		for i, c := range cells {
@@ -69,10 +110,22 @@ func WriteMarkdown(w io.Writer, rs []*Result) error {
 	return writeNotes(w, rs, "- ")
 }
 
+// baseNote explains a far series' cells "b+…" (cellNS).
+func baseNote(r *Result) string {
+	if r.base > 0 {
+		return fmt.Sprintf("b = %d ns, the first value: µ and the |x| columns are relative to it, exactly", r.base)
+	}
+	return fmt.Sprintf("b = %d ns, the first value: µ is relative to b, the |x| columns to |b|, exactly", r.base)
+}
+
 func writeNotes(w io.Writer, rs []*Result, bullet string) error {
 	first := true
 	for _, r := range rs {
-		for _, n := range r.Notes {
+		notes := r.Notes
+		if r.base != 0 {
+			notes = append([]string{baseNote(r)}, notes...)
+		}
+		for _, n := range notes {
 			if first {
 				fmt.Fprintln(w)
 				first = false

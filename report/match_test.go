@@ -98,7 +98,7 @@ func TestMatchKnownOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := got[0]
-	if len(got) != 1 || g.Series["match"] != "host=b1 vs host=b2" || g.N != 8 || g.MeanNS != 2480 || g.MaxAbsNS != 2580 || g.P50NS != 2480 {
+	if len(got) != 1 || g.Series["match"] != "host=b1 vs host=b2" || g.N != 8 || g.MeanNS != (NS{Rel: 2480}) || g.MaxAbsNS != 2580 || g.P50NS != (NS{Rel: 2480}) {
 		t.Errorf("json: %+v", g)
 	}
 	mi := g.Match

@@ -74,7 +74,7 @@ func WritePlots(dir, prefix string, s *Series, r *Result) ([]string, error) {
 			return stats.PlotHistogram(h, label, "offset histogram "+title)
 		}),
 		emit("cdf", func() (plotT, error) {
-			marks := []stats.Quantile{{P: 0.75, Value: r.AbsP75NS}, {P: 0.95, Value: r.AbsP95NS}, {P: 0.99, Value: r.AbsP99NS}}
+			marks := []stats.Quantile{{P: 0.75, Value: r.AbsP75NS.Float64()}, {P: 0.95, Value: r.AbsP95NS.Float64()}, {P: 0.99, Value: r.AbsP99NS.Float64()}}
 			cdfOf := acc
 			if shift == 0 { // the study's CDF of |offset|
 				abs := make([]int64, len(s.X))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"image/png"
 	"math"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/monagent/monagent/stats"
 )
 
 // collect reads line protocol lp with query q and computes every series.
@@ -130,9 +133,151 @@ func TestFarOffsets(t *testing.T) {
 	if !near(a.StdNS, b.StdNS) || !near(*a.DriftPPM, *b.DriftPPM) || !near(a.ADev[0].Value, b.ADev[0].Value) || a.MTIE[0] != b.MTIE[0] {
 		t.Errorf("shifted series differs: std %v/%v drift %v/%v adev %v/%v", a.StdNS, b.StdNS, *a.DriftPPM, *b.DriftPPM, a.ADev, b.ADev)
 	}
-	if b.MaxAbsNS != base+20 || b.MeanNS != float64(base)+a.MeanNS {
-		t.Errorf("max |x| %d mean %v", b.MaxAbsNS, b.MeanNS)
+	if b.MaxAbsNS != base+20 || b.MeanNS.Base != base+3 || !near(b.MeanNS.Rel, a.MeanNS.Rel-3) { // relative to the first
+		t.Errorf("max |x| %d mean %+v", b.MaxAbsNS, b.MeanNS)
 	}
+}
+
+// TestFarOffsetsPrintedExactly (issue 21 item 8): no statistic of a series
+// far from zero prints a value float64 cannot hold. The JSON's location
+// statistics are exact integers (the value near zero rounded, plus the base),
+// its "relative" object holds them relative to base_ns with their fractions,
+// and the tables print them relative to b, the first value, which a note
+// gives exactly. Near-zero series are their reference: the same samples less
+// the base. Both signs: |x| is relative to |b|.
+func TestFarOffsetsPrintedExactly(t *testing.T) {
+	vals := []int64{0, 14, -7, 20, 9, 1, 31, 3} // the first is 0: b is the base
+	_, near0, _, err := collect(t, lines(vals...), q0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, negNear, _, err := collect(t, lines(neg(vals)...), q0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// realtime − monotonic_raw of a board booted in 2026: float64 holds
+	// it to 256 ns, so 1795567471826515523 and its neighbours print as
+	// 1795567471826515500 with encoding/json.
+	const base = 1_795_567_471_826_515_523
+	for _, tc := range []struct {
+		name    string
+		base    int64
+		rel     []int64 // x - b
+		ref     *Result // of rel
+		absRef  *Result // of |x| - |b|: the signed percentiles of vals
+		b, absB string
+	}{
+		{"positive", base, vals, near0[0], near0[0], "b", "b"},
+		{"negative", -base, neg(vals), negNear[0], near0[0], "b", "|b|"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			far := make([]int64, len(tc.rel))
+			for i, v := range tc.rel {
+				far[i] = tc.base + v
+			}
+			_, rs, _, err := collect(t, lines(far...), q0, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var js bytes.Buffer
+			if err := WriteJSON(&js, rs); err != nil {
+				t.Fatal(err)
+			}
+			dec := json.NewDecoder(bytes.NewReader(js.Bytes()))
+			dec.UseNumber()
+			var got []map[string]any
+			if err := dec.Decode(&got); err != nil {
+				t.Fatal(err)
+			}
+			g, ref := got[0], tc.ref
+			off := func(v NS) float64 { return v.Rel }
+			absOff := off
+			exact := func(base int64, rel float64) string {
+				return new(big.Int).Add(big.NewInt(base), big.NewInt(int64(math.Round(rel)))).String()
+			}
+			absBase := tc.base
+			if absBase < 0 {
+				absBase = -absBase
+			}
+			want := map[string]string{
+				"mean_ns": exact(tc.base, off(ref.MeanNS)), "p50_ns": exact(tc.base, off(ref.P50NS)), "p75_ns": exact(tc.base, off(ref.P75NS)),
+				"p95_ns": exact(tc.base, off(ref.P95NS)), "p99_ns": exact(tc.base, off(ref.P99NS)), "p999_ns": exact(tc.base, off(ref.P999NS)),
+				"abs_p75_ns": exact(absBase, absOff(tc.absRef.P75NS)), "abs_p95_ns": exact(absBase, absOff(tc.absRef.P95NS)),
+				"abs_p99_ns": exact(absBase, absOff(tc.absRef.P99NS)),
+				"min_ns":     exact(tc.base, float64(ref.MinNS)), "max_ns": exact(tc.base, float64(ref.MaxNS)),
+				"base_ns": fmt.Sprint(tc.base),
+			}
+			for k, w := range want {
+				if n, ok := g[k].(json.Number); !ok || n.String() != w {
+					t.Errorf("%s = %v, want %s", k, g[k], w)
+				}
+			}
+			if g["p50_ns"] == g["p999_ns"] || g["p50_ns"] == g["mean_ns"] {
+				t.Errorf("mean %v, p50 %v and p999 %v: not their own values", g["mean_ns"], g["p50_ns"], g["p999_ns"])
+			}
+			if g["base_ns_str"] != fmt.Sprint(tc.base) {
+				t.Errorf("base_ns_str = %v", g["base_ns_str"])
+			}
+			rel, _ := g["relative"].(map[string]any)
+			for k, w := range map[string]float64{"mean_ns": off(ref.MeanNS), "p50_ns": off(ref.P50NS), "p999_ns": off(ref.P999NS),
+				"abs_p95_ns": absOff(tc.absRef.P95NS), "min_ns": float64(ref.MinNS)} {
+				n, _ := rel[k].(json.Number)
+				if v, err := n.Float64(); err != nil || !near(v, w) {
+					t.Errorf("relative %s = %v, want %v", k, rel[k], w)
+				}
+			}
+			// RMS = |mean| + var/(|mean| + RMS): at 1.8e18 ns it is |mean|.
+			if n, _ := rel["rms_ns"].(json.Number); n.String() == "" || math.Abs(must(n.Float64())-math.Abs(off(ref.MeanNS))) > 1e-6 {
+				t.Errorf("relative rms_ns = %v, |mean| - |b| = %v", rel["rms_ns"], math.Abs(off(ref.MeanNS)))
+			}
+			// A Go reader gets the exact values back.
+			var back []Result
+			if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+				t.Fatal(err)
+			}
+			if back[0].MeanNS.Int().String() != want["mean_ns"] || back[0].P999NS.Int().String() != want["p999_ns"] {
+				t.Errorf("read back: mean %v p999 %v", back[0].MeanNS, back[0].P999NS)
+			}
+
+			var tx, md bytes.Buffer
+			WriteText(&tx, rs)
+			WriteMarkdown(&md, rs)
+			cell := func(b string, v float64) string {
+				s := stats.FormatNS(v)
+				if v >= 0 {
+					s = "+" + s
+				}
+				return b + s
+			}
+			for _, w := range []string{"  " + cell(tc.b, off(ref.MeanNS)) + "  ", "  " + cell(tc.absB, absOff(tc.absRef.P99NS)) + "  ",
+				fmt.Sprintf("b = %d ns, the first value", tc.base)} {
+				if !strings.Contains(tx.String(), w) {
+					t.Errorf("text lacks %q:\n%s", w, tx.String())
+				}
+			}
+			if w := "| " + cell(tc.b, off(ref.MeanNS)) + " |"; !strings.Contains(md.String(), w) {
+				t.Errorf("markdown lacks %q:\n%s", w, md.String())
+			}
+			if strings.Contains(tx.String(), "e+") || strings.Contains(md.String(), "e+") {
+				t.Errorf("a table prints a float64 of the offsets:\n%s\n%s", tx.String(), md.String())
+			}
+		})
+	}
+}
+
+func neg(v []int64) []int64 {
+	out := make([]int64, len(v))
+	for i, x := range v {
+		out[i] = -x
+	}
+	return out
+}
+
+func must(v float64, err error) float64 {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // TestBadInputs: each documented handling of bad input.
@@ -217,7 +362,7 @@ func TestBadInputs(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := rs[0]
-		if r.N != 1 || r.MeanNS != -42 || r.StdNS != 0 || r.MaxAbsNS != 42 || r.P99NS != -42 || r.DriftPPM != nil || len(r.ADev) != 0 || len(r.Notes) == 0 {
+		if r.N != 1 || r.MeanNS != (NS{Rel: -42}) || r.StdNS != 0 || r.MaxAbsNS != 42 || r.P99NS != (NS{Rel: -42}) || r.DriftPPM != nil || len(r.ADev) != 0 || len(r.Notes) == 0 {
 			t.Errorf("%+v", r)
 		}
 		var b bytes.Buffer
@@ -323,13 +468,50 @@ func TestTextAndMarkdown(t *testing.T) {
 	var tx, md bytes.Buffer
 	WriteText(&tx, rs)
 	WriteMarkdown(&md, rs)
-	wantText := "series                   n  µ         σ         |x| p75   |x| p95  |x| p99  max |x|  ADEV          drift ppm\n" +
-		"clock=realtime,ref=ptp0  6  6.667 ns  9.688 ns  12.75 ns  18.5 ns  19.7 ns  20 ns    2.44e-08 @1s  5.714e-05 ±0.0072\n"
+	wantText := "series                   n  µ         σ         |x| p75   |x| p95  |x| p99  max |x|  ADEV          drift ppm          ≤100 ns  ≤1 µs  ≤10 µs  ≤100 µs  ≤1 ms\n" +
+		"clock=realtime,ref=ptp0  6  6.667 ns  9.688 ns  12.75 ns  18.5 ns  19.7 ns  20 ns    2.44e-08 @1s  5.714e-05 ±0.0072  100 %    100 %  100 %   100 %    100 %\n"
 	if tx.String() != wantText {
 		t.Errorf("text:\n%s\nwant:\n%s", tx.String(), wantText)
 	}
 	if !strings.HasPrefix(md.String(), "| series | n | µ | σ | \\|x\\| p75 |") || !strings.Contains(md.String(), "| clock=realtime,ref=ptp0 | 6 | 6.667 ns |") {
 		t.Errorf("markdown:\n%s", md.String())
+	}
+}
+
+// TestTablesShowTheShares (issue 21 item 13): --bounds changes the text
+// and markdown tables, not only the JSON: a column per bound with the share
+// of |x| within it, never rounded to 0 % or 100 % when it is not.
+func TestTablesShowTheShares(t *testing.T) {
+	// 100000 samples: one within 0 ns, six beyond 2 ns, one beyond 15 ns
+	vals := []int64{0, 14, -7, 20, 9, 5, 3}
+	for len(vals) < 100_000 {
+		vals = append(vals, 1)
+	}
+	_, rs, _, err := collect(t, lines(vals...), q0, Options{Bounds: []int64{0, 2, 15, 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tx, md bytes.Buffer
+	WriteText(&tx, rs)
+	WriteMarkdown(&md, rs)
+	head, row, _ := strings.Cut(tx.String(), "\n")
+	for _, w := range []string{"≤0 ns", "≤2 ns", "≤15 ns", "≤20 ns"} {
+		if !strings.Contains(head, w) || !strings.Contains(md.String(), " "+w+" |") {
+			t.Errorf("a table lacks the column %q:\n%s\n%s", w, tx.String(), md.String())
+		}
+	}
+	// 1 of 100000 is not 0 %, 99999 not 100 %
+	if !strings.HasSuffix(row, "  <0.01 %  99.99 %  >99.99 %  100 %\n") {
+		t.Errorf("shares:\n%s", tx.String())
+	}
+	if !strings.Contains(md.String(), "| <0.01 % | 99.99 % | >99.99 % | 100 % |") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
+	_, one, _, _ := collect(t, lines(vals...), q0, Options{Bounds: []int64{1_000_000}})
+	tx.Reset()
+	WriteText(&tx, one)
+	if strings.Contains(tx.String(), "≤10 ns") || !strings.Contains(tx.String(), "≤1 ms") {
+		t.Errorf("other bounds, same table:\n%s", tx.String())
 	}
 }
 
