@@ -111,8 +111,8 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *Translators
 		Producer: ProducerFunc[scan](d.produce), Emit: d.emit, Close: b.Close,
 		Self: func() []record.Field {
 			return []record.Field{record.Uint("untranslated", d.untranslated.Load()), record.Uint("unplaced", d.unplaced.Load()),
-				record.Uint("unstamped", d.unstamped.Load()),
-				record.Uint("time_bumps", d.counts.bumps), record.Uint("time_unchecked", d.counts.unchecked)}
+				record.Uint("unstamped", d.unstamped.Load()), record.Uint("time_bumps", d.counts.bumps),
+				record.Uint("time_unchecked", d.counts.unchecked)}
 		},
 	})
 	if err != nil {
@@ -223,8 +223,9 @@ func (d *sensorBuffer) emit(b *Batch, sc *scan) {
 	}
 	f = append(f, record.String("time_source", source))
 	if !d.stamped {
-		// The sample reached the buffer between sc.ns and at (or before
-		// at, when its read's window was shorter than its index).
+		// The sample reached the buffer after sc.ns, its window's opening,
+		// and before its read returned; at is at least the window's
+		// middle, so it is within at-sc.ns of the sample.
 		f = append(f, record.Int("uncertainty_ns", at-sc.ns))
 	}
 	b.Add("sensor_scan", at, d.tags, f...)
