@@ -48,6 +48,7 @@ func TestGPIOSourceCountsEveryEdgeOnGPIOSim(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	checkRecordRules(t, b.Records)
 	events := selfOf(t, s, "line0_events").U
 	lost := selfOf(t, s, "line0_lost").U
 	irqs := selfOf(t, s, "line0_irqs").U

@@ -45,6 +45,7 @@ func TestPPSSourceOnKtimer(t *testing.T) {
 	if err := s.Collect(context.Background(), b); err != nil {
 		t.Fatalf("Collect: %v", err)
 	}
+	checkRecordRules(t, b.Records)
 	var seqs []uint64
 	var times []int64
 	for _, r := range b.Records {

@@ -225,12 +225,13 @@ func TestPTPProbeSourceAgainstPtp4l(t *testing.T) {
 	}
 	start, _ := timebase.Realtime.Now()
 	runFor(t, rn)
-	var recs []record.Record
+	var recs, all []record.Record
 	deadline := time.Now().Add(40 * time.Second)
 	for len(recs) < 8 && time.Now().Before(deadline) {
 		time.Sleep(time.Second)
 		b := &Batch{}
 		s.Collect(context.Background(), b)
+		all = append(all, b.Records...)
 		for _, r := range b.Records {
 			if r.Measurement == "ptp_probe" {
 				recs = append(recs, r)
@@ -241,6 +242,7 @@ func TestPTPProbeSourceAgainstPtp4l(t *testing.T) {
 	if len(recs) < 8 {
 		t.Fatalf("%d ptp_probe records in 40 s", len(recs))
 	}
+	checkRecordRules(t, all)
 	seen := map[int64]bool{}
 	for _, r := range recs {
 		t2, _ := fieldInt(r, "t2_ns")
