@@ -82,14 +82,14 @@ func TestMatchKnownOffsets(t *testing.T) {
 	// Through Run, JSON, on global_ns: offsets 20 ns lower, bounds summed.
 	var out, errw bytes.Buffer
 	m := MatchOptions{Tag: "host", Ref: "b1", Others: []string{"b2", "b3"}, TimeField: "global_ns", DeltaISR: 1000}
-	err = Run(context.Background(), Input{Path: writeLP(t, twoBoards())}, Query{Measurement: "gpio_event", Where: rising},
+	err = Run(context.Background(), Input{Paths: []string{writeLP(t, twoBoards())}}, Query{Measurement: "gpio_event", Where: rising},
 		RunOptions{Format: "json", Match: &m}, &out, &errw)
 	if err == nil || !strings.Contains(err.Error(), "match: no events with host=b3 (found host=b1, b2)") {
 		t.Fatalf("b3 has no global_ns: err %v", err)
 	}
 	m.Others = []string{"b2"}
 	out.Reset()
-	if err := Run(context.Background(), Input{Path: writeLP(t, twoBoards())}, Query{Measurement: "gpio_event", Where: rising},
+	if err := Run(context.Background(), Input{Paths: []string{writeLP(t, twoBoards())}}, Query{Measurement: "gpio_event", Where: rising},
 		RunOptions{Format: "json", Match: &m}, &out, &errw); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestMatchKnownOffsets(t *testing.T) {
 	// Several others: one series each; b3 is 1 µs early on every edge.
 	out.Reset()
 	m = MatchOptions{Tag: "host", Ref: "b1", Others: []string{"b3", "b2"}, Window: 1_000_000}
-	if err := Run(context.Background(), Input{Path: writeLP(t, twoBoards())}, Query{Measurement: "gpio_event", Where: rising},
+	if err := Run(context.Background(), Input{Paths: []string{writeLP(t, twoBoards())}}, Query{Measurement: "gpio_event", Where: rising},
 		RunOptions{Format: "text", Match: &m}, &out, &errw); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestMatchBadInput(t *testing.T) {
 	path := writeLP(t, twoBoards())
 	run := func(q Query, m MatchOptions) error {
 		var out, errw bytes.Buffer
-		return Run(context.Background(), Input{Path: path}, q, RunOptions{Match: &m}, &out, &errw)
+		return Run(context.Background(), Input{Paths: []string{path}}, q, RunOptions{Match: &m}, &out, &errw)
 	}
 	q := Query{Measurement: "gpio_event", Where: rising}
 	for _, tc := range []struct {
@@ -184,7 +184,7 @@ func TestTrafficKnownRates(t *testing.T) {
 		"ptp_probe_stats,host=b1 bytes_sent_per_s=0.0,bytes_received_per_s=0.0 1000000000\n" +
 		"monagent_source,source=ntp:10.0.0.1:123 collections=3u 9000000000\n"
 	var out, errw bytes.Buffer
-	if err := Run(context.Background(), Input{Path: writeLP(t, lp)}, Query{}, RunOptions{Format: "json", Traffic: true}, &out, &errw); err != nil {
+	if err := Run(context.Background(), Input{Paths: []string{writeLP(t, lp)}}, Query{}, RunOptions{Format: "json", Traffic: true}, &out, &errw); err != nil {
 		t.Fatal(err)
 	}
 	var rows []TrafficRow
@@ -224,7 +224,7 @@ func TestTrafficKnownRates(t *testing.T) {
 		t.Errorf("ptp row %+v", r)
 	}
 	out.Reset()
-	if err := Run(context.Background(), Input{Path: writeLP(t, lp)}, Query{Where: []Tag{{"host", "b1"}}}, RunOptions{Traffic: true}, &out, &errw); err != nil {
+	if err := Run(context.Background(), Input{Paths: []string{writeLP(t, lp)}}, Query{Where: []Tag{{"host", "b1"}}}, RunOptions{Traffic: true}, &out, &errw); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"B/s per client", "clients @10% of 100 Mb/s", "ntp       host=b1,server=10.0.0.1:123  2        -         -             22.5             55555", "186 + 180 fixed  6720"} {
@@ -235,7 +235,7 @@ func TestTrafficKnownRates(t *testing.T) {
 	if strings.Contains(out.String(), "host=b2") {
 		t.Errorf("--where host=b1 kept b2:\n%s", out.String())
 	}
-	err := Run(context.Background(), Input{Path: writeLP(t, "clock_offset offset_ns=1i 1\n")}, Query{}, RunOptions{Traffic: true}, &out, &errw)
+	err := Run(context.Background(), Input{Paths: []string{writeLP(t, "clock_offset offset_ns=1i 1\n")}}, Query{}, RunOptions{Traffic: true}, &out, &errw)
 	if !errors.Is(err, ErrNoData) || !strings.Contains(err.Error(), "traffic: no matching records: no ntp_probe records with bytes_per_s nor ptp_probe_stats") {
 		t.Errorf("no probes: %v", err)
 	}

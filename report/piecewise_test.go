@@ -93,7 +93,7 @@ func TestPiecewiseKnownPlacement(t *testing.T) {
 		t.Fatal("the test's models do not tell the blend from a single model")
 	}
 
-	in := Input{Path: writeLP(t, lp)}
+	in := Input{Paths: []string{writeLP(t, lp)}}
 	q := Query{Measurement: "gpio_event", Where: rising, TimeValue: false}
 	o := MatchOptions{Tag: "host", Ref: "b1", Others: []string{"b2"}, TimeField: "global_ns", DeltaISR: 700, Piecewise: true}
 	var errw bytes.Buffer
@@ -177,7 +177,7 @@ func TestPiecewiseKnownPlacement(t *testing.T) {
 // wrong time field: one clear error each.
 func TestPiecewiseBadInput(t *testing.T) {
 	lp, _ := piecewiseInput()
-	in := Input{Path: writeLP(t, lp)}
+	in := Input{Paths: []string{writeLP(t, lp)}}
 	q := Query{Measurement: "gpio_event", Where: rising}
 	for _, tc := range []struct {
 		lp   string
@@ -195,7 +195,7 @@ func TestPiecewiseBadInput(t *testing.T) {
 		var out, errw bytes.Buffer
 		i := in
 		if tc.lp != lp {
-			i = Input{Path: writeLP(t, tc.lp)}
+			i = Input{Paths: []string{writeLP(t, tc.lp)}}
 		}
 		err := Run(context.Background(), i, q, RunOptions{Match: &tc.m}, &out, &errw)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -681,3 +681,39 @@ func TestSameTimeAsInfluxDB(t *testing.T) {
 		t.Errorf("notes %q", n)
 	}
 }
+
+// TestRunMergesInputs (issue 21 item 13): several inputs are read in order
+// into one set of series: two boards' files give both hosts, a point in both
+// keeps the later input's value (as InfluxDB keeps the last written), and a
+// spool without segments among them is said on stderr, not an error.
+func TestRunMergesInputs(t *testing.T) {
+	a := strings.ReplaceAll(lines(3, 14, -7), "ref=ptp0", "ref=ptp0,host=a")
+	b := strings.ReplaceAll(lines(5, 6, 7, 8), "ref=ptp0", "ref=ptp0,host=b") +
+		strings.ReplaceAll(strings.SplitAfter(lines(0, 99), "\n")[1], "ref=ptp0", "ref=ptp0,host=a") // a's second point again
+	empty := t.TempDir()
+	in := Input{Paths: []string{writeLP(t, a), empty, writeLP(t, b)}}
+	q := Query{Measurement: "clock_offset", Field: "offset_ns", GroupBy: []string{"host"}}
+	var out, errw bytes.Buffer
+	if err := Run(context.Background(), in, q, RunOptions{Format: "json"}, &out, &errw); err != nil {
+		t.Fatal(err)
+	}
+	var got []Result
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Series["host"] != "a" || got[1].Series["host"] != "b" || got[0].N != 3 || got[1].N != 4 {
+		t.Fatalf("%d series: %+v", len(got), got)
+	}
+	if got[0].MaxNS != 99 || got[0].Dups != 1 {
+		t.Errorf("host=a: max %d, %d written again; want b's 99 kept, 1", got[0].MaxNS, got[0].Dups)
+	}
+	if !strings.Contains(errw.String(), "report: spool "+empty+": no matching records: no segment files") ||
+		!strings.Contains(errw.String(), "1 record of points written again") {
+		t.Errorf("stderr: %s", errw.String())
+	}
+	// alone, the empty spool is an error naming it
+	err := Run(context.Background(), Input{Paths: []string{empty}}, q, RunOptions{}, &out, &errw)
+	if !errors.Is(err, ErrNoData) || !strings.Contains(err.Error(), empty) {
+		t.Errorf("an empty spool alone: %v", err)
+	}
+}

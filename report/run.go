@@ -7,14 +7,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
 
-// Input is where Run reads: Path (a spool directory, a line-protocol file, or
-// "-" for standard input), or Influx when Path is an http(s) URL.
+// Input is where Run reads: Paths, read in order and merged into one set of
+// series (two boards' spools, say). Each is a spool directory, a
+// line-protocol file, "-" for standard input, or an http(s) URL of an
+// InfluxDB queried with Influx's Bucket and Token (its URL is the path's).
+// Of a point in several inputs the last read is kept (see Collector.Finish).
 type Input struct {
-	Path   string
+	Paths  []string
 	Influx Influx
 
 	stdin []byte // standard input, read once for a mode reading it twice
@@ -62,34 +66,30 @@ func read(ctx context.Context, in Input, q Query, errw io.Writer) ([]*Series, er
 	if err != nil {
 		return nil, err
 	}
-	c.Progress, c.Source = errw, in.Path
+	if len(in.Paths) == 0 {
+		return nil, errors.New("input: none given")
+	}
+	c.Progress = errw
 	began := time.Now()
-	switch fi, serr := os.Stat(in.Path); {
-	case strings.HasPrefix(in.Path, "http://") || strings.HasPrefix(in.Path, "https://"):
-		err = c.ReadInflux(ctx, in.Influx)
-	case in.Path == "-":
-		c.Source = "standard input"
-		if in.stdin != nil {
-			err = c.ReadLineProtocol(bytes.NewReader(in.stdin))
-		} else {
-			err = c.ReadLineProtocol(os.Stdin)
+	var names []string
+	for _, p := range in.Paths {
+		err := c.readInput(ctx, in, p)
+		names = append(names, c.Source)
+		if errors.Is(err, ErrNoData) && len(in.Paths) > 1 {
+			fmt.Fprintf(errw, "report: %v\n", err) // a spool without segments: the others may have records
+			continue
 		}
-	case serr != nil:
-		return nil, fmt.Errorf("input: %w", serr)
-	case fi.IsDir():
-		err = c.ReadSpool(in.Path)
-	default:
-		err = c.ReadFile(in.Path)
+		if err != nil {
+			return nil, err
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
+	source := strings.Join(names, ", ")
 	series, err := c.Finish()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Source, err)
+		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	if d := time.Since(began); d > time.Second {
-		fmt.Fprintf(errw, "read %d records from %s in %s\n", c.Counts.Records, c.Source, d.Round(time.Millisecond))
+		fmt.Fprintf(errw, "read %d records from %s in %s\n", c.Counts.Records, source, d.Round(time.Millisecond))
 	}
 	if s := c.Counts.Skipped(); s != "" {
 		fmt.Fprintf(errw, "report: skipped %s\n", s)
@@ -100,9 +100,32 @@ func read(ctx context.Context, in Input, q Query, errw io.Writer) ([]*Series, er
 	return series, nil
 }
 
+// readInput adds the selected records of one of in.Paths, p.
+func (c *Collector) readInput(ctx context.Context, in Input, p string) error {
+	c.Source = p
+	switch fi, err := os.Stat(p); {
+	case strings.HasPrefix(p, "http://") || strings.HasPrefix(p, "https://"):
+		inf := in.Influx
+		inf.URL = p
+		return c.ReadInflux(ctx, inf)
+	case p == "-":
+		c.Source = "standard input"
+		if in.stdin != nil {
+			return c.ReadLineProtocol(bytes.NewReader(in.stdin))
+		}
+		return c.ReadLineProtocol(os.Stdin)
+	case err != nil:
+		return fmt.Errorf("input: %w", err)
+	case fi.IsDir():
+		return c.ReadSpool(p)
+	default:
+		return c.ReadFile(p)
+	}
+}
+
 // rereadable makes standard input readable more than once (read into memory).
 func (in *Input) rereadable() error {
-	if in.Path != "-" || in.stdin != nil {
+	if !slices.Contains(in.Paths, "-") || in.stdin != nil {
 		return nil
 	}
 	b, err := io.ReadAll(os.Stdin)
@@ -150,7 +173,7 @@ func (n Counts) Skipped() string {
 		{n.SameTime, "at the time of another tag set's record in a series (the first tag set kept)"}, {n.OutOfRange, "outside the time range"}, {n.NoTime, "without a timestamp"},
 		{n.Malformed, "malformed (line protocol has no NaN or Inf)"}} {
 		if e.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d records %s", e.n, e.what))
+			parts = append(parts, fmt.Sprintf("%d %s %s", e.n, plural(e.n, "record", "records"), e.what))
 		}
 	}
 	return strings.Join(parts, ", ")

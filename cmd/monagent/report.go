@@ -1,13 +1,13 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,9 +16,10 @@ import (
 )
 
 type reportOpts struct {
-	input, config, measurement, field, format, plots, bounds, bucket, token, start, stop string
-	tau0                                                                                 time.Duration
-	where, groupBy                                                                       listFlag
+	config, measurement, field, format, plots, bounds, bucket, token, start, stop string
+	tau0                                                                          time.Duration
+	where, groupBy                                                                listFlag
+	inputs                                                                        inputFlag
 
 	match, timeField string
 	window, deltaISR time.Duration
@@ -36,10 +37,19 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
+// inputFlag is the repeatable --input; a path may hold commas.
+type inputFlag []string
+
+func (l *inputFlag) String() string { return strings.Join(*l, " ") }
+func (l *inputFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
 func reportFlags() (*flag.FlagSet, *reportOpts) {
 	o := &reportOpts{}
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	fs.StringVar(&o.input, "input", "", "`SOURCE`: a spool directory, a line-protocol file ('-': stdin) or an InfluxDB 1.8 URL http(s)://host:port (empty: spool.dir of --config, else ./data/spool)")
+	fs.Var(&o.inputs, "input", "`SOURCE`: a spool directory, a line-protocol file ('-': stdin) or an InfluxDB 1.8 URL http(s)://host:port; repeatable: the inputs are merged, e.g. two boards' spools (none: spool.dir of --config, else ./data/spool)")
 	fs.StringVar(&o.config, "config", "", "read the spool of this configuration `FILE` (its spool.dir)")
 	fs.StringVar(&o.measurement, "measurement", "", "measurement `M`, required (e.g. clock_offset)")
 	fs.StringVar(&o.field, "field", "", "offset field `F` in ns, required (e.g. offset_ns)")
@@ -80,18 +90,18 @@ func reportCmd(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	in := report.Input{Path: o.input, Influx: report.Influx{URL: o.input, Bucket: o.bucket, Token: o.token}}
+	in := report.Input{Paths: o.inputs, Influx: report.Influx{Bucket: o.bucket, Token: o.token}}
 	if in.Influx.Token == "" {
 		in.Influx.Token = os.Getenv("MONAGENT_INFLUX_TOKEN")
 	}
-	if o.input == "" {
-		in.Path = "./data/spool"
+	if len(o.inputs) == 0 {
+		in.Paths = []string{"./data/spool"}
 		if o.config != "" {
 			cfg, err := agent.Load(o.config)
 			if err != nil {
 				return err
 			}
-			in.Path = cfg.Spool.Dir
+			in.Paths = []string{cfg.Spool.Dir}
 		}
 	}
 	return report.Run(ctx, in, q, run, os.Stdout, os.Stderr)
@@ -101,9 +111,12 @@ func reportCmd(args []string) error {
 func (o *reportOpts) query(now time.Time) (report.Query, report.Options, error) {
 	q := report.Query{Measurement: o.measurement, Field: o.field, GroupBy: o.groupBy}
 	ro := report.Options{Tau0: int64(o.tau0)}
-	influx := strings.HasPrefix(o.input, "http://") || strings.HasPrefix(o.input, "https://")
-	if influx {
-		o.start = cmp.Or(o.start, "-1h")
+	influx, startDefault := false, ""
+	for _, in := range o.inputs {
+		influx = influx || strings.HasPrefix(in, "http://") || strings.HasPrefix(in, "https://")
+	}
+	if influx && o.start == "" {
+		o.start, startDefault = "-1h", " (the default with an InfluxDB --input)"
 	}
 	var err error
 	if q.Where, err = report.ParseTags(o.where); err == nil {
@@ -118,6 +131,10 @@ func (o *reportOpts) query(now time.Time) (report.Query, report.Options, error) 
 	}
 	switch {
 	case err != nil:
+	case q.Start != 0 && q.Stop != 0 && q.Start > q.Stop:
+		err = fmt.Errorf("--start %s%s is after --stop %s: want start <= stop", o.start, startDefault, o.stop)
+	case repeated(o.inputs) != "":
+		err = fmt.Errorf("--input %s is given twice", repeated(o.inputs))
 	case o.traffic && o.match != "":
 		err = errors.New("--traffic and --match are separate reports: give one")
 	case o.traffic && o.plots != "":
@@ -147,4 +164,14 @@ func (o *reportOpts) query(now time.Time) (report.Query, report.Options, error) 
 		return q, ro, usageError("report: " + err.Error() + " (see 'monagent report --help')")
 	}
 	return q, ro, nil
+}
+
+// repeated returns the first value of l given twice, "" when none is.
+func repeated(l []string) string {
+	for i, v := range l {
+		if slices.Contains(l[:i], v) {
+			return v
+		}
+	}
+	return ""
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"image/png"
+	"math"
+	"math/big"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -55,6 +58,7 @@ func TestReportOnLocalSpool(t *testing.T) {
 			t.Errorf("table lacks %q", want)
 		}
 	}
+	checkRealtimeExact(t, dir, cfg)
 	if plots == "" {
 		return
 	}
@@ -231,5 +235,68 @@ func TestReportPiecewise(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "report: --piecewise needs --match and --time-field global_ns") || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
 		}
+	}
+}
+
+// checkRealtimeExact (issue 21 items 8 and 13): the realtime against
+// monotonic_raw series of a real run (~1.8e18 ns) prints exact integers, each
+// its base plus its relative value rounded, within the exact min and max;
+// and the run's spool merged with another board's file (a second --input)
+// gives both boards.
+func checkRealtimeExact(t *testing.T, dir, cfg string) {
+	t.Helper()
+	stdout, stderr, code := run(t, dir, "report", "--config", cfg, "--measurement", "clock_offset", "--field", "offset_ns",
+		"--where", "clock=realtime", "--where", "ref=monotonic_raw", "--group-by", "host,clock,ref", "--format", "json")
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.UseNumber()
+	var got []map[string]any
+	if err := dec.Decode(&got); code != 0 || err != nil || len(got) != 1 {
+		t.Fatalf("json: exit %d, %v, %d series: %s", code, err, len(got), stderr)
+	}
+	g := got[0]
+	num := func(v any) *big.Float {
+		f, ok := new(big.Float).SetPrec(200).SetString(fmt.Sprint(v))
+		if !ok {
+			t.Fatalf("%v is not a number", v)
+		}
+		return f
+	}
+	base, ok := new(big.Int).SetString(fmt.Sprint(g["base_ns"]), 10)
+	rel, _ := g["relative"].(map[string]any)
+	if !ok || rel == nil || g["base_ns_str"] != base.String() {
+		t.Fatalf("no base_ns and relative values: %v", g)
+	}
+	lo, hi := num(g["min_ns"]), num(g["max_ns"])
+	for _, k := range []string{"mean_ns", "p50_ns", "p75_ns", "p95_ns", "p99_ns", "p999_ns", "min_ns", "max_ns"} {
+		v, ok := new(big.Int).SetString(fmt.Sprint(g[k]), 10)
+		r, _ := num(rel[k]).Float64()
+		want := new(big.Int).Add(base, big.NewInt(int64(math.Round(r))))
+		if !ok || v.Cmp(want) != 0 || num(g[k]).Cmp(lo) < 0 || num(g[k]).Cmp(hi) > 0 {
+			t.Errorf("%s = %v, want the base %v + %v rounded, within [%v, %v]", k, g[k], base, rel[k], g["min_ns"], g["max_ns"])
+		}
+	}
+	t.Logf("realtime − monotonic_raw: base %v, mean %v (%v), p50 %v, p999 %v", base, g["mean_ns"], rel["mean_ns"], g["p50_ns"], g["p999_ns"])
+	host := fmt.Sprint(g["series"].(map[string]any)["host"])
+	other := filepath.Join(dir, "boardb.lp")
+	lp := fmt.Sprintf("clock_offset,clock=realtime,host=boardb,ref=monotonic_raw offset_ns=%si 1\n", base)
+	if err := os.WriteFile(other, []byte(lp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spoolDir := filepath.Join(dir, "spool")
+	stdout, stderr, code = run(t, dir, "report", "--input", spoolDir, "--input", other, "--measurement", "clock_offset", "--field", "offset_ns",
+		"--where", "clock=realtime", "--group-by", "host,clock,ref", "--format", "json")
+	var merged []struct {
+		Series map[string]string `json:"series"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &merged); code != 0 || err != nil {
+		t.Fatalf("two --input: exit %d, %v: %s", code, err, stderr)
+	}
+	var hosts []string
+	for _, s := range merged {
+		hosts = append(hosts, s.Series["host"])
+	}
+	slices.Sort(hosts)
+	if want := []string{"boardb", host}; !slices.Equal(slices.Compact(hosts), slices.Sorted(slices.Values(want))) {
+		t.Errorf("the run's spool and boardb.lp: hosts %v, want %v", hosts, want)
 	}
 }
