@@ -56,6 +56,11 @@ type Params struct {
 	// is re-measured after its fit was rejected for an absurd slope or for
 	// scattered fitpoints (ErrScattered).
 	Retries int
+	// KeepGoing: a rank that cannot be synchronised (an exchange lost on
+	// every try, its fits rejected on every try, or a rank on its path to
+	// the root among those) is listed in Result.Failed and the others go
+	// on. Without it the first such failure ends Sync with its error.
+	KeepGoing bool
 }
 
 // DefaultParams returns parameters for a LAN: 30 fitpoints of 30 exchanges
@@ -130,7 +135,25 @@ type Result struct {
 	Messages   int64
 	DurationNS int64 // on the network's clock (Sim: simulated time)
 	Rejected   int   // fits rejected for an absurd slope or scattered fitpoints (ErrScattered), then re-measured
+	// GivenUp counts the exchanges lost on every one of their Retries+1
+	// tries (each try is counted in Lost); each failed its pair.
+	GivenUp int64
+	// Failed are the ranks that were not synchronised, in rank order, with
+	// why: only with Params.KeepGoing. Their Models are zero and mean
+	// nothing.
+	Failed []RankFailure
 }
+
+// RankFailure is a rank a synchronisation could not model, and why.
+type RankFailure struct {
+	Rank int
+	Err  error
+}
+
+// ErrUpstream is why a rank fails (wrapped, with the rank) when a rank on
+// its path to the root failed: its model would have been merged through,
+// or fitted against, that rank's.
+var ErrUpstream = errors.New("hca: a rank on its path to the root was not synchronised")
 
 // Algorithms returns the implemented algorithms in the order of the notes.
 func Algorithms() []Algorithm {
@@ -159,8 +182,9 @@ type session struct {
 	now   func() int64
 	start int64
 
-	mu  sync.Mutex // guards res.Exchanges and res.Lost during parallel rounds
-	res Result
+	mu     sync.Mutex // guards res.Exchanges, res.Lost, res.GivenUp and failed during parallel rounds
+	res    Result
+	failed map[int]error // rank -> why, with KeepGoing
 }
 
 func newSession(ctx context.Context, name string, net Network, p Params) (*session, error) {
@@ -170,7 +194,7 @@ func newSession(ctx context.Context, name string, net Network, p Params) (*sessi
 	if net.Size() < 1 {
 		return nil, fmt.Errorf("%s: network of %d nodes", name, net.Size())
 	}
-	s := &session{ctx: ctx, inner: net, p: p, rtt: NewRTTCache(p.RTTWarmup, p.RTTExchanges)}
+	s := &session{ctx: ctx, inner: net, p: p, rtt: NewRTTCache(p.RTTWarmup, p.RTTExchanges), failed: map[int]error{}}
 	s.res.Algorithm = name
 	s.res.Models = make([]timebase.LinearModel, net.Size())
 	if e, ok := net.(Elapser); ok {
@@ -186,7 +210,55 @@ func newSession(ctx context.Context, name string, net Network, p Params) (*sessi
 func (s *session) finish() Result {
 	s.res.Messages += 2 * s.res.Exchanges
 	s.res.DurationNS = s.now() - s.start
+	for r := range s.res.Models {
+		if err, bad := s.failed[r]; bad {
+			s.res.Failed = append(s.res.Failed, RankFailure{Rank: r, Err: err})
+			s.res.Models[r] = timebase.LinearModel{}
+		}
+	}
 	return s.res
+}
+
+// fail records that rank cannot be synchronised and returns nil, when the
+// caller asked to go on (KeepGoing), the sync was not cancelled and err is
+// not the simulation's end (ErrSimHorizon); otherwise it returns err, for
+// Sync to end with. A rank's first failure is kept.
+func (s *session) fail(rank int, err error) error {
+	if !s.p.KeepGoing || s.ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrSimHorizon) {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, seen := s.failed[rank]; !seen {
+		s.failed[rank] = err
+	}
+	return nil
+}
+
+// ok reports whether rank has not failed.
+func (s *session) ok(rank int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, bad := s.failed[rank]
+	return !bad
+}
+
+// live returns the positions of idx (indices into pairs) whose pairs can
+// still be measured: not those whose client failed, and, when chained (the
+// reference answers in its global time: HCA3), not those whose reference
+// failed either, whose clients then fail with them.
+func (s *session) live(pairs []pair, idx []int, chained bool) []int {
+	out := make([]int, 0, len(idx))
+	for _, i := range idx {
+		pr := pairs[i]
+		if chained && !s.ok(pr.ref) {
+			_ = s.fail(pr.client, fmt.Errorf("its reference rank %d failed: %w", pr.ref, ErrUpstream))
+		}
+		if s.ok(pr.client) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // Size implements Network.
@@ -212,6 +284,9 @@ func (s *session) Exchange(ctx context.Context, from, to int) (Exchange, error) 
 			return Exchange{}, err
 		}
 	}
+	s.mu.Lock()
+	s.res.GivenUp++
+	s.mu.Unlock()
 	return Exchange{}, fmt.Errorf("after %d tries: %w", s.p.Retries+1, err)
 }
 
@@ -275,10 +350,17 @@ func disjointBatches(pairs []pair, idx []int) [][]int {
 
 // forPairs calls f(ctx, k) for every position k of idx (indices into
 // pairs), running the pairs of each disjoint batch in parallel when the
-// network is a Paralleler.
+// network is a Paralleler. An error of f fails the pair's client (fail):
+// with KeepGoing the other pairs go on.
 func (s *session) forPairs(pairs []pair, idx []int, f func(ctx context.Context, k int) error) error {
 	for _, b := range disjointBatches(pairs, idx) {
-		if err := s.parallel(len(b), func(ctx context.Context, j int) error { return f(ctx, b[j]) }); err != nil {
+		err := s.parallel(len(b), func(ctx context.Context, j int) error {
+			if err := f(ctx, b[j]); err != nil {
+				return s.fail(pairs[idx[b[j]]].client, err)
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -293,16 +375,20 @@ func (s *session) forPairs(pairs []pair, idx []int, f func(ctx context.Context, 
 // part of a sweep in parallel when the network is a Paralleler (a tree
 // round is one parallel step; JK's pairs all share the root and stay
 // serial). The references' readings are kept unmapped (finePoint.RefX).
-// RTTs are looked up once per pair before the first fitpoint.
-func (s *session) measurePairs(pairs []pair, todo []int, points [][]finePoint, biases []int64) error {
-	rtts := make([]float64, len(todo))
+// RTTs are looked up once per pair before the first fitpoint. A pair that
+// fails (KeepGoing) is dropped from the later sweeps, as are, when chained,
+// those whose reference failed; with no pair left to measure no time
+// passes.
+func (s *session) measurePairs(pairs []pair, todo []int, points [][]finePoint, biases []int64, chained bool) error {
+	rtts := make([]float64, len(pairs))
+	todo = s.live(pairs, todo, chained)
 	err := s.forPairs(pairs, todo, func(ctx context.Context, k int) error {
 		pr := pairs[todo[k]]
 		r, err := s.rtt.Get(ctx, s, pr.client, pr.ref)
 		if err != nil {
 			return err
 		}
-		rtts[k] = fineRTT(r)
+		rtts[todo[k]] = fineRTT(r)
 		biases[todo[k]] = fitpointBias(r)
 		return nil
 	})
@@ -313,11 +399,14 @@ func (s *session) measurePairs(pairs []pair, todo []int, points [][]finePoint, b
 		points[i] = points[i][:0]
 	}
 	for f := range s.p.Fitpoints {
+		if todo = s.live(pairs, todo, chained); len(todo) == 0 {
+			return nil
+		}
 		sweep := s.now()
 		err := s.forPairs(pairs, todo, func(ctx context.Context, k int) error {
 			i := todo[k]
 			pr := pairs[i]
-			fp, err := measureFitpointFine(ctx, s, pr.client, pr.ref, rtts[k], s.p.Exchanges, s.p.Filter)
+			fp, err := measureFitpointFine(ctx, s, pr.client, pr.ref, rtts[i], s.p.Exchanges, s.p.Filter)
 			if err != nil {
 				return err
 			}
@@ -344,7 +433,8 @@ func (s *session) measurePairs(pairs []pair, todo []int, points [][]finePoint, b
 // client's model, its parent's error inherited, is stored in it. The pairs
 // must then come parents first. A fit rejected for an absurd slope or for
 // scattered fitpoints (a clock step) is counted and its pair re-measured,
-// up to Retries times.
+// up to Retries times. A pair that fails (KeepGoing) fails its client; its
+// model is left zero.
 func (s *session) fitPairs(pairs []pair, global []fine) ([]fine, error) {
 	models := make([]fine, len(pairs))
 	points := make([][]finePoint, len(pairs))
@@ -360,13 +450,17 @@ func (s *session) fitPairs(pairs []pair, global []fine) ([]fine, error) {
 		todo[i] = i
 	}
 	for attempt := 0; ; attempt++ {
-		if err := s.measurePairs(pairs, todo, points, biases); err != nil {
+		if err := s.measurePairs(pairs, todo, points, biases, global != nil); err != nil {
 			return nil, err
 		}
 		var again []int
 		waiting := 0
 		for i, pr := range pairs {
-			if done[i] {
+			if global != nil && !done[i] && !s.ok(pr.ref) {
+				_ = s.fail(pr.client, fmt.Errorf("its reference rank %d failed: %w", pr.ref, ErrUpstream))
+			}
+			if done[i] || !s.ok(pr.client) {
+				done[i] = true
 				continue
 			}
 			pts := points[i]
@@ -388,9 +482,15 @@ func (s *session) fitPairs(pairs []pair, global []fine) ([]fine, error) {
 				again = append(again, i)
 			case rejected:
 				s.res.Rejected++
-				return nil, fmt.Errorf("pair %d->%d: %d fits rejected: %w", pr.client, pr.ref, attempt+1, err)
+				if err := s.fail(pr.client, fmt.Errorf("pair %d->%d: %d fits rejected: %w", pr.client, pr.ref, attempt+1, err)); err != nil {
+					return nil, err
+				}
+				done[i] = true
 			case err != nil:
-				return nil, fmt.Errorf("pair %d->%d: %w", pr.client, pr.ref, err)
+				if err := s.fail(pr.client, fmt.Errorf("pair %d->%d: %w", pr.client, pr.ref, err)); err != nil {
+					return nil, err
+				}
+				done[i] = true
 			default:
 				m.FloorNS += biases[i]
 				models[i], done[i] = m, true
@@ -484,7 +584,10 @@ func (a SKaMPIOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Resu
 	for r := 1; r < net.Size(); r++ {
 		est, _, err := s.offset(s.ctx, r, 0, 0)
 		if err != nil {
-			return Result{}, fmt.Errorf("skampi: rank %d: %w", r, err)
+			if err := s.fail(r, fmt.Errorf("skampi: rank %d: %w", r, err)); err != nil {
+				return Result{}, err
+			}
+			continue
 		}
 		m := est.Model(0, timebase.LinearModel{})
 		m.N, m.MeanX, m.SlopeErr = 1, est.At, MaxSlope
@@ -516,7 +619,9 @@ func (a JK) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 		return Result{}, fmt.Errorf("jk: %w", err)
 	}
 	for i, m := range models {
-		s.res.Models[i+1] = publish(m.model())
+		if s.ok(i + 1) {
+			s.res.Models[i+1] = publish(m.model())
+		}
 	}
 	return s.finish(), nil
 }
@@ -582,8 +687,10 @@ func mergeHeld(edge, sub held) held {
 // climb runs the tree bottom up (the extra round, then rounds 0..k−1).
 // measure returns, for a round's pairs, each child's model relative to its
 // parent; the child then ships its subtree's models up (one message) and
-// the parent joins them with the edge's model. climb returns what the root
-// holds, indexed by rank (index 0 unused).
+// the parent joins them with the edge's model. A child whose edge failed
+// (KeepGoing) ships nothing, and every rank of its subtree fails with it.
+// climb returns what the root holds, indexed by rank (index 0 unused, and
+// the failed ranks').
 func (s *session) climb(name string, measure func(pairs []pair) ([]held, error), join func(edge, sub held) held) ([]held, error) {
 	size := s.Size()
 	rounds, extra := treeRounds(size)
@@ -598,6 +705,13 @@ func (s *session) climb(name string, measure func(pairs []pair) ([]held, error),
 			return err
 		}
 		for i, pr := range pairs {
+			if !s.ok(pr.client) {
+				for _, h := range holds[pr.client] {
+					_ = s.fail(h.rank, fmt.Errorf("via rank %d: %w", pr.client, ErrUpstream))
+				}
+				holds[pr.client] = nil
+				continue
+			}
 			e := edges[i]
 			e.rank = pr.client
 			holds[pr.ref] = append(holds[pr.ref], e)
@@ -617,15 +731,15 @@ func (s *session) climb(name string, measure func(pairs []pair) ([]held, error),
 			return nil, fmt.Errorf("%s: round %d: %w", name, i, err)
 		}
 	}
-	if len(holds[0]) != size-1 {
-		return nil, fmt.Errorf("%s: root holds %d models for %d ranks", name, len(holds[0]), size-1)
+	if failed := len(s.failed); len(holds[0])+failed != size-1 {
+		return nil, fmt.Errorf("%s: root holds %d models and %d ranks failed of %d", name, len(holds[0]), failed, size-1)
 	}
 	out := make([]held, size)
 	for _, h := range holds[0] {
 		out[h.rank] = h
 	}
-	// The root scatters the models, one message per rank.
-	s.res.Messages += int64(size - 1)
+	// The root scatters the models, one message per rank it holds.
+	s.res.Messages += int64(len(holds[0]))
 	return out, nil
 }
 
@@ -681,10 +795,16 @@ func (a HCA) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	}
 	// The root re-measures every intercept against itself.
 	for r := 1; r < net.Size(); r++ {
+		if !s.ok(r) {
+			continue
+		}
 		m := slopes[r].model
 		est, exact, err := s.offset(s.ctx, r, 0, m.Slope)
 		if err != nil {
-			return Result{}, fmt.Errorf("hca: intercept of rank %d: %w", r, err)
+			if err := s.fail(r, fmt.Errorf("hca: intercept of rank %d: %w", r, err)); err != nil {
+				return Result{}, err
+			}
+			continue
 		}
 		s.res.Models[r] = publish(offsetFine(est, exact, m.Slope, m.LinearModel).model())
 	}
@@ -719,7 +839,9 @@ func (a HCA2) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	for i := range idx {
 		idx[i] = i
 	}
-	err = s.forPairs(all, idx, func(ctx context.Context, i int) error {
+	idx = s.live(all, idx, false)
+	err = s.forPairs(all, idx, func(ctx context.Context, k int) error {
+		i := idx[k]
 		m := fits[i]
 		est, exact, err := s.offset(ctx, all[i].client, all[i].ref, m.Slope)
 		if err != nil {
@@ -736,7 +858,9 @@ func (a HCA2) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 		return Result{}, err
 	}
 	for r := 1; r < net.Size(); r++ {
-		s.res.Models[r] = publish(models[r].model.model())
+		if s.ok(r) {
+			s.res.Models[r] = publish(models[r].model.model())
+		}
 	}
 	return s.finish(), nil
 }
@@ -796,6 +920,9 @@ func (a TreeOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Result
 		return Result{}, err
 	}
 	for r := 1; r < net.Size(); r++ {
+		if !s.ok(r) {
+			continue
+		}
 		h := models[r]
 		m := h.model.model()
 		m.N, m.MeanX, m.SlopeErr, m.ResidualNS = 1, h.last, MaxSlope, 0
@@ -840,7 +967,9 @@ func (a HCA3) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 		return Result{}, fmt.Errorf("hca3: %w", err)
 	}
 	for r := 1; r < net.Size(); r++ {
-		s.res.Models[r] = publish(global[r].model())
+		if s.ok(r) {
+			s.res.Models[r] = publish(global[r].model())
+		}
 	}
 	return s.finish(), nil
 }

@@ -43,42 +43,52 @@ func (c Clocks) At(i int, t int64) int64 {
 }
 
 // Check is the accuracy of a synchronisation's models at one time: over the
-// non-root nodes, the largest and the median |model offset − true offset|,
-// and the share whose published Bound covers its true error.
+// Ranks synchronised non-root nodes, the largest and the median |model
+// offset − true offset|, and the share whose published Bound covers its
+// true error. With no rank to check every figure is zero.
 type Check struct {
 	AfterNS          int64   `json:"after_ns"` // after the sync ended
+	Ranks            int     `json:"ranks"`
 	MaxAbsErrorNS    int64   `json:"max_abs_error_ns"`
 	MedianAbsErrorNS int64   `json:"median_abs_error_ns"`
 	MaxBoundNS       int64   `json:"max_bound_ns"`
 	BoundCoverage    float64 `json:"bound_coverage"`
 }
 
-// Evaluate checks models against the clocks at base times end+after for each
-// after: node i's model, applied at node i's clock then, against the true
-// offset C_i − C_0 then. With one node there is nothing to check; every
-// Check is then zero with full coverage.
-func (c Clocks) Evaluate(models []timebase.LinearModel, end int64, after []int64) []Check {
+// Evaluate checks res's models against the clocks at base times end+after
+// for each after: node i's model, applied at node i's clock then, against
+// the true offset C_i − C_0 then. The ranks in res.Failed have no model and
+// are not checked; with none left (or one node) every Check is zero.
+func (c Clocks) Evaluate(res Result, end int64, after []int64) []Check {
+	failed := make(map[int]bool, len(res.Failed))
+	for _, f := range res.Failed {
+		failed[f.Rank] = true
+	}
 	checks := make([]Check, 0, len(after))
 	for _, a := range after {
 		t := end + a
-		ck := Check{AfterNS: a, BoundCoverage: 1}
-		errs := make([]int64, 0, len(models))
+		ck := Check{AfterNS: a}
+		errs := make([]int64, 0, len(res.Models))
 		covered := 0
 		root := c.At(0, t)
-		for i := 1; i < len(models); i++ {
+		for i := 1; i < len(res.Models); i++ {
+			if failed[i] {
+				continue
+			}
 			x := c.At(i, t)
-			e := models[i].Offset(x) - (x - root)
+			m := res.Models[i]
+			e := m.Offset(x) - (x - root)
 			if e < 0 {
 				e = -e
 			}
 			errs = append(errs, e)
-			b := Bound(models[i], x)
+			b := Bound(m, x)
 			ck.MaxBoundNS = max(ck.MaxBoundNS, b)
 			if e <= b {
 				covered++
 			}
 		}
-		if len(errs) > 0 {
+		if ck.Ranks = len(errs); ck.Ranks > 0 {
 			slices.Sort(errs)
 			ck.MaxAbsErrorNS = errs[len(errs)-1]
 			ck.MedianAbsErrorNS = errs[len(errs)/2]
@@ -93,22 +103,36 @@ func (c Clocks) Evaluate(models []timebase.LinearModel, end int64, after []int64
 }
 
 // Report is what one experiment measured; its JSON form is what
-// `monagent hca sim --json` prints.
+// `monagent hca sim --json` prints. Lost counts every lost try of an
+// exchange; GivenUp those exchanges lost on every try, each of which failed
+// its pair. Failed are the ranks not synchronised, and Checks are over the
+// others.
 type Report struct {
-	Algorithm      string  `json:"algorithm"`
-	Nodes          int     `json:"nodes"`
-	Transport      string  `json:"transport"`
-	Seed           uint64  `json:"seed"`
-	DriftPPM       float64 `json:"drift_ppm"`
-	SyncDurationNS int64   `json:"sync_duration_ns"`
-	Messages       int64   `json:"messages"`
-	Exchanges      int64   `json:"exchanges"`
-	Lost           int64   `json:"lost"`
-	Rejected       int     `json:"rejected"`
-	Checks         []Check `json:"checks"`
+	Algorithm      string       `json:"algorithm"`
+	Nodes          int          `json:"nodes"`
+	Transport      string       `json:"transport"`
+	Seed           uint64       `json:"seed"`
+	DriftPPM       float64      `json:"drift_ppm"`
+	Loss           float64      `json:"loss"` // the simulated network's; 0 over udp
+	SyncDurationNS int64        `json:"sync_duration_ns"`
+	Messages       int64        `json:"messages"`
+	Exchanges      int64        `json:"exchanges"`
+	Lost           int64        `json:"lost"`
+	GivenUp        int64        `json:"given_up"`
+	Rejected       int          `json:"rejected"`
+	Failed         []FailedRank `json:"failed"`
+	Checks         []Check      `json:"checks"`
 }
 
-// SimExperiment is one algorithm run on a simulated network.
+// FailedRank is a rank a synchronisation could not model, and why.
+type FailedRank struct {
+	Rank  int    `json:"rank"`
+	Error string `json:"error"`
+}
+
+// SimExperiment is one algorithm run on a simulated network. Ranks that
+// cannot be synchronised (a lossy network) are reported in Report.Failed:
+// Run sets Params.KeepGoing.
 type SimExperiment struct {
 	Algorithm string
 	Network   SimConfig // Nodes, Seed, DriftPPM and OffsetNS draw the clocks
@@ -131,7 +155,9 @@ func (x SimExperiment) Run(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	res, err := alg.Sync(ctx, sim, x.Params)
+	p := x.Params
+	p.KeepGoing = true
+	res, err := alg.Sync(ctx, sim, p)
 	if err != nil {
 		return Report{}, fmt.Errorf("hca sim: %s on %d nodes: %w", x.Algorithm, x.Network.Nodes, err)
 	}
@@ -140,15 +166,20 @@ func (x SimExperiment) Run(ctx context.Context) (Report, error) {
 		clocks.Drift[i], clocks.Offset[i] = sim.Drift(i), sim.ClockOffset(i)
 	}
 	rep := NewReport(res, "sim", x.Network.Seed, x.Network.DriftPPM)
-	rep.Checks = clocks.Evaluate(res.Models, x.Network.StartNS+sim.Elapsed(), x.CheckAfter)
+	rep.Loss = x.Network.Loss
+	rep.Checks = clocks.Evaluate(res, x.Network.StartNS+sim.Elapsed(), x.CheckAfter)
 	return rep, nil
 }
 
-// NewReport fills a Report's fields from a Result (all but Checks).
+// NewReport fills a Report's fields from a Result (all but Loss and Checks).
 func NewReport(res Result, transport string, seed uint64, driftPPM float64) Report {
+	failed := make([]FailedRank, 0, len(res.Failed))
+	for _, f := range res.Failed {
+		failed = append(failed, FailedRank{Rank: f.Rank, Error: f.Err.Error()})
+	}
 	return Report{
 		Algorithm: res.Algorithm, Nodes: len(res.Models), Transport: transport, Seed: seed, DriftPPM: driftPPM,
 		SyncDurationNS: res.DurationNS, Messages: res.Messages, Exchanges: res.Exchanges, Lost: res.Lost,
-		Rejected: res.Rejected,
+		GivenUp: res.GivenUp, Rejected: res.Rejected, Failed: failed,
 	}
 }

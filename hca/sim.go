@@ -7,9 +7,26 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/monagent/monagent/timebase"
 )
+
+// SimHorizonNS is the most simulated time a Sim runs for (100,000 h,
+// about 11 years) and the most that any of its times (offsets, latency,
+// jitter, asymmetry, delays, start) may be: every reading then stays well
+// within int64 nanoseconds. An exchange or pause that would pass the
+// horizon fails with ErrSimHorizon.
+const SimHorizonNS = int64(100_000 * time.Hour)
+
+// ErrSimHorizon is an exchange or pause that would run a Sim past
+// SimHorizonNS: links too slow, or fitpoints spaced too far, for the
+// exchanges asked for. It ends a synchronisation even with KeepGoing.
+var ErrSimHorizon = errors.New("hca: simulated time would pass the horizon of 100,000 h (links too slow, or fitpoints too far apart, for the exchanges asked for)")
+
+// MaxDriftPPM is the largest SimConfig.DriftPPM: a crystal is within
+// ±100 ppm of nominal, and beyond a pair's MaxSlope the fits are rejected.
+const MaxDriftPPM = 1000
 
 // SimConfig describes a simulated network. Times are nanoseconds; the zero
 // value of every field but Nodes is a valid (noiseless) choice.
@@ -123,19 +140,21 @@ func (c SimConfig) validate() error {
 		return fmt.Errorf("drifts: %d values for %d nodes", len(c.Drifts), c.Nodes)
 	case c.Offsets != nil && len(c.Offsets) != c.Nodes:
 		return fmt.Errorf("offsets: %d values for %d nodes", len(c.Offsets), c.Nodes)
-	case c.DriftPPM < 0 || c.DriftPPM > 1000:
-		return fmt.Errorf("drift_ppm %g: want 0..1000", c.DriftPPM)
+	case !(c.DriftPPM >= 0 && c.DriftPPM <= MaxDriftPPM): // NaN too
+		return fmt.Errorf("drift_ppm %g: want 0..%d", c.DriftPPM, MaxDriftPPM)
 	case c.OffsetNS < 0 || c.LatencyNS < 0 || c.JitterNS < 0 || c.ProcessingNS < 0 || c.TimeoutNS < 0:
 		return errors.New("offset, latency, jitter, processing and timeout must not be negative")
-	case c.Loss < 0 || c.Loss >= 1:
+	case max(c.OffsetNS, c.LatencyNS, c.JitterNS, c.ProcessingNS, c.TimeoutNS, c.DelayMaxNS, c.AsymmetryNS, -c.AsymmetryNS, c.StartNS, -c.StartNS) > SimHorizonNS:
+		return fmt.Errorf("offset, latency, jitter, asymmetry, processing, timeout, delays and start must be within ±%v", time.Duration(SimHorizonNS))
+	case !(c.Loss >= 0 && c.Loss < 1): // NaN too
 		return fmt.Errorf("loss %g: want 0 <= loss < 1", c.Loss)
-	case c.DelayProb < 0 || c.DelayProb > 1:
+	case !(c.DelayProb >= 0 && c.DelayProb <= 1):
 		return fmt.Errorf("delay_prob %g: want 0..1", c.DelayProb)
 	case c.DelayMinNS < 0 || c.DelayMaxNS < c.DelayMinNS:
 		return fmt.Errorf("delay range [%d, %d] ns is not an interval", c.DelayMinNS, c.DelayMaxNS)
 	}
 	for i, d := range c.Drifts {
-		if math.Abs(d) > 1e-3 || math.IsNaN(d) {
+		if math.Abs(d) > MaxDriftPPM*1e-6 || math.IsNaN(d) {
 			return fmt.Errorf("drift of node %d is %g: want within ±1000 ppm", i, d)
 		}
 	}
@@ -167,19 +186,25 @@ func (s *Sim) Exchange(ctx context.Context, from, to int) (Exchange, error) {
 	if delayDraw < s.cfg.DelayProb {
 		back += s.cfg.DelayMinNS + int64(math.Round(delayFrac*float64(s.cfg.DelayMaxNS-s.cfg.DelayMinNS)))
 	}
+	t0 := s.t
+	t1 := t0 + fwd + s.cfg.ProcessingNS + back
+	if lossDraw < s.cfg.Loss {
+		t1 = t0 + s.cfg.TimeoutNS
+	}
+	if t1-s.cfg.StartNS > SimHorizonNS {
+		return Exchange{}, fmt.Errorf("hca sim exchange %d->%d: %w", from, to, ErrSimHorizon)
+	}
 	if lossDraw < s.cfg.Loss {
 		s.stats.Lost++
 		s.stats.Messages++
 		if whichDraw < 0.5 { // the answer was lost, the request got through
 			s.stats.Messages++
 		}
-		s.t += s.cfg.TimeoutNS
+		s.t = t1
 		return Exchange{}, fmt.Errorf("hca sim exchange %d->%d: %w", from, to, ErrLost)
 	}
 	s.stats.Messages += 2
-	t0 := s.t
 	tr := t0 + fwd + s.cfg.ProcessingNS/2
-	t1 := t0 + fwd + s.cfg.ProcessingNS + back
 	s.t = t1
 	return Exchange{
 		From:   from,
@@ -190,9 +215,10 @@ func (s *Sim) Exchange(ctx context.Context, from, to int) (Exchange, error) {
 	}, nil
 }
 
-// oneWay draws the delay of one message from a to b. Called with mu held.
+// oneWay draws the delay of one message from a to b, its jitter at most
+// SimHorizonNS. Called with mu held.
 func (s *Sim) oneWay(a, b int) int64 {
-	d := s.cfg.LatencyNS + int64(math.Round(s.rng.ExpFloat64()*float64(s.cfg.JitterNS)))
+	d := s.cfg.LatencyNS + int64(math.Round(min(s.rng.ExpFloat64()*float64(s.cfg.JitterNS), float64(SimHorizonNS))))
 	switch asym := s.cfg.AsymmetryNS; {
 	case a < b && asym > 0:
 		d += asym
@@ -210,6 +236,9 @@ func (s *Sim) clock(i int, t int64) int64 {
 func (s *Sim) Pause(ctx context.Context, ns int64) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("hca sim pause: %w", err)
+	}
+	if ns > SimHorizonNS || s.Elapsed()+ns > SimHorizonNS {
+		return fmt.Errorf("hca sim pause of %v: %w", time.Duration(ns), ErrSimHorizon)
 	}
 	s.Advance(ns)
 	return nil

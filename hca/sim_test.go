@@ -211,10 +211,18 @@ func TestSimBadInput(t *testing.T) {
 	for _, cfg := range []SimConfig{
 		{Nodes: 0},
 		{Nodes: 2, Loss: 1},
+		{Nodes: 2, Loss: math.NaN()},
+		{Nodes: 2, DriftPPM: math.NaN()},
+		{Nodes: 2, DriftPPM: MaxDriftPPM + 1},
+		{Nodes: 2, DelayProb: math.NaN()},
 		{Nodes: 2, JitterNS: -1},
 		{Nodes: 2, Drifts: []float64{0}},
 		{Nodes: 2, Drifts: []float64{0, 2e-3}},
 		{Nodes: 2, DelayMinNS: 10, DelayMaxNS: 5},
+		{Nodes: 2, OffsetNS: SimHorizonNS + 1},
+		{Nodes: 2, LatencyNS: SimHorizonNS + 1},
+		{Nodes: 2, AsymmetryNS: -SimHorizonNS - 1},
+		{Nodes: 2, StartNS: SimHorizonNS + 1},
 	} {
 		if _, err := NewSim(cfg); err == nil {
 			t.Errorf("NewSim(%+v) accepted", cfg)

@@ -119,7 +119,7 @@ func hcaUDP(ctx context.Context, o *hcaOpts, p hca.Params, after []int64) (hca.R
 		return hca.Report{}, fmt.Errorf("hca: %s over udp: %w", o.algorithm, err)
 	}
 	rep := hca.NewReport(res, "udp", o.seed, o.drift)
-	rep.Checks = clocks.Evaluate(res.Models, end, after)
+	rep.Checks = clocks.Evaluate(res, end, after)
 	return rep, nil
 }
 
