@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/monagent/monagent/hca"
@@ -74,74 +71,27 @@ func hcaCmd(args []string) error {
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	var after []int64
-	for _, s := range strings.Split(o.checks, ",") {
-		d, err := time.ParseDuration(strings.TrimSpace(s))
-		if err != nil || d < 0 {
-			return usageError(fmt.Sprintf("hca: --check-after %q: want durations ≥ 0 such as 0s,10s,20s", s))
-		}
-		after = append(after, int64(d))
+	after, err := o.check(fs)
+	if err != nil {
+		return err
 	}
 	p := hca.DefaultParams()
 	p.Fitpoints, p.Exchanges, p.SpacingNS = o.fitpoints, o.exchanges, int64(o.spacing)
-	if o.pingpongs < 1 {
-		return usageError(fmt.Sprintf("hca: --pingpongs %d: want at least 1", o.pingpongs))
-	}
-	p.MaxPingPongs = o.pingpongs
-	if p.MinPingPongs > p.MaxPingPongs {
-		p.MinPingPongs = p.MaxPingPongs
-	}
-	var err error
-	if p.Filter, err = hca.ParseFitpointFilter(o.filter); err != nil {
-		return usageError("hca: --filter: " + err.Error())
-	}
+	p.MaxPingPongs, p.MinPingPongs = o.pingpongs, min(p.MinPingPongs, o.pingpongs)
+	p.Filter, _ = hca.ParseFitpointFilter(o.filter) // checked
+	p.KeepGoing = true                              // a rank that fails is reported, not the end of the run
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var rep hca.Report
-	switch o.transport {
-	case "sim":
-		if o.answerDelay != 0 {
-			return usageError("hca: --answer-delay is for --transport udp; the simulated network has --latency")
-		}
+	if o.transport == "udp" {
+		rep, err = hcaUDP(ctx, o, p, after)
+	} else {
 		rep, err = hca.SimExperiment{Algorithm: o.algorithm, Params: p, CheckAfter: after, Network: hca.SimConfig{
 			Nodes: o.nodes, Seed: o.seed, DriftPPM: o.drift, OffsetNS: int64(o.offset), LatencyNS: int64(o.latency),
 			JitterNS: int64(o.jitter), AsymmetryNS: int64(o.asym), Loss: o.loss}}.Run(ctx)
-	case "udp":
-		simOnly := ""
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "latency" || f.Name == "jitter" || f.Name == "asymmetry" || f.Name == "loss" {
-				simOnly = f.Name
-			}
-		})
-		if simOnly != "" {
-			return usageError("hca: --" + simOnly + " describes the simulated network; loopback UDP has its own")
-		}
-		if o.answerDelay < 0 {
-			return usageError("hca: --answer-delay must not be negative")
-		}
-		rep, err = hcaUDP(ctx, o, p, after)
-	default:
-		return usageError(fmt.Sprintf("hca: --transport %q: want sim or udp", o.transport))
 	}
 	if err != nil {
 		return err
 	}
 	return writeHCAReport(os.Stdout, rep, o.json)
-}
-
-func writeHCAReport(w io.Writer, rep hca.Report, asJSON bool) error {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	fmt.Fprintf(w, "%s, %d nodes over %s (seed %d, ±%g ppm): sync took %v, %d messages, %d exchanges (%d lost), %d fits rejected\n",
-		rep.Algorithm, rep.Nodes, rep.Transport, rep.Seed, rep.DriftPPM, time.Duration(rep.SyncDurationNS),
-		rep.Messages, rep.Exchanges, rep.Lost, rep.Rejected)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "after sync\tmax |error| ns\tmedian |error| ns\tmax bound ns\tbound covers\t")
-	for _, c := range rep.Checks {
-		fmt.Fprintf(tw, "%v\t%d\t%d\t%d\t%.1f %%\t\n", time.Duration(c.AfterNS), c.MaxAbsErrorNS, c.MedianAbsErrorNS, c.MaxBoundNS, 100*c.BoundCoverage)
-	}
-	return tw.Flush()
 }

@@ -25,8 +25,11 @@ func hcaNode(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return usageError("hca node: " + err.Error())
 	}
+	if *delay < 0 {
+		return usageError(fmt.Sprintf("hca node: --answer-delay %v: want a duration ≥ 0", *delay))
+	}
 	args = fs.Args()
-	if len(args) != 5 || *delay < 0 {
+	if len(args) != 5 {
 		return usageError("hca node: want [--answer-delay D] RANK KEYFILE SESSION DRIFT OFFSET_NS (started by 'hca sim --transport udp')")
 	}
 	rank, err1 := strconv.Atoi(args[0])
