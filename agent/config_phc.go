@@ -23,12 +23,20 @@ type PHCConfig struct {
 	Method     string        `yaml:"method"`  // auto, precise, extended, basic
 	Against    []string      `yaml:"against"` // system clocks: realtime, monotonic_raw, monotonic
 	Window     int           `yaml:"window"`  // samples in the translation model
+	// A reading is a step of the PHC (phc_step) when it lies further from
+	// what the PHC's rate over the previous interval predicts than
+	// StepThreshold, MaxSlewPPM times the interval (how far a servo may move
+	// the PHC's rate from one reading to the next) and the read windows
+	// allow (phc.StepDetector).
+	StepThreshold time.Duration `yaml:"step_threshold"`
+	MaxSlewPPM    float64       `yaml:"max_slew_ppm"`
 }
 
 func (p *PHCConfig) defaults() {
 	*p = PHCConfig{
 		Enabled: true, Interval: time.Second, Samples: 9, Method: "auto",
 		Against: []string{"realtime", "monotonic_raw"}, Window: 32,
+		StepThreshold: time.Millisecond, MaxSlewPPM: 500,
 	}
 }
 
@@ -63,6 +71,12 @@ func (p *PHCConfig) check(ps *problems) {
 		if d == "" {
 			ps.add(fmt.Sprintf("phc.devices[%d]", i), "must not be empty")
 		}
+	}
+	if p.StepThreshold <= 0 {
+		ps.add("phc.step_threshold", "must be positive, got %s", p.StepThreshold)
+	}
+	if !(p.MaxSlewPPM >= 0 && p.MaxSlewPPM <= 1e6) {
+		ps.add("phc.max_slew_ppm", "must be within 0..1000000, got %g", p.MaxSlewPPM)
 	}
 }
 

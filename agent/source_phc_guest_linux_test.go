@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/monagent/monagent/internal/testbed/guest"
 	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/timebase"
 )
@@ -46,13 +49,7 @@ func TestPHCSourceOnAFrozenPHC(t *testing.T) {
 	}
 	t.Logf("%v", errs[2])
 	want := uint64(2 * len(c.PHC.Against))
-	var got uint64
-	for _, f := range s.SelfFields() {
-		if f.Key == "not_advancing" {
-			got = f.U
-		}
-	}
-	if got != want || records != 3*len(c.PHC.Against) {
+	if got := phcCounter(s, "not_advancing"); got != want || records != 3*len(c.PHC.Against) {
 		t.Errorf("not_advancing %d, want %d; %d phc_offset records, want %d", got, want, records, 3*len(c.PHC.Against))
 	}
 	for _, a := range c.PHC.Against {
@@ -60,5 +57,86 @@ func TestPHCSourceOnAFrozenPHC(t *testing.T) {
 		if _, err := tr.Move(timebase.Timestamp{NS: 1e9, Domain: s.domain}, sys); err == nil {
 			t.Errorf("a model moves stamps of the stopped PHC to %s", sys)
 		}
+	}
+}
+
+// TestPHCSourceSeesTheGuestPHCSet runs in the kernel-in-the-loop rig's
+// guests only (the ARM guest's run list names it): it sets the guest's e1000e PHC with clock_settime on the
+// device's clock id, as phc_ctl's "set" does, 37 s ahead and then 100 ms
+// back (less than half the 200 ms between collections), while the phc
+// source measures it. The reading after each set records one phc_step: the
+// PHC moved the amount set plus whatever it ran on its own in between (QEMU's
+// e1000e clock does not run), the step is that less what the source
+// predicted, beyond the bound, and no model of the PHC is left to move
+// stamps with. It never touches a clock outside the guest: it runs only as
+// the guest's init's child, on the PHC of the rig's NIC.
+func TestPHCSourceSeesTheGuestPHCSet(t *testing.T) {
+	iface := os.Getenv("MONAGENT_GUEST_PHC_IFACE")
+	if iface == "" || guest.Name() == "" {
+		t.Skip("sets a PHC: runs only in the rig's guests (MONAGENT_GUEST, MONAGENT_GUEST_PHC_IFACE)")
+	}
+	if init, err := os.Readlink("/proc/1/exe"); err != nil || init != "/init" {
+		t.Skipf("PID 1 is %q (%v), not the rig's guest init: this is no guest", init, err)
+	}
+	c := Default()
+	c.PHC.Interfaces = []string{iface}
+	tr := NewTranslators()
+	srcs, err := buildPHCSources(&Env{Config: &c, Log: slog.New(slog.DiscardHandler), Translators: tr})
+	if err != nil || len(srcs) != 1 {
+		t.Fatalf("%d sources, %v", len(srcs), err)
+	}
+	s := srcs[0].(*phcSource)
+	defer s.Close()
+	f, err := os.OpenFile(s.path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	clk := timebase.NewDynamicClock(f.Fd(), timebase.DomainRealtime) // the domain is not used
+	set := func(by int64) {
+		var ts unix.Timespec
+		if err := unix.ClockGettime(clk.ID(), &ts); err != nil {
+			t.Fatal(err)
+		}
+		ts = unix.NsecToTimespec(ts.Nano() + by)
+		if err := unix.ClockSettime(clk.ID(), &ts); err != nil {
+			t.Fatalf("clock_settime on %s: %v", s.path, err)
+		}
+	}
+	const interval = 200 * time.Millisecond
+	collect := func() *Batch {
+		b := &Batch{host: "h"}
+		err := s.Collect(context.Background(), b)
+		t.Logf("collection: %d records, %v", len(b.Records), err)
+		if err != nil && !errors.Is(err, phc.ErrNotAdvancing) {
+			t.Fatal(err)
+		}
+		time.Sleep(interval)
+		return b
+	}
+	collect()
+	collect()
+	for _, by := range []int64{37e9, -100e6} {
+		set(by)
+		b := collect()
+		steps := records(b, "phc_step")
+		if len(steps) != 1 {
+			t.Fatalf("set by %d ns: %d phc_step records", by, len(steps))
+		}
+		r := steps[0]
+		t.Logf("set by %d ns: phc_step %v", by, r.Fields)
+		field := func(k string) int64 { f, _ := r.Field(k); return f.I }
+		step, bound, elapsed := field("step_ns"), field("bound_ns"), field("interval_ns")
+		own := field("phc_after_ns") - field("phc_before_ns") - by // what the PHC ran on its own
+		if own < -bound || own > elapsed+bound || step != field("phc_after_ns")-field("phc_before_ns")-field("predicted_ns") ||
+			max(step, -step) <= bound || step < by-elapsed-bound || step > by+bound {
+			t.Errorf("set by %d ns: step %d ns, bound %d ns, interval %d ns, the PHC ran %d ns on its own", by, step, bound, elapsed, own)
+		}
+		if _, err := tr.Move(timebase.Timestamp{NS: field("phc_after_ns"), Domain: s.domain}, timebase.DomainRealtime); err == nil {
+			t.Errorf("set by %d ns: a model still moves the PHC's stamps", by)
+		}
+	}
+	if n := phcCounter(s, "steps"); n != 2 {
+		t.Errorf("steps %d, want 2", n)
 	}
 }

@@ -94,7 +94,7 @@ func TestGuestARM(t *testing.T) {
 	spec := Spec{
 		Machine: ARM, Cache: cache, ModuleRoot: root,
 		Packages:   []string{"phc", "gpio", "sockts", "ntp", "ptp", "agent"},
-		Run:        map[string]string{"agent": "OnPowerButton|FrozenPHC|OnKtimer"},
+		Run:        map[string]string{"agent": "OnPowerButton|FrozenPHC|GuestPHCSet|OnKtimer"},
 		ExtraKOs:   []string{pps},
 		TestArgs:   guestTestArgs(),
 		Modules:    []string{"e1000e"},
