@@ -9,7 +9,7 @@ import (
 )
 
 // The same thing configured twice would make two series collide (two sources
-// named ntp:192.0.2.1:123, two identical clock_offset points, two PPS devices
+// named ntp:192.0.2.1:123, two identical clock_offset or phc_offset points, two PPS devices
 // under one name): config check refuses it, naming both entries and lines.
 // An NTP address that cannot be one (port 99999) is refused with its line
 // (before, run refused it with no file or line, and config check passed it).
@@ -34,6 +34,11 @@ func TestConfigRefusesDuplicatesAndBadAddresses(t *testing.T) {
 			"pps.devices[1].name", "(pps.devices[0], line 4)"},
 		{"pps device twice", "pps:\n  enabled: true\n  devices:\n    - {device: /dev/pps0}\n    - {device: pps0, name: other}\n",
 			"pps.devices[1].device", "(pps.devices[0].device, line 4)"},
+		{"phc against twice", "phc:\n  against:\n    - realtime\n    - realtime\n",
+			"phc.against[1]", `"realtime" is listed twice: two identical phc_offset points each collection (phc.against[0], line 3)`},
+		{"phc against twice in a flow list", "phc:\n  against: [monotonic_raw, realtime, monotonic_raw]\n", "phc.against[2]", "(phc.against[0], line 2)"},
+		{"phc device twice", "phc:\n  devices:\n    - /dev/ptp0\n    - /dev//ptp0\n", "phc.devices[1]", "/dev//ptp0 is listed twice: list each PHC once (phc.devices[0], line 3)"},
+		{"phc interface twice", "phc:\n  interfaces:\n    - eth0\n    - eth1\n    - eth0\n", "phc.interfaces[2]", "eth0 is listed twice: list each PHC once (phc.interfaces[0], line 3)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("dup.yaml", []byte(tc.yaml))
@@ -53,6 +58,7 @@ func TestConfigRefusesDuplicatesAndBadAddresses(t *testing.T) {
 	for _, ok := range []string{
 		"ntp:\n  enabled: true\n  servers:\n    - address: 192.0.2.1\n    - address: 192.0.2.1:1123\n    - address: \"[2001:db8::1]:123\"\n    - address: 2001:db8::2\n    - address: ntp.example.org\n",
 		"pps:\n  enabled: true\n  devices:\n    - {device: /dev/pps0}\n    - {device: /dev/pps1}\n",
+		"phc:\n  devices: [/dev/ptp0, /dev/ptp1]\n  interfaces: [eth0, eth1]\n  against: [realtime, monotonic, monotonic_raw]\n",
 		"ntp:\n  enabled: true\n  chrony:\n    enabled: true\n    address: 127.0.0.1:323\n",
 	} {
 		if _, err := Parse("ok.yaml", []byte(ok)); err != nil {

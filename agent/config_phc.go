@@ -58,18 +58,38 @@ func (p *PHCConfig) check(ps *problems) {
 	if len(p.Against) == 0 {
 		ps.add("phc.against", "needs at least one system clock")
 	}
+	against := map[timebase.Domain]int{}
 	for i, name := range p.Against {
+		key := fmt.Sprintf("phc.against[%d]", i)
 		d, err := timebase.ParseDomain(name)
 		if err != nil || (d != timebase.DomainRealtime && d != timebase.DomainMonotonicRaw && d != timebase.DomainMonotonic) {
-			ps.add(fmt.Sprintf("phc.against[%d]", i), "%q: a PHC is read against realtime, monotonic or monotonic_raw", name)
+			ps.add(key, "%q: a PHC is read against realtime, monotonic or monotonic_raw", name)
+		} else if j, dup := against[d]; dup {
+			ps.dup(key, fmt.Sprintf("phc.against[%d]", j), "%q is listed twice: two identical phc_offset points each collection", name)
+		} else {
+			against[d] = i
 		}
 	}
 	if p.Window < 2 {
 		ps.add("phc.window", "must be at least 2 samples, got %d", p.Window)
 	}
+	devices := map[string]int{}
 	for i, d := range p.Devices {
+		key := fmt.Sprintf("phc.devices[%d]", i)
 		if d == "" {
-			ps.add(fmt.Sprintf("phc.devices[%d]", i), "must not be empty")
+			ps.add(key, "must not be empty")
+		} else if j, dup := devices[filepath.Clean(d)]; dup {
+			ps.dup(key, fmt.Sprintf("phc.devices[%d]", j), "%s is listed twice: list each PHC once", d)
+		} else {
+			devices[filepath.Clean(d)] = i
+		}
+	}
+	ifaces := map[string]int{}
+	for i, name := range p.Interfaces {
+		if j, dup := ifaces[name]; dup {
+			ps.dup(fmt.Sprintf("phc.interfaces[%d]", i), fmt.Sprintf("phc.interfaces[%d]", j), "%s is listed twice: list each PHC once", name)
+		} else {
+			ifaces[name] = i
 		}
 	}
 	if p.StepThreshold <= 0 {
@@ -95,6 +115,46 @@ func (p *PHCConfig) board(paths PathsConfig, ps *problems) {
 	}
 	for i, name := range p.Interfaces {
 		ifaceExists(paths, fmt.Sprintf("phc.interfaces[%d]", i), name, ps)
+	}
+	p.boardDuplicates(paths, ps)
+}
+
+// boardDuplicates records each interface whose PHC (as sysfs shows it) a
+// device or an earlier interface of the section names already: the ports of
+// one NIC, or CPSW's two on a BeagleBone, share one PHC. It is measured once.
+func (p *PHCConfig) boardDuplicates(paths PathsConfig, ps *problems) {
+	if len(p.Interfaces) == 0 {
+		return
+	}
+	infos, err := phc.Discover(phc.Paths{Sys: paths.Sys, Dev: paths.Dev})
+	if err != nil {
+		return
+	}
+	owner := map[string]string{} // interface -> its PHC's device
+	for _, in := range infos {
+		for _, name := range in.Interfaces {
+			owner[name] = filepath.Clean(in.Device)
+		}
+	}
+	type namer struct{ key, iface string }
+	named := map[string]namer{} // device -> the first entry naming it
+	for i, d := range p.Devices {
+		if _, dup := named[filepath.Clean(d)]; d != "" && !dup {
+			named[filepath.Clean(d)] = namer{key: fmt.Sprintf("phc.devices[%d]", i)}
+		}
+	}
+	for i, name := range p.Interfaces {
+		dev, ok := owner[name]
+		if !ok {
+			continue
+		}
+		first, dup := named[dev]
+		switch {
+		case !dup:
+			named[dev] = namer{fmt.Sprintf("phc.interfaces[%d]", i), name}
+		case first.iface != name: // the same name twice is refused without the board
+			ps.put(&KeyError{Key: fmt.Sprintf("phc.interfaces[%d]", i), Reason: fmt.Sprintf("%s's PHC is %s, named already: list each PHC once", name, dev), Also: first.key})
+		}
 	}
 }
 
