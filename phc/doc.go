@@ -19,5 +19,11 @@
 // (full reads, edges missing from a known period, stamps going backwards).
 // Closing disables the channels and puts the pins back.
 //
+// StepDetector judges successive readings against MONOTONIC_RAW: a PHC
+// advancing as its last interval's rate predicts, stopped, or stepped (set
+// with clock_settime, as ptp4l and phc_ctl do) beyond a bound made of a
+// threshold, the slew a servo may make and the read windows. phctest is a
+// scripted machine with a PHC for tests.
+//
 // It never adjusts a clock: no PTP_CLOCK_ADJTIME, no clock_settime.
 package phc
