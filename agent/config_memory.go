@@ -54,6 +54,10 @@ const (
 	ptpExchangeBytes  = 104
 	ptpProbeRing      = 4096 // the PTP probe's ring (the event source's default)
 	hcaRecordBytes    = 1536 // a queued hca_model or hca_sync record and its fields
+	// markerSeriesBytes is a marker series: its name and tags (at most
+	// MaxNameLen + MaxTags tags of MaxTagKeyLen + MaxTagValueLen), the map
+	// entry and its time guard (16 times).
+	markerSeriesBytes = marker.MaxNameLen + marker.MaxTags*(marker.MaxTagKeyLen+marker.MaxTagValueLen) + 512
 	influxLineBytes   = 512  // a shipped line, generously
 	shipperBatchCopes = 3    // the batch's lines, its request body, its gzip
 )
@@ -131,6 +135,7 @@ func (c *Config) MemoryNeed() MemoryNeed {
 	}
 	if c.Marker.Enabled {
 		add("marker.ring", int64(c.Marker.Ring)*markerEventBytes, "markers")
+		add("marker.max_series", int64(c.Marker.MaxSeries)*markerSeriesBytes, "each series' key and time guard")
 	}
 	if c.Sensors.Enabled {
 		for i, b := range c.Sensors.Buffers {

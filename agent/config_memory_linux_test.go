@@ -4,6 +4,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/monagent/monagent/marker"
 	"github.com/monagent/monagent/ptp"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"
@@ -35,4 +36,14 @@ func TestEventSizesWithinTheirBudget(t *testing.T) {
 func hcaRecordSize() uintptr {
 	r := record.Record{Tags: make([]record.Tag, 2), Fields: modelFields(timebase.LinearModel{}, 1, 0)}
 	return unsafe.Sizeof(pendingRecord{}) + uintptr(r.MemBytes())
+}
+
+// A marker series' memory, its map key and time guard, is within what the
+// memory check counts per marker.max_series.
+func TestMarkerSeriesWithinItsBudget(t *testing.T) {
+	size := unsafe.Sizeof(markerSeries{}) + unsafe.Sizeof(seriesTime{}) + 2*unsafe.Sizeof(uintptr(0)) + // key, guard, map slot and pointer
+		marker.MaxNameLen + marker.MaxTags*(marker.MaxTagKeyLen+marker.MaxTagValueLen) // the strings
+	if size > markerSeriesBytes {
+		t.Errorf("a marker series holds %d bytes, the memory check counts %d", size, markerSeriesBytes)
+	}
 }
