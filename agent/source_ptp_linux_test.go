@@ -47,7 +47,10 @@ func TestPTPProbeHardwareNeedsAPHC(t *testing.T) {
 	c := Default()
 	c.PTP.Enabled, c.PTP.Probe.Enabled, c.PTP.Probe.Interface, c.PTP.Probe.Timestamping = true, true, "lo", "hardware"
 	_, err := buildPTPProbe(&Env{Config: &c, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Translators: NewTranslators()})
-	if err == nil || !strings.Contains(err.Error(), "ptp.probe.interface: lo has no PTP hardware clock") {
+	// On a kernel: lo has no PHC. Under qemu-user the ethtool ioctl itself is
+	// not implemented, and the error says that instead, at the same key.
+	if err == nil || !strings.Contains(err.Error(), "ptp.probe.interface: lo has no PTP hardware clock") &&
+		!strings.Contains(err.Error(), "ptp.probe.interface: lo: ") {
 		t.Fatalf("hardware timestamps on lo: %v", err)
 	}
 }
