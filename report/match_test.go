@@ -243,3 +243,30 @@ func TestTrafficKnownRates(t *testing.T) {
 		t.Error("Clients")
 	}
 }
+
+// TestMatchAcrossInputs (issue 21 item 13): each board's events in its own
+// input (two spools copied off the boards, no InfluxDB) pair as they do in
+// one.
+func TestMatchAcrossInputs(t *testing.T) {
+	byHost := map[string]string{}
+	for _, l := range strings.SplitAfter(twoBoards(), "\n") {
+		for _, h := range []string{"b1", "b2", "b3"} {
+			if strings.Contains(l, ",host="+h+",") {
+				byHost[h] += l
+			}
+		}
+	}
+	m := MatchOptions{Tag: "host", Ref: "b1", Others: []string{"b2"}, TimeField: "global_ns"}
+	q := Query{Measurement: "gpio_event", Where: rising}
+	var one, two, errw bytes.Buffer
+	if err := Run(context.Background(), Input{Paths: []string{writeLP(t, twoBoards())}}, q, RunOptions{Format: "json", Match: &m}, &one, &errw); err != nil {
+		t.Fatal(err)
+	}
+	in := Input{Paths: []string{writeLP(t, byHost["b1"]), writeLP(t, byHost["b2"])}}
+	if err := Run(context.Background(), in, q, RunOptions{Format: "json", Match: &m}, &two, &errw); err != nil {
+		t.Fatal(err)
+	}
+	if one.String() != two.String() || !strings.Contains(two.String(), `"pairs": 8`) {
+		t.Errorf("one input:\n%s\ntwo:\n%s", one.String(), two.String())
+	}
+}
