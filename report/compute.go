@@ -88,7 +88,6 @@ type Result struct {
 	Match *MatchInfo `json:"match,omitempty"`
 
 	name    string
-	base    int64 // BaseNS, 0 near zero
 	drift   *stats.Drift
 	segment stats.Segment
 	tdevRaw []stats.Deviation
@@ -246,8 +245,7 @@ func (r *Result) far(x []int64, shift int64, xs []int64) (pct, abs []stats.Quant
 		sign = -1
 	}
 	rms := sign*ssum.Mean + vr/(math.Abs(mean)+math.Sqrt(mean*mean+vr))
-	b := shift
-	r.base, r.BaseNS, r.BaseNSStr = shift, &b, strconv.FormatInt(shift, 10)
+	r.BaseNS, r.BaseNSStr = &shift, strconv.FormatInt(shift, 10)
 	r.StdNS, r.MeanNS, r.RMSNS = ssum.Std, NS{shift, ssum.Mean}, nsFromU(absU(shift), rms)
 	r.Relative = &Relative{MeanNS: ssum.Mean, RMSNS: rms, MinNS: ssum.Min, MaxNS: ssum.Max, MaxAbsNS: int64(r.MaxAbsNS - absU(shift))}
 	return ssum.Percentiles, asum.Percentiles, nil
@@ -260,6 +258,14 @@ func maxAbs(x []int64) uint64 {
 		m = max(m, absU(v))
 	}
 	return m
+}
+
+// base is BaseNS, 0 for a series near zero.
+func (r *Result) base() int64 {
+	if r.BaseNS == nil {
+		return 0
+	}
+	return *r.BaseNS
 }
 
 func (r *Result) note(s string) { r.Notes = append(r.Notes, s) }

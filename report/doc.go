@@ -14,7 +14,9 @@
 // answer is decoded chunk by chunk). Only the records of Query.Measurement
 // carrying Query.Field are used. Line protocol has no syntax for NaN or
 // infinity: such lines, like any malformed line, are skipped and counted
-// (Counts.Malformed), the first one named with its line number.
+// (Counts.Malformed), the first one named with its line number. Run reads
+// several inputs (Input.Paths, any mix) in order into one collection, so two
+// boards' spools give one report with both (--group-by host, --match).
 //
 // # Series
 //

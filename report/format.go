@@ -53,12 +53,12 @@ func row(r *Result) []string {
 	if tau, v, ok := r.ADevAt(); ok {
 		adev = fmt.Sprintf("%.3g @%gs", v, tau)
 	}
-	maxAbs := NS{Rel: float64(r.MaxAbsNS)}
+	b, mx := r.base(), NS{Rel: float64(r.MaxAbsNS)}
 	if r.Relative != nil {
-		maxAbs = nsFromU(absU(r.base), float64(r.Relative.MaxAbsNS))
+		mx = nsFromU(absU(b), float64(r.Relative.MaxAbsNS))
 	}
-	cells := []string{name, fmt.Sprint(r.N), cellNS(r.MeanNS, r.base), std, cellNS(r.AbsP75NS, r.base),
-		cellNS(r.AbsP95NS, r.base), cellNS(r.AbsP99NS, r.base), cellNS(maxAbs, r.base), adev, drift}
+	cells := []string{name, fmt.Sprint(r.N), cellNS(r.MeanNS, b), std, cellNS(r.AbsP75NS, b),
+		cellNS(r.AbsP95NS, b), cellNS(r.AbsP99NS, b), cellNS(mx, b), adev, drift}
 	for _, sh := range r.Shares {
 		cells = append(cells, sharePercent(sh.Count, r.N))
 	}
@@ -112,17 +112,17 @@ func WriteMarkdown(w io.Writer, rs []*Result) error {
 
 // baseNote explains a far series' cells "b+…" (cellNS).
 func baseNote(r *Result) string {
-	if r.base > 0 {
-		return fmt.Sprintf("b = %d ns, the first value: µ and the |x| columns are relative to it, exactly", r.base)
+	if b := r.base(); b < 0 {
+		return fmt.Sprintf("b = %d ns, the first value: µ is relative to b, the |x| columns to |b|, exactly", b)
 	}
-	return fmt.Sprintf("b = %d ns, the first value: µ is relative to b, the |x| columns to |b|, exactly", r.base)
+	return fmt.Sprintf("b = %d ns, the first value: µ and the |x| columns are relative to it, exactly", r.base())
 }
 
 func writeNotes(w io.Writer, rs []*Result, bullet string) error {
 	first := true
 	for _, r := range rs {
 		notes := r.Notes
-		if r.base != 0 {
+		if r.base() != 0 {
 			notes = append([]string{baseNote(r)}, notes...)
 		}
 		for _, n := range notes {
