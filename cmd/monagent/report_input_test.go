@@ -86,7 +86,7 @@ func TestReportFarSeriesBoundsAndInputs(t *testing.T) {
 
 	stdout, _, code = run(t, dir, append(rep, "--where", "clock=realtime")...)
 	mean := stats.FormatNS(float64(sum) / float64(len(rel)))
-	for _, w := range []string{"  b+" + mean + "  ", fmt.Sprintf("b = %d ns, the first value", base)} {
+	for _, w := range []string{"  b+" + mean + "  ", fmt.Sprintf("b = %d ns, the first value", int64(base))} {
 		if code != 0 || !strings.Contains(stdout, w) {
 			t.Errorf("text: exit %d, lacks %q\n%s", code, w, stdout)
 		}
