@@ -22,7 +22,7 @@ type Agent struct {
 	out         sink.Sink
 	outputs     *Outputs // nil when a test hands in a bare sink
 	sources     []*running
-	translators *Translators
+	translators *timebase.Translators
 	host        string
 	start       int64
 
@@ -72,7 +72,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	a := &Agent{cfg: cfg, log: log, out: out, translators: NewTranslators(), host: host, queue: newRecordQueue(cfg.Memory.QueueBytes)}
+	a := &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: host, queue: newRecordQueue(cfg.Memory.QueueBytes)}
 	env := &Env{Config: &a.cfg, Log: log, Translators: a.translators}
 	if cfg.HCA.Enabled {
 		env.Global = NewGlobalClock(cfg.HCA)
@@ -95,7 +95,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 
 // newWithSources is New with given sources, for tests.
 func newWithSources(cfg Config, log *slog.Logger, out sink.Sink, srcs ...Source) *Agent {
-	a := &Agent{cfg: cfg, log: log, out: out, translators: NewTranslators(), host: cfg.Host, queue: newRecordQueue(cfg.Memory.QueueBytes)}
+	a := &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: cfg.Host, queue: newRecordQueue(cfg.Memory.QueueBytes)}
 	for _, s := range srcs {
 		a.sources = append(a.sources, &running{src: s})
 	}
@@ -106,7 +106,7 @@ func newWithSources(cfg Config, log *slog.Logger, out sink.Sink, srcs ...Source)
 func (a *Agent) Outputs() *Outputs { return a.outputs }
 
 // Translators are the clock models the sources maintain.
-func (a *Agent) Translators() *Translators { return a.translators }
+func (a *Agent) Translators() *timebase.Translators { return a.translators }
 
 // Sources names the running sources.
 func (a *Agent) Sources() []string {

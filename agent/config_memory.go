@@ -46,20 +46,20 @@ const baseMemory = 24 << 20
 // types' sizes on 64-bit and 32-bit ARM alike (pinned by
 // TestEventSizesWithinTheirBudget).
 const (
-	gpioEventBytes    = 40
-	ppsEventBytes     = 24
-	exttsEventBytes   = 40
-	markerEventBytes  = 192 + marker.MaxLen // the event and its strings
-	scanEventBytes    = 80
-	ptpExchangeBytes  = 104
-	ptpProbeRing      = 4096 // the PTP probe's ring (the event source's default)
-	hcaRecordBytes    = 1536 // a queued hca_model or hca_sync record and its fields
+	gpioEventBytes   = 40
+	ppsEventBytes    = 24
+	exttsEventBytes  = 40
+	markerEventBytes = 192 + marker.MaxLen // the event and its strings
+	scanEventBytes   = 80
+	ptpExchangeBytes = 104
+	ptpProbeRing     = 4096 // the PTP probe's ring (the event source's default)
+	hcaRecordBytes   = 1536 // a queued hca_model or hca_sync record and its fields
 	// markerSeriesBytes is a marker series: its name and tags (at most
 	// MaxNameLen + MaxTags tags of MaxTagKeyLen + MaxTagValueLen), the map
 	// entry and its time guard (16 times).
 	markerSeriesBytes = marker.MaxNameLen + marker.MaxTags*(marker.MaxTagKeyLen+marker.MaxTagValueLen) + 512
-	influxLineBytes   = 512  // a shipped line, generously
-	shipperBatchCopes = 3    // the batch's lines, its request body, its gzip
+	influxLineBytes   = 512 // a shipped line, generously
+	shipperBatchCopes = 3   // the batch's lines, its request body, its gzip
 )
 
 // MemoryItem is one part of what a configuration needs in memory.

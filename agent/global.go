@@ -76,7 +76,7 @@ func (g *GlobalClock) FromRaw(raw int64) (local, global, bound int64, ok bool) {
 // Place moves ts to MONOTONIC_RAW along r (a route from ts's domain to
 // monotonic_raw, kept by the caller's goroutine) and places it; the moved
 // stamp's uncertainty (its own and the move's) is added to the bound.
-func (g *GlobalClock) Place(r *Route, ts timebase.Timestamp) (local, global, bound int64, ok bool) {
+func (g *GlobalClock) Place(r *timebase.Route, ts timebase.Timestamp) (local, global, bound int64, ok bool) {
 	if _, _, has := g.Model(); !has {
 		return 0, 0, 0, false
 	}
@@ -90,7 +90,7 @@ func (g *GlobalClock) Place(r *Route, ts timebase.Timestamp) (local, global, bou
 
 // appendGlobal appends hca_local_ns, global_ns and global_bound_ns for ts
 // when it can be placed, and reports whether it was.
-func (g *GlobalClock) appendGlobal(f []record.Field, r *Route, ts timebase.Timestamp) ([]record.Field, bool) {
+func (g *GlobalClock) appendGlobal(f []record.Field, r *timebase.Route, ts timebase.Timestamp) ([]record.Field, bool) {
 	local, global, bound, ok := g.Place(r, ts)
 	if !ok {
 		return f, false

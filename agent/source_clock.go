@@ -20,7 +20,7 @@ type clockSource struct {
 	clocks      []*clockTrack
 	read        func(timebase.SystemClock) (int64, error)
 	timex       func() (timebase.KernelState, error)
-	translators *Translators
+	translators *timebase.Translators
 	window      int
 }
 
@@ -44,14 +44,14 @@ func buildClockSource(env *Env) ([]Source, error) {
 	return []Source{s}, nil
 }
 
-func newClockSource(cfg ClockConfig, read func(timebase.SystemClock) (int64, error), timex func() (timebase.KernelState, error), tr *Translators) (*clockSource, error) {
+func newClockSource(cfg ClockConfig, read func(timebase.SystemClock) (int64, error), timex func() (timebase.KernelState, error), tr *timebase.Translators) (*clockSource, error) {
 	refDomain, err := timebase.ParseDomain(cfg.Reference)
 	if err != nil {
 		return nil, keyErr("clock.reference", "%v", err)
 	}
 	ref, _ := timebase.SystemClockFor(refDomain)
 	if tr == nil {
-		tr = NewTranslators()
+		tr = timebase.NewTranslators()
 	}
 	s := &clockSource{cfg: cfg, ref: ref, read: read, timex: timex, translators: tr, window: 32}
 	for _, name := range cfg.Clocks {

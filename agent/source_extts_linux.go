@@ -52,8 +52,8 @@ type exttsChan struct {
 type exttsSource struct {
 	path  string
 	dom   timebase.Domain
-	tr    *Translators
-	toRT  *Route // the collection goroutine's
+	tr    *timebase.Translators
+	toRT  *timebase.Route // the collection goroutine's
 	chans []*exttsChan
 	open  func() (exttsReader, error)
 
@@ -80,7 +80,7 @@ func buildExttsSources(env *Env) ([]Source, error) {
 	}
 	tr := env.Translators
 	if tr == nil {
-		tr = NewTranslators()
+		tr = timebase.NewTranslators()
 	}
 	d := newExttsSource(x, dom, tr, nil)
 	s, err := d.eventSource("extts:"+x.PHC, x.Interval, x.Ring)
@@ -92,7 +92,7 @@ func buildExttsSources(env *Env) ([]Source, error) {
 
 // newExttsSource reads the channels of x.PHC, whose time is dom; open, when
 // not nil, replaces enabling them on the device (tests).
-func newExttsSource(x ExttsConfig, dom timebase.Domain, tr *Translators, open func() (exttsReader, error)) *exttsSource {
+func newExttsSource(x ExttsConfig, dom timebase.Domain, tr *timebase.Translators, open func() (exttsReader, error)) *exttsSource {
 	d := &exttsSource{path: x.PHC, dom: dom, tr: tr, toRT: tr.Route(dom, timebase.DomainRealtime), open: open}
 	reqs := make([]phc.ExttsChannel, len(x.Channels))
 	for i, c := range x.Channels {

@@ -56,7 +56,7 @@ type exttsFixture struct {
 	w  *os.File
 	d  *exttsSource
 	s  *EventSource[exttsStamp]
-	tr *Translators
+	tr *timebase.Translators
 }
 
 func exttsTestConfig() ExttsConfig {
@@ -72,7 +72,7 @@ func exttsTestConfig() ExttsConfig {
 	return x
 }
 
-func newExttsFixture(t *testing.T, tr *Translators) *exttsFixture {
+func newExttsFixture(t *testing.T, tr *timebase.Translators) *exttsFixture {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -167,7 +167,7 @@ func TestExttsSourceShipsStampsAtTheirRealtime(t *testing.T) {
 }
 
 func TestExttsSourceWithoutModelShipsAtReadTimeAndCounts(t *testing.T) {
-	f := newExttsFixture(t, NewTranslators())
+	f := newExttsFixture(t, timebase.NewTranslators())
 	before, _ := timebase.Realtime.Now()
 	f.write([3]int64{0, 42, 0}, [3]int64{0, 43, 0})
 	after, _ := timebase.Realtime.Now()
@@ -212,7 +212,7 @@ func TestExttsSourceCountsMissedEdgesAndBumps(t *testing.T) {
 func TestExttsSourceErrorNamesDevice(t *testing.T) {
 	x := exttsTestConfig()
 	x.PHC = t.TempDir() + "/ptp9"
-	d := newExttsSource(x, timebase.PHC(9), NewTranslators(), nil)
+	d := newExttsSource(x, timebase.PHC(9), timebase.NewTranslators(), nil)
 	s, err := d.eventSource("extts", time.Second, x.Ring)
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func TestGPIOSourceOnPowerButton(t *testing.T) {
 	cc.defaults()
 	cc.Chip, cc.Lines = chip, []GPIOLineConfig{gpioLineCfg(line, "power", "monotonic")}
 	cc.Lines[0].Edge = "both"
-	d, err := newGPIOSource(cc, cc.Lines, "/dev/"+chip, NewTranslators(), timebase.DomainUnknown)
+	d, err := newGPIOSource(cc, cc.Lines, "/dev/"+chip, timebase.NewTranslators(), timebase.DomainUnknown)
 	if err != nil {
 		t.Fatal(err)
 	}

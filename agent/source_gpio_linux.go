@@ -65,15 +65,15 @@ type gpioSource struct {
 	cfg     gpio.LineConfig
 	buffer  int
 	clock   timebase.SystemClock // the event clock, for the read latency
-	tr      *Translators
+	tr      *timebase.Translators
 	phc     timebase.Domain // DomainUnknown: no phc_ns
 	// Routes from the event clock to REALTIME and to the PHC (the
 	// collection goroutine's: they keep model copies between stamps).
-	toRT, toPHC *Route
+	toRT, toPHC *timebase.Route
 	// The global timeline (nil without the hca section) and the route
 	// from the event clock to its MONOTONIC_RAW.
 	global *GlobalClock
-	toRaw  *Route
+	toRaw  *timebase.Route
 	lines  []*gpioLine
 	irqs   *gpioIRQs // the lines' IRQ counts (nil for a replay)
 
@@ -105,7 +105,7 @@ func buildGPIOSources(env *Env) ([]Source, error) {
 	}
 	tr := env.Translators
 	if tr == nil {
-		tr = NewTranslators()
+		tr = timebase.NewTranslators()
 	}
 	var out []Source
 	for i, cc := range c.GPIO.Chips {
@@ -136,7 +136,7 @@ func buildGPIOSources(env *Env) ([]Source, error) {
 	return out, nil
 }
 
-func newGPIOSource(cc GPIOChipConfig, lines []GPIOLineConfig, path string, tr *Translators, phcDom timebase.Domain) (*gpioSource, error) {
+func newGPIOSource(cc GPIOChipConfig, lines []GPIOLineConfig, path string, tr *timebase.Translators, phcDom timebase.Domain) (*gpioSource, error) {
 	cfg := lines[0].lineConfig()
 	cfg.EventBufferSize = cc.Buffer
 	cfg.Consumer = gpioConsumer(path)

@@ -19,8 +19,8 @@ const epoch = int64(1_700_000_000_000_000_000)
 // fakeModels returns translators as the clock source keeps them: monotonic
 // = monotonic_raw + 1000 ns, REALTIME = monotonic_raw + epoch, each from
 // samples read within 20 ns; and, when phc, PHC 0 = REALTIME + 37 s.
-func fakeModels(phc bool) *Translators {
-	tr := NewTranslators()
+func fakeModels(phc bool) *timebase.Translators {
+	tr := timebase.NewTranslators()
 	add := func(from, to timebase.Domain, off int64) {
 		t := tr.Get(from, to, 8)
 		for _, x := range []int64{1e9, 2e9, 3e9} {
@@ -44,7 +44,7 @@ type gpioFixture struct {
 	stop func()
 }
 
-func newGPIOFixture(t *testing.T, lines []GPIOLineConfig, tr *Translators, phc timebase.Domain, ring int) *gpioFixture {
+func newGPIOFixture(t *testing.T, lines []GPIOLineConfig, tr *timebase.Translators, phc timebase.Domain, ring int) *gpioFixture {
 	t.Helper()
 	fifo := filepath.Join(t.TempDir(), "edges")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -183,7 +183,7 @@ func TestGPIOSourceShipsEdgesAtTheirTranslatedTimes(t *testing.T) {
 }
 
 func TestGPIOSourceRealtimeStampsAndEqualTimes(t *testing.T) {
-	f := newGPIOFixture(t, []GPIOLineConfig{gpioLineCfg(3, "trig", "realtime")}, NewTranslators(), timebase.DomainUnknown, 4096)
+	f := newGPIOFixture(t, []GPIOLineConfig{gpioLineCfg(3, "trig", "realtime")}, timebase.NewTranslators(), timebase.DomainUnknown, 4096)
 	rt, _ := timebase.Realtime.Now()
 	f.write(
 		gpio.Event{TimestampNS: rt, Offset: 3, Seqno: 1, LineSeqno: 1, Edge: gpio.EdgeRising},
@@ -206,7 +206,7 @@ func TestGPIOSourceRealtimeStampsAndEqualTimes(t *testing.T) {
 }
 
 func TestGPIOSourceWithoutModelShipsAtReadTimeAndCounts(t *testing.T) {
-	f := newGPIOFixture(t, []GPIOLineConfig{gpioLineCfg(5, "", "monotonic")}, NewTranslators(), timebase.PHC(0), 4096)
+	f := newGPIOFixture(t, []GPIOLineConfig{gpioLineCfg(5, "", "monotonic")}, timebase.NewTranslators(), timebase.PHC(0), 4096)
 	before, _ := timebase.Realtime.Now()
 	f.write(gpio.Event{TimestampNS: 42, Offset: 5, Seqno: 1, LineSeqno: 1, Edge: gpio.EdgeRising},
 		gpio.Event{TimestampNS: 43, Offset: 5, Seqno: 2, LineSeqno: 2, Edge: gpio.EdgeRising},
@@ -235,7 +235,7 @@ func TestGPIOSourceWithoutModelShipsAtReadTimeAndCounts(t *testing.T) {
 }
 
 func TestGPIOSourceCountsRingOverflow(t *testing.T) {
-	f := newGPIOFixture(t, []GPIOLineConfig{gpioLineCfg(1, "", "realtime")}, NewTranslators(), timebase.DomainUnknown, 4)
+	f := newGPIOFixture(t, []GPIOLineConfig{gpioLineCfg(1, "", "realtime")}, timebase.NewTranslators(), timebase.DomainUnknown, 4)
 	var evs []gpio.Event
 	for i := 1; i <= 10; i++ {
 		evs = append(evs, gpio.Event{TimestampNS: int64(i) * 1000, Offset: 1, Seqno: uint32(i), LineSeqno: uint32(i), Edge: gpio.EdgeRising})
@@ -263,7 +263,7 @@ func TestGPIOReplayIsReadOnce(t *testing.T) {
 	var cc GPIOChipConfig
 	cc.defaults()
 	cc.Chip, cc.Lines, cc.Replay = "gpiochip0", []GPIOLineConfig{gpioLineCfg(2, "", "realtime")}, file
-	d, err := newGPIOSource(cc, cc.Lines, "", NewTranslators(), timebase.DomainUnknown)
+	d, err := newGPIOSource(cc, cc.Lines, "", timebase.NewTranslators(), timebase.DomainUnknown)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,11 +387,11 @@ func BenchmarkGPIOEdges(b *testing.B) {
 // monotonic_raw, through REALTIME, or through both; and says when none does.
 func TestTranslatorsMove(t *testing.T) {
 	tr := fakeModels(true) // raw->mono +1000, raw->realtime +epoch, realtime->phc0 +37 s
-	noModel := NewTranslators()
+	noModel := timebase.NewTranslators()
 	noModel.Get(timebase.DomainMonotonicRaw, timebase.DomainRealtime, 8) // no sample yet
 	for _, c := range []struct {
 		name string
-		tr   *Translators
+		tr   *timebase.Translators
 		from timebase.Domain
 		to   timebase.Domain
 		want int64 // from 10 s; -1: an error

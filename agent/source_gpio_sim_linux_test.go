@@ -20,7 +20,7 @@ func TestGPIOSourceCountsEveryEdgeOnGPIOSim(t *testing.T) {
 	cc.defaults()
 	cc.Chip, cc.Lines, cc.Buffer = sim.Chip, []GPIOLineConfig{gpioLineCfg(0, "", "monotonic")}, 16
 	cc.Lines[0].Edge = "both"
-	d, err := newGPIOSource(cc, cc.Lines, sim.Path(), NewTranslators(), timebase.DomainUnknown)
+	d, err := newGPIOSource(cc, cc.Lines, sim.Path(), timebase.NewTranslators(), timebase.DomainUnknown)
 	if err != nil {
 		t.Fatal(err)
 	}

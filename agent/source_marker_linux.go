@@ -41,11 +41,11 @@ type markerSource struct {
 	mode      os.FileMode
 	maxSeries int
 	log       *slog.Logger
-	toRT      *Route // MONOTONIC -> REALTIME (collection goroutine)
+	toRT      *timebase.Route // MONOTONIC -> REALTIME (collection goroutine)
 	// The global timeline (nil without the hca section) and the routes to
 	// its MONOTONIC_RAW (collection goroutine).
 	global         *GlobalClock
-	rtRaw, monoRaw *Route
+	rtRaw, monoRaw *timebase.Route
 
 	// The socket: opened by newMarkerSource, reopened by the producer after
 	// a read failure, closed by Close (after Run returned).
@@ -79,7 +79,7 @@ func buildMarkerSource(env *Env) ([]Source, error) {
 	}
 	tr := env.Translators
 	if tr == nil {
-		tr = NewTranslators()
+		tr = timebase.NewTranslators()
 	}
 	log := env.Log
 	if log == nil {
@@ -99,7 +99,7 @@ func buildMarkerSource(env *Env) ([]Source, error) {
 }
 
 // newMarkerSource binds the socket at path.
-func newMarkerSource(path string, mode os.FileMode, maxSeries int, tr *Translators, log *slog.Logger) (*markerSource, error) {
+func newMarkerSource(path string, mode os.FileMode, maxSeries int, tr *timebase.Translators, log *slog.Logger) (*markerSource, error) {
 	d := &markerSource{path: path, mode: mode, maxSeries: maxSeries, log: log,
 		toRT:    tr.Route(timebase.DomainMonotonic, timebase.DomainRealtime),
 		rtRaw:   tr.Route(timebase.DomainRealtime, timebase.DomainMonotonicRaw),

@@ -30,7 +30,7 @@ type markerFixture struct {
 	raw  *net.UnixConn
 }
 
-func newMarkerFixture(t *testing.T, tr *Translators, maxSeries int) *markerFixture {
+func newMarkerFixture(t *testing.T, tr *timebase.Translators, maxSeries int) *markerFixture {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "m.sock")
 	d, err := newMarkerSource(path, 0o660, maxSeries, tr, slog.New(slog.DiscardHandler))
@@ -196,7 +196,7 @@ func TestMarkerSourceShipsEachMarkerAtItsTime(t *testing.T) {
 // Without a MONOTONIC model, a monotonic stamp cannot be moved: the marker
 // ships at its arrival, counted untranslated, keeping the sender's stamp.
 func TestMarkerSourceUntranslated(t *testing.T) {
-	f := newMarkerFixture(t, NewTranslators(), 100)
+	f := newMarkerFixture(t, timebase.NewTranslators(), 100)
 	before, _ := timebase.Realtime.Now()
 	f.send("m mono=123")
 	after, _ := timebase.Realtime.Now()
@@ -228,7 +228,7 @@ func seriesKey(r record.Record) string {
 // keyed by name and looked at the last marker only: rank=1 500 ns before
 // rank=0 moved 501 ns, and a repeat of an earlier time shipped on it).
 func TestMarkerSourceGuardsEachSeries(t *testing.T) {
-	f := newMarkerFixture(t, NewTranslators(), 100)
+	f := newMarkerFixture(t, timebase.NewTranslators(), 100)
 	const t0 = int64(1_700_000_000_000_000_000)
 	line := func(rank int, ns int64) string { return fmt.Sprintf("step rt=%d rank=%d", ns, rank) }
 	f.send(
@@ -265,7 +265,7 @@ func TestMarkerSourceGuardsEachSeries(t *testing.T) {
 // Past the times a series holds, a marker stamped like one it let go
 // cannot be checked: it ships at its stamp and is counted.
 func TestMarkerSourceCountsUncheckedTimes(t *testing.T) {
-	f := newMarkerFixture(t, NewTranslators(), 100)
+	f := newMarkerFixture(t, timebase.NewTranslators(), 100)
 	const t0 = int64(1_700_000_000_000_000_000)
 	var lines []string
 	for i := range int64(seriesRecent + 1) {
@@ -282,7 +282,7 @@ func TestMarkerSourceCountsUncheckedTimes(t *testing.T) {
 }
 
 func TestMarkerSourceBoundsSeries(t *testing.T) {
-	f := newMarkerFixture(t, NewTranslators(), 2)
+	f := newMarkerFixture(t, timebase.NewTranslators(), 2)
 	f.send("a", "b k=1", "a k=1", "a", "b k=1", "c")
 	recs := collectAll(t, f.s)
 	var got []string
@@ -301,7 +301,7 @@ func TestMarkerSocketFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "m.sock")
 	open := func() (*markerSource, error) {
-		return newMarkerSource(path, 0o620, 10, NewTranslators(), slog.New(slog.DiscardHandler))
+		return newMarkerSource(path, 0o620, 10, timebase.NewTranslators(), slog.New(slog.DiscardHandler))
 	}
 	d, err := open()
 	if err != nil {
@@ -358,7 +358,7 @@ func TestMarkerSocketFile(t *testing.T) {
 	// Anything that is not a socket is left alone.
 	file := filepath.Join(dir, "file")
 	os.WriteFile(file, []byte("keep"), 0o600)
-	if _, err := newMarkerSource(file, 0o660, 10, NewTranslators(), slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "not a socket") {
+	if _, err := newMarkerSource(file, 0o660, 10, timebase.NewTranslators(), slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Fatalf("a regular file at the path: %v", err)
 	}
 	if b, _ := os.ReadFile(file); string(b) != "keep" {

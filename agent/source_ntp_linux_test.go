@@ -184,7 +184,7 @@ func TestNTPBurstRecordsAtTheirOwnT4(t *testing.T) {
 func TestNTPMixedExchangeTranslatedPerStamp(t *testing.T) {
 	const phcAhead = 37_000_000_500 // PHC − REALTIME
 	dom := timebase.PHC(3)
-	trs := NewTranslators()
+	trs := timebase.NewTranslators()
 	tr := trs.Get(dom, timebase.DomainRealtime, 8)
 	for i := int64(0); i < 8; i++ { // a model of a PHC running 37 s ahead
 		rt := int64(1_795_000_000_000_000_000) + i*1_000_000_000

@@ -27,7 +27,7 @@ func TestPHCSourceOnAFrozenPHC(t *testing.T) {
 	}
 	c := Default()
 	c.PHC.Interfaces = []string{iface}
-	tr := NewTranslators()
+	tr := timebase.NewTranslators()
 	srcs, err := buildPHCSources(&Env{Config: &c, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Translators: tr})
 	if err != nil || len(srcs) != 1 {
 		t.Fatalf("%d sources, %v", len(srcs), err)
@@ -80,7 +80,7 @@ func TestPHCSourceSeesTheGuestPHCSet(t *testing.T) {
 	}
 	c := Default()
 	c.PHC.Interfaces = []string{iface}
-	tr := NewTranslators()
+	tr := timebase.NewTranslators()
 	srcs, err := buildPHCSources(&Env{Config: &c, Log: slog.New(slog.DiscardHandler), Translators: tr})
 	if err != nil || len(srcs) != 1 {
 		t.Fatalf("%d sources, %v", len(srcs), err)

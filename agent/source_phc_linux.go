@@ -25,7 +25,7 @@ type phcSource struct {
 	read    func(timebase.SystemClock) (int64, error)
 	method  phc.Method
 	against []timebase.Domain
-	tr      *Translators
+	tr      *timebase.Translators
 	log     *slog.Logger
 
 	dev     phcClock
@@ -102,7 +102,7 @@ func buildPHCSources(env *Env) ([]Source, error) {
 
 // newPHCSource is the phc source of the PHC at path, opened with open, with
 // the system clocks read through read. cfg is valid.
-func newPHCSource(cfg PHCConfig, path string, open func(string, int, phc.Method) (phcClock, error), read func(timebase.SystemClock) (int64, error), tr *Translators, log *slog.Logger) *phcSource {
+func newPHCSource(cfg PHCConfig, path string, open func(string, int, phc.Method) (phcClock, error), read func(timebase.SystemClock) (int64, error), tr *timebase.Translators, log *slog.Logger) *phcSource {
 	method, _ := phc.ParseMethod(cfg.Method)
 	s := &phcSource{cfg: cfg, path: path, open: open, read: read, method: method, tr: tr, log: log}
 	for _, a := range cfg.Against {

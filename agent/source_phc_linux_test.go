@@ -57,7 +57,7 @@ func TestPHCFirstOpenIsNotAReopen(t *testing.T) {
 }
 
 // scriptedPHCSource is a phc source measuring the PHC of a scripted machine.
-func scriptedPHCSource(p *phctest.Machine, cfg PHCConfig, tr *Translators) *phcSource {
+func scriptedPHCSource(p *phctest.Machine, cfg PHCConfig, tr *timebase.Translators) *phcSource {
 	s := newPHCSource(cfg, "/dev/ptp3", func(string, int, phc.Method) (phcClock, error) { return p, nil }, p.Read, tr, slog.New(slog.DiscardHandler))
 	s.name = "scripted"
 	return s
@@ -92,7 +92,7 @@ func TestPHCSourceRestartsItsModelAfterAStep(t *testing.T) {
 		{"forward 37 s", 37e9}, {"forward 5 ms", 5e6}, {"back 100 ms", -100e6}, {"back 700 ms", -700e6}, {"back 3 s", -3e9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, tr, cfg := phctest.New(), NewTranslators(), Default().PHC
+			p, tr, cfg := phctest.New(), timebase.NewTranslators(), Default().PHC
 			s := scriptedPHCSource(p, cfg, tr)
 			var untranslated []int
 			var steps []record.Record
@@ -161,7 +161,7 @@ func TestPHCSourceRestartsItsModelAfterAStep(t *testing.T) {
 func TestPHCSourceTakesNoSlewOrRealtimeStepForAStep(t *testing.T) {
 	p, cfg := phctest.New(), Default().PHC
 	cfg.Interval = 1500 * time.Millisecond
-	s := scriptedPHCSource(p, cfg, NewTranslators())
+	s := scriptedPHCSource(p, cfg, timebase.NewTranslators())
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 200 {
 		if i == 50 {
@@ -202,7 +202,7 @@ func (f *failingPHC) Sample(sys timebase.Domain, r *phc.Reading) error {
 // the step was neither recorded nor counted and, the device reopened, the
 // post-step readings fed the pre-step models.
 func TestPHCSourceKeepsAStepSeenBeforeAFailedReading(t *testing.T) {
-	m, tr, cfg := phctest.New(), NewTranslators(), Default().PHC
+	m, tr, cfg := phctest.New(), timebase.NewTranslators(), Default().PHC
 	p := &failingPHC{Machine: m, against: timebase.DomainMonotonicRaw}
 	s := newPHCSource(cfg, "/dev/ptp3", func(string, int, phc.Method) (phcClock, error) { return p, nil }, m.Read, tr, slog.New(slog.DiscardHandler))
 	collect := func(i int) (*Batch, error) {

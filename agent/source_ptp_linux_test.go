@@ -21,7 +21,7 @@ import (
 // TestPHCToRealtime: the probe's hardware timestamps go through the model the
 // phc source keeps; without one they are refused, with a reason.
 func TestPHCToRealtime(t *testing.T) {
-	trs := NewTranslators()
+	trs := timebase.NewTranslators()
 	dom := timebase.PHC(3)
 	f := trs.ToRealtime(dom)
 	if _, err := f(1_000); err == nil || !strings.Contains(err.Error(), "enable the phc source") {
@@ -46,7 +46,7 @@ func TestPHCToRealtime(t *testing.T) {
 func TestPTPProbeHardwareNeedsAPHC(t *testing.T) {
 	c := Default()
 	c.PTP.Enabled, c.PTP.Probe.Enabled, c.PTP.Probe.Interface, c.PTP.Probe.Timestamping = true, true, "lo", "hardware"
-	_, err := buildPTPProbe(&Env{Config: &c, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Translators: NewTranslators()})
+	_, err := buildPTPProbe(&Env{Config: &c, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Translators: timebase.NewTranslators()})
 	// On a kernel: lo has no PHC. Under qemu-user the ethtool ioctl itself is
 	// not implemented, and the error says that instead, at the same key.
 	if err == nil || !strings.Contains(err.Error(), "ptp.probe.interface: lo has no PTP hardware clock") &&
@@ -212,7 +212,7 @@ func TestPTPProbeSourceAgainstPtp4l(t *testing.T) {
 	var srcs []Source
 	goroutines := runtime.NumGoroutine()
 	if err := host.Do(func() (err error) {
-		srcs, err = buildPTPProbe(&Env{Config: &c, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Translators: NewTranslators()})
+		srcs, err = buildPTPProbe(&Env{Config: &c, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Translators: timebase.NewTranslators()})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -274,7 +274,7 @@ func TestPtp4lSelfFieldsRaceFree(t *testing.T) {
 	p := testbed.StartPtp4l(t, master, testbed.Ptp4lOptions{Master: true})
 	c := Default()
 	c.PTP.Enabled, c.PTP.Ptp4l.Enabled, c.PTP.Ptp4l.Socket = true, true, p.Socket
-	srcs, err := buildPtp4lSource(&Env{Config: &c, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Translators: NewTranslators()})
+	srcs, err := buildPtp4lSource(&Env{Config: &c, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Translators: timebase.NewTranslators()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ type scan struct {
 // (time_source=read) with its bound (uncertainty_ns).
 type sensorBuffer struct {
 	buf     *sensors.Buffer
-	tr      *Translators
+	tr      *timebase.Translators
 	tags    []record.Tag
 	fields  []string // per value of a scan: the channel's field name
 	stamped bool     // the buffer has a timestamp channel
@@ -48,7 +48,7 @@ type sensorBuffer struct {
 	// The global timeline (nil without the hca section); toRaw is the
 	// collection goroutine's route from the buffer's clock to MONOTONIC_RAW.
 	global   *GlobalClock
-	toRaw    *Route
+	toRaw    *timebase.Route
 	unplaced atomic.Uint64
 	times    seriesTime // the collection goroutine's: no two records share a time
 	counts   timeCounts
@@ -72,7 +72,7 @@ func buildSensorBuffers(env *Env) ([]Source, error) {
 	return out, nil
 }
 
-func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *Translators, global *GlobalClock) (*EventSource[scan], error) {
+func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Translators, global *GlobalClock) (*EventSource[scan], error) {
 	devs, err := fs.IIODevices()
 	if err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *Translators
 		return nil, err
 	}
 	if tr == nil {
-		tr = NewTranslators()
+		tr = timebase.NewTranslators()
 	}
 	d := &sensorBuffer{buf: b, tr: tr, global: global, toRaw: tr.Route(b.Clock, timebase.DomainMonotonicRaw),
 		stamped: b.TimestampIndex() >= 0, opened: opened,

@@ -53,7 +53,7 @@ func TestSensorBufferSource(t *testing.T) {
 	for _, model := range []bool{true, false} {
 		t.Run(fmt.Sprintf("model=%v", model), func(t *testing.T) {
 			fs := sensors.NewFS(sensorstest.Board(t))
-			trs := NewTranslators()
+			trs := timebase.NewTranslators()
 			if model {
 				tr := trs.Get(timebase.DomainMonotonicRaw, timebase.DomainRealtime, 8)
 				for i := int64(0); i < 4; i++ {
@@ -169,7 +169,7 @@ func TestSensorBufferSameStampsAreMovedAndCounted(t *testing.T) {
 	sys, dev := sensorstest.Board(t)
 	writeADC(t, dev, adcRecord(1, 1, true, t0), adcRecord(2, 2, true, t0), adcRecord(3, 3, true, t0+10_000_000),
 		adcRecord(4, 4, true, t0), adcRecord(5, 5, true, t0-500))
-	trs := NewTranslators()
+	trs := timebase.NewTranslators()
 	tr := trs.Get(timebase.DomainMonotonicRaw, timebase.DomainRealtime, 8)
 	for i := int64(0); i < 4; i++ {
 		tr.Add(timebase.Sample{Local: t0 + i*1e9, Ref: t0 + i*1e9 + offset, DelayNS: 50})
@@ -209,7 +209,7 @@ func TestSensorBufferWithoutTimestampChannel(t *testing.T) {
 	sys, dev := sensorstest.BoardWithoutTimestamp(t)
 	before, _ := timebase.Realtime.Now()
 	s, err := newSensorBufferSource(sensors.NewFS(sys, dev),
-		SensorBufferConfig{Device: "iio:device0", Channels: []string{"voltage0", "voltage1"}, Length: 16, Ring: 4}, NewTranslators(), nil)
+		SensorBufferConfig{Device: "iio:device0", Channels: []string{"voltage0", "voltage1"}, Length: 16, Ring: 4}, timebase.NewTranslators(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
