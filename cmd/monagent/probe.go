@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/agent"
+	"github.com/monagent/monagent/inventory"
 )
 
 type probeOpts struct {
@@ -37,11 +38,11 @@ func probeCmd(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	env := agent.DefaultProbeEnv(cfg.Paths)
-	if cfg.Influx.Enabled {
-		env.Influx = &cfg.Influx
+	env := inventory.DefaultEnv(inventory.Paths{Sys: cfg.Paths.Sys, Dev: cfg.Paths.Dev, Run: cfg.Paths.Run})
+	if c := &cfg.Influx; c.Enabled {
+		env.Influx = &inventory.Influx{URL: c.URL, Org: c.Org, Bucket: c.Bucket, TokenFile: c.TokenFile, TokenEnv: c.TokenEnv, Token: c.Token}
 	}
-	inv := agent.Probe(ctx, env)
+	inv := inventory.Probe(ctx, env)
 	if o.json {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")

@@ -1,4 +1,4 @@
-package agent
+package inventory
 
 import (
 	"context"
@@ -158,27 +158,44 @@ type SocketProbe struct {
 	Detail    string `json:"detail,omitempty"`
 }
 
-// ProbeEnv is what the probe reads; tests substitute fixture trees and fakes.
-type ProbeEnv struct {
-	Paths        PathsConfig
+// Paths are the roots the probe looks under: sysfs, /dev and /run (the
+// agent's paths section), so that tests run on fixture trees.
+type Paths struct {
+	Sys, Dev, Run string
+}
+
+// Influx is the InfluxDB the agent is configured to write to (its influx
+// section): where, which bucket, and the token.
+type Influx struct {
+	URL, Org, Bucket string
+	// TokenFile or else TokenEnv is where the token comes from, named when
+	// InfluxDB refuses it.
+	TokenFile, TokenEnv string
+	// Token reads the token; nil sends none.
+	Token func() (string, error)
+}
+
+// Env is what the probe reads; tests substitute fixture trees and fakes.
+type Env struct {
+	Paths        Paths
 	Timestamping func(iface string) (phc.Timestamping, error)
 	ReadPHC      func(path string) PHCProbe      // opens and measures one PHC
 	GPIOChip     func(path string) GPIOChipProbe // opens a GPIO chip and lists its lines
 	PPS          func(path string) PPSProbe      // opens a PPS device and reads its caps
 	Timex        func() (timebase.KernelState, error)
-	Clocks       bool   // read the real system clocks
-	ChronyUDP    string // chronyd's command port, "" to skip
-	Influx       *InfluxConfig
+	Clocks       bool         // read the real system clocks
+	ChronyUDP    string       // chronyd's command port, "" to skip
+	Influx       *Influx      // nil: InfluxDB is not probed
 	HTTP         *http.Client // for Influx; nil: a default client
 }
 
-// DefaultProbeEnv probes the real machine under paths.
-func DefaultProbeEnv(p PathsConfig) ProbeEnv {
-	return ProbeEnv{Paths: p, Timestamping: phc.InterfaceTimestamping, ReadPHC: readPHC, GPIOChip: readGPIOChip, PPS: readPPS, Timex: timebase.ReadKernelState, Clocks: true, ChronyUDP: "127.0.0.1:323"}
+// DefaultEnv probes the real machine under paths.
+func DefaultEnv(p Paths) Env {
+	return Env{Paths: p, Timestamping: phc.InterfaceTimestamping, ReadPHC: readPHC, GPIOChip: readGPIOChip, PPS: readPPS, Timex: timebase.ReadKernelState, Clocks: true, ChronyUDP: "127.0.0.1:323"}
 }
 
 // Probe inventories the machine.
-func Probe(ctx context.Context, env ProbeEnv) Inventory {
+func Probe(ctx context.Context, env Env) Inventory {
 	inv := Inventory{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH}
 	inv.Host, _ = os.Hostname()
 	if env.Clocks {
@@ -417,7 +434,7 @@ func hardwareVerdict(t phc.Timestamping) (ptpRX, ntpRX, tx bool) {
 // probeInflux asks the configured InfluxDB whether it answers (GET /ping) and
 // whether it takes the token for the bucket (POST /api/v2/write with an empty
 // body: 204 means yes), each request bounded to 2 s, and says what to fix.
-func probeInflux(ctx context.Context, client *http.Client, c InfluxConfig) InfluxProbe {
+func probeInflux(ctx context.Context, client *http.Client, c Influx) InfluxProbe {
 	ip := InfluxProbe{URL: c.URL, Bucket: c.Bucket}
 	base := strings.TrimRight(c.URL, "/")
 	status, _, err := influxRequest(ctx, client, http.MethodGet, base+"/ping", "")
@@ -426,10 +443,12 @@ func probeInflux(ctx context.Context, client *http.Client, c InfluxConfig) Influ
 		return ip
 	}
 	ip.Reachable, ip.PingStatus = true, status
-	token, err := c.Token()
-	if err != nil {
-		ip.Detail = err.Error()
-		return ip
+	var token string
+	if c.Token != nil {
+		if token, err = c.Token(); err != nil {
+			ip.Detail = err.Error()
+			return ip
+		}
 	}
 	q := url.Values{"bucket": {c.Bucket}, "org": {c.Org}, "precision": {"ns"}}
 	status, body, err := influxRequest(ctx, client, http.MethodPost, base+"/api/v2/write?"+q.Encode(), token)

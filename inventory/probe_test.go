@@ -1,4 +1,4 @@
-package agent
+package inventory
 
 import (
 	"bytes"
@@ -24,9 +24,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func fixtureProbeEnv(root string) ProbeEnv {
-	return ProbeEnv{
-		Paths: PathsConfig{Sys: root + "/sys", Dev: root + "/dev", Run: root + "/run"},
+func fixtureProbeEnv(root string) Env {
+	return Env{
+		Paths: Paths{Sys: root + "/sys", Dev: root + "/dev", Run: root + "/run"},
 		Timestamping: func(iface string) (phc.Timestamping, error) {
 			if iface == "eth0" { // CPSW with CPTS: hardware timestamps of PTP event messages only
 				return cpswTimestamping, nil
@@ -151,7 +151,7 @@ func TestProbeReachesAListeningUnixSocket(t *testing.T) {
 }
 
 func TestProbeRealMachine(t *testing.T) {
-	inv := Probe(context.Background(), DefaultProbeEnv(Default().Paths))
+	inv := Probe(context.Background(), DefaultEnv(Paths{Sys: "/sys", Dev: "/dev", Run: "/run"}))
 	if len(inv.Clocks) != 5 {
 		t.Fatalf("%d clocks", len(inv.Clocks))
 	}
@@ -313,6 +313,18 @@ func fakeInflux(t *testing.T, token, bucket string) *httptest.Server {
 	return srv
 }
 
+// influxSection is an influx section as the agent's configuration gives it:
+// the token read from a file, else from an environment variable.
+func influxSection(url, bucket, tokenFile, tokenEnv string) Influx {
+	return Influx{URL: url, Bucket: bucket, TokenFile: tokenFile, TokenEnv: tokenEnv, Token: func() (string, error) {
+		if tokenFile == "" {
+			return os.Getenv(tokenEnv), nil
+		}
+		b, err := os.ReadFile(tokenFile)
+		return strings.TrimSpace(string(b)), err
+	}}
+}
+
 func TestProbeInflux(t *testing.T) {
 	srv := fakeInflux(t, "user:pass", "db/rp")
 	dir := t.TempDir()
@@ -323,17 +335,17 @@ func TestProbeInflux(t *testing.T) {
 	closed.Close()
 	for _, c := range []struct {
 		name      string
-		cfg       InfluxConfig
+		cfg       Influx
 		reachable bool
 		ok        bool
 		detail    string
 	}{
-		{"ok", InfluxConfig{URL: srv.URL, Bucket: "db/rp", TokenFile: good}, true, true, ""},
-		{"trailing slash", InfluxConfig{URL: srv.URL + "/", Bucket: "db/rp", TokenFile: good}, true, true, ""},
-		{"wrong token", InfluxConfig{URL: srv.URL, Bucket: "db/rp", TokenFile: bad}, true, false, "token refused: check influx.token_file (InfluxDB: {\"code\":\"unauthorized\""},
-		{"wrong token env", InfluxConfig{URL: srv.URL, Bucket: "db/rp", TokenEnv: "MONAGENT_PROBE_TEST_TOKEN"}, true, false, "token refused: check influx.token_env ($MONAGENT_PROBE_TEST_TOKEN)"},
-		{"no bucket", InfluxConfig{URL: srv.URL, Bucket: "nodb/rp", TokenFile: good}, true, false, `bucket/database not found: create "nodb/rp" or fix influx.bucket and influx.org (InfluxDB: {"error":"database not found`},
-		{"unreachable", InfluxConfig{URL: closed.URL, Bucket: "db/rp", TokenFile: good}, false, false, "unreachable: "},
+		{"ok", influxSection(srv.URL, "db/rp", good, ""), true, true, ""},
+		{"trailing slash", influxSection(srv.URL+"/", "db/rp", good, ""), true, true, ""},
+		{"wrong token", influxSection(srv.URL, "db/rp", bad, ""), true, false, "token refused: check influx.token_file (InfluxDB: {\"code\":\"unauthorized\""},
+		{"wrong token env", influxSection(srv.URL, "db/rp", "", "MONAGENT_PROBE_TEST_TOKEN"), true, false, "token refused: check influx.token_env ($MONAGENT_PROBE_TEST_TOKEN)"},
+		{"no bucket", influxSection(srv.URL, "nodb/rp", good, ""), true, false, `bucket/database not found: create "nodb/rp" or fix influx.bucket and influx.org (InfluxDB: {"error":"database not found`},
+		{"unreachable", influxSection(closed.URL, "db/rp", good, ""), false, false, "unreachable: "},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			env := fixtureProbeEnv(t.TempDir())
@@ -366,7 +378,7 @@ func TestProbeInfluxIsBounded(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	start := time.Now()
-	ip := probeInflux(context.Background(), srv.Client(), InfluxConfig{URL: srv.URL, Bucket: "db/rp"})
+	ip := probeInflux(context.Background(), srv.Client(), Influx{URL: srv.URL, Bucket: "db/rp"})
 	if d := time.Since(start); d < 2*time.Second || d > 4*time.Second {
 		t.Errorf("a hanging server held the probe %v, want its 2 s limit", d)
 	}
