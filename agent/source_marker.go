@@ -2,23 +2,15 @@ package agent
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"net"
 	"os"
-	"strconv"
 	"sync/atomic"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/monagent/monagent/marker"
 	"github.com/monagent/monagent/record"
-	"github.com/monagent/monagent/sockts"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -49,9 +41,7 @@ type markerSource struct {
 
 	// The socket: opened by newMarkerSource, reopened by the producer after
 	// a read failure, closed by Close (after Run returned).
-	conn   *net.UnixConn
-	file   os.FileInfo // the socket file as bound, to remove only ours
-	stamps string      // the kernel-stamp option in use, "" for none
+	l *marker.Listener
 
 	dec           marker.Decoder // producer
 	malformed     atomic.Uint64
@@ -67,9 +57,6 @@ type markerSource struct {
 	seriesDropped uint64
 	events        uint64
 }
-
-// errMarkerInUse is a socket path another process serves.
-var errMarkerInUse = errors.New("another process is listening on it")
 
 func buildMarkerSource(env *Env) ([]Source, error) {
 	c := env.Config.Marker
@@ -118,153 +105,43 @@ func (d *markerSource) eventSource(interval time.Duration, ringSize int) (*Event
 	})
 }
 
-// listen binds the socket: under a temporary name, given its mode, then
-// renamed to the path, so that it is never reachable with other
-// permissions. A file already at the path is replaced only when it is a
-// socket nobody listens on (a previous agent's, left by a crash); a live
-// socket or any other file is an error.
+// listen binds the socket (marker.Listen).
 func (d *markerSource) listen() error {
-	if err := staleMarkerSocket(d.path); err != nil {
+	l, err := marker.Listen(d.path, d.mode)
+	if err != nil {
 		return err
 	}
-	tmp := d.path + "." + strconv.Itoa(os.Getpid()) + ".tmp"
-	os.Remove(tmp) // a leftover of this pid's earlier attempt
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: tmp, Net: "unixgram"})
-	if err != nil {
-		return fmt.Errorf("marker socket %s: %w", d.path, err)
-	}
-	fail := func(err error) error {
-		conn.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("marker socket %s: %w", d.path, err)
-	}
-	if err := os.Chmod(tmp, d.mode); err != nil {
-		return fail(err)
-	}
-	fi, err := os.Stat(tmp)
-	if err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(tmp, d.path); err != nil {
-		return fail(err)
-	}
-	d.conn, d.file = conn, fi
-	d.stamps = enableMarkerStamps(conn)
-	d.log.Debug("marker socket", "path", d.path, "mode", fmt.Sprintf("%04o", d.mode), "kernel_stamps", d.stamps)
+	d.l = l
+	d.log.Debug("marker socket", "path", d.path, "mode", fmt.Sprintf("%04o", d.mode), "kernel_stamps", l.Stamps())
 	return nil
 }
-
-// staleMarkerSocket is nil when path is free or a socket nobody listens on.
-func staleMarkerSocket(path string) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("marker socket %s: %w", path, err)
-	}
-	if fi.Mode().Type() != fs.ModeSocket {
-		return fmt.Errorf("marker socket %s: exists and is not a socket (%s): not replaced", path, fi.Mode().Type())
-	}
-	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err == nil {
-		c.Close()
-		return fmt.Errorf("marker socket %s: %w", path, errMarkerInUse)
-	}
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return nil // stale: replaced
-	}
-	return fmt.Errorf("marker socket %s: exists and cannot be checked, not replaced: %w", path, err)
-}
-
-// enableMarkerStamps asks the kernel to stamp each datagram (REALTIME, when
-// the sender's sendmsg queued it): SO_TIMESTAMPNS_NEW (64-bit time on every
-// target), else the old SO_TIMESTAMPNS; "" when neither is available (the
-// reader stamps on receipt).
-func enableMarkerStamps(c *net.UnixConn) string {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return ""
-	}
-	opt := ""
-	rc.Control(func(fd uintptr) {
-		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS_NEW, 1) == nil {
-			opt = "SO_TIMESTAMPNS_NEW"
-		} else if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS_OLD, 1) == nil {
-			opt = "SO_TIMESTAMPNS"
-		}
-	})
-	return opt
-}
-
-// markerKernelStamp finds the SCM_TIMESTAMPNS stamp in a control buffer of
-// layout l.
-func markerKernelStamp(l sockts.Layout, oob []byte) (int64, bool) {
-	for off := 0; off+l.HeaderLen <= len(oob); {
-		var length int
-		if l.HeaderLen == 16 {
-			length = int(binary.NativeEndian.Uint64(oob[off:]))
-		} else {
-			length = int(binary.NativeEndian.Uint32(oob[off:]))
-		}
-		if length < l.HeaderLen || length > len(oob)-off {
-			return 0, false
-		}
-		level := int32(binary.NativeEndian.Uint32(oob[off+l.HeaderLen-8:]))
-		typ := int32(binary.NativeEndian.Uint32(oob[off+l.HeaderLen-4:]))
-		data := oob[off+l.HeaderLen : off+length]
-		if level == unix.SOL_SOCKET && (typ == unix.SO_TIMESTAMPNS_NEW || typ == unix.SO_TIMESTAMPNS_OLD) {
-			switch len(data) {
-			case 16: // __kernel_timespec, or timespec with a 64-bit time_t
-				return int64(binary.NativeEndian.Uint64(data))*1e9 + int64(binary.NativeEndian.Uint64(data[8:])), true
-			case 8: // timespec with a 32-bit time_t
-				return int64(binary.NativeEndian.Uint32(data))*1e9 + int64(int32(binary.NativeEndian.Uint32(data[4:]))), true
-			}
-		}
-		off += (length + l.Align - 1) &^ (l.Align - 1)
-	}
-	return 0, false
-}
-
-// maxStampSkewNS bounds how far a kernel stamp may be from the read that
-// brought it; a stamp further off (a mangled control message) is replaced
-// by the read's time.
-const maxStampSkewNS = int64(time.Minute)
 
 // produce reads datagrams until ctx is done: each is stamped, parsed and
 // queued; a malformed one is dropped and counted. A read failure closes the
 // socket and ends it; the event source backs off and calls it again, and it
 // binds the socket again.
 func (d *markerSource) produce(ctx context.Context, q *EventQueue[markerEvent]) error {
-	if d.conn == nil {
+	if d.l == nil {
 		if err := d.listen(); err != nil {
 			return err
 		}
 	}
-	conn := d.conn
-	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
-	buf := make([]byte, marker.MaxLen+2) // a line, its "\r\n", and one more byte shows a longer one
-	oob := make([]byte, 64)
-	layout := sockts.NativeLayout()
+	buf := make([]byte, marker.MaxLen+3) // a line, its "\r\n", and one more byte shows a longer one
 	for {
-		n, oobn, flags, _, err := conn.ReadMsgUnix(buf, oob)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			d.close()
-			return fmt.Errorf("marker socket %s: read: %w", d.path, err)
+		n, arrival, kernel, err := d.l.Read(ctx, buf)
+		if ctx.Err() != nil {
+			return nil
 		}
-		read, _ := timebase.Realtime.Now()
-		arrival, ok := markerKernelStamp(layout, oob[:oobn])
-		if ok && arrival-read < maxStampSkewNS && read-arrival < maxStampSkewNS {
+		if err != nil && !errors.Is(err, marker.ErrTooLong) {
+			d.close()
+			return err
+		}
+		if kernel {
 			d.kernelStamped.Add(1)
 		} else {
-			arrival = read
 			d.readStamped.Add(1)
 		}
-		if flags&unix.MSG_TRUNC != 0 {
+		if err != nil {
 			d.bad(fmt.Errorf("marker: line: longer than %d bytes", marker.MaxLen))
 			continue
 		}
@@ -365,21 +242,12 @@ func (d *markerSource) self() []record.Field {
 	return f
 }
 
-// close closes the socket and removes its file, if the file is still the
-// one it bound (a successor's socket is left alone).
+// close closes the socket and removes its file, if it is still ours.
 func (d *markerSource) close() error {
-	if d.conn == nil {
+	if d.l == nil {
 		return nil
 	}
-	err := d.conn.Close()
-	d.conn = nil
-	if fi, e := os.Lstat(d.path); e == nil && os.SameFile(fi, d.file) {
-		if e := os.Remove(d.path); e != nil && err == nil {
-			err = e
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("marker socket %s: close: %w", d.path, err)
-	}
-	return nil
+	err := d.l.Close()
+	d.l = nil
+	return err
 }

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,9 +14,7 @@ import (
 
 	"github.com/monagent/monagent/marker"
 	"github.com/monagent/monagent/record"
-	"github.com/monagent/monagent/sockts"
 	"github.com/monagent/monagent/timebase"
-	"golang.org/x/sys/unix"
 )
 
 // markerFixture is a marker source on a socket in a temporary directory,
@@ -186,10 +183,10 @@ func TestMarkerSourceShipsEachMarkerAtItsTime(t *testing.T) {
 	if e := selfOf(t, f.s, "malformed_last_error").S; !strings.Contains(e, "line") || !strings.Contains(e, "512") {
 		t.Errorf("malformed_last_error %q", e)
 	}
-	if f.d.stamps != "" && selfOf(t, f.s, "kernel_stamped").U != 8 {
-		t.Errorf("%s is on but %d of 8 datagrams had the kernel's stamp", f.d.stamps, selfOf(t, f.s, "kernel_stamped").U)
+	if f.d.l.Stamps() != "" && selfOf(t, f.s, "kernel_stamped").U != 8 {
+		t.Errorf("%s is on but %d of 8 datagrams had the kernel's stamp", f.d.l.Stamps(), selfOf(t, f.s, "kernel_stamped").U)
 	}
-	t.Logf("kernel stamps: %q; kernel_stamped %d, read_stamped %d", f.d.stamps,
+	t.Logf("kernel stamps: %q; kernel_stamped %d, read_stamped %d", f.d.l.Stamps(),
 		selfOf(t, f.s, "kernel_stamped").U, selfOf(t, f.s, "read_stamped").U)
 }
 
@@ -315,7 +312,7 @@ func TestMarkerSocketFile(t *testing.T) {
 		t.Errorf("%d files in the directory, want the socket only", len(ents))
 	}
 	// A second agent on a live socket is refused.
-	if _, err := open(); !errors.Is(err, errMarkerInUse) {
+	if _, err := open(); !errors.Is(err, marker.ErrInUse) {
 		t.Fatalf("second source on a live socket: %v", err)
 	}
 	if err := d.close(); err != nil {
@@ -363,54 +360,6 @@ func TestMarkerSocketFile(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(file); string(b) != "keep" {
 		t.Error("the file was touched")
-	}
-}
-
-// cmsg builds one control message of layout l.
-func cmsg(l sockts.Layout, level, typ int32, data []byte) []byte {
-	b := make([]byte, l.HeaderLen, l.HeaderLen+len(data)+8)
-	n := l.HeaderLen + len(data)
-	if l.HeaderLen == 16 {
-		binary.NativeEndian.PutUint64(b, uint64(n))
-	} else {
-		binary.NativeEndian.PutUint32(b, uint32(n))
-	}
-	binary.NativeEndian.PutUint32(b[l.HeaderLen-8:], uint32(level))
-	binary.NativeEndian.PutUint32(b[l.HeaderLen-4:], uint32(typ))
-	b = append(b, data...)
-	for len(b)%l.Align != 0 {
-		b = append(b, 0)
-	}
-	return b
-}
-
-func TestMarkerKernelStampLayouts(t *testing.T) {
-	const want = int64(1_700_000_000_123_456_789)
-	ts64 := binary.NativeEndian.AppendUint64(binary.NativeEndian.AppendUint64(nil, uint64(want/1e9)), uint64(want%1e9))
-	ts32 := binary.NativeEndian.AppendUint32(binary.NativeEndian.AppendUint32(nil, uint32(want/1e9)), uint32(want%1e9))
-	other := func(l sockts.Layout) []byte { return cmsg(l, unix.SOL_SOCKET, unix.SCM_RIGHTS, []byte{1, 2, 3, 4}) }
-	for _, tc := range []struct {
-		name string
-		l    sockts.Layout
-		oob  []byte
-	}{
-		{"LP64 new", sockts.LayoutLP64, append(other(sockts.LayoutLP64), cmsg(sockts.LayoutLP64, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS_NEW, ts64)...)},
-		{"LP64 old", sockts.LayoutLP64, cmsg(sockts.LayoutLP64, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS_OLD, ts64)},
-		{"ILP32 new", sockts.LayoutILP32, append(other(sockts.LayoutILP32), cmsg(sockts.LayoutILP32, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS_NEW, ts64)...)},
-		{"ILP32 old", sockts.LayoutILP32, cmsg(sockts.LayoutILP32, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS_OLD, ts32)},
-	} {
-		if got, ok := markerKernelStamp(tc.l, tc.oob); !ok || got != want {
-			t.Errorf("%s: %d, %v", tc.name, got, ok)
-		}
-		if _, ok := markerKernelStamp(tc.l, tc.oob[:len(tc.oob)-4]); ok {
-			t.Errorf("%s: a stamp in a cut buffer", tc.name)
-		}
-	}
-	if _, ok := markerKernelStamp(sockts.LayoutLP64, nil); ok {
-		t.Error("a stamp in nothing")
-	}
-	if _, ok := markerKernelStamp(sockts.LayoutLP64, other(sockts.LayoutLP64)); ok {
-		t.Error("a stamp in SCM_RIGHTS")
 	}
 }
 
@@ -467,7 +416,7 @@ func TestMarkerBuild(t *testing.T) {
 	if fi, err := os.Lstat(p); err != nil || fi.Mode().Perm() != 0o660 {
 		t.Fatalf("socket %v, %v", fi, err)
 	}
-	if _, err := buildMarkerSource(&Env{Config: &cfg}); !errors.Is(err, errMarkerInUse) {
+	if _, err := buildMarkerSource(&Env{Config: &cfg}); !errors.Is(err, marker.ErrInUse) {
 		t.Errorf("a second build on the same socket: %v", err)
 	}
 	if err := srcs[0].Close(); err != nil {

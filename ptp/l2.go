@@ -2,7 +2,9 @@ package ptp
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
+	"time"
 
 	"github.com/mdlayher/ethernet"
 )
@@ -50,3 +52,14 @@ func l2Frame(src net.HardwareAddr, msg []byte) ([]byte, error) {
 	f := ethernet.Frame{Destination: L2Group, Source: src, EtherType: EtherType, Payload: msg}
 	return f.MarshalBinary()
 }
+
+// L2Config configures a probe over IEEE 802.3.
+type L2Config struct {
+	Interface string
+	Domain    uint8
+	TxWait    time.Duration
+	Hardware  bool // as UDPConfig.Hardware
+}
+
+// ErrNoRawSocket is returned when the process may not open raw sockets.
+var ErrNoRawSocket = errors.New("PTP over IEEE 802.3 needs a raw socket: run as root or grant CAP_NET_RAW (setcap cap_net_raw+ep monagent, or AmbientCapabilities=CAP_NET_RAW in the systemd unit)")

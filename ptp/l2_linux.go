@@ -4,24 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/mdlayher/packet"
 	"golang.org/x/sys/unix"
 
 	"github.com/monagent/monagent/sockts"
 )
-
-// L2Config configures a probe over IEEE 802.3.
-type L2Config struct {
-	Interface string
-	Domain    uint8
-	TxWait    time.Duration
-	Hardware  bool // as UDPConfig.Hardware
-}
-
-// ErrNoRawSocket is returned when the process may not open raw sockets.
-var ErrNoRawSocket = errors.New("PTP over IEEE 802.3 needs a raw socket: run as root or grant CAP_NET_RAW (setcap cap_net_raw+ep monagent, or AmbientCapabilities=CAP_NET_RAW in the systemd unit)")
 
 // ListenL2 opens a raw socket for EtherType 0x88F7 on the interface and joins
 // the PTP group 01:1B:19:00:00:00. Unlike UDP it can run beside a ptp4l on
