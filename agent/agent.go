@@ -77,17 +77,19 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 	if cfg.HCA.Enabled {
 		env.Global = NewGlobalClock(cfg.HCA)
 	}
-	for _, r := range registrations() {
-		if !r.enabled(&a.cfg) {
-			continue
-		}
-		srcs, err := r.build(env)
-		if err != nil {
-			a.closeSources()
-			return nil, fmt.Errorf("source %s: %w", r.name, err)
-		}
-		for _, s := range srcs {
-			a.sources = append(a.sources, &running{src: s})
+	for _, sec := range sections() {
+		for _, k := range sec.sources {
+			if !k.enabled(&a.cfg) {
+				continue
+			}
+			srcs, err := k.build(env)
+			if err != nil {
+				a.closeSources()
+				return nil, fmt.Errorf("source %s: %w", k.name, err)
+			}
+			for _, s := range srcs {
+				a.sources = append(a.sources, &running{src: s})
+			}
 		}
 	}
 	return a, nil

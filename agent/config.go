@@ -65,36 +65,37 @@ type boardChecker interface {
 	board(paths PathsConfig, p *problems)
 }
 
-// section is one entry of the configuration table.
+// section is one entry of the table: a top-level key of the configuration
+// file, the section inside a Config, whether run refuses to start when its
+// board checks fail, and the sources it builds (none for the agent's own
+// sections: paths, log, output, spool, influx, self_metrics, memory). Each
+// entry is defined where its source lives (source_<x>.go), or beside the
+// agent's own section types.
 type section struct {
-	key   string                      // the top-level YAML key
-	of    func(*Config) sectionConfig // the section inside a Config
-	fatal bool                        // run does not start when its board checks fail
+	key     string                      // the top-level YAML key
+	of      func(*Config) sectionConfig // the section inside a Config
+	fatal   bool                        // run does not start when its board checks fail
+	sources []sourceKind                // what the section builds, in order
 }
 
-// sections is the table of the configuration file's sections, in the order
-// they are checked. A new source adds its section type in its own
-// config_<x>.go, a field in Config and one entry here.
+// sourceKind builds the sources of one kind when its section enables them.
+type sourceKind struct {
+	name    string
+	enabled func(*Config) bool
+	build   func(*Env) ([]Source, error)
+}
+
+// sections is the table, in the order the sections are checked and their
+// sources built. A new source adds its section type (config_<x>.go), a field
+// in Config, its entry beside its source (source_<x>.go) and one line here;
+// TestSectionTableCoversConfig and TestEverySectionBuildsOrIsTheAgents keep
+// the table and Config in step.
 func sections() []section {
 	return []section{
-		{key: "paths", of: func(c *Config) sectionConfig { return &c.Paths }},
-		{key: "log", of: func(c *Config) sectionConfig { return &c.Log }},
-		{key: "clock", of: func(c *Config) sectionConfig { return &c.Clock }},
-		{key: "phc", of: func(c *Config) sectionConfig { return &c.PHC }, fatal: true},
-		{key: "ntp", of: func(c *Config) sectionConfig { return &c.NTP }},
-		{key: "ptp", of: func(c *Config) sectionConfig { return &c.PTP }},
-		{key: "sensors", of: func(c *Config) sectionConfig { return &c.Sensors }},
-		{key: "gpio", of: func(c *Config) sectionConfig { return &c.GPIO }},
-		{key: "pps", of: func(c *Config) sectionConfig { return &c.PPS }},
-		{key: "extts", of: func(c *Config) sectionConfig { return &c.Extts }},
-		{key: "marker", of: func(c *Config) sectionConfig { return &c.Marker }},
-		{key: "hca", of: func(c *Config) sectionConfig { return &c.HCA }, fatal: true},
-		{key: "loadgen", of: func(c *Config) sectionConfig { return &c.Loadgen }},
-		{key: "output", of: func(c *Config) sectionConfig { return &outputs{c} }},
-		{key: "spool", of: func(c *Config) sectionConfig { return &c.Spool }},
-		{key: "influx", of: func(c *Config) sectionConfig { return &c.Influx }, fatal: true},
-		{key: "self_metrics", of: func(c *Config) sectionConfig { return &c.SelfMetrics }},
-		{key: "memory", of: func(c *Config) sectionConfig { return &memoryCheck{c} }},
+		pathsSection, logSection,
+		clockSection, phcSection, ntpSection, ptpSection, sensorsSection, gpioSection,
+		ppsSection, exttsSection, markerSection, hcaSection, loadgenSection,
+		outputSection, spoolSection, influxSection, selfMetricsSection, memorySection,
 	}
 }
 

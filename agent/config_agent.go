@@ -98,3 +98,11 @@ func (s *SelfMetricsConfig) Validate() error {
 func (s *SelfMetricsConfig) check(p *problems) {
 	p.positive("self_metrics.interval", s.Interval)
 }
+
+// The agent's own sections' entries in the table (config.go): they build no
+// source.
+var (
+	pathsSection       = section{key: "paths", of: func(c *Config) sectionConfig { return &c.Paths }}
+	logSection         = section{key: "log", of: func(c *Config) sectionConfig { return &c.Log }}
+	selfMetricsSection = section{key: "self_metrics", of: func(c *Config) sectionConfig { return &c.SelfMetrics }}
+)

@@ -253,3 +253,28 @@ func TestUnreadableFileIsAKeyError(t *testing.T) {
 		t.Fatalf("a syntax error is %T %v, want a *KeyError with its line", err, err)
 	}
 }
+
+// Every section of the table builds at least one kind of source, but for
+// the agent's own, which build none: a source's section cannot be left out
+// of the agent, nor a section without a builder pass for a source's. Source
+// kinds are named once.
+func TestEverySectionBuildsOrIsTheAgents(t *testing.T) {
+	own := map[string]bool{"paths": true, "log": true, "output": true, "spool": true, "influx": true, "self_metrics": true, "memory": true}
+	kinds := map[string]bool{}
+	for _, s := range sections() {
+		if own[s.key] != (len(s.sources) == 0) {
+			t.Errorf("section %s: %d source kinds; the agent's own sections build none, every other at least one", s.key, len(s.sources))
+		}
+		for _, k := range s.sources {
+			if kinds[k.name] || k.enabled == nil || k.build == nil {
+				t.Errorf("source kind %q twice, or without its enable condition or builder", k.name)
+			}
+			kinds[k.name] = true
+			// Off in the defaults, but for the clock, phc and sensors sources.
+			d := Default()
+			if on := k.enabled(&d); on != map[string]bool{"clock": true, "phc": true, "sensors": true}[k.name] {
+				t.Errorf("source kind %q enabled by default: %v", k.name, on)
+			}
+		}
+	}
+}

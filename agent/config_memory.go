@@ -198,3 +198,6 @@ func (p *problems) ring(key string, n int) {
 		p.add(key, "%d entries is more than the largest ring, %d", n, MaxRing)
 	}
 }
+
+// memorySection is the memory section's entry in the table (config.go).
+var memorySection = section{key: "memory", of: func(c *Config) sectionConfig { return &memoryCheck{c} }}

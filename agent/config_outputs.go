@@ -177,3 +177,11 @@ func (i *InfluxConfig) Token() (string, error) {
 	}
 	return "", nil
 }
+
+// The output sections' entries in the table (config.go): the agent opens
+// them itself (outputs.go).
+var (
+	outputSection = section{key: "output", of: func(c *Config) sectionConfig { return &outputs{c} }}
+	spoolSection  = section{key: "spool", of: func(c *Config) sectionConfig { return &c.Spool }}
+	influxSection = section{key: "influx", of: func(c *Config) sectionConfig { return &c.Influx }, fatal: true}
+)

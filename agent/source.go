@@ -57,30 +57,3 @@ type Env struct {
 	// hca section is off.
 	Global *GlobalClock
 }
-
-// registration builds the sources of one configuration section.
-type registration struct {
-	name    string
-	enabled func(*Config) bool
-	build   func(*Env) ([]Source, error)
-}
-
-// registrations lists every source kind; later sections add theirs here.
-func registrations() []registration {
-	return []registration{
-		{"clock", func(c *Config) bool { return c.Clock.Enabled }, buildClockSource},
-		{"phc", func(c *Config) bool { return c.PHC.Enabled }, buildPHCSources},
-		{"ntp", func(c *Config) bool { return c.NTP.Enabled && len(c.NTP.Servers) > 0 }, buildNTPSources},
-		{"chrony", func(c *Config) bool { return c.NTP.Enabled && c.NTP.Chrony.Enabled }, buildChronySource},
-		{"ptp4l", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Ptp4l.Enabled }, buildPtp4lSource},
-		{"ptp_probe", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Probe.Enabled }, buildPTPProbe},
-		{"sensors", func(c *Config) bool { return c.Sensors.Enabled }, buildSensorsSource},
-		{"sensor_buffers", func(c *Config) bool { return c.Sensors.Enabled && len(c.Sensors.Buffers) > 0 }, buildSensorBuffers},
-		{"gpio", func(c *Config) bool { return c.GPIO.Enabled }, buildGPIOSources},
-		{"pps", func(c *Config) bool { return c.PPS.Enabled }, buildPPSSources},
-		{"extts", func(c *Config) bool { return c.Extts.Enabled }, buildExttsSources},
-		{"hca", func(c *Config) bool { return c.HCA.Enabled }, buildHCASource},
-		{"marker", func(c *Config) bool { return c.Marker.Enabled }, buildMarkerSource},
-		{"loadgen", func(c *Config) bool { return c.Loadgen.Enabled }, buildLoadgen},
-	}
-}

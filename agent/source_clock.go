@@ -201,3 +201,7 @@ func timexFields(k timebase.KernelState) []record.Field {
 		record.Int("pps_stability_exceeded_count", k.StbCnt),
 	}
 }
+
+// clockSection is the clock section's entry in the table (config.go).
+var clockSection = section{key: "clock", of: func(c *Config) sectionConfig { return &c.Clock },
+	sources: []sourceKind{{"clock", func(c *Config) bool { return c.Clock.Enabled }, buildClockSource}}}

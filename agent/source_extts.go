@@ -248,3 +248,7 @@ func (d *exttsSource) after(b *Batch, events int) error {
 	}
 	return nil
 }
+
+// exttsSection is the extts section's entry in the table (config.go).
+var exttsSection = section{key: "extts", of: func(c *Config) sectionConfig { return &c.Extts },
+	sources: []sourceKind{{"extts", func(c *Config) bool { return c.Extts.Enabled }, buildExttsSources}}}

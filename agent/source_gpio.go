@@ -439,3 +439,7 @@ func (d *gpioSource) self() []record.Field {
 	}
 	return f
 }
+
+// gpioSection is the gpio section's entry in the table (config.go).
+var gpioSection = section{key: "gpio", of: func(c *Config) sectionConfig { return &c.GPIO },
+	sources: []sourceKind{{"gpio", func(c *Config) bool { return c.GPIO.Enabled }, buildGPIOSources}}}

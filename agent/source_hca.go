@@ -386,3 +386,7 @@ func (s *hcaSource) untilResync(models []timebase.LinearModel) time.Duration {
 	}
 	return s.cfg.Resync
 }
+
+// hcaSection is the hca section's entry in the table (config.go).
+var hcaSection = section{key: "hca", of: func(c *Config) sectionConfig { return &c.HCA }, fatal: true,
+	sources: []sourceKind{{"hca", func(c *Config) bool { return c.HCA.Enabled }, buildHCASource}}}

@@ -45,3 +45,7 @@ func (l *loadgenSource) Collect(ctx context.Context, b *Batch) error {
 	}
 	return nil
 }
+
+// loadgenSection is the loadgen section's entry in the table (config.go).
+var loadgenSection = section{key: "loadgen", of: func(c *Config) sectionConfig { return &c.Loadgen },
+	sources: []sourceKind{{"loadgen", func(c *Config) bool { return c.Loadgen.Enabled }, buildLoadgen}}}

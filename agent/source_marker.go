@@ -251,3 +251,7 @@ func (d *markerSource) close() error {
 	d.l = nil
 	return err
 }
+
+// markerSection is the marker section's entry in the table (config.go).
+var markerSection = section{key: "marker", of: func(c *Config) sectionConfig { return &c.Marker },
+	sources: []sourceKind{{"marker", func(c *Config) bool { return c.Marker.Enabled }, buildMarkerSource}}}

@@ -366,3 +366,11 @@ func (s *chronySource) Collect(ctx context.Context, b *Batch) error {
 func (s *chronySource) SelfFields() []record.Field {
 	return []record.Field{record.Uint("reconnects", s.m.Reconnects.Load())}
 }
+
+// ntpSection is the ntp section's entry in the table (config.go): the own
+// probe of each server and the chronyd monitor.
+var ntpSection = section{key: "ntp", of: func(c *Config) sectionConfig { return &c.NTP },
+	sources: []sourceKind{
+		{"ntp", func(c *Config) bool { return c.NTP.Enabled && len(c.NTP.Servers) > 0 }, buildNTPSources},
+		{"chrony", func(c *Config) bool { return c.NTP.Enabled && c.NTP.Chrony.Enabled }, buildChronySource},
+	}}

@@ -321,3 +321,7 @@ func (s *phcSource) SelfFields() []record.Field {
 	}
 	return f
 }
+
+// phcSection is the phc section's entry in the table (config.go).
+var phcSection = section{key: "phc", of: func(c *Config) sectionConfig { return &c.PHC }, fatal: true,
+	sources: []sourceKind{{"phc", func(c *Config) bool { return c.PHC.Enabled }, buildPHCSources}}}

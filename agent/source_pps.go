@@ -174,3 +174,7 @@ func (d *ppsSource) after(b *Batch, events int) error {
 	d.lat[1].close(&d.scratch)
 	return nil
 }
+
+// ppsSection is the pps section's entry in the table (config.go).
+var ppsSection = section{key: "pps", of: func(c *Config) sectionConfig { return &c.PPS },
+	sources: []sourceKind{{"pps", func(c *Config) bool { return c.PPS.Enabled }, buildPPSSources}}}

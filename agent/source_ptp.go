@@ -244,3 +244,11 @@ func (d *ptpProbe) self() []record.Field {
 		record.Uint("time_bumps", d.bumps),
 	}
 }
+
+// ptpSection is the ptp section's entry in the table (config.go): the ptp4l
+// monitor and the own probe.
+var ptpSection = section{key: "ptp", of: func(c *Config) sectionConfig { return &c.PTP },
+	sources: []sourceKind{
+		{"ptp4l", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Ptp4l.Enabled }, buildPtp4lSource},
+		{"ptp_probe", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Probe.Enabled }, buildPTPProbe},
+	}}

@@ -146,3 +146,11 @@ func (s *sensorsSource) SelfFields() []record.Field {
 	return []record.Field{record.Int("sensors", int64(len(s.sensors))), record.Uint("read_errors", s.readErrors.Load()),
 		record.Uint("scan_errors", s.scanErrors.Load())}
 }
+
+// sensorsSection is the sensors section's entry in the table (config.go):
+// one-shot readings and the buffered IIO devices.
+var sensorsSection = section{key: "sensors", of: func(c *Config) sectionConfig { return &c.Sensors },
+	sources: []sourceKind{
+		{"sensors", func(c *Config) bool { return c.Sensors.Enabled }, buildSensorsSource},
+		{"sensor_buffers", func(c *Config) bool { return c.Sensors.Enabled && len(c.Sensors.Buffers) > 0 }, buildSensorBuffers},
+	}}
