@@ -1,10 +1,11 @@
 // Package inventory says what monagent can measure on a machine, for
 // `monagent probe`: the system clocks and the kernel's clock discipline
 // (adjtimex), the PTP hardware clocks with their caps, pins and a trial
-// reading, what each network interface can timestamp in hardware, GPIO chips
-// and their lines, PPS devices and the edges they capture, IIO devices, hwmon
-// chips and thermal zones, the time daemons' control sockets, and whether the
-// configured InfluxDB takes the token.
+// reading, what each network interface can timestamp in hardware (sockts'
+// verdict, Timestamping.Hardware), GPIO chips and their lines, PPS devices and
+// the edges they capture, IIO devices, hwmon chips and thermal zones, the time
+// daemons' control sockets, and whether the configured InfluxDB takes the
+// token.
 //
 // Whatever is missing is listed as absent with the reason, never an error:
 // the inventory of a laptop is mostly absences. Every sysfs and /dev path is

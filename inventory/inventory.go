@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/monagent/monagent/phc"
+	"github.com/monagent/monagent/sockts"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -48,10 +49,10 @@ type Paths struct {
 // Env is what the probe reads; tests substitute fixture trees and fakes.
 type Env struct {
 	Paths        Paths
-	Timestamping func(iface string) (phc.Timestamping, error)
-	ReadPHC      func(path string) PHCProbe      // opens and measures one PHC
-	GPIOChip     func(path string) GPIOChipProbe // opens a GPIO chip and lists its lines
-	PPS          func(path string) PPSProbe      // opens a PPS device and reads its caps
+	Timestamping func(iface string) (sockts.Timestamping, error) // what a NIC can timestamp
+	ReadPHC      func(path string) PHCProbe                      // opens and measures one PHC
+	GPIOChip     func(path string) GPIOChipProbe                 // opens a GPIO chip and lists its lines
+	PPS          func(path string) PPSProbe                      // opens a PPS device and reads its caps
 	Timex        func() (timebase.KernelState, error)
 	Clocks       bool         // read the real system clocks
 	ChronyUDP    string       // chronyd's command port, "" to skip
@@ -61,7 +62,7 @@ type Env struct {
 
 // DefaultEnv probes the real machine under paths.
 func DefaultEnv(p Paths) Env {
-	return Env{Paths: p, Timestamping: phc.InterfaceTimestamping, ReadPHC: readPHC, GPIOChip: readGPIOChip, PPS: readPPS, Timex: timebase.ReadKernelState, Clocks: true, ChronyUDP: "127.0.0.1:323"}
+	return Env{Paths: p, Timestamping: sockts.InterfaceTimestamping, ReadPHC: readPHC, GPIOChip: readGPIOChip, PPS: readPPS, Timex: timebase.ReadKernelState, Clocks: true, ChronyUDP: "127.0.0.1:323"}
 }
 
 // Probe inventories the machine.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/monagent/monagent/phc"
+	"github.com/monagent/monagent/sockts"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -19,11 +20,11 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func fixtureProbeEnv(root string) Env {
 	return Env{
 		Paths: Paths{Sys: root + "/sys", Dev: root + "/dev", Run: root + "/run"},
-		Timestamping: func(iface string) (phc.Timestamping, error) {
+		Timestamping: func(iface string) (sockts.Timestamping, error) {
 			if iface == "eth0" { // CPSW with CPTS: hardware timestamps of PTP event messages only
 				return cpswTimestamping, nil
 			}
-			return phc.Timestamping{PHCIndex: -1, SOFlags: 0x1a}, nil
+			return sockts.Timestamping{PHCIndex: -1, SOFlags: 0x1a}, nil
 		},
 		ReadPHC: func(path string) PHCProbe {
 			return PHCProbe{Caps: &phc.Caps{MaxAdjPPB: 1000000, ExtTS: 4, PerOut: 1, PPS: true}, Method: "extended",
@@ -62,7 +63,7 @@ const fixtureRealtimeNS = 1795428902123456789
 
 // cpswTimestamping is what ethtool reports for the AM335x CPSW: hardware
 // stamps with the CPTS PHC, TX off/on, RX filters none and ptpv2-event.
-var cpswTimestamping = phc.Timestamping{PHCIndex: 0, SOFlags: 0x5f, TxTypes: 1<<0 | 1<<1, RxFilters: 1<<0 | 1<<12}
+var cpswTimestamping = sockts.Timestamping{PHCIndex: 0, SOFlags: 0x5f, TxTypes: 1<<0 | 1<<1, RxFilters: 1<<0 | 1<<12}
 
 // fixtureInventory is the fixture board with fixed system clock readings.
 func fixtureInventory() Inventory {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/monagent/monagent/phc"
+	"github.com/monagent/monagent/sockts"
 )
 
 // PHCProbe is a PHC with its capabilities and a trial reading.
@@ -26,9 +27,7 @@ type PHCProbe struct {
 }
 
 // IfaceProbe is a network interface's timestamping support and what it can
-// serve. Hardware receive stamps need an RX filter that matches the packets:
-// PTP event messages are matched by the PTP filters (the AM335x CPSW has only
-// ptpv2-event), NTP packets only by "all" or "ntp-all".
+// serve: sockts.Timestamping.Hardware's verdict.
 type IfaceProbe struct {
 	Name         string   `json:"name"`
 	PHCIndex     int      `json:"phc_index"`
@@ -60,15 +59,18 @@ func probePHCs(p phc.Paths, read func(path string) PHCProbe) (out []PHCProbe, no
 	return out, note
 }
 
-func probeInterfaces(sys string, ts func(string) (phc.Timestamping, error)) []IfaceProbe {
+// probeInterfaces lists the network interfaces in sysfs with what each can
+// timestamp, asked of ts when it is set.
+func probeInterfaces(sys string, ts func(string) (sockts.Timestamping, error)) []IfaceProbe {
 	var out []IfaceProbe
 	for _, d := range glob(filepath.Join(sys, "class", "net", "*")) {
 		ip := IfaceProbe{Name: filepath.Base(d), PHCIndex: -1}
 		if ts != nil {
 			t, err := ts(ip.Name)
+			hw := t.Hardware()
 			ip.PHCIndex, ip.Capabilities = t.PHCIndex, t.Capabilities()
-			ip.RxFilters, ip.TxTypes = bitNames(t.RxFilters, rxFilterNames), bitNames(t.TxTypes, txTypeNames)
-			ip.PTPHardware, ip.NTPHardware, ip.TxHardware = hardwareVerdict(t)
+			ip.RxFilters, ip.TxTypes = hw.RxFilters, hw.TxTypes
+			ip.PTPHardware, ip.NTPHardware, ip.TxHardware = hw.PTP, hw.NTP, hw.TX
 			if err != nil {
 				ip.Error = err.Error()
 			}
@@ -76,60 +78,6 @@ func probeInterfaces(sys string, ts func(string) (phc.Timestamping, error)) []If
 		out = append(out, ip)
 	}
 	return out
-}
-
-// rxFilterNames are the HWTSTAMP_FILTER_* values (linux/net_tstamp.h) as
-// ethtool -T prints them; ethtool reports them as a bit mask of 1<<value.
-var rxFilterNames = []string{
-	"none", "all", "some",
-	"ptpv1-l4-event", "ptpv1-l4-sync", "ptpv1-l4-delay-req",
-	"ptpv2-l4-event", "ptpv2-l4-sync", "ptpv2-l4-delay-req",
-	"ptpv2-l2-event", "ptpv2-l2-sync", "ptpv2-l2-delay-req",
-	"ptpv2-event", "ptpv2-sync", "ptpv2-delay-req",
-	"ntp-all",
-}
-
-// txTypeNames are the HWTSTAMP_TX_* values.
-var txTypeNames = []string{"off", "on", "onestep-sync", "onestep-p2p"}
-
-const (
-	sofTxHardware  = 1 << 0 // SOF_TIMESTAMPING_TX_HARDWARE
-	sofRxHardware  = 1 << 2 // SOF_TIMESTAMPING_RX_HARDWARE
-	sofRawHardware = 1 << 6 // SOF_TIMESTAMPING_RAW_HARDWARE
-	filterAll      = 1      // HWTSTAMP_FILTER_ALL
-	filterNTPAll   = 15     // HWTSTAMP_FILTER_NTP_ALL
-	txOn           = 1      // HWTSTAMP_TX_ON
-)
-
-func bitNames(mask uint32, names []string) []string {
-	out := []string{}
-	for i := range 32 {
-		if mask&(1<<i) == 0 {
-			continue
-		}
-		if i < len(names) {
-			out = append(out, names[i])
-		} else {
-			out = append(out, fmt.Sprintf("bit%d", i))
-		}
-	}
-	return out
-}
-
-// hardwareVerdict says which packets the NIC can stamp in hardware: PTP
-// event messages on receive (any filter but none), NTP packets on receive
-// (only "all" or "ntp-all": a PTP-only filter such as the CPSW's ptpv2-event
-// leaves NTP replies software-stamped), and transmitted packets.
-func hardwareVerdict(t phc.Timestamping) (ptpRX, ntpRX, tx bool) {
-	if t.PHCIndex < 0 || t.SOFlags&sofRawHardware == 0 {
-		return false, false, false
-	}
-	if t.SOFlags&sofRxHardware != 0 {
-		ptpRX = t.RxFilters&^1 != 0 // any filter other than none
-		ntpRX = t.RxFilters&(1<<filterAll|1<<filterNTPAll) != 0
-	}
-	tx = t.SOFlags&sofTxHardware != 0 && t.TxTypes&(1<<txOn) != 0
-	return ptpRX, ntpRX, tx
 }
 
 func (inv *Inventory) writePHCs(pf func(string, ...any)) {

@@ -167,9 +167,8 @@ func hardwareOn(fd int, iface string, filters []int32) error {
 // when unknown), already timestamps sends and covers one of them; else it is
 // the first filter the interface's capabilities offer.
 func pickRxFilter(iface string, cur *unix.HwTstampConfig, info *unix.EthtoolTsInfo, filters []int32) (filter int32, keep bool, err error) {
-	need := uint32(unix.SOF_TIMESTAMPING_TX_HARDWARE | unix.SOF_TIMESTAMPING_RX_HARDWARE | unix.SOF_TIMESTAMPING_RAW_HARDWARE)
-	if info.So_timestamping&need != need || info.Tx_types&(1<<unix.HWTSTAMP_TX_ON) == 0 {
-		return 0, false, fmt.Errorf("sockts: interface %s has no hardware timestamping (capabilities %#x, tx types %#x)", iface, info.So_timestamping, info.Tx_types)
+	if hw := timestampingOf(info).Hardware(); !hw.RX || !hw.TX {
+		return 0, false, fmt.Errorf("sockts: interface %s has no hardware timestamping (capabilities %#x, tx types %#x, PHC index %d)", iface, info.So_timestamping, info.Tx_types, info.Phc_index)
 	}
 	if cur != nil && cur.Tx_type != unix.HWTSTAMP_TX_OFF {
 		for _, f := range filters {

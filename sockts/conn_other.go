@@ -40,3 +40,8 @@ func (c *Conn) Write(b []byte) (Timestamp, error) { return Timestamp{}, errOS }
 func (c *Conn) ReadFrom(b []byte, timeout time.Duration) (int, netip.AddrPort, Timestamp, error) {
 	return 0, netip.AddrPort{}, Timestamp{}, errOS
 }
+
+// InterfaceTimestamping fails off Linux.
+func InterfaceTimestamping(iface string) (Timestamping, error) {
+	return Timestamping{PHCIndex: -1}, fmt.Errorf("ethtool %s: needs Linux, not %s", iface, runtime.GOOS)
+}

@@ -18,6 +18,12 @@
 // deferred static key when the first timestamping socket appears, so the first
 // packets after that may arrive without one; they are labelled SourceUser.
 //
+// What a NIC can timestamp in hardware has its one answer here:
+// InterfaceTimestamping reads ETHTOOL_GET_TS_INFO, and Timestamping.Hardware
+// says whether the NIC stamps PTP event messages and NTP packets on receive and
+// what it sends, naming its receive filters and transmit types as ethtool
+// does. The sockets and `monagent probe` ask it.
+//
 // Hardware timestamping is switched on with SIOCSHWTSTAMP, which changes the
 // NIC's configuration for every socket (as ptp4l does); it is only done when
 // asked for. Nothing here touches a clock.
