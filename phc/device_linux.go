@@ -2,7 +2,6 @@ package phc
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"unsafe"
@@ -129,27 +128,3 @@ func (x fileIoctls) pin(v *unix.PtpPinDesc) error {
 }
 
 func (x fileIoctls) close() error { return x.f.Close() }
-
-// InterfacePHC returns the PHC index of a network interface from ethtool's
-// timestamping info (ETHTOOL_GET_TS_INFO), or -1 when it has none.
-func InterfacePHC(iface string) (int, error) {
-	ts, err := InterfaceTimestamping(iface)
-	return ts.PHCIndex, err
-}
-
-// InterfaceTimestamping reads an interface's timestamping capabilities.
-func InterfaceTimestamping(iface string) (Timestamping, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return Timestamping{PHCIndex: -1}, fmt.Errorf("ethtool %s: socket: %w", iface, err)
-	}
-	defer unix.Close(fd)
-	info, err := unix.IoctlGetEthtoolTsInfo(fd, iface)
-	if err != nil {
-		if errors.Is(err, unix.EOPNOTSUPP) {
-			return Timestamping{PHCIndex: -1}, nil
-		}
-		return Timestamping{PHCIndex: -1}, fmt.Errorf("ethtool %s: ETHTOOL_GET_TS_INFO: %w", iface, err)
-	}
-	return Timestamping{PHCIndex: int(info.Phc_index), SOFlags: info.So_timestamping, TxTypes: info.Tx_types, RxFilters: info.Rx_filters}, nil
-}

@@ -17,16 +17,6 @@ func Open(path string) (*Device, error) {
 	return nil, fmt.Errorf("phc %s: PTP hardware clocks need Linux, not %s", path, runtime.GOOS)
 }
 
-// InterfacePHC fails outside Linux.
-func InterfacePHC(iface string) (int, error) {
-	return -1, fmt.Errorf("ethtool %s: needs Linux, not %s", iface, runtime.GOOS)
-}
-
-// InterfaceTimestamping fails outside Linux.
-func InterfaceTimestamping(iface string) (Timestamping, error) {
-	return Timestamping{PHCIndex: -1}, fmt.Errorf("ethtool %s: needs Linux, not %s", iface, runtime.GOOS)
-}
-
 // Domain is the PHC's clock domain (never reached: Open fails).
 func (d *Device) Domain() timebase.Domain { return timebase.DomainUnknown }
 

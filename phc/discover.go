@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/monagent/monagent/sockts"
 )
 
 // Info describes a PHC as sysfs shows it (/sys/class/ptp/ptpN).
@@ -24,31 +26,13 @@ type Info struct {
 	Interfaces []string `json:"interfaces"` // network interfaces whose device owns this PHC
 }
 
-// Timestamping is an interface's ethtool timestamping info.
-type Timestamping struct {
-	PHCIndex  int    `json:"phc_index"` // -1: no PHC
-	SOFlags   uint32 `json:"so_timestamping"`
-	TxTypes   uint32 `json:"tx_types"`
-	RxFilters uint32 `json:"rx_filters"`
+// InterfacePHC returns the PHC index of a network interface from what it can
+// timestamp (sockts.InterfaceTimestamping, ETHTOOL_GET_TS_INFO), or -1 when
+// it has none.
+func InterfacePHC(iface string) (int, error) {
+	ts, err := sockts.InterfaceTimestamping(iface)
+	return ts.PHCIndex, err
 }
-
-var soNames = []string{
-	"tx_hardware", "tx_software", "rx_hardware", "rx_software", "software", "sys_hardware", "raw_hardware",
-}
-
-// Capabilities names the SOF_TIMESTAMPING_* capability bits.
-func (t Timestamping) Capabilities() []string {
-	var out []string
-	for i, n := range soNames {
-		if t.SOFlags&(1<<i) != 0 {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// Hardware reports whether the interface can timestamp packets in hardware.
-func (t Timestamping) Hardware() bool { return t.SOFlags&(1<<2) != 0 && t.PHCIndex >= 0 }
 
 // Paths are the roots of sysfs and /dev, configurable so that tests run on
 // fixture trees.

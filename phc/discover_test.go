@@ -40,16 +40,6 @@ func TestDiscoverBadSysfsNamesFile(t *testing.T) {
 	}
 }
 
-func TestTimestampingCapabilities(t *testing.T) {
-	ts := Timestamping{PHCIndex: 0, SOFlags: 1<<0 | 1<<2 | 1<<6}
-	if got := strings.Join(ts.Capabilities(), ","); got != "tx_hardware,rx_hardware,raw_hardware" || !ts.Hardware() {
-		t.Fatalf("capabilities %q hardware %v", got, ts.Hardware())
-	}
-	if (Timestamping{PHCIndex: -1, SOFlags: 1<<1 | 1<<3 | 1<<4}).Hardware() {
-		t.Fatal("software-only interface claims hardware timestamping")
-	}
-}
-
 func TestParseMethod(t *testing.T) {
 	for _, m := range []Method{MethodAuto, MethodPrecise, MethodExtended, MethodBasic} {
 		if got, err := ParseMethod(m.String()); err != nil || got != m {

@@ -1,6 +1,7 @@
 // Package phc reads PTP hardware clocks (PHCs): discovery through sysfs, the
-// interface a PHC belongs to (ethtool's timestamping info), capabilities, and the
-// offset between a PHC and a system clock sampled with the ioctls of
+// PHC of a network interface (asked of sockts, the one home of what a NIC can
+// timestamp), capabilities, and the offset between a PHC and a system clock
+// sampled with the ioctls of
 // Documentation/driver-api/ptp.rst and include/uapi/linux/ptp_clock.h:
 // PTP_SYS_OFFSET_PRECISE (cross-timestamp, where the driver has it),
 // PTP_SYS_OFFSET_EXTENDED (best of N reads bracketed by system clock reads) and

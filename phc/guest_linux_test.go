@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/sockts"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -22,12 +23,12 @@ func TestGuestNICClock(t *testing.T) {
 	if iface == "" {
 		t.Skip("no NIC with a PHC the test knows of (the rig's guests set MONAGENT_GUEST_PHC_IFACE)")
 	}
-	ts, err := InterfaceTimestamping(iface)
+	ts, err := sockts.InterfaceTimestamping(iface)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s: PHC %d, capabilities %v, tx types %#x, rx filters %#x", iface, ts.PHCIndex, ts.Capabilities(), ts.TxTypes, ts.RxFilters)
-	if !ts.Hardware() {
+	if !ts.Hardware().RX {
 		t.Errorf("%s: no hardware timestamping (%v); the e1000e has it", iface, ts.Capabilities())
 	}
 	infos, err := Discover(DefaultPaths)

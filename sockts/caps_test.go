@@ -51,3 +51,13 @@ func TestHardwareNamesFiltersAndTypes(t *testing.T) {
 		t.Errorf("nothing offered: %#v, want empty lists", hw)
 	}
 }
+
+func TestTimestampingCapabilities(t *testing.T) {
+	ts := Timestamping{PHCIndex: 0, SOFlags: 1<<0 | 1<<2 | 1<<6}
+	if got := strings.Join(ts.Capabilities(), ","); got != "tx_hardware,rx_hardware,raw_hardware" || !ts.Hardware().RX {
+		t.Fatalf("capabilities %q hardware %+v", got, ts.Hardware())
+	}
+	if (Timestamping{PHCIndex: -1, SOFlags: 1<<1 | 1<<3 | 1<<4}).Hardware().RX {
+		t.Fatal("software-only interface claims hardware timestamping")
+	}
+}

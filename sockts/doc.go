@@ -22,7 +22,7 @@
 // InterfaceTimestamping reads ETHTOOL_GET_TS_INFO, and Timestamping.Hardware
 // says whether the NIC stamps PTP event messages and NTP packets on receive and
 // what it sends, naming its receive filters and transmit types as ethtool
-// does. The sockets and `monagent probe` ask it.
+// does. The sockets, phc (the PHC of an interface) and `monagent probe` ask it.
 //
 // Hardware timestamping is switched on with SIOCSHWTSTAMP, which changes the
 // NIC's configuration for every socket (as ptp4l does); it is only done when
