@@ -12,7 +12,7 @@ import (
 
 // Algorithms returns the implemented algorithms in the order of the notes.
 func Algorithms() []Algorithm {
-	return []Algorithm{SKaMPIOffsetOnly{}, TreeOffsetOnly{}, JK{}, HCA{}, HCA2{}, HCA3{}}
+	return []Algorithm{skampiOffsetOnly{}, treeOffsetOnly{}, jonesKoenig{}, hca{}, hca2{}, hca3{}}
 }
 
 // AlgorithmByName returns the algorithm called name.
@@ -25,17 +25,17 @@ func AlgorithmByName(name string) (Algorithm, error) {
 	return nil, fmt.Errorf("hca: unknown algorithm %q", name)
 }
 
-// SKaMPIOffsetOnly measures each rank's offset from the root, one rank at a
+// skampiOffsetOnly measures each rank's offset from the root, one rank at a
 // time, with SKaMPI's interval method, and models no drift: the baseline
 // that shows why drift matters. Its models' Uncertainty assumes the worst
-// slope allowed (MaxSlope), so it grows by 0.5 µs per millisecond.
-type SKaMPIOffsetOnly struct{}
+// slope allowed (maxSlope), so it grows by 0.5 µs per millisecond.
+type skampiOffsetOnly struct{}
 
 // Name implements Algorithm.
-func (SKaMPIOffsetOnly) Name() string { return "skampi" }
+func (skampiOffsetOnly) Name() string { return "skampi" }
 
 // Sync implements Algorithm.
-func (a SKaMPIOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Result, error) {
+func (a skampiOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	s, err := newSession(ctx, a.Name(), net, p)
 	if err != nil {
 		return Result{}, err
@@ -49,7 +49,7 @@ func (a SKaMPIOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Resu
 			continue
 		}
 		m := est.Model(0, timebase.LinearModel{})
-		m.N, m.MeanX, m.SlopeErr = 1, est.At, MaxSlope
+		m.N, m.MeanX, m.SlopeErr = 1, est.At, maxSlope
 		s.res.Models[r] = m
 	}
 	return s.finish(), nil
@@ -58,13 +58,13 @@ func (a SKaMPIOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Resu
 // JK is Jones & Koenig's method: the root goes round-robin over all ranks for
 // each fitpoint, and every rank fits its own line against the root. O(p·F·E)
 // exchanges, all through the root.
-type JK struct{}
+type jonesKoenig struct{}
 
 // Name implements Algorithm.
-func (JK) Name() string { return "jk" }
+func (jonesKoenig) Name() string { return "jk" }
 
 // Sync implements Algorithm.
-func (a JK) Sync(ctx context.Context, net Network, p Params) (Result, error) {
+func (a jonesKoenig) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	s, err := newSession(ctx, a.Name(), net, p)
 	if err != nil {
 		return Result{}, err
@@ -119,12 +119,12 @@ func treeRounds(p int) (rounds [][]pair, extra []pair) {
 // same F fitpoints' time and none is extrapolated over the time the other
 // levels took, and with a spacing between fitpoints the lines take F ×
 // spacing in all rather than log p times that.
-type HCA struct{}
+type hca struct{}
 
 // Name implements Algorithm.
-func (HCA) Name() string { return "hca" }
+func (hca) Name() string { return "hca" }
 
-// held is a model of rank relative to whoever holds it. TreeOffsetOnly also
+// held is a model of rank relative to whoever holds it. treeOffsetOnly also
 // tracks, in rank's clock, when the chain's newest edge was measured
 // (last), how many edges it has (edges) and the sum over them of the time
 // from their measurement to last (lag), for its drift bound.
@@ -166,7 +166,7 @@ func (s *session) climb(name string, measure func(pairs []pair) ([]held, error),
 		for i, pr := range pairs {
 			if !s.ok(pr.client) {
 				for _, h := range holds[pr.client] {
-					_ = s.fail(h.rank, fmt.Errorf("via rank %d: %w", pr.client, ErrUpstream))
+					_ = s.fail(h.rank, fmt.Errorf("via rank %d: %w", pr.client, errUpstream))
 				}
 				holds[pr.client] = nil
 				continue
@@ -239,7 +239,7 @@ func measured(pairs []pair, models []fine) func([]pair) ([]held, error) {
 }
 
 // Sync implements Algorithm.
-func (a HCA) Sync(ctx context.Context, net Network, p Params) (Result, error) {
+func (a hca) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	s, err := newSession(ctx, a.Name(), net, p)
 	if err != nil {
 		return Result{}, err
@@ -276,13 +276,13 @@ func (a HCA) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 // round at a time, and the models, intercepts included, are merged up the
 // tree. Every step is a tree round: O(log p) rounds and no O(p) phase at
 // the root, at the price of intercept errors that add up along the depth.
-type HCA2 struct{}
+type hca2 struct{}
 
 // Name implements Algorithm.
-func (HCA2) Name() string { return "hca2" }
+func (hca2) Name() string { return "hca2" }
 
 // Sync implements Algorithm.
-func (a HCA2) Sync(ctx context.Context, net Network, p Params) (Result, error) {
+func (a hca2) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	s, err := newSession(ctx, a.Name(), net, p)
 	if err != nil {
 		return Result{}, err
@@ -324,20 +324,20 @@ func (a HCA2) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	return s.finish(), nil
 }
 
-// TreeOffsetOnly is Netgauge's offset-only tree: each pair of the HCA tree
+// treeOffsetOnly is Netgauge's offset-only tree: each pair of the HCA tree
 // measures the child's offset from its parent with the min-RTT sample of
-// MaxPingPongs ping-pongs (MinRTTOffset), and the offsets are summed up the
+// MaxPingPongs ping-pongs (minRTTOffset), and the offsets are summed up the
 // tree. No drift is modelled. Its models' Uncertainty is the sum of the
-// per-level half-RTTs plus, as for SKaMPIOffsetOnly, the worst slope
-// (MaxSlope) over the time since the newest level was measured and over the
+// per-level half-RTTs plus, as for skampiOffsetOnly, the worst slope
+// (maxSlope) over the time since the newest level was measured and over the
 // lag between the levels' measurements.
-type TreeOffsetOnly struct{}
+type treeOffsetOnly struct{}
 
 // Name implements Algorithm.
-func (TreeOffsetOnly) Name() string { return "tree" }
+func (treeOffsetOnly) Name() string { return "tree" }
 
 // Sync implements Algorithm.
-func (a TreeOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Result, error) {
+func (a treeOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	s, err := newSession(ctx, a.Name(), net, p)
 	if err != nil {
 		return Result{}, err
@@ -350,7 +350,7 @@ func (a TreeOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Result
 		}
 		err := s.forPairs(pairs, idx, func(ctx context.Context, i int) error {
 			pr := pairs[i]
-			est, err := MinRTTOffset(ctx, s, pr.client, pr.ref, s.p.MaxPingPongs)
+			est, err := minRTTOffset(ctx, s, pr.client, pr.ref, s.p.MaxPingPongs)
 			if err != nil {
 				return err
 			}
@@ -384,8 +384,8 @@ func (a TreeOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Result
 		}
 		h := models[r]
 		m := h.model.model()
-		m.N, m.MeanX, m.SlopeErr, m.ResidualNS = 1, h.last, MaxSlope, 0
-		m.FloorNS += int64(math.Ceil(MaxSlope * math.Abs(h.lag)))
+		m.N, m.MeanX, m.SlopeErr, m.ResidualNS = 1, h.last, maxSlope, 0
+		m.FloorNS += int64(math.Ceil(maxSlope * math.Abs(h.lag)))
 		s.res.Models[r] = m
 	}
 	return s.finish(), nil
@@ -401,13 +401,13 @@ func (a TreeOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Result
 // parent's readings are mapped to global time when the child's line is
 // fitted, parents first, which is the same arithmetic as mapping them on
 // the spot once the parent's model is known.
-type HCA3 struct{}
+type hca3 struct{}
 
 // Name implements Algorithm.
-func (HCA3) Name() string { return "hca3" }
+func (hca3) Name() string { return "hca3" }
 
 // Sync implements Algorithm.
-func (a HCA3) Sync(ctx context.Context, net Network, p Params) (Result, error) {
+func (a hca3) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	s, err := newSession(ctx, a.Name(), net, p)
 	if err != nil {
 		return Result{}, err

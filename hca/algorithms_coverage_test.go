@@ -45,10 +45,10 @@ func coverage(t *testing.T, alg Algorithm, sizes []int, seeds int) (float64, int
 func TestUncertaintyCoverage(t *testing.T) {
 	// 1 µs mean jitter, 1 % loss and 5 % of answers delayed 50–500 µs:
 	// the published Uncertainty (floor with the fitpoint bias, fits' errors
-	// at CoverageSigmas, HCA3's parents' errors inherited) must cover at
+	// at coverageSigmas, HCA3's parents' errors inherited) must cover at
 	// least 99 % of true errors over ranks × check times (0, 1, 5, 10 and
 	// 20 s after the sync), for p = 16 and 33 and four seeds each.
-	for _, alg := range []Algorithm{JK{}, HCA{}, HCA2{}, HCA3{}} {
+	for _, alg := range []Algorithm{jonesKoenig{}, hca{}, hca2{}, hca3{}} {
 		t.Run(alg.Name(), func(t *testing.T) {
 			c, worst, worstU := coverage(t, alg, []int{16, 33}, 4)
 			t.Logf("%-4s coverage %.4f of %d checks; max |error| %d ns, max Uncertainty %d ns", alg.Name(), c, 5*4*(15+32), worst, worstU)
@@ -94,7 +94,7 @@ func TestLossAndDelayCostAtMostTwice(t *testing.T) {
 		}
 		return mean, w
 	}
-	for _, alg := range []Algorithm{JK{}, HCA{}, HCA2{}, HCA3{}} {
+	for _, alg := range []Algorithm{jonesKoenig{}, hca{}, hca2{}, hca3{}} {
 		clean, cleanMax := worst(alg, false)
 		lossy, lossyMax := worst(alg, true)
 		t.Logf("%-4s max |error| (mean over %d seeds) clean %.0f ns, with loss and delays %.0f ns (%.2f×); worst seed %d and %d ns",

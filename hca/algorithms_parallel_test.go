@@ -88,7 +88,7 @@ func TestParallelDurationJKvsHCA(t *testing.T) {
 	p := DefaultParams()
 	p.SpacingNS = 0
 	dur := map[string]int64{}
-	for _, alg := range []Algorithm{JK{}, HCA{}, HCA2{}, HCA3{}, TreeOffsetOnly{}, SKaMPIOffsetOnly{}} {
+	for _, alg := range []Algorithm{jonesKoenig{}, hca{}, hca2{}, hca3{}, treeOffsetOnly{}, skampiOffsetOnly{}} {
 		s := lanSim(t, 64, 64)
 		res, err := alg.Sync(context.Background(), s, p)
 		if err != nil {
@@ -112,7 +112,7 @@ func TestParallelDurationJKvsHCA(t *testing.T) {
 }
 
 // goParallel runs Parallel's calls on goroutines, as a real network does.
-type goParallel struct{ *Sim }
+type goParallel struct{ *simNetwork }
 
 func (g goParallel) Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
 	errs := make([]error, n)

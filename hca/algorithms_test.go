@@ -18,7 +18,7 @@ const tenSeconds = 10_000_000_000
 // lanSim is the network of the accuracy tests: 20 µs one way, exponential
 // jitter of 1 µs mean per message, 2 µs processing, clocks within ±100 ppm
 // and ±1 s.
-func lanSim(t *testing.T, p int, seed uint64) *Sim {
+func lanSim(t *testing.T, p int, seed uint64) *simNetwork {
 	return mustSim(t, SimConfig{
 		Nodes: p, Seed: seed, DriftPPM: 100, OffsetNS: 1_000_000_000,
 		LatencyNS: 20_000, JitterNS: 1_000, ProcessingNS: 2_000,
@@ -43,7 +43,7 @@ type accuracy struct {
 
 // measure checks res on s: the max |model error| over all ranks right at the
 // end of the sync and over the following 10 s of simulated time.
-func measure(t *testing.T, s *Sim, res Result) accuracy {
+func measure(t *testing.T, s *simNetwork, res Result) accuracy {
 	t.Helper()
 	if len(res.Models) != s.Size() {
 		t.Fatalf("%d models for %d ranks", len(res.Models), s.Size())
@@ -183,7 +183,7 @@ func TestTreeRounds(t *testing.T) {
 
 // lineError is |m's line − the truth| at node r's local time x, before
 // either is rounded to whole nanoseconds.
-func lineError(s *Sim, r int, m timebase.LinearModel, x int64) float64 {
+func lineError(s *simNetwork, r int, m timebase.LinearModel, x int64) float64 {
 	line := float64(m.Intercept) + m.Slope*float64(x-m.Origin)
 	return math.Abs(line - s.TrueOffsetNS(r, x))
 }
@@ -245,7 +245,7 @@ func TestMergeExactOnExactReadings(t *testing.T) {
 			drifts[i] = float64(rng.IntN(201)-100) * 1e-6
 		}
 		cfg := SimConfig{Nodes: size, Seed: 3, Drifts: drifts, OffsetNS: 1e9, LatencyNS: 1_000_000, ProcessingNS: 2_000_000, StartNS: 1e9}
-		for _, alg := range []Algorithm{JK{}, HCA{}, HCA2{}, HCA3{}} {
+		for _, alg := range []Algorithm{jonesKoenig{}, hca{}, hca2{}, hca3{}} {
 			t.Run(fmt.Sprintf("%s/p=%d", alg.Name(), size), func(t *testing.T) {
 				if testing.Short() && size == 4096 && alg.Name() == "jk" {
 					t.Skip("short: p=4096 only for the trees")
@@ -280,7 +280,7 @@ func TestMergeExactOnExactReadings(t *testing.T) {
 // also back over the whole sync.
 func TestNoiselessMergeExact(t *testing.T) {
 	for _, size := range noiselessSizes {
-		for _, alg := range []Algorithm{JK{}, HCA{}, HCA2{}, HCA3{}} {
+		for _, alg := range []Algorithm{jonesKoenig{}, hca{}, hca2{}, hca3{}} {
 			t.Run(fmt.Sprintf("%s/p=%d", alg.Name(), size), func(t *testing.T) {
 				if testing.Short() && size == 4096 && (alg.Name() == "jk" || alg.Name() == "hca2") {
 					t.Skip("short: p=4096 only for hca and hca3")
@@ -314,7 +314,7 @@ func TestSyncLossAndRejection(t *testing.T) {
 	ctx := context.Background()
 	// 5 % loss: retried and counted, and the models are as good.
 	s := mustSim(t, SimConfig{Nodes: 9, Seed: 8, DriftPPM: 100, OffsetNS: 1e9, LatencyNS: 20_000, JitterNS: 1_000, Loss: 0.05})
-	res, err := HCA{}.Sync(ctx, s, accuracyParams())
+	res, err := hca{}.Sync(ctx, s, accuracyParams())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestSyncLossAndRejection(t *testing.T) {
 	fast := mustSim(t, SimConfig{Nodes: 2, Seed: 8, Drifts: []float64{0, 800e-6}, LatencyNS: 1_000})
 	p := DefaultParams()
 	p.Retries = 2
-	if _, err = (JK{}).Sync(ctx, fast, p); !errors.Is(err, ErrAbsurdSlope) {
+	if _, err = (jonesKoenig{}).Sync(ctx, fast, p); !errors.Is(err, ErrAbsurdSlope) {
 		t.Fatalf("800 ppm: %v, want ErrAbsurdSlope", err)
 	}
 	if want := int64(p.RTTWarmup + p.RTTExchanges + 3*p.Fitpoints*p.Exchanges); fast.Stats().Exchanges != want {
@@ -346,8 +346,8 @@ func TestSyncLossAndRejection(t *testing.T) {
 	// exchange during the first attempt: 1000 ppm) is rejected, counted,
 	// and re-measured into a good model.
 	sim := lanSim(t, 2, 4)
-	spoilt := &ramp{Sim: sim, until: int64(p.RTTWarmup + p.RTTExchanges + p.Fitpoints*p.Exchanges)}
-	res, err = JK{}.Sync(ctx, spoilt, p)
+	spoilt := &ramp{simNetwork: sim, until: int64(p.RTTWarmup + p.RTTExchanges + p.Fitpoints*p.Exchanges)}
+	res, err = jonesKoenig{}.Sync(ctx, spoilt, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,10 +367,10 @@ func TestSyncLossAndRejection(t *testing.T) {
 // clean run does.
 func TestSyncClockStep(t *testing.T) {
 	const step = 100_000
-	for _, alg := range []Algorithm{JK{}, HCA{}, HCA2{}, HCA3{}} {
+	for _, alg := range []Algorithm{jonesKoenig{}, hca{}, hca2{}, hca3{}} {
 		t.Run(alg.Name(), func(t *testing.T) {
 			sim := lanSim(t, 5, 21)
-			st := &stepper{Sim: sim, rank: 2, step: step, at: sim.Elapsed() + 3_000_000_000}
+			st := &stepper{simNetwork: sim, rank: 2, step: step, at: sim.Elapsed() + 3_000_000_000}
 			res, err := alg.Sync(context.Background(), st, accuracyParams())
 			if err != nil {
 				t.Fatal(err)
@@ -399,13 +399,13 @@ func TestSyncClockStep(t *testing.T) {
 // stepper steps rank's clock by step ns once the simulated time passes at:
 // its readings from then on are step later.
 type stepper struct {
-	*Sim
+	*simNetwork
 	rank     int
 	step, at int64
 }
 
 func (s *stepper) Exchange(ctx context.Context, from, to int) (Exchange, error) {
-	e, err := s.Sim.Exchange(ctx, from, to)
+	e, err := s.simNetwork.Exchange(ctx, from, to)
 	if err != nil || s.Elapsed() < s.at {
 		return e, err
 	}
@@ -422,12 +422,12 @@ func (s *stepper) Exchange(ctx context.Context, from, to int) (Exchange, error) 
 // ramp spoils the answers of its first until exchanges with a ramp of 10 µs
 // per exchange.
 type ramp struct {
-	*Sim
+	*simNetwork
 	n, until int64
 }
 
 func (r *ramp) Exchange(ctx context.Context, from, to int) (Exchange, error) {
-	e, err := r.Sim.Exchange(ctx, from, to)
+	e, err := r.simNetwork.Exchange(ctx, from, to)
 	if r.n < r.until {
 		e.Remote -= 10_000 * r.n
 	}
@@ -459,7 +459,7 @@ func TestSyncBadInput(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := (HCA{}).Sync(cctx, lanSim(t, 4, 1), DefaultParams()); !errors.Is(err, context.Canceled) {
+	if _, err := (hca{}).Sync(cctx, lanSim(t, 4, 1), DefaultParams()); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
 }

@@ -17,7 +17,7 @@
 // behind one Algorithm interface, so that they can be compared on the same
 // Network: SKaMPI offset-only, tree offset-only, JK, HCA, HCA2 and HCA3. The
 // pairs of a tree round run concurrently where the network allows it
-// (Paralleler); Sim accounts for them as parallel in simulated time. The
+// (paralleler); simNetwork accounts for them as parallel in simulated time. The
 // tree algorithms measure all their levels in the same sweeps (one fitpoint
 // of every edge per sweep, a round at a time), so that every level's line
 // spans the same time and none is extrapolated over the others'. A
@@ -31,7 +31,7 @@
 // `monagent hca sim` prints them.
 //
 // The algorithms drive a Network, which runs ping-pongs between any two ranks.
-// Sim is an in-memory Network with simulated time and known virtual clocks, so
+// simNetwork is an in-memory Network with simulated time and known virtual clocks, so
 // that tests can measure every model's true error; it never sleeps.
 //
 // Between agents, exchanges travel over authenticated UDP (wire.go, udp.go):
@@ -55,7 +55,7 @@
 // request, which that node carries out and reports; after a round it gives
 // each node its model (SendModel). PeerNetwork is the Network the driver's
 // harness sees: its own exchanges are pings, others' are runs, and the
-// exchanges of disjoint pairs run concurrently (Paralleler).
+// exchanges of disjoint pairs run concurrently (paralleler).
 //
 // The algorithms run the exchange schedule from the driver (rank 0's
 // agent): a central schedule over distributed exchanges, not the paper's

@@ -1,79 +1,47 @@
 package hca
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/monagent/monagent/timebase"
 )
 
-// MaxSlope is the largest |slope| a fitted model may have (500 ppm). Crystal
+// maxSlope is the largest |slope| a fitted model may have (500 ppm). Crystal
 // oscillators are within ±100 ppm of nominal, so a pair differs by at most
 // ~200 ppm; a steeper fit means the measurement went wrong.
-const MaxSlope = 500e-6
+const maxSlope = 500e-6
 
-// ErrAbsurdSlope is returned (wrapped) for a fitted slope beyond ±MaxSlope.
+// ErrAbsurdSlope is returned (wrapped) for a fitted slope beyond ±maxSlope.
 // Algorithms count these rejections in Result.Rejected.
 var ErrAbsurdSlope = errors.New("hca: absurd slope")
 
 // ErrScattered is returned (wrapped) for a fit whose fitpoints scatter about
 // their line far more than the pair's round trips allow: a clock stepped
 // during the measurement, or a link that changed its delay, bends a line
-// without steepening it beyond MaxSlope. Algorithms count these rejections
+// without steepening it beyond maxSlope. Algorithms count these rejections
 // in Result.Rejected, as they do absurd slopes, and re-measure the pair.
 var ErrScattered = errors.New("hca: fitpoints scattered (a clock step?)")
 
-// MinScatterLimitNS is the least RMS scatter of a fit's fitpoints about
+// minScatterLimitNS is the least RMS scatter of a fit's fitpoints about
 // its line that counts as scattered (ErrScattered), whatever the pair's
 // round trips: a fitpoint is the shortest of its exchanges, and on any LAN
 // they scatter by well under a microsecond.
-const MinScatterLimitNS = 10_000
+const minScatterLimitNS = 10_000
 
 // scatterLimit is the RMS scatter beyond which a pair's fit is rejected:
 // 20 times the bound on its fitpoints' bias from the RTT spread
-// (fitpointBias), and at least MinScatterLimitNS.
+// (fitpointBias), and at least minScatterLimitNS.
 func scatterLimit(bias int64) float64 {
-	return max(MinScatterLimitNS, 20*float64(bias))
+	return max(minScatterLimitNS, 20*float64(bias))
 }
 
-// ErrNoSamples is returned when an estimate has nothing to work on.
-var ErrNoSamples = errors.New("hca: no samples")
+// errNoSamples is returned when an estimate has nothing to work on.
+var errNoSamples = errors.New("hca: no samples")
 
-// MeasureFitpoint takes one Jones & Koenig fitpoint of client against ref:
-// exchanges ping-pongs from client to ref, each giving the sample
-// t_c − T_r − rtt/2 (t_c = Recv, T_r = Remote, rtt the pair's cached mean
-// RTT, which the caller must have measured: see RTTCache). The fitpoint is
-// the median sample, a real observation rather than an average (the lower
-// median for an even count), with its own local time.
-//
-// That local time is t_c − rtt/2, the client's time at which the reference
-// read T_r, which is the instant the sample is the offset at. The notes pair
-// the sample with t_c itself; that shifts the fitted line by slope × rtt/2,
-// up to 4 ns at 200 ppm between the clocks and a 40 µs RTT.
-func MeasureFitpoint(ctx context.Context, net Network, client, ref int, rtt int64, exchanges int) (timebase.Point, error) {
-	if exchanges < 1 {
-		return timebase.Point{}, fmt.Errorf("fitpoint %d->%d: %d exchanges: %w", client, ref, exchanges, ErrNoSamples)
-	}
-	if rtt < 0 {
-		return timebase.Point{}, fmt.Errorf("fitpoint %d->%d: negative rtt %d", client, ref, rtt)
-	}
-	samples := make([]timebase.Point, 0, exchanges)
-	for range exchanges {
-		e, err := net.Exchange(ctx, client, ref)
-		if err != nil {
-			return timebase.Point{}, fmt.Errorf("fitpoint %d->%d: %w", client, ref, err)
-		}
-		samples = append(samples, timebase.Point{X: e.Recv - rtt/2, Offset: e.Recv - e.Remote - rtt/2})
-	}
-	slices.SortStableFunc(samples, func(a, b timebase.Point) int { return cmp.Compare(a.Offset, b.Offset) })
-	return samples[(len(samples)-1)/2], nil
-}
-
-// FitMethod chooses how FitLine fits.
+// FitMethod chooses how a line is fitted through fitpoints.
 type FitMethod int
 
 const (
@@ -94,29 +62,13 @@ func (m FitMethod) String() string {
 	return fmt.Sprintf("FitMethod(%d)", int(m))
 }
 
-// FitLine fits a line through fitpoints and rejects it with ErrAbsurdSlope if
-// |slope| > MaxSlope. The model's N, MeanX, ResidualNS and SlopeErr carry its
-// uncertainty; for Theil–Sen they are the least-squares formulas applied to
-// the robust line's residuals, an approximation.
-func FitLine(points []timebase.Point, method FitMethod) (timebase.LinearModel, error) {
-	fp := make([]finePoint, len(points))
-	for i, p := range points {
-		fp[i] = finePoint{X: p.X, Offset: float64(p.Offset)}
-	}
-	f, err := fitFine(fp, method)
-	if err != nil {
-		return timebase.LinearModel{}, err
-	}
-	return f.model(), nil
-}
-
-// MaxTheilSenPoints caps a Theil–Sen fit, which keeps all n(n−1)/2 pairwise
+// maxTheilSenPoints caps a Theil–Sen fit, which keeps all n(n−1)/2 pairwise
 // slopes: 2,000 points are 2 million slopes, 16 MB.
-const MaxTheilSenPoints = 2000
+const maxTheilSenPoints = 2000
 
-// OffsetEstimate is a client's offset from a reference (client − ref) at one
+// offsetEstimate is a client's offset from a reference (client − ref) at one
 // instant of the client's clock.
-type OffsetEstimate struct {
+type offsetEstimate struct {
 	At        int64 // client's local time the offset refers to (ns)
 	Offset    int64 // client − ref at At (ns)
 	HalfWidth int64 // the true offset lies within Offset ± HalfWidth, drift over the measurement aside
@@ -128,7 +80,7 @@ type OffsetEstimate struct {
 // through (At, Offset), whose FloorNS is the half-width. base, when it has
 // N > 0, lends its slope error so that Uncertainty grows with the time since
 // At.
-func (o OffsetEstimate) Model(s float64, base timebase.LinearModel) timebase.LinearModel {
+func (o offsetEstimate) Model(s float64, base timebase.LinearModel) timebase.LinearModel {
 	m := timebase.LinearModel{Origin: o.At, Intercept: o.Offset, Slope: s, FloorNS: o.HalfWidth}
 	if base.N > 0 {
 		m.N, m.MeanX, m.SlopeErr = base.N, o.At, base.SlopeErr
@@ -136,12 +88,12 @@ func (o OffsetEstimate) Model(s float64, base timebase.LinearModel) timebase.Lin
 	return m
 }
 
-// SKaMPIConfig bounds SKaMPIOffset's ping-pongs.
-type SKaMPIConfig struct {
+// skampiConfig bounds skampiOffset's ping-pongs.
+type skampiConfig struct {
 	Min, Max int // at least Min ping-pongs, at most Max
 	// BestRTT is the best RTT seen on the pair before (0: unknown). Without
 	// it the measurement runs all Max ping-pongs, as SKaMPI does the first
-	// time; RTTCache.Best supplies it for re-measurements.
+	// time; rttCache.Best supplies it for re-measurements.
 	BestRTT int64
 	// Slope is the client's known slope relative to ref, if any (HCA knows
 	// it when it re-measures intercepts). Each ping-pong's interval is
@@ -152,7 +104,7 @@ type SKaMPIConfig struct {
 	Slope float64
 }
 
-// SKaMPIOffset measures client − ref with SKaMPI's interval method. Each
+// skampiOffset measures client − ref with SKaMPI's interval method. Each
 // ping-pong from client to ref brackets ref's reading Remote between the
 // client's Send and Recv, so the offset lies in [Send − Remote, Recv − Remote];
 // the intervals of successive ping-pongs are intersected, and the estimate is
@@ -163,16 +115,11 @@ type SKaMPIConfig struct {
 // before it (BestRTT and this measurement's earlier ping-pongs; the
 // ping-pong itself is not counted, or the rule would always fire). Without
 // BestRTT all Max ping-pongs run and MinRTT becomes the pair's best.
-func SKaMPIOffset(ctx context.Context, net Network, client, ref int, cfg SKaMPIConfig) (OffsetEstimate, error) {
-	return skampiOffset(ctx, net, client, ref, cfg, nil)
-}
-
-// skampiOffset is SKaMPIOffset; if exact is not nil it also receives the
-// unrounded offset at est.At (the intervals carried along cfg.Slope in
-// floating point).
-func skampiOffset(ctx context.Context, net Network, client, ref int, cfg SKaMPIConfig, exact *float64) (OffsetEstimate, error) {
+// If exact is not nil it also receives the unrounded offset at est.At
+// (the intervals carried along cfg.Slope in floating point).
+func skampiOffset(ctx context.Context, net Network, client, ref int, cfg skampiConfig, exact *float64) (offsetEstimate, error) {
 	if cfg.Max < 1 || cfg.Min < 1 || cfg.Min > cfg.Max {
-		return OffsetEstimate{}, fmt.Errorf("skampi %d->%d: ping-pongs min %d max %d: want 1 <= min <= max", client, ref, cfg.Min, cfg.Max)
+		return offsetEstimate{}, fmt.Errorf("skampi %d->%d: ping-pongs min %d max %d: want 1 <= min <= max", client, ref, cfg.Min, cfg.Max)
 	}
 	// lo and hi bound the offset at the client's time x0, the midpoint of
 	// the first ping-pong.
@@ -180,13 +127,13 @@ func skampiOffset(ctx context.Context, net Network, client, ref int, cfg SKaMPIC
 	loF, hiF := math.Inf(-1), math.Inf(1)
 	var x0 int64
 	best := cfg.BestRTT
-	var est OffsetEstimate
+	var est offsetEstimate
 	for i := range cfg.Max {
 		e, err := net.Exchange(ctx, client, ref)
 		if err != nil {
-			return OffsetEstimate{}, fmt.Errorf("skampi %d->%d: ping-pong %d: %w", client, ref, i+1, err)
+			return offsetEstimate{}, fmt.Errorf("skampi %d->%d: ping-pong %d: %w", client, ref, i+1, err)
 		}
-		rtt := e.RTT()
+		rtt := e.rtt()
 		mid := e.Send + rtt/2
 		if i == 0 {
 			x0 = mid
@@ -221,26 +168,26 @@ func skampiOffset(ctx context.Context, net Network, client, ref int, cfg SKaMPIC
 	return est, nil
 }
 
-// MinRTTOffset runs n ping-pongs from client to ref and takes the one with
+// minRTTOffset runs n ping-pongs from client to ref and takes the one with
 // the smallest RTT: offset = midpoint of Send and Recv − Remote, uncertain
 // by half that RTT.
-func MinRTTOffset(ctx context.Context, net Network, client, ref, n int) (OffsetEstimate, error) {
+func minRTTOffset(ctx context.Context, net Network, client, ref, n int) (offsetEstimate, error) {
 	if n < 1 {
-		return OffsetEstimate{}, fmt.Errorf("min-rtt offset %d->%d: %d exchanges: %w", client, ref, n, ErrNoSamples)
+		return offsetEstimate{}, fmt.Errorf("min-rtt offset %d->%d: %d exchanges: %w", client, ref, n, errNoSamples)
 	}
 	var bestE Exchange
 	for i := range n {
 		e, err := net.Exchange(ctx, client, ref)
 		if err != nil {
-			return OffsetEstimate{}, fmt.Errorf("min-rtt offset %d->%d: %w", client, ref, err)
+			return offsetEstimate{}, fmt.Errorf("min-rtt offset %d->%d: %w", client, ref, err)
 		}
-		if i == 0 || e.RTT() < bestE.RTT() {
+		if i == 0 || e.rtt() < bestE.rtt() {
 			bestE = e
 		}
 	}
-	rtt := bestE.RTT()
+	rtt := bestE.rtt()
 	mid := bestE.Send + rtt/2
-	return OffsetEstimate{
+	return offsetEstimate{
 		At:        mid,
 		Offset:    mid - bestE.Remote,
 		HalfWidth: rtt - rtt/2,

@@ -32,19 +32,19 @@ func TestSummarizeRTT(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		in   []int64
-		want RTT
+		want rttSummary
 	}{
-		{"one", []int64{7}, RTT{Mean: 7, Min: 7, Kept: 1, MeanNS: 7}},
-		{"clean", []int64{100, 110, 120, 130}, RTT{Mean: 115, Min: 100, Kept: 4, MeanNS: 115}},
+		{"one", []int64{7}, rttSummary{Mean: 7, Min: 7, Kept: 1, MeanNS: 7}},
+		{"clean", []int64{100, 110, 120, 130}, rttSummary{Mean: 115, Min: 100, Kept: 4, MeanNS: 115}},
 		// p75 of five values is the fourth smallest; the cut is 1.5 × 100.
-		{"at cut", []int64{100, 100, 100, 100, 150}, RTT{Mean: 110, Min: 100, Kept: 5, MeanNS: 110}},
-		{"over cut", []int64{151, 100, 100, 100, 100}, RTT{Mean: 100, Min: 100, Kept: 4, Dropped: 1, MeanNS: 100}},
-		{"tail", []int64{10, 10, 11, 10, 12, 10, 500, 10, 900, 10, 11, 10}, RTT{Mean: 10, Min: 10, Kept: 10, Dropped: 2, MeanNS: 10.4}},
-		{"odd", []int64{101, 102}, RTT{Mean: 102, Min: 101, Kept: 2, MeanNS: 101.5}},
+		{"at cut", []int64{100, 100, 100, 100, 150}, rttSummary{Mean: 110, Min: 100, Kept: 5, MeanNS: 110}},
+		{"over cut", []int64{151, 100, 100, 100, 100}, rttSummary{Mean: 100, Min: 100, Kept: 4, Dropped: 1, MeanNS: 100}},
+		{"tail", []int64{10, 10, 11, 10, 12, 10, 500, 10, 900, 10, 11, 10}, rttSummary{Mean: 10, Min: 10, Kept: 10, Dropped: 2, MeanNS: 10.4}},
+		{"odd", []int64{101, 102}, rttSummary{Mean: 102, Min: 101, Kept: 2, MeanNS: 101.5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := append([]int64(nil), tc.in...)
-			got, err := SummarizeRTT(in)
+			got, err := summarizeRTT(in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +58,7 @@ func TestSummarizeRTT(t *testing.T) {
 			}
 		})
 	}
-	if _, err := SummarizeRTT(nil); !errors.Is(err, ErrNoSamples) {
+	if _, err := summarizeRTT(nil); !errors.Is(err, errNoSamples) {
 		t.Errorf("empty: %v", err)
 	}
 }
@@ -66,7 +66,7 @@ func TestSummarizeRTT(t *testing.T) {
 func TestRTTCacheMeasuresOnce(t *testing.T) {
 	const lat = 5_000
 	s := mustSim(t, SimConfig{Nodes: 3, Seed: 1, OffsetNS: 1e9, LatencyNS: lat})
-	c := NewRTTCache(3, 10)
+	c := newRTTCache(3, 10)
 	ctx := context.Background()
 	r, err := c.Get(ctx, s, 1, 0)
 	if err != nil {
@@ -92,12 +92,12 @@ func TestRTTCacheMeasuresOnce(t *testing.T) {
 	}
 	// The first fitpoint already uses the measured RTT: on a symmetric
 	// noiseless link it is exact, where RTT 0 would be off by the latency.
-	fp, err := MeasureFitpoint(ctx, s, 1, 0, r.Mean, 5)
+	fp, err := measureFitpointFine(ctx, s, 1, 0, float64(r.Mean), 5, MedianSample)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := s.TrueOffset(1, fp.X); fp.Offset != want {
-		t.Errorf("first fitpoint offset %d, want %d (error %d)", fp.Offset, want, fp.Offset-want)
+	if want := float64(s.TrueOffset(1, fp.X)); fp.Offset != want {
+		t.Errorf("first fitpoint offset %g, want %g (error %g)", fp.Offset, want, fp.Offset-want)
 	}
 }
 
@@ -109,17 +109,17 @@ func TestMeasureFitpointIsMedianSample(t *testing.T) {
 		recv := int64(1_000_000 + 1000*i)
 		ex = append(ex, Exchange{Send: recv - 100, Remote: recv - off, Recv: recv})
 	}
-	fp, err := MeasureFitpoint(context.Background(), &scripted{ex: ex}, 1, 0, 100, len(ex))
+	fp, err := measureFitpointFine(context.Background(), &scripted{ex: ex}, 1, 0, 100, len(ex), MedianSample)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (timebase.Point{X: 1_002_000 - 50, Offset: 30}); fp != want {
+	if want := (timebase.Point{X: 1_002_000 - 50, Offset: 30}); fp.X != want.X || fp.Offset != float64(want.Offset) {
 		t.Errorf("fitpoint %+v, want the median sample %+v", fp, want)
 	}
-	if _, err := MeasureFitpoint(context.Background(), &scripted{}, 1, 0, 100, 0); !errors.Is(err, ErrNoSamples) {
+	if _, err := measureFitpointFine(context.Background(), &scripted{}, 1, 0, 100, 0, MedianSample); !errors.Is(err, errNoSamples) {
 		t.Errorf("zero exchanges: %v", err)
 	}
-	if _, err := MeasureFitpoint(context.Background(), &scripted{}, 1, 0, 100, 1); err == nil {
+	if _, err := measureFitpointFine(context.Background(), &scripted{}, 1, 0, 100, 1, MedianSample); err == nil {
 		t.Error("network error not returned")
 	}
 }
@@ -140,7 +140,7 @@ func TestFitLine(t *testing.T) {
 	for _, method := range []FitMethod{LeastSquares, TheilSen} {
 		t.Run(method.String(), func(t *testing.T) {
 			pts := linePoints(10, 80e-6, -123_456_789)
-			m, err := FitLine(pts, method)
+			m, err := fitLine(pts, method)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,25 +155,25 @@ func TestFitLine(t *testing.T) {
 			if m.N != 10 || m.ResidualNS > 1 {
 				t.Errorf("N %d residual %g", m.N, m.ResidualNS)
 			}
-			_, err = FitLine(linePoints(10, 600e-6, 0), method)
+			_, err = fitLine(linePoints(10, 600e-6, 0), method)
 			if !errors.Is(err, ErrAbsurdSlope) {
 				t.Errorf("600 ppm: %v, want ErrAbsurdSlope", err)
 			}
-			if _, err := FitLine(linePoints(10, -499e-6, 0), method); err != nil {
+			if _, err := fitLine(linePoints(10, -499e-6, 0), method); err != nil {
 				t.Errorf("-499 ppm rejected: %v", err)
 			}
-			if _, err := FitLine(pts[:1], method); !errors.Is(err, timebase.ErrTooFewPoints) {
+			if _, err := fitLine(pts[:1], method); !errors.Is(err, timebase.ErrTooFewPoints) {
 				t.Errorf("one point: %v", err)
 			}
-			if _, err := FitLine([]timebase.Point{{X: 5, Offset: 1}, {X: 5, Offset: 2}}, method); !errors.Is(err, timebase.ErrTooFewPoints) {
+			if _, err := fitLine([]timebase.Point{{X: 5, Offset: 1}, {X: 5, Offset: 2}}, method); !errors.Is(err, timebase.ErrTooFewPoints) {
 				t.Errorf("one point: %v", err)
 			}
 		})
 	}
-	if _, err := FitLine(linePoints(MaxTheilSenPoints+1, 0, 0), TheilSen); err == nil {
+	if _, err := fitLine(linePoints(maxTheilSenPoints+1, 0, 0), TheilSen); err == nil {
 		t.Error("theil-sen accepted more than MaxTheilSenPoints")
 	}
-	if _, err := FitLine(linePoints(3, 0, 0), FitMethod(9)); err == nil {
+	if _, err := fitLine(linePoints(3, 0, 0), FitMethod(9)); err == nil {
 		t.Error("unknown method accepted")
 	}
 }
@@ -182,11 +182,11 @@ func TestTheilSenResistsOutliers(t *testing.T) {
 	pts := linePoints(12, 30e-6, 5000)
 	pts[3].Offset += 40_000 // two delayed answers
 	pts[8].Offset += 25_000
-	ts, err := FitLine(pts, TheilSen)
+	ts, err := fitLine(pts, TheilSen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls, err := FitLine(pts, LeastSquares)
+	ls, err := fitLine(pts, LeastSquares)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,11 +203,11 @@ func TestTheilSenResistsOutliers(t *testing.T) {
 
 func TestSKaMPIEarlyStop(t *testing.T) {
 	ctx := context.Background()
-	cfg := SKaMPIConfig{Min: 3, Max: 40}
+	cfg := skampiConfig{Min: 3, Max: 40}
 	// Noiseless link: without a prior best RTT all Max ping-pongs run (the
 	// first measurement establishes the best); with one, only Min.
 	s := mustSim(t, SimConfig{Nodes: 2, Seed: 1, OffsetNS: 1e9, LatencyNS: 4_000})
-	first, err := SKaMPIOffset(ctx, s, 1, 0, cfg)
+	first, err := skampiOffset(ctx, s, 1, 0, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestSKaMPIEarlyStop(t *testing.T) {
 		t.Errorf("no prior: %d ping-pongs, want %d", first.Exchanges, cfg.Max)
 	}
 	cfg.BestRTT = first.MinRTT
-	again, err := SKaMPIOffset(ctx, s, 1, 0, cfg)
+	again, err := skampiOffset(ctx, s, 1, 0, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestSKaMPIEarlyStop(t *testing.T) {
 	}
 	// A prior far better than this link can do: never within 1.1×, runs Max.
 	cfg.BestRTT = first.MinRTT / 2
-	slow, err := SKaMPIOffset(ctx, s, 1, 0, cfg)
+	slow, err := skampiOffset(ctx, s, 1, 0, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,15 +234,15 @@ func TestSKaMPIEarlyStop(t *testing.T) {
 
 	// Jittery link: the stop fires somewhere between Min and Max.
 	j := mustSim(t, SimConfig{Nodes: 2, Seed: 9, OffsetNS: 1e9, LatencyNS: 4_000, JitterNS: 1_000})
-	cfg = SKaMPIConfig{Min: 2, Max: 100}
-	prior, err := SKaMPIOffset(ctx, j, 1, 0, cfg)
+	cfg = skampiConfig{Min: 2, Max: 100}
+	prior, err := skampiOffset(ctx, j, 1, 0, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	total := 0
 	for range 20 {
 		cfg.BestRTT = prior.MinRTT
-		est, err := SKaMPIOffset(ctx, j, 1, 0, cfg)
+		est, err := skampiOffset(ctx, j, 1, 0, cfg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,8 +253,8 @@ func TestSKaMPIEarlyStop(t *testing.T) {
 		t.Errorf("jitter: %d ping-pongs in 20 measurements, want between %d and %d", total, 20*cfg.Min, 20*cfg.Max/2)
 	}
 
-	for _, bad := range []SKaMPIConfig{{Min: 0, Max: 5}, {Min: 6, Max: 5}, {Min: 1, Max: 0}} {
-		if _, err := SKaMPIOffset(ctx, s, 1, 0, bad); err == nil {
+	for _, bad := range []skampiConfig{{Min: 0, Max: 5}, {Min: 6, Max: 5}, {Min: 1, Max: 0}} {
+		if _, err := skampiOffset(ctx, s, 1, 0, bad, nil); err == nil {
 			t.Errorf("config %+v accepted", bad)
 		}
 	}
@@ -264,15 +264,15 @@ func TestOffsetEstimatesContainTruth(t *testing.T) {
 	ctx := context.Background()
 	s := mustSim(t, SimConfig{Nodes: 4, Seed: 11, DriftPPM: 100, OffsetNS: 1e9, LatencyNS: 4_000, JitterNS: 1_000, ProcessingNS: 500})
 	for client := 1; client < 4; client++ {
-		sk, err := SKaMPIOffset(ctx, s, client, 0, SKaMPIConfig{Min: 5, Max: 30})
+		sk, err := skampiOffset(ctx, s, client, 0, skampiConfig{Min: 5, Max: 30}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mr, err := MinRTTOffset(ctx, s, client, 0, 30)
+		mr, err := minRTTOffset(ctx, s, client, 0, 30)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, est := range map[string]OffsetEstimate{"skampi": sk, "min-rtt": mr} {
+		for name, est := range map[string]offsetEstimate{"skampi": sk, "min-rtt": mr} {
 			truth := s.TrueOffset(client, est.At)
 			if e := abs64(est.Offset - truth); e > est.HalfWidth+1 {
 				t.Errorf("%s node %d: error %d outside half-width %d", name, client, e, est.HalfWidth)
@@ -294,11 +294,11 @@ func TestMinRTTOffsetPicksFastest(t *testing.T) {
 		{Send: 2000, Remote: 1560, Recv: 2100}, // fastest: mid 2050, offset 490
 		{Send: 3000, Remote: 2500, Recv: 3200},
 	}
-	est, err := MinRTTOffset(context.Background(), &scripted{ex: ex}, 1, 0, 3)
+	est, err := minRTTOffset(context.Background(), &scripted{ex: ex}, 1, 0, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (OffsetEstimate{At: 2050, Offset: 490, HalfWidth: 50, Exchanges: 3, MinRTT: 100}); est != want {
+	if want := (offsetEstimate{At: 2050, Offset: 490, HalfWidth: 50, Exchanges: 3, MinRTT: 100}); est != want {
 		t.Errorf("got %+v, want %+v", est, want)
 	}
 }
@@ -311,13 +311,13 @@ func TestSKaMPISlopeCompensation(t *testing.T) {
 	ctx := context.Background()
 	s := mustSim(t, SimConfig{Nodes: 2, Drifts: []float64{0, 150e-6}, Offsets: []int64{0, 5e8}, LatencyNS: 20_000, ProcessingNS: 2_000, StartNS: 1e9})
 	slope := 150e-6 / (1 + 150e-6) // d offset / d local time of node 1
-	cfg := SKaMPIConfig{Min: 30, Max: 30}
-	plain, err := SKaMPIOffset(ctx, s, 1, 0, cfg)
+	cfg := skampiConfig{Min: 30, Max: 30}
+	plain, err := skampiOffset(ctx, s, 1, 0, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Slope = slope
-	comp, err := SKaMPIOffset(ctx, s, 1, 0, cfg)
+	comp, err := skampiOffset(ctx, s, 1, 0, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,4 +465,21 @@ func TestMergeFineExactAtDepth(t *testing.T) {
 		rl := float64(rough.Intercept) + rough.Slope*float64(x-rough.Origin)
 		t.Logf("at %d: fine merge off by %.2g ns, timebase.Merge (rounding each level, fraction dropped) by %.2f ns", x, merged.offsetAt(x)-total, rl-total)
 	}
+}
+
+// fitLine is fitFine over whole-nanosecond fitpoints, its model rounded: a
+// line through them, rejected with ErrAbsurdSlope if |slope| > maxSlope. The
+// model's N, MeanX, ResidualNS and SlopeErr carry its uncertainty; for
+// Theil–Sen they are the least-squares formulas applied to the robust line's
+// residuals, an approximation.
+func fitLine(points []timebase.Point, method FitMethod) (timebase.LinearModel, error) {
+	fp := make([]finePoint, len(points))
+	for i, p := range points {
+		fp[i] = finePoint{X: p.X, Offset: float64(p.Offset)}
+	}
+	f, err := fitFine(fp, method)
+	if err != nil {
+		return timebase.LinearModel{}, err
+	}
+	return f.model(), nil
 }

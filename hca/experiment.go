@@ -11,11 +11,11 @@ import (
 
 // Bound is the error bound published with a model's offset at local time x:
 // its Uncertainty, which the algorithms scale to cover about 99 % of true
-// errors (CoverageSigmas), growing with the distance from the fit.
+// errors (coverageSigmas), growing with the distance from the fit.
 func Bound(m timebase.LinearModel, x int64) int64 { return m.Uncertainty(x) }
 
 // Clocks is the ground truth of an experiment: node i reads
-// C_i(t) = t + round(Drift[i]·t) + Offset[i] at base time t, as Sim's
+// C_i(t) = t + round(Drift[i]·t) + Offset[i] at base time t, as simNetwork's
 // clocks and the test-only virtual clocks of agents over one host's
 // CLOCK_MONOTONIC_RAW do.
 type Clocks struct {
@@ -23,10 +23,10 @@ type Clocks struct {
 	Offset []int64
 }
 
-// RandomClocks draws p clocks as Sim does: drifts uniform in ±driftPPM,
+// RandomClocks draws p clocks as simNetwork does: drifts uniform in ±driftPPM,
 // offsets uniform in ±offsetNS, from seed.
 func RandomClocks(p int, seed uint64, driftPPM float64, offsetNS int64) (Clocks, error) {
-	s, err := NewSim(SimConfig{Nodes: p, Seed: seed, DriftPPM: driftPPM, OffsetNS: offsetNS})
+	s, err := newSimNetwork(SimConfig{Nodes: p, Seed: seed, DriftPPM: driftPPM, OffsetNS: offsetNS})
 	if err != nil {
 		return Clocks{}, err
 	}
@@ -151,7 +151,7 @@ func (x SimExperiment) Run(ctx context.Context) (Report, error) {
 	if i := slices.IndexFunc(x.CheckAfter, func(a int64) bool { return a < 0 }); i >= 0 {
 		return Report{}, fmt.Errorf("hca sim: check time %d ns is negative", x.CheckAfter[i])
 	}
-	sim, err := NewSim(x.Network)
+	sim, err := newSimNetwork(x.Network)
 	if err != nil {
 		return Report{}, err
 	}

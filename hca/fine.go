@@ -100,19 +100,25 @@ func mergeFine(m1, m2 fine) fine {
 
 // fineRTT is the RTT the fitpoints subtract half of: MeanNS, or Mean for
 // an RTT made without it.
-func fineRTT(r RTT) float64 {
+func fineRTT(r rttSummary) float64 {
 	if r.MeanNS != 0 {
 		return r.MeanNS
 	}
 	return float64(r.Mean)
 }
 
-// measureFitpointFine is MeasureFitpoint with sub-nanosecond samples
-// t_c − T_r − rtt/2. The fitpoint keeps the reference's mean reading, so
+// measureFitpointFine takes one fitpoint of client against ref from
+// exchanges ping-pongs, chosen by filter. With MedianSample (Jones & Koenig)
+// each ping-pong gives the sample t_c − T_r − rtt/2, unrounded (t_c = Recv,
+// T_r = Remote, rtt the pair's mean RTT, which the caller must have
+// measured: see rttCache), at the client's time t_c − rtt/2, when the
+// reference read T_r (the notes pair it with t_c, which shifts the line by
+// slope × rtt/2: up to 4 ns at 200 ppm and a 40 µs RTT); the median sample
+// is kept. The fitpoint keeps the reference's mean reading, so
 // that mapPoints can carry it to the reference's global time later (HCA3).
 func measureFitpointFine(ctx context.Context, net Network, client, ref int, rtt float64, exchanges int, filter FitpointFilter) (finePoint, error) {
 	if exchanges < 1 {
-		return finePoint{}, fmt.Errorf("fitpoint %d->%d: %d exchanges: %w", client, ref, exchanges, ErrNoSamples)
+		return finePoint{}, fmt.Errorf("fitpoint %d->%d: %d exchanges: %w", client, ref, exchanges, errNoSamples)
 	}
 	if rtt < 0 {
 		return finePoint{}, fmt.Errorf("fitpoint %d->%d: negative rtt %g", client, ref, rtt)
@@ -163,17 +169,17 @@ func measureFitpointFine(ctx context.Context, net Network, client, ref int, rtt 
 // averaged with it, as the median filter does, to remove the noise of
 // nanosecond readings on a clean link.
 func minRTTPoint(all []Exchange) finePoint {
-	least := slices.MinFunc(all, func(a, b Exchange) int { return cmp.Compare(a.RTT(), b.RTT()) }).RTT()
+	least := slices.MinFunc(all, func(a, b Exchange) int { return cmp.Compare(a.rtt(), b.rtt()) }).rtt()
 	var x0, r0 int64
 	var sx, sy, sr float64
 	var n int
 	for _, e := range all {
-		if e.RTT() > least+quantumWindowNS {
+		if e.rtt() > least+quantumWindowNS {
 			continue
 		}
 		// Differences first: readings near 1e15 ns keep only 1/8 ns in a
 		// float64.
-		half := float64(e.RTT()) / 2
+		half := float64(e.rtt()) / 2
 		off := float64(e.Send-e.Remote) + half
 		if n == 0 {
 			x0, r0 = e.Send, e.Remote
@@ -206,8 +212,11 @@ func medianFloat(v []float64) float64 {
 // alone give a sample.
 const quantumWindowNS = 2
 
-// fitFine is FitLine over sub-nanosecond fitpoints; the intercept keeps its
-// fraction.
+// fitFine fits a line through sub-nanosecond fitpoints, its intercept
+// keeping its fraction, and rejects it with ErrAbsurdSlope if |slope| >
+// maxSlope. The model's N, MeanX, ResidualNS and SlopeErr carry its
+// uncertainty; for Theil–Sen they are the least-squares formulas applied to
+// the robust line's residuals, an approximation.
 func fitFine(points []finePoint, method FitMethod) (fine, error) {
 	var f fine
 	var err error
@@ -222,7 +231,7 @@ func fitFine(points []finePoint, method FitMethod) (fine, error) {
 	if err != nil {
 		return fine{}, fmt.Errorf("fit line (%v): %w", method, err)
 	}
-	if math.Abs(f.Slope) > MaxSlope || math.IsNaN(f.Slope) {
+	if math.Abs(f.Slope) > maxSlope || math.IsNaN(f.Slope) {
 		return fine{}, fmt.Errorf("fit line (%v) over %d points: slope %.1f ppm: %w", method, len(points), f.Slope*1e6, ErrAbsurdSlope)
 	}
 	return f, nil
@@ -305,8 +314,8 @@ func theilSenFine(points []finePoint) (fine, error) {
 	if n < 2 {
 		return fine{}, fmt.Errorf("fit %d points: %w", n, timebase.ErrTooFewPoints)
 	}
-	if n > MaxTheilSenPoints {
-		return fine{}, fmt.Errorf("theil-sen over %d points: at most %d (it keeps all n²/2 slopes)", n, MaxTheilSenPoints)
+	if n > maxTheilSenPoints {
+		return fine{}, fmt.Errorf("theil-sen over %d points: at most %d (it keeps all n²/2 slopes)", n, maxTheilSenPoints)
 	}
 	slopes := make([]float64, 0, n*(n-1)/2)
 	for i := range n {
@@ -335,18 +344,18 @@ func theilSenFine(points []finePoint) (fine, error) {
 	return fineStats(f.normalise(), points), nil
 }
 
-// skampiFine is SKaMPIOffset that also returns the unrounded offset at
+// skampiFine is skampiOffset that also returns the unrounded offset at
 // est.At: the midpoint of the intervals, carried along cfg.Slope without
 // rounding.
-func skampiFine(ctx context.Context, net Network, client, ref int, cfg SKaMPIConfig) (OffsetEstimate, float64, error) {
+func skampiFine(ctx context.Context, net Network, client, ref int, cfg skampiConfig) (offsetEstimate, float64, error) {
 	var exact float64
 	est, err := skampiOffset(ctx, net, client, ref, cfg, &exact)
 	return est, exact, err
 }
 
-// offsetFine is est as a fine model with slope s (OffsetEstimate.Model),
+// offsetFine is est as a fine model with slope s (offsetEstimate.Model),
 // its intercept the unrounded offset exact.
-func offsetFine(est OffsetEstimate, exact, s float64, base timebase.LinearModel) fine {
+func offsetFine(est offsetEstimate, exact, s float64, base timebase.LinearModel) fine {
 	f := fine{LinearModel: est.Model(s, base)}
 	f.Intercept = 0
 	f.frac = exact

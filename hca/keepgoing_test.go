@@ -12,15 +12,15 @@ import (
 // deadRank is a Sim on which every exchange with one rank is lost, after
 // the Sim's timeout.
 type deadRank struct {
-	*Sim
+	*simNetwork
 	rank int
 }
 
 func (d deadRank) Exchange(ctx context.Context, from, to int) (Exchange, error) {
 	if from != d.rank && to != d.rank {
-		return d.Sim.Exchange(ctx, from, to)
+		return d.simNetwork.Exchange(ctx, from, to)
 	}
-	d.Sim.Advance(1_000_000)
+	d.simNetwork.Advance(1_000_000)
 	return Exchange{}, ErrLost
 }
 
@@ -82,7 +82,7 @@ func TestSyncKeepGoing(t *testing.T) {
 			var got []int
 			for _, f := range res.Failed {
 				got = append(got, f.Rank)
-				if !errors.Is(f.Err, ErrLost) && !errors.Is(f.Err, ErrUpstream) {
+				if !errors.Is(f.Err, ErrLost) && !errors.Is(f.Err, errUpstream) {
 					t.Errorf("rank %d failed with %v, want ErrLost or ErrUpstream", f.Rank, f.Err)
 				}
 				if res.Models[f.Rank] != (timebase.LinearModel{}) {
@@ -158,27 +158,27 @@ func TestSimExperimentUnderLoss(t *testing.T) {
 // TestSimHorizon: a Sim never runs past SimHorizonNS, where its int64
 // times would soon overflow (a sync of 4 nodes over hour-long links
 // reported -760138 h): the exchange or pause that would pass it fails with
-// ErrSimHorizon and changes nothing, and a sync ends with that error even
+// errSimHorizon and changes nothing, and a sync ends with that error even
 // with KeepGoing rather than fail one rank after another.
 func TestSimHorizon(t *testing.T) {
 	ctx := context.Background()
 	s := mustSim(t, SimConfig{Nodes: 2, LatencyNS: SimHorizonNS/2 + 1})
-	if _, err := s.Exchange(ctx, 0, 1); !errors.Is(err, ErrSimHorizon) || s.Elapsed() != 0 || s.Stats() != (SimStats{Exchanges: 1}) {
+	if _, err := s.Exchange(ctx, 0, 1); !errors.Is(err, errSimHorizon) || s.Elapsed() != 0 || s.Stats() != (simStats{Exchanges: 1}) {
 		t.Errorf("an exchange of two messages of over half the horizon: %v; elapsed %d ns, stats %+v", err, s.Elapsed(), s.Stats())
 	}
 	s = mustSim(t, SimConfig{Nodes: 2})
 	if err := s.Pause(ctx, SimHorizonNS); err != nil {
 		t.Fatalf("pause up to the horizon: %v", err)
 	}
-	if err := s.Pause(ctx, 1); !errors.Is(err, ErrSimHorizon) || s.Elapsed() != SimHorizonNS {
+	if err := s.Pause(ctx, 1); !errors.Is(err, errSimHorizon) || s.Elapsed() != SimHorizonNS {
 		t.Errorf("pause past the horizon: %v; elapsed %d ns", err, s.Elapsed())
 	}
 	p := DefaultParams()
 	p.KeepGoing = true
 	p.SpacingNS = SimHorizonNS / int64(p.Fitpoints-1) * 2
-	for _, alg := range []Algorithm{JK{}, HCA{}} {
+	for _, alg := range []Algorithm{jonesKoenig{}, hca{}} {
 		res, err := alg.Sync(ctx, mustSim(t, SimConfig{Nodes: 4}), p)
-		if !errors.Is(err, ErrSimHorizon) || len(res.Failed) != 0 {
+		if !errors.Is(err, errSimHorizon) || len(res.Failed) != 0 {
 			t.Errorf("%s with fitpoints spaced past the horizon: %v, %d ranks failed", alg.Name(), err, len(res.Failed))
 		}
 	}

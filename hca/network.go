@@ -18,12 +18,12 @@ type Exchange struct {
 }
 
 // RTT is the round trip in From's clock.
-func (e Exchange) RTT() int64 { return e.Recv - e.Send }
+func (e Exchange) rtt() int64 { return e.Recv - e.Send }
 
 // Network is what the algorithms run on: p nodes, ranked 0..p-1 (0 is the
 // root), any of which can be made to run a ping-pong with any other. The
 // agent's implementation carries exchanges over authenticated UDP between
-// agents; Sim simulates clocks and links in memory, with the true clocks
+// agents; simNetwork simulates clocks and links in memory, with the true clocks
 // known, so that every model's error can be measured.
 type Network interface {
 	Size() int

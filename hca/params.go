@@ -15,23 +15,23 @@ type Algorithm interface {
 	Sync(ctx context.Context, net Network, p Params) (Result, error)
 }
 
-// Pauser is implemented by networks whose time can be let pass without
-// sleeping (Sim). On other networks the algorithms wait on a timer.
-type Pauser interface {
+// pauser is implemented by networks whose time can be let pass without
+// sleeping (simNetwork). On other networks the algorithms wait on a timer.
+type pauser interface {
 	Pause(ctx context.Context, ns int64) error
 }
 
-// Elapser is implemented by networks with their own notion of elapsed time
-// (Sim); Result.DurationNS is measured with it, otherwise with the wall
+// elapser is implemented by networks with their own notion of elapsed time
+// (simNetwork); Result.DurationNS is measured with it, otherwise with the wall
 // clock.
-type Elapser interface {
+type elapser interface {
 	Elapsed() int64
 }
 
-// Paralleler is implemented by networks on which exchanges between disjoint
+// paralleler is implemented by networks on which exchanges between disjoint
 // pairs of nodes can run at the same time. Parallel calls f(i) for i in
 // [0,n), possibly concurrently, and returns the first error.
-type Paralleler interface {
+type paralleler interface {
 	Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error
 }
 
@@ -113,7 +113,7 @@ type Result struct {
 	// identity. Uncertainty(x) of each grows with the distance from the
 	// measurements, and is meant to cover about 99 % of true errors: the
 	// drift-modelling algorithms publish their fits' ResidualNS and
-	// SlopeErr scaled to CoverageSigmas. For HCA, HCA2 and SKaMPI the floor
+	// SlopeErr scaled to coverageSigmas. For HCA, HCA2 and SKaMPI the floor
 	// is the SKaMPI intervals' half-width (summed over the levels for
 	// HCA2), a hard bound whatever the links' asymmetry; for JK and HCA3 it
 	// is a bound on the fitpoints' shared bias from the pair's RTT spread
@@ -128,7 +128,7 @@ type Result struct {
 	// full) plus the model transfers of tree algorithms (one per tree edge
 	// up, one per rank for the root's scatter).
 	Messages   int64
-	DurationNS int64 // on the network's clock (Sim: simulated time)
+	DurationNS int64 // on the network's clock (simNetwork: simulated time)
 	Rejected   int   // fits rejected for an absurd slope or scattered fitpoints (ErrScattered), then re-measured
 	// GivenUp counts the exchanges lost on every one of their Retries+1
 	// tries (each try is counted in Lost); each failed its pair.
@@ -145,7 +145,7 @@ type RankFailure struct {
 	Err  error
 }
 
-// ErrUpstream is why a rank fails (wrapped, with the rank) when a rank on
+// errUpstream is why a rank fails (wrapped, with the rank) when a rank on
 // its path to the root failed: its model would have been merged through,
 // or fitted against, that rank's.
-var ErrUpstream = errors.New("hca: a rank on its path to the root was not synchronised")
+var errUpstream = errors.New("hca: a rank on its path to the root was not synchronised")

@@ -31,7 +31,7 @@ func TestInterpolateBeatsExtrapolation(t *testing.T) {
 			x := start + int64(i)*span/(points-1)
 			pts = append(pts, timebase.Point{X: x, Offset: int64(math.Round(truth(x) + rng.NormFloat64()*noiseNS))})
 		}
-		m, err := FitLine(pts, LeastSquares)
+		m, err := fitLine(pts, LeastSquares)
 		if err != nil {
 			t.Fatal(err)
 		}

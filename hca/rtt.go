@@ -13,7 +13,7 @@ import (
 // dropped before the mean and minimum are taken. This cut keeps everything
 // on a clean link (unlike dropping a fixed top 10 %) and still removes the
 // long tail of delayed answers.
-type RTT struct {
+type rttSummary struct {
 	Mean    int64 // mean of the kept RTTs (ns)
 	Min     int64 // smallest RTT (ns)
 	Kept    int
@@ -24,11 +24,11 @@ type RTT struct {
 	MeanNS float64
 }
 
-// SummarizeRTT applies the outlier cutoff to rtts and summarises the rest.
+// summarizeRTT applies the outlier cutoff to rtts and summarises the rest.
 // rtts is not modified.
-func SummarizeRTT(rtts []int64) (RTT, error) {
+func summarizeRTT(rtts []int64) (rttSummary, error) {
 	if len(rtts) == 0 {
-		return RTT{}, fmt.Errorf("summarize rtt: %w", ErrNoSamples)
+		return rttSummary{}, fmt.Errorf("summarize rtt: %w", errNoSamples)
 	}
 	sorted := slices.Clone(rtts)
 	slices.Sort(sorted)
@@ -42,7 +42,7 @@ func SummarizeRTT(rtts []int64) (RTT, error) {
 		sum += r
 		kept++
 	}
-	return RTT{
+	return rttSummary{
 		Mean:    roundDiv(sum, kept),
 		MeanNS:  float64(sum) / float64(kept),
 		Min:     sorted[0],
@@ -51,48 +51,48 @@ func SummarizeRTT(rtts []int64) (RTT, error) {
 	}, nil
 }
 
-// MeasureRTT runs warmup ping-pongs from from to to whose results are thrown
+// measureRTT runs warmup ping-pongs from from to to whose results are thrown
 // away (caches, ARP, a sleeping peer), then n that are summarised.
-func MeasureRTT(ctx context.Context, net Network, from, to, warmup, n int) (RTT, error) {
+func measureRTT(ctx context.Context, net Network, from, to, warmup, n int) (rttSummary, error) {
 	if n < 1 {
-		return RTT{}, fmt.Errorf("measure rtt %d->%d: %d exchanges: %w", from, to, n, ErrNoSamples)
+		return rttSummary{}, fmt.Errorf("measure rtt %d->%d: %d exchanges: %w", from, to, n, errNoSamples)
 	}
 	for range warmup {
 		if _, err := net.Exchange(ctx, from, to); err != nil {
-			return RTT{}, fmt.Errorf("measure rtt %d->%d: warm-up: %w", from, to, err)
+			return rttSummary{}, fmt.Errorf("measure rtt %d->%d: warm-up: %w", from, to, err)
 		}
 	}
 	rtts := make([]int64, 0, n)
 	for range n {
 		e, err := net.Exchange(ctx, from, to)
 		if err != nil {
-			return RTT{}, fmt.Errorf("measure rtt %d->%d: %w", from, to, err)
+			return rttSummary{}, fmt.Errorf("measure rtt %d->%d: %w", from, to, err)
 		}
-		rtts = append(rtts, e.RTT())
+		rtts = append(rtts, e.rtt())
 	}
-	return SummarizeRTT(rtts)
+	return summarizeRTT(rtts)
 }
 
-// RTTCache measures each directed pair's RTT once and then answers from the
+// rttCache measures each directed pair's RTT once and then answers from the
 // cache. It also remembers the best RTT seen on a pair by any measurement,
-// which SKaMPIOffset uses for its early stop. It is safe for concurrent
+// which skampiOffset uses for its early stop. It is safe for concurrent
 // use; concurrent Gets of one pair may both measure it (the later result is
 // kept), which parallel rounds of disjoint pairs never do.
-type RTTCache struct {
-	Warmup, N int // passed to MeasureRTT
+type rttCache struct {
+	Warmup, N int // passed to measureRTT
 
 	mu   sync.Mutex
-	rtt  map[[2]int]RTT
+	rtt  map[[2]int]rttSummary
 	best map[[2]int]int64
 }
 
-// NewRTTCache returns an empty cache that measures with warmup and n.
-func NewRTTCache(warmup, n int) *RTTCache {
-	return &RTTCache{Warmup: warmup, N: n, rtt: map[[2]int]RTT{}, best: map[[2]int]int64{}}
+// newRTTCache returns an empty cache that measures with warmup and n.
+func newRTTCache(warmup, n int) *rttCache {
+	return &rttCache{Warmup: warmup, N: n, rtt: map[[2]int]rttSummary{}, best: map[[2]int]int64{}}
 }
 
 // Get returns the pair's RTT, measuring it only if it is not cached yet.
-func (c *RTTCache) Get(ctx context.Context, net Network, from, to int) (RTT, error) {
+func (c *rttCache) Get(ctx context.Context, net Network, from, to int) (rttSummary, error) {
 	k := [2]int{from, to}
 	c.mu.Lock()
 	r, ok := c.rtt[k]
@@ -100,9 +100,9 @@ func (c *RTTCache) Get(ctx context.Context, net Network, from, to int) (RTT, err
 	if ok {
 		return r, nil
 	}
-	r, err := MeasureRTT(ctx, net, from, to, c.Warmup, c.N)
+	r, err := measureRTT(ctx, net, from, to, c.Warmup, c.N)
 	if err != nil {
-		return RTT{}, err
+		return rttSummary{}, err
 	}
 	c.mu.Lock()
 	c.rtt[k] = r
@@ -112,14 +112,14 @@ func (c *RTTCache) Get(ctx context.Context, net Network, from, to int) (RTT, err
 }
 
 // Best returns the smallest RTT seen on the pair, or 0 if none was.
-func (c *RTTCache) Best(from, to int) int64 {
+func (c *rttCache) Best(from, to int) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.best[[2]int{from, to}]
 }
 
 // Observe records an RTT seen on the pair by any measurement.
-func (c *RTTCache) Observe(from, to int, rtt int64) {
+func (c *rttCache) Observe(from, to int, rtt int64) {
 	k := [2]int{from, to}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -26,12 +26,12 @@ type peerState struct {
 	epoch        uint64
 	retired      [retiredEpochs]uint64
 	nextRetire   int
-	requests     ReplayWindow
-	answers      ReplayWindow
+	requests     replayWindow
+	answers      replayWindow
 	modelRound   int64
 	hasModel     bool
 	tentative    uint64
-	tentativeWin ReplayWindow
+	tentativeWin replayWindow
 	probe        bool // a run or model to it went unanswered: ping before the next
 }
 
@@ -65,7 +65,7 @@ func (p *peerState) adopt(ep uint64) bool {
 
 // Serve reads the socket until ctx ends (it then returns ctx's error) or the
 // socket is closed: it answers pings and models, carries out runs (each on
-// its own goroutine, at most MaxRuns at once, ended with ctx), and hands
+// its own goroutine, at most maxRuns at once, ended with ctx), and hands
 // answers to their requests. Only one Serve may run at a time. It closes
 // nothing; Close is the owner's.
 func (e *Endpoint) Serve(ctx context.Context) error {
@@ -81,9 +81,9 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 	var runs sync.WaitGroup
 	defer runs.Wait()
 
-	codec := NewCodec(e.key)
-	buf := make([]byte, 2048) // more than MaxMessageLen, so that long datagrams show
-	out := make([]byte, 0, MaxMessageLen)
+	wc := newCodec(e.key)
+	buf := make([]byte, 2048) // more than maxMessageLen, so that long datagrams show
+	out := make([]byte, 0, maxMessageLen)
 	oob := make([]byte, 256)
 	var ctl sockts.Control
 	layout := sockts.NativeLayout()
@@ -117,20 +117,20 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 			return fmt.Errorf("hca endpoint %d: serve: read: %w", e.rank, err)
 		}
 		e.c.received.Add(1)
-		m, ok := e.accept(codec, buf[:n])
+		m, ok := e.accept(wc, buf[:n])
 		if !ok {
 			continue
 		}
 		switch m.Type {
-		case MsgPong, MsgReport, MsgModelAck:
+		case msgPong, msgReport, msgModelAck:
 			e.deliver(m, now)
-		case MsgPing:
+		case msgPing:
 			if e.delay > 0 {
 				e.delayedPong(ctx, &runs, m, now)
 				continue
 			}
-			out = e.pong(codec, m, now, out)
-		case MsgModel:
+			out = e.pong(wc, m, now, out)
+		case msgModel:
 			take, ok := e.modelOrder(m)
 			if !ok {
 				continue
@@ -139,9 +139,9 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 				e.onModel(int(m.From), m.Send, m.Model)
 			}
 			e.c.models.Add(1)
-			out = codec.Append(out[:0], e.answer(MsgModelAck, m))
+			out = wc.append(out[:0], e.answer(msgModelAck, m))
 			e.reply(out, m.From)
-		case MsgRun:
+		case msgRun:
 			e.startRun(ctx, &runs, m)
 		}
 	}
@@ -173,15 +173,15 @@ func (e *Endpoint) pairedRealtime() (clock, rt int64, ok bool) {
 
 // answer is the answer of type t to request m: from this endpoint's
 // epoch, echoing m's epoch and sequence number.
-func (e *Endpoint) answer(t MsgType, m Message) Message {
-	return Message{Type: t, Session: m.Session, Epoch: e.epoch, PeerEpoch: m.Epoch, From: e.rank, To: m.From, Seq: m.Seq, Send: m.Send}
+func (e *Endpoint) answer(t msgType, m message) message {
+	return message{Type: t, Session: m.Session, Epoch: e.epoch, PeerEpoch: m.Epoch, From: e.rank, To: m.From, Seq: m.Seq, Send: m.Send}
 }
 
 // modelOrder decides on a model that accept let through: take it (newer
 // than the last taken from its sender's epoch), acknowledge it only (that
 // round again: a retransmission after a lost model-ack), or refuse it
 // (ok false, counted: an older round).
-func (e *Endpoint) modelOrder(m Message) (take, ok bool) {
+func (e *Endpoint) modelOrder(m message) (take, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := e.known[m.From] // accept made it, in m's epoch
@@ -199,10 +199,10 @@ func (e *Endpoint) modelOrder(m Message) (take, ok bool) {
 // accept authenticates and checks one datagram: the session, the ranks, the
 // epochs and the replay window (wire.go). Whatever fails is counted under
 // one drop counter.
-func (e *Endpoint) accept(codec *Codec, b []byte) (Message, bool) {
-	m, err := codec.Decode(b)
+func (e *Endpoint) accept(wc *codec, b []byte) (message, bool) {
+	m, err := wc.decode(b)
 	switch {
-	case errors.Is(err, ErrBadMAC):
+	case errors.Is(err, errBadMAC):
 		e.c.unauth.Add(1)
 		return m, false
 	case err != nil:
@@ -232,7 +232,7 @@ func (e *Endpoint) accept(codec *Codec, b []byte) (Message, bool) {
 	case m.Epoch != st.epoch && st.isRetired(m.Epoch):
 		e.c.replayed.Add(1)
 		return m, false
-	case (m.Type == MsgRun || m.Type == MsgModel) && !fresh:
+	case (m.Type == msgRun || m.Type == msgModel) && !fresh:
 		e.c.staleEpoch.Add(1)
 		return m, false
 	case m.Epoch != st.epoch && fresh:
@@ -265,7 +265,7 @@ func (e *Endpoint) accept(codec *Codec, b []byte) (Message, bool) {
 }
 
 // deliver hands an answer read at now to the request waiting for it.
-func (e *Endpoint) deliver(m Message, now int64) {
+func (e *Endpoint) deliver(m message, now int64) {
 	e.mu.Lock()
 	w := e.waiters[m.Seq]
 	if w == nil || !w.answers(m) {
@@ -282,11 +282,11 @@ func (e *Endpoint) deliver(m Message, now int64) {
 
 // pong answers a ping read at now with the midpoint of arrival and
 // departure.
-func (e *Endpoint) pong(codec *Codec, m Message, now int64, out []byte) []byte {
+func (e *Endpoint) pong(wc *codec, m message, now int64, out []byte) []byte {
 	before := e.clock()
-	a := e.answer(MsgPong, m)
+	a := e.answer(msgPong, m)
 	a.Remote = now + (before-now)/2
-	out = codec.Append(out[:0], a)
+	out = wc.append(out[:0], a)
 	// Counted before the write, so that the count is up when the pong lands.
 	e.c.answered.Add(1)
 	e.reply(out, m.From)
@@ -294,9 +294,9 @@ func (e *Endpoint) pong(codec *Codec, m Message, now int64, out []byte) []byte {
 }
 
 // delayedPong answers m after the responder's half of the endpoint's
-// AnswerDelay, on a goroutine of its own (with its own Codec), so that
+// AnswerDelay, on a goroutine of its own (with its own codec), so that
 // Serve goes on reading meanwhile.
-func (e *Endpoint) delayedPong(ctx context.Context, wg *sync.WaitGroup, m Message, now int64) {
+func (e *Endpoint) delayedPong(ctx context.Context, wg *sync.WaitGroup, m message, now int64) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -305,8 +305,8 @@ func (e *Endpoint) delayedPong(ctx context.Context, wg *sync.WaitGroup, m Messag
 			// answer's leg of the exchange would pay for it (the reading is
 			// taken before the encoding and the write): one encoding first,
 			// thrown away, warms it.
-			c := NewCodec(e.key)
-			out := c.Append(make([]byte, 0, MaxMessageLen), e.answer(MsgPong, m))
+			c := newCodec(e.key)
+			out := c.append(make([]byte, 0, maxMessageLen), e.answer(msgPong, m))
 			e.pong(c, m, now, out)
 		}
 	}()
@@ -341,8 +341,8 @@ func (e *Endpoint) reply(b []byte, rank uint32) {
 
 // startRun carries out a run on its own goroutine and reports it to the
 // requester. A run whose target is not a peer, or that would exceed
-// MaxRuns, is dropped and counted; its driver times out.
-func (e *Endpoint) startRun(ctx context.Context, runs *sync.WaitGroup, m Message) {
+// maxRuns, is dropped and counted; its driver times out.
+func (e *Endpoint) startRun(ctx context.Context, runs *sync.WaitGroup, m message) {
 	e.mu.Lock()
 	_, known := e.peers[m.Target]
 	addr := e.peers[m.From]
@@ -351,7 +351,7 @@ func (e *Endpoint) startRun(ctx context.Context, runs *sync.WaitGroup, m Message
 		e.c.misaddressed.Add(1)
 		return
 	}
-	if e.running.Add(1) > MaxRuns {
+	if e.running.Add(1) > maxRuns {
 		e.running.Add(-1)
 		e.c.busy.Add(1)
 		return
@@ -361,9 +361,9 @@ func (e *Endpoint) startRun(ctx context.Context, runs *sync.WaitGroup, m Message
 	go func() {
 		defer runs.Done()
 		defer e.running.Add(-1)
-		r := e.answer(MsgReport, m)
+		r := e.answer(msgReport, m)
 		r.Send, r.Target = 0, m.Target
-		x, err := e.PingBurst(ctx, int(m.Target), int(m.Burst))
+		x, err := e.pingBurst(ctx, int(m.Target), int(m.Burst))
 		if err != nil {
 			if ctx.Err() != nil {
 				return

@@ -13,13 +13,13 @@ import (
 
 // session is the state of one Sync: the counting, retrying network, the RTT
 // cache and the result under construction. Exchange may be called
-// concurrently (from Paralleler rounds); everything else runs on the
+// concurrently (from paralleler rounds); everything else runs on the
 // goroutine of Sync.
 type session struct {
 	ctx   context.Context
 	inner Network
 	p     Params
-	rtt   *RTTCache
+	rtt   *rttCache
 	now   func() int64
 	start int64
 
@@ -35,10 +35,10 @@ func newSession(ctx context.Context, name string, net Network, p Params) (*sessi
 	if net.Size() < 1 {
 		return nil, fmt.Errorf("%s: network of %d nodes", name, net.Size())
 	}
-	s := &session{ctx: ctx, inner: net, p: p, rtt: NewRTTCache(p.RTTWarmup, p.RTTExchanges), failed: map[int]error{}}
+	s := &session{ctx: ctx, inner: net, p: p, rtt: newRTTCache(p.RTTWarmup, p.RTTExchanges), failed: map[int]error{}}
 	s.res.Algorithm = name
 	s.res.Models = make([]timebase.LinearModel, net.Size())
-	if e, ok := net.(Elapser); ok {
+	if e, ok := net.(elapser); ok {
 		s.now = e.Elapsed
 	} else {
 		t0 := time.Now()
@@ -62,10 +62,10 @@ func (s *session) finish() Result {
 
 // fail records that rank cannot be synchronised and returns nil, when the
 // caller asked to go on (KeepGoing), the sync was not cancelled and err is
-// not the simulation's end (ErrSimHorizon); otherwise it returns err, for
+// not the simulation's end (errSimHorizon); otherwise it returns err, for
 // Sync to end with. A rank's first failure is kept.
 func (s *session) fail(rank int, err error) error {
-	if !s.p.KeepGoing || s.ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrSimHorizon) {
+	if !s.p.KeepGoing || s.ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errSimHorizon) {
 		return err
 	}
 	s.mu.Lock()
@@ -93,7 +93,7 @@ func (s *session) live(pairs []pair, idx []int, chained bool) []int {
 	for _, i := range idx {
 		pr := pairs[i]
 		if chained && !s.ok(pr.ref) {
-			_ = s.fail(pr.client, fmt.Errorf("its reference rank %d failed: %w", pr.ref, ErrUpstream))
+			_ = s.fail(pr.client, fmt.Errorf("its reference rank %d failed: %w", pr.ref, errUpstream))
 		}
 		if s.ok(pr.client) {
 			out = append(out, i)
@@ -135,7 +135,7 @@ func (s *session) pause(ns int64) error {
 	if ns <= 0 {
 		return nil
 	}
-	if p, ok := s.inner.(Pauser); ok {
+	if p, ok := s.inner.(pauser); ok {
 		return p.Pause(s.ctx, ns)
 	}
 	t := time.NewTimer(time.Duration(ns))
@@ -155,7 +155,7 @@ type pair struct{ client, ref int }
 // has one, else one after the other. The caller guarantees that the n
 // calls involve disjoint nodes.
 func (s *session) parallel(n int, f func(ctx context.Context, i int) error) error {
-	if par, ok := s.inner.(Paralleler); ok && n > 1 {
+	if par, ok := s.inner.(paralleler); ok && n > 1 {
 		return par.Parallel(s.ctx, n, f)
 	}
 	for i := range n {
@@ -191,7 +191,7 @@ func disjointBatches(pairs []pair, idx []int) [][]int {
 
 // forPairs calls f(ctx, k) for every position k of idx (indices into
 // pairs), running the pairs of each disjoint batch in parallel when the
-// network is a Paralleler. An error of f fails the pair's client (fail):
+// network is a paralleler. An error of f fails the pair's client (fail):
 // with KeepGoing the other pairs go on.
 func (s *session) forPairs(pairs []pair, idx []int, f func(ctx context.Context, k int) error) error {
 	for _, b := range disjointBatches(pairs, idx) {
@@ -213,7 +213,7 @@ func (s *session) forPairs(pairs []pair, idx []int, f func(ctx context.Context, 
 // its fitpoints into biases[i]. The pairs' fitpoints are interleaved: each
 // sweep over them starts SpacingNS after the previous one, so every pair's
 // line spans the same stretch of time. Pairs that share no node run their
-// part of a sweep in parallel when the network is a Paralleler (a tree
+// part of a sweep in parallel when the network is a paralleler (a tree
 // round is one parallel step; JK's pairs all share the root and stay
 // serial). The references' readings are kept unmapped (finePoint.RefX).
 // RTTs are looked up once per pair before the first fitpoint. A pair that
@@ -298,7 +298,7 @@ func (s *session) fitPairs(pairs []pair, global []fine) ([]fine, error) {
 		waiting := 0
 		for i, pr := range pairs {
 			if global != nil && !done[i] && !s.ok(pr.ref) {
-				_ = s.fail(pr.client, fmt.Errorf("its reference rank %d failed: %w", pr.ref, ErrUpstream))
+				_ = s.fail(pr.client, fmt.Errorf("its reference rank %d failed: %w", pr.ref, errUpstream))
 			}
 			if done[i] || !s.ok(pr.client) {
 				done[i] = true
@@ -352,17 +352,17 @@ func (s *session) fitPairs(pairs []pair, global []fine) ([]fine, error) {
 	}
 }
 
-// CoverageSigmas is how many standard errors of the fits the published
+// coverageSigmas is how many standard errors of the fits the published
 // models' Uncertainty spans: the drift-modelling algorithms scale their
 // models' ResidualNS and SlopeErr by it, so that Uncertainty, the floor
 // plus one such error, is a bound that covers about 99 % of true errors
 // rather than one sigma.
-const CoverageSigmas = 3
+const coverageSigmas = 3
 
-// publish scales m's statistical error to CoverageSigmas.
+// publish scales m's statistical error to coverageSigmas.
 func publish(m timebase.LinearModel) timebase.LinearModel {
-	m.ResidualNS *= CoverageSigmas
-	m.SlopeErr *= CoverageSigmas
+	m.ResidualNS *= coverageSigmas
+	m.SlopeErr *= coverageSigmas
 	return m
 }
 
@@ -372,7 +372,7 @@ func publish(m timebase.LinearModel) timebase.LinearModel {
 // that half by up to about half the spread between the mean and the best
 // RTT (for exponential jitter of mean J the bias is (ln 2 − 1)·J, and the
 // spread is ≈ 2J). Link asymmetry is invisible and not included.
-func fitpointBias(r RTT) int64 {
+func fitpointBias(r rttSummary) int64 {
 	return int64(math.Ceil(max(fineRTT(r)-float64(r.Min), 0) / 2))
 }
 
@@ -393,15 +393,15 @@ func inherit(child, parent fine) fine {
 // updating the pair's best RTT for the early stop and carrying the
 // intervals along slope. It also returns the offset at est.At unrounded. It
 // may run concurrently for disjoint pairs.
-func (s *session) offset(ctx context.Context, client, ref int, slope float64) (OffsetEstimate, float64, error) {
-	est, exact, err := skampiFine(ctx, s, client, ref, SKaMPIConfig{
+func (s *session) offset(ctx context.Context, client, ref int, slope float64) (offsetEstimate, float64, error) {
+	est, exact, err := skampiFine(ctx, s, client, ref, skampiConfig{
 		Min:     s.p.MinPingPongs,
 		Max:     s.p.MaxPingPongs,
 		BestRTT: s.rtt.Best(client, ref),
 		Slope:   slope,
 	})
 	if err != nil {
-		return OffsetEstimate{}, 0, err
+		return offsetEstimate{}, 0, err
 	}
 	s.rtt.Observe(client, ref, est.MinRTT)
 	return est, exact, nil

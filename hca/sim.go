@@ -12,20 +12,20 @@ import (
 	"github.com/monagent/monagent/timebase"
 )
 
-// SimHorizonNS is the most simulated time a Sim runs for (100,000 h,
+// SimHorizonNS is the most simulated time a simNetwork runs for (100,000 h,
 // about 11 years) and the most that any of its times (offsets, latency,
 // jitter, asymmetry, delays, start) may be: every reading then stays well
 // within int64 nanoseconds. An exchange or pause that would pass the
-// horizon fails with ErrSimHorizon.
+// horizon fails with errSimHorizon.
 const SimHorizonNS = int64(100_000 * time.Hour)
 
-// ErrSimHorizon is an exchange or pause that would run a Sim past
+// errSimHorizon is an exchange or pause that would run a simNetwork past
 // SimHorizonNS: links too slow, or fitpoints spaced too far, for the
 // exchanges asked for. It ends a synchronisation even with KeepGoing.
-var ErrSimHorizon = errors.New("hca: simulated time would pass the horizon of 100,000 h (links too slow, or fitpoints too far apart, for the exchanges asked for)")
+var errSimHorizon = errors.New("hca: simulated time would pass the horizon of 100,000 h (links too slow, or fitpoints too far apart, for the exchanges asked for)")
 
 // MaxDriftPPM is the largest SimConfig.DriftPPM: a crystal is within
-// ±100 ppm of nominal, and beyond a pair's MaxSlope the fits are rejected.
+// ±100 ppm of nominal, and beyond a pair's maxSlope the fits are rejected.
 const MaxDriftPPM = 1000
 
 // SimConfig describes a simulated network. Times are nanoseconds; the zero
@@ -68,17 +68,17 @@ type SimConfig struct {
 	Loss      float64
 	TimeoutNS int64
 
-	StartNS int64 // base time when the Sim is made
+	StartNS int64 // base time when the simNetwork is made
 }
 
-// SimStats counts what a Sim has carried.
-type SimStats struct {
+// simStats counts what a simNetwork has carried.
+type simStats struct {
 	Exchanges int64 // exchanges attempted, lost ones included
 	Messages  int64 // requests and answers sent (a lost exchange sent 1 or 2)
 	Lost      int64 // exchanges that failed with ErrLost
 }
 
-// Sim is an in-memory Network over simulated time. It is sequential: one
+// simNetwork is an in-memory Network over simulated time. It is sequential: one
 // exchange at a time, each starting at the current base time and advancing
 // it by its round trip (or by the timeout when lost). Concurrency between
 // pairs is modelled by Parallel, which runs its calls one after the other
@@ -86,8 +86,8 @@ type SimStats struct {
 // as its slowest call. Nothing sleeps; a run with thousands of nodes takes
 // as long as its arithmetic.
 //
-// Sim is safe for concurrent use; concurrent exchanges are serialised.
-type Sim struct {
+// simNetwork is safe for concurrent use; concurrent exchanges are serialised.
+type simNetwork struct {
 	cfg    SimConfig
 	drift  []float64
 	offset []int64
@@ -95,18 +95,18 @@ type Sim struct {
 	mu    sync.Mutex
 	rng   *rand.Rand
 	t     int64
-	stats SimStats
+	stats simStats
 }
 
-// NewSim returns a simulated network as described by cfg.
-func NewSim(cfg SimConfig) (*Sim, error) {
+// newSimNetwork returns a simulated network as described by cfg.
+func newSimNetwork(cfg SimConfig) (*simNetwork, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("hca sim: %w", err)
 	}
 	if cfg.TimeoutNS == 0 {
 		cfg.TimeoutNS = 1_000_000
 	}
-	s := &Sim{
+	s := &simNetwork{
 		cfg:    cfg,
 		drift:  make([]float64, cfg.Nodes),
 		offset: make([]int64, cfg.Nodes),
@@ -162,12 +162,12 @@ func (c SimConfig) validate() error {
 }
 
 // Size implements Network.
-func (s *Sim) Size() int { return s.cfg.Nodes }
+func (s *simNetwork) Size() int { return s.cfg.Nodes }
 
 // Exchange implements Network: a ping-pong from node from to node to,
 // starting now. The answering node reads its clock half way through its
 // processing time.
-func (s *Sim) Exchange(ctx context.Context, from, to int) (Exchange, error) {
+func (s *simNetwork) Exchange(ctx context.Context, from, to int) (Exchange, error) {
 	if err := ctx.Err(); err != nil {
 		return Exchange{}, fmt.Errorf("hca sim exchange %d->%d: %w", from, to, err)
 	}
@@ -192,7 +192,7 @@ func (s *Sim) Exchange(ctx context.Context, from, to int) (Exchange, error) {
 		t1 = t0 + s.cfg.TimeoutNS
 	}
 	if t1-s.cfg.StartNS > SimHorizonNS {
-		return Exchange{}, fmt.Errorf("hca sim exchange %d->%d: %w", from, to, ErrSimHorizon)
+		return Exchange{}, fmt.Errorf("hca sim exchange %d->%d: %w", from, to, errSimHorizon)
 	}
 	if lossDraw < s.cfg.Loss {
 		s.stats.Lost++
@@ -217,7 +217,7 @@ func (s *Sim) Exchange(ctx context.Context, from, to int) (Exchange, error) {
 
 // oneWay draws the delay of one message from a to b, its jitter at most
 // SimHorizonNS. Called with mu held.
-func (s *Sim) oneWay(a, b int) int64 {
+func (s *simNetwork) oneWay(a, b int) int64 {
 	d := s.cfg.LatencyNS + int64(math.Round(min(s.rng.ExpFloat64()*float64(s.cfg.JitterNS), float64(SimHorizonNS))))
 	switch asym := s.cfg.AsymmetryNS; {
 	case a < b && asym > 0:
@@ -228,30 +228,30 @@ func (s *Sim) oneWay(a, b int) int64 {
 	return d
 }
 
-func (s *Sim) clock(i int, t int64) int64 {
+func (s *simNetwork) clock(i int, t int64) int64 {
 	return t + int64(math.Round(s.drift[i]*float64(t))) + s.offset[i]
 }
 
-// Pause lets ns nanoseconds of simulated time pass; it implements Pauser.
-func (s *Sim) Pause(ctx context.Context, ns int64) error {
+// Pause lets ns nanoseconds of simulated time pass; it implements pauser.
+func (s *simNetwork) Pause(ctx context.Context, ns int64) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("hca sim pause: %w", err)
 	}
 	if ns > SimHorizonNS || s.Elapsed()+ns > SimHorizonNS {
-		return fmt.Errorf("hca sim pause of %v: %w", time.Duration(ns), ErrSimHorizon)
+		return fmt.Errorf("hca sim pause of %v: %w", time.Duration(ns), errSimHorizon)
 	}
 	s.Advance(ns)
 	return nil
 }
 
-// Parallel implements Paralleler in simulated time: it calls f(0), ...,
+// Parallel implements paralleler in simulated time: it calls f(0), ...,
 // f(n−1) one after the other (deterministically), setting the base time
 // back to the time of the call before each, and leaves it at the latest
 // time any of them reached, so that the calls count as concurrent. It
 // returns the first error, after which the remaining calls are not made.
-// The calls must involve disjoint nodes, and nothing else may use the Sim
+// The calls must involve disjoint nodes, and nothing else may use the simNetwork
 // meanwhile.
-func (s *Sim) Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+func (s *simNetwork) Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
 	s.mu.Lock()
 	start := s.t
 	s.mu.Unlock()
@@ -280,7 +280,7 @@ func (s *Sim) Parallel(ctx context.Context, n int, f func(ctx context.Context, i
 }
 
 // Advance lets ns nanoseconds of simulated time pass (negative is ignored).
-func (s *Sim) Advance(ns int64) {
+func (s *simNetwork) Advance(ns int64) {
 	if ns <= 0 {
 		return
 	}
@@ -289,52 +289,52 @@ func (s *Sim) Advance(ns int64) {
 	s.mu.Unlock()
 }
 
-// Elapsed is the simulated time since the Sim was made (ns).
-func (s *Sim) Elapsed() int64 {
+// Elapsed is the simulated time since the simNetwork was made (ns).
+func (s *simNetwork) Elapsed() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.t - s.cfg.StartNS
 }
 
 // Stats returns the counters.
-func (s *Sim) Stats() SimStats {
+func (s *simNetwork) Stats() simStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stats
 }
 
 // Now returns node i's clock at the current base time.
-func (s *Sim) Now(i int) int64 {
+func (s *simNetwork) Now(i int) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.clock(i, s.t)
 }
 
 // Drift returns node i's frequency error d_i (dimensionless).
-func (s *Sim) Drift(i int) float64 { return s.drift[i] }
+func (s *simNetwork) Drift(i int) float64 { return s.drift[i] }
 
 // ClockOffset returns node i's o_i, its clock at base time 0.
-func (s *Sim) ClockOffset(i int) int64 { return s.offset[i] }
+func (s *simNetwork) ClockOffset(i int) int64 { return s.offset[i] }
 
 // TrueOffset is the ground truth a model of node i should give: node i's
 // clock minus the root's clock at the base time when node i reads local.
 // Clocks are treated as continuous lines here (no rounding), so the result
 // is within a nanosecond of the rounded clocks Exchange reports.
-func (s *Sim) TrueOffset(i int, local int64) int64 {
+func (s *simNetwork) TrueOffset(i int, local int64) int64 {
 	whole, frac := s.trueOffset(i, local)
 	return whole + int64(math.Round(frac))
 }
 
 // TrueOffsetNS is TrueOffset unrounded: what a model's line, before its
 // output is rounded to whole nanoseconds, should give.
-func (s *Sim) TrueOffsetNS(i int, local int64) float64 {
+func (s *simNetwork) TrueOffsetNS(i int, local int64) float64 {
 	whole, frac := s.trueOffset(i, local)
 	return float64(whole) + frac
 }
 
 // trueOffset returns node i's true offset at local as whole nanoseconds
 // plus a small remainder.
-func (s *Sim) trueOffset(i int, local int64) (int64, float64) {
+func (s *simNetwork) trueOffset(i int, local int64) (int64, float64) {
 	if i == 0 {
 		return 0, 0
 	}
@@ -349,7 +349,7 @@ func (s *Sim) trueOffset(i int, local int64) (int64, float64) {
 
 // ModelError is the largest |m.Offset(x) − TrueOffset(i, x)| for x from
 // from to to (node i's local time) in steps of step, to included.
-func (s *Sim) ModelError(i int, m timebase.LinearModel, from, to, step int64) int64 {
+func (s *simNetwork) ModelError(i int, m timebase.LinearModel, from, to, step int64) int64 {
 	if step <= 0 {
 		step = max(to-from, 1)
 	}

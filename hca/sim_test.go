@@ -9,9 +9,9 @@ import (
 	"github.com/monagent/monagent/timebase"
 )
 
-func mustSim(t *testing.T, cfg SimConfig) *Sim {
+func mustSim(t *testing.T, cfg SimConfig) *simNetwork {
 	t.Helper()
-	s, err := NewSim(cfg)
+	s, err := newSimNetwork(cfg)
 	if err != nil {
 		t.Fatalf("NewSim: %v", err)
 	}
@@ -35,8 +35,8 @@ func TestSimNoiselessExactOffsets(t *testing.T) {
 				continue
 			}
 			e := mustExchange(t, s, from, to)
-			if e.Send != e.Recv || e.RTT() != 0 {
-				t.Errorf("%d->%d: zero latency gave RTT %d", from, to, e.RTT())
+			if e.Send != e.Recv || e.rtt() != 0 {
+				t.Errorf("%d->%d: zero latency gave RTT %d", from, to, e.rtt())
 			}
 			want := s.ClockOffset(from) - s.ClockOffset(to)
 			if got := e.Send - e.Remote; got != want {
@@ -75,10 +75,10 @@ func TestSimMidpointBias(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustSim(t, SimConfig{Nodes: 2, Seed: 2, OffsetNS: 5e8, LatencyNS: lat, ProcessingNS: proc, AsymmetryNS: tc.asym})
 			e := mustExchange(t, s, tc.from, tc.to)
-			if want := 2*lat + proc + abs64(tc.asym); e.RTT() != want {
-				t.Errorf("RTT %d, want %d", e.RTT(), want)
+			if want := 2*lat + proc + abs64(tc.asym); e.rtt() != want {
+				t.Errorf("RTT %d, want %d", e.rtt(), want)
 			}
-			mid := e.Send + e.RTT()/2
+			mid := e.Send + e.rtt()/2
 			truth := s.ClockOffset(tc.from) - s.ClockOffset(tc.to)
 			if bias := mid - e.Remote - truth; bias != tc.wantBias {
 				t.Errorf("midpoint bias %d, want %d", bias, tc.wantBias)
@@ -99,7 +99,7 @@ func TestSimLossRateAndTimeouts(t *testing.T) {
 		case err != nil:
 			t.Fatalf("exchange %d: %v", i, err)
 		default:
-			rttSum += e.RTT()
+			rttSum += e.rtt()
 		}
 	}
 	rate := float64(lost) / n
@@ -224,7 +224,7 @@ func TestSimBadInput(t *testing.T) {
 		{Nodes: 2, AsymmetryNS: -SimHorizonNS - 1},
 		{Nodes: 2, StartNS: SimHorizonNS + 1},
 	} {
-		if _, err := NewSim(cfg); err == nil {
+		if _, err := newSimNetwork(cfg); err == nil {
 			t.Errorf("NewSim(%+v) accepted", cfg)
 		}
 	}

@@ -42,17 +42,17 @@ import (
 	"github.com/monagent/monagent/timebase"
 )
 
-// MinKeyLen is the shortest key LoadKey and Listen accept: HMAC-SHA256's
+// minKeyLen is the shortest key LoadKey and Listen accept: HMAC-SHA256's
 // block-sized security needs at least the 32 bytes of its output.
-const MinKeyLen = 32
+const minKeyLen = 32
 
 // DefaultPingTimeout is how long Ping waits for its pong when the
 // EndpointConfig names no timeout.
 const DefaultPingTimeout = 200 * time.Millisecond
 
-// MaxRuns is how many runs (exchanges a driver asked this node to make) an
+// maxRuns is how many runs (exchanges a driver asked this node to make) an
 // Endpoint carries out at once; more are dropped and counted as busy.
-const MaxRuns = 64
+const maxRuns = 64
 
 // Key is a cluster key. It formats as "[key redacted]" with every fmt verb,
 // so that a logged config or error does not show it.
@@ -63,16 +63,16 @@ func (Key) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte("[key redacted]")
 
 // LoadKey reads a key file: its contents with surrounding whitespace trimmed,
 // used as raw bytes (a hex or base64 text is used as its text). It needs at
-// least MinKeyLen bytes. Errors name the file, never its contents.
+// least minKeyLen bytes. Errors name the file, never its contents.
 func LoadKey(path string) (Key, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("hca: key file: %w", err)
 	}
 	key := bytes.TrimSpace(b)
-	if len(key) < MinKeyLen {
+	if len(key) < minKeyLen {
 		clear(b)
-		return nil, fmt.Errorf("hca: key file %s: %d bytes after trimming whitespace, want at least %d", path, len(key), MinKeyLen)
+		return nil, fmt.Errorf("hca: key file %s: %d bytes after trimming whitespace, want at least %d", path, len(key), minKeyLen)
 	}
 	out := bytes.Clone(key)
 	clear(b)
@@ -83,12 +83,12 @@ func LoadKey(path string) (Key, error) {
 type EndpointConfig struct {
 	Addr    string                 // UDP address to bind, e.g. "0.0.0.0:7400" or "127.0.0.1:0"
 	Rank    int                    // this agent's rank, 0..math.MaxInt32
-	Key     Key                    // cluster key, at least MinKeyLen bytes (LoadKey)
+	Key     Key                    // cluster key, at least minKeyLen bytes (LoadKey)
 	Peers   map[int]netip.AddrPort // rank → address; more with SetPeer
-	Session uint64                 // the cluster's session; change with SetSession
+	Session uint64                 // the cluster's session; change with setSession
 	// Clock reads this node's clock in ns; nil is CLOCK_MONOTONIC_RAW.
 	Clock func() int64
-	// Timeout bounds each Ping; zero is DefaultPingTimeout. A Run waits
+	// Timeout bounds each Ping; zero is DefaultPingTimeout. A run waits
 	// three times as long, a SendModel as long.
 	Timeout time.Duration
 	// OnModel, if set, receives the models a peer sends this node
@@ -130,7 +130,7 @@ type EndpointStats struct {
 	DroppedMalformed       uint64 // short, long, bad magic, unknown version or type
 	DroppedMisaddressed    uint64 // authenticated, but for another rank or from a rank not in the peer list
 	DroppedUnmatched       uint64 // authenticated answer no request waits for (late, after its timeout, or to an earlier start)
-	DroppedBusy            uint64 // runs refused: MaxRuns already under way
+	DroppedBusy            uint64 // runs refused: maxRuns already under way
 	KernelStamped          uint64 // datagrams read with a kernel receive timestamp
 	Lost                   uint64 // Pings, Runs and SendModels that timed out, and runs reported lost
 	SendErrors             uint64 // writes that failed
@@ -162,7 +162,7 @@ type Endpoint struct {
 	c       counters
 
 	sendMu  sync.Mutex // guards txCodec and txBuf
-	txCodec *Codec
+	txCodec *codec
 	txBuf   []byte
 
 	mu      sync.Mutex // guards what follows
@@ -177,8 +177,8 @@ func Listen(cfg EndpointConfig) (*Endpoint, error) {
 	if cfg.Rank < 0 || cfg.Rank > math.MaxInt32 {
 		return nil, fmt.Errorf("hca endpoint: rank %d out of range 0..%d", cfg.Rank, math.MaxInt32)
 	}
-	if len(cfg.Key) < MinKeyLen {
-		return nil, fmt.Errorf("hca endpoint: key of %d bytes, want at least %d", len(cfg.Key), MinKeyLen)
+	if len(cfg.Key) < minKeyLen {
+		return nil, fmt.Errorf("hca endpoint: key of %d bytes, want at least %d", len(cfg.Key), minKeyLen)
 	}
 	if cfg.Clock == nil {
 		if _, err := timebase.MonotonicRaw.Now(); err != nil {
@@ -207,8 +207,8 @@ func Listen(cfg EndpointConfig) (*Endpoint, error) {
 		timeout: cfg.Timeout,
 		onModel: cfg.OnModel,
 		delay:   cfg.AnswerDelay,
-		txCodec: NewCodec(cfg.Key),
-		txBuf:   make([]byte, 0, MaxMessageLen),
+		txCodec: newCodec(cfg.Key),
+		txBuf:   make([]byte, 0, maxMessageLen),
 		session: cfg.Session,
 		peers:   make(map[uint32]netip.AddrPort),
 		waiters: make(map[uint64]*waiter),
@@ -235,14 +235,6 @@ func newEpoch() uint64 {
 	}
 }
 
-// Rank is this endpoint's rank.
-func (e *Endpoint) Rank() int { return int(e.rank) }
-
-// Epoch is this endpoint's start nonce: its requests are numbered from 1
-// in it, and peers take its answers and its runs and models only when
-// they name it.
-func (e *Endpoint) Epoch() uint64 { return e.epoch }
-
 // LocalAddr is the bound address (with the port chosen for ":0").
 func (e *Endpoint) LocalAddr() netip.AddrPort {
 	return e.conn.LocalAddr().(*net.UDPAddr).AddrPort()
@@ -262,10 +254,10 @@ func (e *Endpoint) SetPeer(rank int, addr netip.AddrPort) error {
 	return nil
 }
 
-// SetSession changes the cluster's session: datagrams of other sessions
+// setSession changes the cluster's session: datagrams of other sessions
 // are dropped from now on. What the endpoint knows of its peers' epochs
 // stays: their sequence numbers go on.
-func (e *Endpoint) SetSession(id uint64) {
+func (e *Endpoint) setSession(id uint64) {
 	e.mu.Lock()
 	e.session = id
 	e.mu.Unlock()

@@ -51,12 +51,12 @@ func (tp *tapRelay) addr() netip.AddrPort { return tp.conn.LocalAddr().(*net.UDP
 
 // last returns the last datagram captured that decodes to a message m with
 // keep(m).
-func (tp *tapRelay) last(t *testing.T, keep func(Message) bool) []byte {
+func (tp *tapRelay) last(t *testing.T, keep func(message) bool) []byte {
 	t.Helper()
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	for i := len(tp.got) - 1; i >= 0; i-- {
-		if m, err := Decode(testKey, tp.got[i]); err == nil && keep(m) {
+		if m, err := decode(testKey, tp.got[i]); err == nil && keep(m) {
 			return tp.got[i]
 		}
 	}
@@ -108,7 +108,7 @@ func start(t *testing.T, cfg EndpointConfig) *running {
 // agent restarted.
 func restart(t *testing.T, r *running, cfg EndpointConfig) *running {
 	t.Helper()
-	cfg.Addr, cfg.Rank = r.LocalAddr().String(), r.Rank()
+	cfg.Addr, cfg.Rank = r.LocalAddr().String(), int(r.rank)
 	r.stop()
 	return start(t, cfg)
 }
@@ -147,10 +147,10 @@ func TestEndpointRestartedPeer(t *testing.T) {
 			t.Fatalf("ping 0->1 before the restart: %v", err)
 		}
 	}
-	if _, err := a.Run(ctx, 1, 2, 1); err != nil {
+	if _, err := a.run(ctx, 1, 2, 1); err != nil {
 		t.Fatalf("run 1->2 before the restart: %v", err)
 	}
-	oldPing := tap.last(t, func(m Message) bool { return m.Type == MsgPing })
+	oldPing := tap.last(t, func(m message) bool { return m.Type == msgPing })
 
 	b2 := restart(t, b, EndpointConfig{Timeout: timeout})
 	setPeer(t, b2.Endpoint, 0, tap.addr())
@@ -170,7 +170,7 @@ func TestEndpointRestartedPeer(t *testing.T) {
 	if _, err := a.Ping(ctx, 1); err != nil {
 		t.Fatalf("ping 0->1 after the restart: %v", err)
 	}
-	if _, err := a.Run(ctx, 1, 2, 1); err != nil {
+	if _, err := a.run(ctx, 1, 2, 1); err != nil {
 		t.Fatalf("run 1->2 after the restart: %v", err)
 	}
 	if err := a.SendModel(ctx, 1, 1, timebase.LinearModel{N: 2}); err != nil {
@@ -182,8 +182,8 @@ func TestEndpointRestartedPeer(t *testing.T) {
 
 	// A capture of the previous run, replayed now, is refused, and so is
 	// one of this run's, replayed.
-	newPing := tap.last(t, func(m Message) bool { return m.Type == MsgPing })
-	if m, _ := Decode(testKey, newPing); m.Epoch != b2.Epoch() || m.Epoch == b.Epoch() {
+	newPing := tap.last(t, func(m message) bool { return m.Type == msgPing })
+	if m, _ := decode(testKey, newPing); m.Epoch != b2.epoch || m.Epoch == b.epoch {
 		t.Fatalf("capture %+v is not of the new run", m)
 	}
 	before = a.Stats()
@@ -228,8 +228,8 @@ func TestEndpointModelReplay(t *testing.T) {
 	setPeer(t, a.Endpoint, 1, tap.addr())
 	setPeer(t, b.Endpoint, 0, a.LocalAddr())
 	model := func(round int64) timebase.LinearModel { return timebase.LinearModel{Intercept: round * 1000, N: 20} }
-	isModel := func(round int64) func(Message) bool {
-		return func(m Message) bool { return m.Type == MsgModel && m.Send == round }
+	isModel := func(round int64) func(message) bool {
+		return func(m message) bool { return m.Type == msgModel && m.Send == round }
 	}
 	equal := func(what string, got []int64, want ...int64) {
 		t.Helper()

@@ -58,10 +58,10 @@ func serving(e *Endpoint, t *testing.T) (stop func()) {
 		select {
 		case err := <-done:
 			if !errors.Is(err, context.Canceled) {
-				t.Errorf("endpoint %d: Serve returned %v, want context.Canceled", e.Rank(), err)
+				t.Errorf("endpoint %d: Serve returned %v, want context.Canceled", int(e.rank), err)
 			}
 		case <-time.After(time.Second):
-			t.Errorf("endpoint %d: Serve did not stop within 1 s of its context ending", e.Rank())
+			t.Errorf("endpoint %d: Serve did not stop within 1 s of its context ending", int(e.rank))
 		}
 	}
 }
@@ -72,7 +72,7 @@ func mesh(t *testing.T, eps ...*Endpoint) {
 	for _, a := range eps {
 		for _, b := range eps {
 			if a != b {
-				if err := a.SetPeer(b.Rank(), b.LocalAddr()); err != nil {
+				if err := a.SetPeer(int(b.rank), b.LocalAddr()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -114,8 +114,8 @@ func TestEndpointPing(t *testing.T) {
 		if x.From != from || x.To != to {
 			t.Errorf("ping %d->%d: exchange %+v", from, to, x)
 		}
-		if x.RTT() < 0 {
-			t.Errorf("ping %d->%d: RTT %d", from, to, x.RTT())
+		if x.rtt() < 0 {
+			t.Errorf("ping %d->%d: RTT %d", from, to, x.rtt())
 		}
 		// The responder's clock, taken back to base time, lies between the
 		// requester's send and receive, taken back likewise.
@@ -131,7 +131,7 @@ func TestEndpointPing(t *testing.T) {
 		matched += s.Matched
 		if s.DroppedUnauthenticated+s.DroppedReplayed+s.DroppedForeignSession+s.DroppedMalformed+
 			s.DroppedMisaddressed+s.DroppedUnmatched+s.Lost+s.SendErrors != 0 {
-			t.Errorf("endpoint %d: drops on a clean run: %+v", e.Rank(), s)
+			t.Errorf("endpoint %d: drops on a clean run: %+v", int(e.rank), s)
 		}
 	}
 	if answered != uint64(len(pairs)) || matched != uint64(len(pairs)) {
@@ -171,7 +171,7 @@ func TestEndpointPing(t *testing.T) {
 			t.Fatalf("PeerNetwork exchange %d->%d: %v", from, to, err)
 		}
 		remote := x.Remote - offs[to]
-		if x.From != from || x.To != to || x.RTT() < 0 || remote < x.Send-offs[from] || remote > x.Recv-offs[from] {
+		if x.From != from || x.To != to || x.rtt() < 0 || remote < x.Send-offs[from] || remote > x.Recv-offs[from] {
 			t.Errorf("PeerNetwork exchange %d->%d: %+v: not in the ranks' clocks", from, to, x)
 		}
 	}
@@ -214,10 +214,10 @@ func TestEndpointAnswerDelay(t *testing.T) {
 		if took := time.Since(t0); took < delay {
 			t.Fatalf("ping-pong took %v with a %v answer delay", took, delay)
 		}
-		if x.RTT() < int64(delay/2) {
-			t.Fatalf("round trip %v with a %v answer delay", time.Duration(x.RTT()), delay)
+		if x.rtt() < int64(delay/2) {
+			t.Fatalf("round trip %v with a %v answer delay", time.Duration(x.rtt()), delay)
 		}
-		slack := x.RTT() - int64(delay/2) // the loopback's own round trip
+		slack := x.rtt() - int64(delay/2) // the loopback's own round trip
 		mid := (x.Send + x.Recv) / 2
 		if d := x.Remote - offs[1] - mid; d < -slack || d > slack {
 			t.Errorf("responder's reading %d ns from the requester's midpoint, want within ±%d", d, slack)
@@ -248,9 +248,9 @@ func TestEndpointWrongKey(t *testing.T) {
 	mesh(t, a, b)
 	ctx := context.Background()
 	for _, tc := range []struct{ from, to *Endpoint }{{a, b}, {b, a}} {
-		_, err := tc.from.Ping(ctx, tc.to.Rank())
+		_, err := tc.from.Ping(ctx, int(tc.to.rank))
 		if !errors.Is(err, ErrLost) {
-			t.Errorf("ping %d->%d with mismatched keys: %v, want ErrLost", tc.from.Rank(), tc.to.Rank(), err)
+			t.Errorf("ping %d->%d with mismatched keys: %v, want ErrLost", int(tc.from.rank), int(tc.to.rank), err)
 		}
 		if err != nil && (strings.Contains(err.Error(), string(testKey)) || strings.Contains(err.Error(), "a-different-key")) {
 			t.Errorf("error mentions a key: %v", err)
@@ -259,7 +259,7 @@ func TestEndpointWrongKey(t *testing.T) {
 	for _, e := range []*Endpoint{a, b} {
 		s := e.Stats()
 		if s.DroppedUnauthenticated != 1 || s.Answered != 0 || s.Lost != 1 {
-			t.Errorf("endpoint %d: %+v, want 1 unauthenticated, 0 answered, 1 lost", e.Rank(), s)
+			t.Errorf("endpoint %d: %+v, want 1 unauthenticated, 0 answered, 1 lost", int(e.rank), s)
 		}
 	}
 }
@@ -320,7 +320,7 @@ func TestEndpointDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	captured := bytes.Clone(buf[:n])
-	if m, err := Decode(testKey, captured); err != nil || m.Type != MsgPing || m.From != 0 || m.To != 1 {
+	if m, err := decode(testKey, captured); err != nil || m.Type != msgPing || m.From != 0 || m.To != 1 {
 		t.Fatalf("captured %+v, %v", m, err)
 	}
 
@@ -343,7 +343,7 @@ func TestEndpointDrops(t *testing.T) {
 	send(captured)
 	waitFor(t, "replays to be counted", func() bool { return stats().DroppedReplayed == 2 })
 
-	send(captured[:MessageLen-10])
+	send(captured[:messageLen-10])
 	waitFor(t, "the truncated datagram", func() bool { return stats().DroppedMalformed == 1 })
 	send(append(bytes.Clone(captured), 0))
 	waitFor(t, "the long datagram", func() bool { return stats().DroppedMalformed == 2 })
@@ -353,15 +353,15 @@ func TestEndpointDrops(t *testing.T) {
 	send(tampered)
 	waitFor(t, "the tampered datagram", func() bool { return stats().DroppedUnauthenticated == 1 })
 
-	foreign := Encode(testKey, Message{Type: MsgPing, Session: 0xbad, Epoch: 7, From: 0, To: 1, Seq: 1000})
+	foreign := encode(testKey, message{Type: msgPing, Session: 0xbad, Epoch: 7, From: 0, To: 1, Seq: 1000})
 	send(foreign)
 	waitFor(t, "the foreign session", func() bool { return stats().DroppedForeignSession == 1 })
 
-	for _, m := range []Message{
-		{Type: MsgPing, Session: 0x5e55, Epoch: 7, From: 0, To: 2, Seq: 1001}, // for another rank
-		{Type: MsgPing, Session: 0x5e55, Epoch: 7, From: 9, To: 1, Seq: 1002}, // from no peer
+	for _, m := range []message{
+		{Type: msgPing, Session: 0x5e55, Epoch: 7, From: 0, To: 2, Seq: 1001}, // for another rank
+		{Type: msgPing, Session: 0x5e55, Epoch: 7, From: 9, To: 1, Seq: 1002}, // from no peer
 	} {
-		send(Encode(testKey, m))
+		send(encode(testKey, m))
 	}
 	waitFor(t, "the misaddressed datagrams", func() bool { return stats().DroppedMisaddressed == 2 })
 
@@ -380,8 +380,8 @@ func TestEndpointDrops(t *testing.T) {
 	}
 
 	// A new session: the old capture is foreign now.
-	a.SetSession(0x5e56)
-	b.SetSession(0x5e56)
+	a.setSession(0x5e56)
+	b.setSession(0x5e56)
 	send(captured)
 	waitFor(t, "the capture in a new session", func() bool { return stats().DroppedForeignSession == 2 })
 	if _, err := a.Ping(context.Background(), 1); err != nil {
@@ -531,7 +531,7 @@ func TestEndpointRunsAndModels(t *testing.T) {
 	if err := eps[1].SetPeer(2, deadAddr); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eps[0].Run(ctx, 1, 2, 1); !errors.Is(err, ErrLost) {
+	if _, err := eps[0].run(ctx, 1, 2, 1); !errors.Is(err, ErrLost) {
 		t.Errorf("run 1->2 with rank 2 gone: %v, want ErrLost", err)
 	}
 	if s := eps[1].Stats(); s.Runs != 1 || s.Lost != 1 {
@@ -539,7 +539,7 @@ func TestEndpointRunsAndModels(t *testing.T) {
 	}
 	// A run to a rank the runner does not know is dropped as misaddressed;
 	// the driver's wait ends as lost.
-	if _, err := eps[0].Run(ctx, 1, 7, 1); !errors.Is(err, ErrLost) {
+	if _, err := eps[0].run(ctx, 1, 7, 1); !errors.Is(err, ErrLost) {
 		t.Errorf("run 1->7: %v, want ErrLost", err)
 	}
 	if s := eps[1].Stats(); s.DroppedMisaddressed != 1 || s.Runs != 1 {
@@ -570,7 +570,7 @@ func TestPeerNetworkParallel(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, x := range xs {
-		if x.From != pairs[i][0] || x.To != pairs[i][1] || x.RTT() <= 0 {
+		if x.From != pairs[i][0] || x.To != pairs[i][1] || x.rtt() <= 0 {
 			t.Errorf("pair %v: %+v", pairs[i], x)
 		}
 	}

@@ -53,7 +53,7 @@ package hca
 // replayed until its peers restarted). Both epochs are under the MAC, so
 // only a holder of the cluster key can name them. A receiver keeps, per
 // peer, the peer's current epoch, the epochs it has retired and a
-// ReplayWindow over the current epoch's requests, and takes a message as
+// replayWindow over the current epoch's requests, and takes a message as
 // follows (udp.go):
 //
 //   - An answer must echo the receiver's own epoch: it answers a request of
@@ -115,15 +115,15 @@ import (
 
 // Wire format constants.
 const (
-	WireVersion = 2
-	MACLen      = sha256.Size
+	wireVersion = 2
+	macLen      = sha256.Size
 	headerLen   = 60
-	MessageLen  = headerLen + MACLen // ping, pong and model-ack: 92 bytes
-	// MaxMessageLen is the longest message (a model).
-	MaxMessageLen = headerLen + modelExtLen + MACLen
+	messageLen  = headerLen + macLen // ping, pong and model-ack: 92 bytes
+	// maxMessageLen is the longest message (a model).
+	maxMessageLen = headerLen + modelExtLen + macLen
 
-	// MaxBurst is the most ping-pongs a run may ask for.
-	MaxBurst = 16
+	// maxBurst is the most ping-pongs a run may ask for.
+	maxBurst = 16
 
 	runExtLen    = 8
 	reportExtLen = 16
@@ -132,32 +132,32 @@ const (
 	magic0, magic1 = 'H', 'C'
 )
 
-// MsgType is a message's type.
-type MsgType uint8
+// msgType is a message's type.
+type msgType uint8
 
-// Message types.
+// message types.
 const (
-	MsgPing     MsgType = 1 // request: answer with a pong
-	MsgPong     MsgType = 2 // answer to a ping
-	MsgRun      MsgType = 3 // request: ping Target, answer with a report
-	MsgReport   MsgType = 4 // answer to a run
-	MsgModel    MsgType = 5 // request: here is your model; answer with a model-ack
-	MsgModelAck MsgType = 6 // answer to a model
+	msgPing     msgType = 1 // request: answer with a pong
+	msgPong     msgType = 2 // answer to a ping
+	msgRun      msgType = 3 // request: ping Target, answer with a report
+	msgReport   msgType = 4 // answer to a run
+	msgModel    msgType = 5 // request: here is your model; answer with a model-ack
+	msgModelAck msgType = 6 // answer to a model
 )
 
-func (t MsgType) String() string {
+func (t msgType) String() string {
 	switch t {
-	case MsgPing:
+	case msgPing:
 		return "ping"
-	case MsgPong:
+	case msgPong:
 		return "pong"
-	case MsgRun:
+	case msgRun:
 		return "run"
-	case MsgReport:
+	case msgReport:
 		return "report"
-	case MsgModel:
+	case msgModel:
 		return "model"
-	case MsgModelAck:
+	case msgModelAck:
 		return "model-ack"
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
@@ -165,19 +165,19 @@ func (t MsgType) String() string {
 
 // IsAnswer reports whether t answers a request (and so echoes the
 // requester's sequence number).
-func (t MsgType) IsAnswer() bool { return t == MsgPong || t == MsgReport || t == MsgModelAck }
+func (t msgType) IsAnswer() bool { return t == msgPong || t == msgReport || t == msgModelAck }
 
 // wireLen is the encoded length of a message of type t, 0 for unknown types.
-func wireLen(t MsgType) int {
+func wireLen(t msgType) int {
 	switch t {
-	case MsgPing, MsgPong, MsgModelAck:
-		return MessageLen
-	case MsgRun:
-		return MessageLen + runExtLen
-	case MsgReport:
-		return MessageLen + reportExtLen
-	case MsgModel:
-		return MessageLen + modelExtLen
+	case msgPing, msgPong, msgModelAck:
+		return messageLen
+	case msgRun:
+		return messageLen + runExtLen
+	case msgReport:
+		return messageLen + reportExtLen
+	case msgModel:
+		return messageLen + modelExtLen
 	}
 	return 0
 }
@@ -185,17 +185,17 @@ func wireLen(t MsgType) int {
 // Decode errors. Decode wraps them with the datagram's length and detail;
 // test with errors.Is.
 var (
-	ErrMalformed = errors.New("hca wire: malformed message") // short, long, bad magic, inconsistent fields
-	ErrVersion   = errors.New("hca wire: unknown version")
-	ErrType      = errors.New("hca wire: unknown message type")
-	ErrBadMAC    = errors.New("hca wire: bad MAC") // unauthenticated: wrong key or tampered
+	errMalformed = errors.New("hca wire: malformed message") // short, long, bad magic, inconsistent fields
+	errVersion   = errors.New("hca wire: unknown version")
+	errType      = errors.New("hca wire: unknown message type")
+	errBadMAC    = errors.New("hca wire: bad MAC") // unauthenticated: wrong key or tampered
 )
 
-// Message is one message of any type. Times are nanoseconds of the named
+// message is one message of any type. Times are nanoseconds of the named
 // node's clock. Fields a type does not carry are zero after Decode and
 // ignored by Append.
-type Message struct {
-	Type    MsgType
+type message struct {
+	Type    msgType
 	Session uint64
 	Epoch   uint64 // the sender's epoch (start nonce), never 0
 	// PeerEpoch is, in a request, the receiver's epoch as the sender knows
@@ -207,32 +207,32 @@ type Message struct {
 	Send      int64  // ping, pong, report: the exchange's send stamp; model, model-ack: the round
 	Remote    int64  // pong, report: responder's clock; otherwise 0
 	Target    uint32 // run, report: the rank pinged
-	Burst     uint32 // run: ping-pongs in the burst, 0..MaxBurst (0 is 1)
+	Burst     uint32 // run: ping-pongs in the burst, 0..maxBurst (0 is 1)
 	Lost      bool   // report: the ping got no answer (Send, Remote and Recv are 0)
 	Recv      int64  // report: the pinging node's clock when the pong came back
 	Model     timebase.LinearModel
 }
 
-// Codec encodes and decodes messages with one key, reusing its HMAC state so
-// that neither direction allocates in steady state. A Codec is not safe for
+// codec encodes and decodes messages with one key, reusing its HMAC state so
+// that neither direction allocates in steady state. A codec is not safe for
 // concurrent use; give each goroutine its own.
-type Codec struct {
+type codec struct {
 	mac hash.Hash
-	sum [MACLen]byte
+	sum [macLen]byte
 }
 
-// NewCodec returns a Codec keyed with key. The key is copied by HMAC; callers
+// newCodec returns a codec keyed with key. The key is copied by HMAC; callers
 // keep it out of logs and errors.
-func NewCodec(key []byte) *Codec {
-	return &Codec{mac: hmac.New(sha256.New, key)}
+func newCodec(key []byte) *codec {
+	return &codec{mac: hmac.New(sha256.New, key)}
 }
 
 // Append appends the encoding of m to dst and returns the extended slice. It
-// does not allocate when dst has MaxMessageLen bytes of spare capacity.
-func (c *Codec) Append(dst []byte, m Message) []byte {
+// does not allocate when dst has maxMessageLen bytes of spare capacity.
+func (c *codec) append(dst []byte, m message) []byte {
 	start := len(dst)
 	be := binary.BigEndian
-	dst = append(dst, magic0, magic1, WireVersion, byte(m.Type))
+	dst = append(dst, magic0, magic1, wireVersion, byte(m.Type))
 	dst = be.AppendUint64(dst, m.Session)
 	dst = be.AppendUint64(dst, m.Epoch)
 	dst = be.AppendUint64(dst, m.PeerEpoch)
@@ -242,10 +242,10 @@ func (c *Codec) Append(dst []byte, m Message) []byte {
 	dst = be.AppendUint64(dst, uint64(m.Send))
 	dst = be.AppendUint64(dst, uint64(m.Remote))
 	switch m.Type {
-	case MsgRun:
+	case msgRun:
 		dst = be.AppendUint32(dst, m.Target)
 		dst = be.AppendUint32(dst, m.Burst)
-	case MsgReport:
+	case msgReport:
 		dst = be.AppendUint32(dst, m.Target)
 		var status uint32
 		if m.Lost {
@@ -253,7 +253,7 @@ func (c *Codec) Append(dst []byte, m Message) []byte {
 		}
 		dst = be.AppendUint32(dst, status)
 		dst = be.AppendUint64(dst, uint64(m.Recv))
-	case MsgModel:
+	case msgModel:
 		md := m.Model
 		dst = be.AppendUint64(dst, uint64(md.Origin))
 		dst = be.AppendUint64(dst, uint64(md.Intercept))
@@ -269,33 +269,33 @@ func (c *Codec) Append(dst []byte, m Message) []byte {
 	return c.mac.Sum(dst)
 }
 
-// Decode authenticates and parses one datagram. Errors wrap ErrMalformed,
-// ErrVersion, ErrType or ErrBadMAC, checked in that order: nothing but the
+// Decode authenticates and parses one datagram. Errors wrap errMalformed,
+// errVersion, errType or errBadMAC, checked in that order: nothing but the
 // magic, version, type byte and length is looked at before the MAC has been
 // verified.
-func (c *Codec) Decode(b []byte) (Message, error) {
+func (c *codec) decode(b []byte) (message, error) {
 	if len(b) < 4 || b[0] != magic0 || b[1] != magic1 {
-		return Message{}, fmt.Errorf("hca wire: %d-byte datagram without magic: %w", len(b), ErrMalformed)
+		return message{}, fmt.Errorf("hca wire: %d-byte datagram without magic: %w", len(b), errMalformed)
 	}
-	if b[2] != WireVersion {
-		return Message{}, fmt.Errorf("hca wire: version %d: %w", b[2], ErrVersion)
+	if b[2] != wireVersion {
+		return message{}, fmt.Errorf("hca wire: version %d: %w", b[2], errVersion)
 	}
-	typ := MsgType(b[3])
+	typ := msgType(b[3])
 	want := wireLen(typ)
 	if want == 0 {
-		return Message{}, fmt.Errorf("hca wire: %d-byte datagram of %v: %w", len(b), typ, ErrType)
+		return message{}, fmt.Errorf("hca wire: %d-byte datagram of %v: %w", len(b), typ, errType)
 	}
 	if len(b) != want {
-		return Message{}, fmt.Errorf("hca wire: %d-byte %v, want %d bytes: %w", len(b), typ, want, ErrMalformed)
+		return message{}, fmt.Errorf("hca wire: %d-byte %v, want %d bytes: %w", len(b), typ, want, errMalformed)
 	}
-	body := len(b) - MACLen
+	body := len(b) - macLen
 	c.mac.Reset()
 	c.mac.Write(b[:body])
 	if !hmac.Equal(c.mac.Sum(c.sum[:0]), b[body:]) {
-		return Message{}, fmt.Errorf("hca wire: %d-byte %v: %w", len(b), typ, ErrBadMAC)
+		return message{}, fmt.Errorf("hca wire: %d-byte %v: %w", len(b), typ, errBadMAC)
 	}
 	be := binary.BigEndian
-	m := Message{
+	m := message{
 		Type:      typ,
 		Session:   be.Uint64(b[4:]),
 		Epoch:     be.Uint64(b[12:]),
@@ -308,34 +308,34 @@ func (c *Codec) Decode(b []byte) (Message, error) {
 	}
 	ext := b[headerLen:body]
 	if m.Epoch == 0 || (typ.IsAnswer() && m.PeerEpoch == 0) {
-		return Message{}, fmt.Errorf("hca wire: %v with epoch %d, peer epoch %d: %w", typ, m.Epoch, m.PeerEpoch, ErrMalformed)
+		return message{}, fmt.Errorf("hca wire: %v with epoch %d, peer epoch %d: %w", typ, m.Epoch, m.PeerEpoch, errMalformed)
 	}
 	switch typ {
-	case MsgPing, MsgRun, MsgModel, MsgModelAck:
+	case msgPing, msgRun, msgModel, msgModelAck:
 		if m.Remote != 0 {
-			return Message{}, fmt.Errorf("hca wire: %v with a responder clock: %w", typ, ErrMalformed)
+			return message{}, fmt.Errorf("hca wire: %v with a responder clock: %w", typ, errMalformed)
 		}
 	}
 	switch typ {
-	case MsgRun:
+	case msgRun:
 		m.Target, m.Burst = be.Uint32(ext), be.Uint32(ext[4:])
-		if m.Send != 0 || m.Burst > MaxBurst {
-			return Message{}, fmt.Errorf("hca wire: run with a send stamp or a burst of %d (at most %d): %w", m.Burst, MaxBurst, ErrMalformed)
+		if m.Send != 0 || m.Burst > maxBurst {
+			return message{}, fmt.Errorf("hca wire: run with a send stamp or a burst of %d (at most %d): %w", m.Burst, maxBurst, errMalformed)
 		}
-	case MsgReport:
+	case msgReport:
 		m.Target = be.Uint32(ext)
 		switch be.Uint32(ext[4:]) {
 		case 0:
 		case 1:
 			m.Lost = true
 		default:
-			return Message{}, fmt.Errorf("hca wire: report status %d: %w", be.Uint32(ext[4:]), ErrMalformed)
+			return message{}, fmt.Errorf("hca wire: report status %d: %w", be.Uint32(ext[4:]), errMalformed)
 		}
 		m.Recv = int64(be.Uint64(ext[8:]))
 		if m.Lost && (m.Send != 0 || m.Remote != 0 || m.Recv != 0) {
-			return Message{}, fmt.Errorf("hca wire: report of a lost exchange with stamps: %w", ErrMalformed)
+			return message{}, fmt.Errorf("hca wire: report of a lost exchange with stamps: %w", errMalformed)
 		}
-	case MsgModel:
+	case msgModel:
 		md := timebase.LinearModel{
 			Origin:     int64(be.Uint64(ext[0:])),
 			Intercept:  int64(be.Uint64(ext[8:])),
@@ -347,7 +347,7 @@ func (c *Codec) Decode(b []byte) (Message, error) {
 		}
 		n := int64(be.Uint64(ext[24:]))
 		if err := checkModel(md, n); err != nil {
-			return Message{}, fmt.Errorf("hca wire: model: %v: %w", err, ErrMalformed)
+			return message{}, fmt.Errorf("hca wire: model: %v: %w", err, errMalformed)
 		}
 		md.N = int(n)
 		m.Model = md
@@ -373,42 +373,31 @@ func checkModel(m timebase.LinearModel, n int64) error {
 	return nil
 }
 
-// Encode returns the encoding of m with key (a new Codec each call; hot paths
-// keep a Codec and use Append).
-func Encode(key []byte, m Message) []byte {
-	return NewCodec(key).Append(make([]byte, 0, MaxMessageLen), m)
-}
-
-// Decode authenticates and parses b with key; see Codec.Decode.
-func Decode(key, b []byte) (Message, error) {
-	return NewCodec(key).Decode(b)
-}
-
-// ReplayWindow rejects sequence numbers seen before or too old to tell, and
-// accepts ones that arrive out of order within the last WindowSize, as the
+// replayWindow rejects sequence numbers seen before or too old to tell, and
+// accepts ones that arrive out of order within the last windowSize, as the
 // anti-replay windows of IPsec (RFC 4303 §3.4.3) and DTLS (RFC 6347 §4.1.2.6)
 // do. Feed it only authenticated messages. Keep one per peer and direction,
 // and Reset it when the peer's epoch changes (its numbering starts again).
 // The zero value is an empty window. Not safe for concurrent use.
-type ReplayWindow struct {
+type replayWindow struct {
 	top     uint64 // highest sequence number accepted
 	bits    uint64 // bit i: top-i accepted
 	started bool
 }
 
-// WindowSize is how far behind the highest sequence number accepted a late
+// windowSize is how far behind the highest sequence number accepted a late
 // one may still be accepted.
-const WindowSize = 64
+const windowSize = 64
 
 // Accept reports whether seq is new and within the window, and records it if
 // so.
-func (w *ReplayWindow) Accept(seq uint64) bool {
+func (w *replayWindow) Accept(seq uint64) bool {
 	if !w.started {
 		w.started, w.top, w.bits = true, seq, 1
 		return true
 	}
 	if seq > w.top {
-		if d := seq - w.top; d >= WindowSize {
+		if d := seq - w.top; d >= windowSize {
 			w.bits = 1
 		} else {
 			w.bits = w.bits<<d | 1
@@ -417,7 +406,7 @@ func (w *ReplayWindow) Accept(seq uint64) bool {
 		return true
 	}
 	d := w.top - seq
-	if d >= WindowSize {
+	if d >= windowSize {
 		return false // too old to tell
 	}
 	if w.bits&(1<<d) != 0 {
@@ -428,4 +417,4 @@ func (w *ReplayWindow) Accept(seq uint64) bool {
 }
 
 // Reset empties the window.
-func (w *ReplayWindow) Reset() { *w = ReplayWindow{} }
+func (w *replayWindow) Reset() { *w = replayWindow{} }

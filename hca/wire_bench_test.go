@@ -9,18 +9,18 @@ import (
 // BenchmarkCodecPingPong encodes and authenticates a ping and its pong, as
 // the two ends of one exchange do (four HMAC-SHA256 computations).
 func BenchmarkCodecPingPong(b *testing.B) {
-	c := NewCodec(testKey)
-	buf := make([]byte, 0, MaxMessageLen)
+	c := newCodec(testKey)
+	buf := make([]byte, 0, maxMessageLen)
 	ping := goldenMessages[0].msg
 	pong := goldenMessages[1].msg
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = c.Append(buf[:0], ping)
-		if _, err := c.Decode(buf); err != nil {
+		buf = c.append(buf[:0], ping)
+		if _, err := c.decode(buf); err != nil {
 			b.Fatal(err)
 		}
-		buf = c.Append(buf[:0], pong)
-		if _, err := c.Decode(buf); err != nil {
+		buf = c.append(buf[:0], pong)
+		if _, err := c.decode(buf); err != nil {
 			b.Fatal(err)
 		}
 	}

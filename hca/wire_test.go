@@ -21,33 +21,33 @@ var testKey = []byte("monagent-hca-test-key-0123456789")
 // every answer echoes its request's epoch.
 var goldenMessages = []struct {
 	name string
-	msg  Message
+	msg  message
 	hex  string
 }{
 	{
 		name: "ping",
-		msg:  Message{Type: MsgPing, Session: 0x0123456789abcdef, Epoch: 0x3c1f6a0e9b2d4857, From: 1, To: 2, Seq: 42, Send: 1_000_000_007},
+		msg:  message{Type: msgPing, Session: 0x0123456789abcdef, Epoch: 0x3c1f6a0e9b2d4857, From: 1, To: 2, Seq: 42, Send: 1_000_000_007},
 		hex: "4843" + "02" + "01" + "0123456789abcdef" + "3c1f6a0e9b2d4857" + "0000000000000000" + "00000001" + "00000002" + "000000000000002a" +
 			"000000003b9aca07" + "0000000000000000" +
 			"3e8891920e4c308d179e0f300e9b4000082140ea5e8fbd21c59705f1d46c4a4b",
 	},
 	{
 		name: "pong",
-		msg:  Message{Type: MsgPong, Session: 0x0123456789abcdef, Epoch: 0x71d2c0aa5e6b9f13, PeerEpoch: 0x3c1f6a0e9b2d4857, From: 2, To: 1, Seq: 42, Send: 1_000_000_007, Remote: -5_000_000_123},
+		msg:  message{Type: msgPong, Session: 0x0123456789abcdef, Epoch: 0x71d2c0aa5e6b9f13, PeerEpoch: 0x3c1f6a0e9b2d4857, From: 2, To: 1, Seq: 42, Send: 1_000_000_007, Remote: -5_000_000_123},
 		hex: "4843" + "02" + "02" + "0123456789abcdef" + "71d2c0aa5e6b9f13" + "3c1f6a0e9b2d4857" + "00000002" + "00000001" + "000000000000002a" +
 			"000000003b9aca07" + "fffffffed5fa0d85" +
 			"43e0ec96861bce47fe39a293a0f106a2404c547b55830c0773458ed2092ea73f",
 	},
 	{
 		name: "run",
-		msg:  Message{Type: MsgRun, Session: 0x0123456789abcdef, Epoch: 0x0a4b8c2d6e1f3a5b, PeerEpoch: 0x3c1f6a0e9b2d4857, From: 0, To: 1, Seq: 43, Target: 2},
+		msg:  message{Type: msgRun, Session: 0x0123456789abcdef, Epoch: 0x0a4b8c2d6e1f3a5b, PeerEpoch: 0x3c1f6a0e9b2d4857, From: 0, To: 1, Seq: 43, Target: 2},
 		hex: "4843" + "02" + "03" + "0123456789abcdef" + "0a4b8c2d6e1f3a5b" + "3c1f6a0e9b2d4857" + "00000000" + "00000001" + "000000000000002b" +
 			"0000000000000000" + "0000000000000000" + "00000002" + "00000000" +
 			"c0842f6e0f2f8d4fbce823e8bd0c0322fb4f80c5820c2529ad69e2452746edb8",
 	},
 	{
 		name: "report",
-		msg: Message{Type: MsgReport, Session: 0x0123456789abcdef, Epoch: 0x3c1f6a0e9b2d4857, PeerEpoch: 0x0a4b8c2d6e1f3a5b, From: 1, To: 0, Seq: 43, Target: 2,
+		msg: message{Type: msgReport, Session: 0x0123456789abcdef, Epoch: 0x3c1f6a0e9b2d4857, PeerEpoch: 0x0a4b8c2d6e1f3a5b, From: 1, To: 0, Seq: 43, Target: 2,
 			Send: 1_000_000_007, Remote: -5_000_000_123, Recv: 1_000_050_011},
 		hex: "4843" + "02" + "04" + "0123456789abcdef" + "3c1f6a0e9b2d4857" + "0a4b8c2d6e1f3a5b" + "00000001" + "00000000" + "000000000000002b" +
 			"000000003b9aca07" + "fffffffed5fa0d85" + "00000002" + "00000000" + "000000003b9b8d5b" +
@@ -55,14 +55,14 @@ var goldenMessages = []struct {
 	},
 	{
 		name: "report lost",
-		msg:  Message{Type: MsgReport, Session: 0x0123456789abcdef, Epoch: 0x3c1f6a0e9b2d4857, PeerEpoch: 0x0a4b8c2d6e1f3a5b, From: 1, To: 0, Seq: 44, Target: 2, Lost: true},
+		msg:  message{Type: msgReport, Session: 0x0123456789abcdef, Epoch: 0x3c1f6a0e9b2d4857, PeerEpoch: 0x0a4b8c2d6e1f3a5b, From: 1, To: 0, Seq: 44, Target: 2, Lost: true},
 		hex: "4843" + "02" + "04" + "0123456789abcdef" + "3c1f6a0e9b2d4857" + "0a4b8c2d6e1f3a5b" + "00000001" + "00000000" + "000000000000002c" +
 			"0000000000000000" + "0000000000000000" + "00000002" + "00000001" + "0000000000000000" +
 			"56cf5137b488145fd7daf8f32c205ae3e9516ddf390bbd884a4575a6fe70a549",
 	},
 	{
 		name: "model",
-		msg: Message{Type: MsgModel, Session: 0x0123456789abcdef, Epoch: 0x0a4b8c2d6e1f3a5b, PeerEpoch: 0x5f9e3d2c1b0a4938, From: 0, To: 3, Seq: 45, Send: 7,
+		msg: message{Type: msgModel, Session: 0x0123456789abcdef, Epoch: 0x0a4b8c2d6e1f3a5b, PeerEpoch: 0x5f9e3d2c1b0a4938, From: 0, To: 3, Seq: 45, Send: 7,
 			Model: timebase.LinearModel{Origin: 1_000_000_000, Intercept: -2_500_000_000, Slope: 12.5e-6, N: 20,
 				MeanX: 1_100_000_000, ResidualNS: 3.25, SlopeErr: 1.5e-9, FloorNS: 40}},
 		hex: "4843" + "02" + "05" + "0123456789abcdef" + "0a4b8c2d6e1f3a5b" + "5f9e3d2c1b0a4938" + "00000000" + "00000003" + "000000000000002d" +
@@ -73,7 +73,7 @@ var goldenMessages = []struct {
 	},
 	{
 		name: "model-ack",
-		msg:  Message{Type: MsgModelAck, Session: 0x0123456789abcdef, Epoch: 0x5f9e3d2c1b0a4938, PeerEpoch: 0x0a4b8c2d6e1f3a5b, From: 3, To: 0, Seq: 45, Send: 7},
+		msg:  message{Type: msgModelAck, Session: 0x0123456789abcdef, Epoch: 0x5f9e3d2c1b0a4938, PeerEpoch: 0x0a4b8c2d6e1f3a5b, From: 3, To: 0, Seq: 45, Send: 7},
 		hex: "4843" + "02" + "06" + "0123456789abcdef" + "5f9e3d2c1b0a4938" + "0a4b8c2d6e1f3a5b" + "00000003" + "00000000" + "000000000000002d" +
 			"0000000000000007" + "0000000000000000" +
 			"f545898151bba6b3c31868a73ec41c294f7d29966df534587171c6e7fb645b83",
@@ -96,15 +96,15 @@ func TestEncodeGolden(t *testing.T) {
 			if len(want) != wireLen(g.msg.Type) {
 				t.Fatalf("golden vector is %d bytes, want %d for a %v", len(want), wireLen(g.msg.Type), g.msg.Type)
 			}
-			if got := Encode(testKey, g.msg); !bytes.Equal(got, want) {
+			if got := encode(testKey, g.msg); !bytes.Equal(got, want) {
 				t.Errorf("Encode:\n got %x\nwant %x", got, want)
 			}
 			// Append keeps what is already in dst.
 			prefix := []byte("xyz")
-			if got := NewCodec(testKey).Append(prefix, g.msg); !bytes.Equal(got[:3], prefix) || !bytes.Equal(got[3:], want) {
+			if got := newCodec(testKey).append(prefix, g.msg); !bytes.Equal(got[:3], prefix) || !bytes.Equal(got[3:], want) {
 				t.Errorf("Append after a prefix: %x", got)
 			}
-			m, err := Decode(testKey, want)
+			m, err := decode(testKey, want)
 			if err != nil {
 				t.Fatalf("Decode: %v", err)
 			}
@@ -116,15 +116,15 @@ func TestEncodeGolden(t *testing.T) {
 }
 
 func TestRoundTrip(t *testing.T) {
-	c := NewCodec(testKey)
-	for _, m := range []Message{
-		{Type: MsgPing, Epoch: 1},
-		{Type: MsgPing, Session: ^uint64(0), Epoch: ^uint64(0), PeerEpoch: ^uint64(0), From: ^uint32(0), To: ^uint32(0), Seq: ^uint64(0), Send: -1 << 63},
-		{Type: MsgPong, Session: 7, Epoch: 2, PeerEpoch: 3, From: 3, To: 0, Seq: 1, Send: 1<<63 - 1, Remote: -1},
-		{Type: MsgPong, Epoch: 9, PeerEpoch: 1, Remote: 123456789012345},
+	c := newCodec(testKey)
+	for _, m := range []message{
+		{Type: msgPing, Epoch: 1},
+		{Type: msgPing, Session: ^uint64(0), Epoch: ^uint64(0), PeerEpoch: ^uint64(0), From: ^uint32(0), To: ^uint32(0), Seq: ^uint64(0), Send: -1 << 63},
+		{Type: msgPong, Session: 7, Epoch: 2, PeerEpoch: 3, From: 3, To: 0, Seq: 1, Send: 1<<63 - 1, Remote: -1},
+		{Type: msgPong, Epoch: 9, PeerEpoch: 1, Remote: 123456789012345},
 	} {
-		b := c.Append(nil, m)
-		got, err := c.Decode(b)
+		b := c.append(nil, m)
+		got, err := c.decode(b)
 		if err != nil || got != m {
 			t.Errorf("round trip of %+v: %+v, %v", m, got, err)
 		}
@@ -136,7 +136,7 @@ func TestDecodeErrors(t *testing.T) {
 	mod := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(ping)) }
 	// sign re-MACs a modified header, as a sender with the key would.
 	sign := func(h []byte) []byte {
-		c := NewCodec(testKey)
+		c := newCodec(testKey)
 		c.mac.Write(h[:headerLen])
 		return append(h[:headerLen:headerLen], c.mac.Sum(nil)...)
 	}
@@ -145,32 +145,32 @@ func TestDecodeErrors(t *testing.T) {
 		b    []byte
 		want error
 	}{
-		{"empty", nil, ErrMalformed},
-		{"short", ping[:3], ErrMalformed},
-		{"truncated", ping[:MessageLen-1], ErrMalformed},
-		{"header only", ping[:headerLen], ErrMalformed},
-		{"long", append(bytes.Clone(ping), 0), ErrMalformed},
-		{"bad magic", mod(func(b []byte) []byte { b[0] = 'X'; return b }), ErrMalformed},
-		{"version 1", mod(func(b []byte) []byte { b[2] = 1; return b }), ErrVersion}, // a peer not upgraded yet
-		{"version 3", mod(func(b []byte) []byte { b[2] = 3; return b }), ErrVersion},
-		{"version 0 short", []byte{'H', 'C', 0, 1}, ErrVersion},
-		{"flipped field", mod(func(b []byte) []byte { b[20] ^= 1; return b }), ErrBadMAC},
-		{"flipped epoch", mod(func(b []byte) []byte { b[19] ^= 1; return b }), ErrBadMAC},
-		{"epoch 0", mod(func(b []byte) []byte { clear(b[12:20]); return sign(b) }), ErrMalformed},
-		{"pong echoing no epoch", mod(func(b []byte) []byte { b[3] = byte(MsgPong); return sign(b) }), ErrMalformed},
-		{"flipped MAC", mod(func(b []byte) []byte { b[MessageLen-1] ^= 0x80; return b }), ErrBadMAC},
-		{"type 9", mod(func(b []byte) []byte { b[3] = 9; return sign(b) }), ErrType},
-		{"type 0", mod(func(b []byte) []byte { b[3] = 0; return sign(b) }), ErrType},
-		{"run of ping length", mod(func(b []byte) []byte { b[3] = byte(MsgRun); return sign(b) }), ErrMalformed},
-		{"model-ack with remote", mod(func(b []byte) []byte { b[3] = byte(MsgModelAck); b[23] = 1; b[59] = 1; return sign(b) }), ErrMalformed},
-		{"ping with remote", mod(func(b []byte) []byte { b[59] = 1; return sign(b) }), ErrMalformed},
+		{"empty", nil, errMalformed},
+		{"short", ping[:3], errMalformed},
+		{"truncated", ping[:messageLen-1], errMalformed},
+		{"header only", ping[:headerLen], errMalformed},
+		{"long", append(bytes.Clone(ping), 0), errMalformed},
+		{"bad magic", mod(func(b []byte) []byte { b[0] = 'X'; return b }), errMalformed},
+		{"version 1", mod(func(b []byte) []byte { b[2] = 1; return b }), errVersion}, // a peer not upgraded yet
+		{"version 3", mod(func(b []byte) []byte { b[2] = 3; return b }), errVersion},
+		{"version 0 short", []byte{'H', 'C', 0, 1}, errVersion},
+		{"flipped field", mod(func(b []byte) []byte { b[20] ^= 1; return b }), errBadMAC},
+		{"flipped epoch", mod(func(b []byte) []byte { b[19] ^= 1; return b }), errBadMAC},
+		{"epoch 0", mod(func(b []byte) []byte { clear(b[12:20]); return sign(b) }), errMalformed},
+		{"pong echoing no epoch", mod(func(b []byte) []byte { b[3] = byte(msgPong); return sign(b) }), errMalformed},
+		{"flipped MAC", mod(func(b []byte) []byte { b[messageLen-1] ^= 0x80; return b }), errBadMAC},
+		{"type 9", mod(func(b []byte) []byte { b[3] = 9; return sign(b) }), errType},
+		{"type 0", mod(func(b []byte) []byte { b[3] = 0; return sign(b) }), errType},
+		{"run of ping length", mod(func(b []byte) []byte { b[3] = byte(msgRun); return sign(b) }), errMalformed},
+		{"model-ack with remote", mod(func(b []byte) []byte { b[3] = byte(msgModelAck); b[23] = 1; b[59] = 1; return sign(b) }), errMalformed},
+		{"ping with remote", mod(func(b []byte) []byte { b[59] = 1; return sign(b) }), errMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Decode(testKey, tc.b)
+			_, err := decode(testKey, tc.b)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Decode: %v, want %v", err, tc.want)
 			}
-			for _, other := range []error{ErrMalformed, ErrVersion, ErrType, ErrBadMAC} {
+			for _, other := range []error{errMalformed, errVersion, errType, errBadMAC} {
 				if other != tc.want && errors.Is(err, other) {
 					t.Errorf("Decode error %v also matches %v", err, other)
 				}
@@ -181,8 +181,8 @@ func TestDecodeErrors(t *testing.T) {
 	resign := func(i int, f func(b []byte)) []byte {
 		b := goldenBytes(t, i)
 		f(b)
-		body := len(b) - MACLen
-		c := NewCodec(testKey)
+		body := len(b) - macLen
+		c := newCodec(testKey)
 		c.mac.Write(b[:body])
 		return append(b[:body:body], c.mac.Sum(nil)...)
 	}
@@ -192,35 +192,35 @@ func TestDecodeErrors(t *testing.T) {
 		b    []byte
 		want error
 	}{
-		{"run burst 17", resign(run, func(b []byte) { b[headerLen+7] = MaxBurst + 1 }), ErrMalformed},
-		{"run with send", resign(run, func(b []byte) { b[51] = 1 }), ErrMalformed},
-		{"report status 2", resign(report, func(b []byte) { b[headerLen+7] = 2 }), ErrMalformed},
-		{"lost report with recv", resign(lost, func(b []byte) { b[headerLen+15] = 1 }), ErrMalformed},
-		{"lost report with send", resign(lost, func(b []byte) { b[51] = 1 }), ErrMalformed},
-		{"report echoing no epoch", resign(report, func(b []byte) { clear(b[20:28]) }), ErrMalformed},
+		{"run burst 17", resign(run, func(b []byte) { b[headerLen+7] = maxBurst + 1 }), errMalformed},
+		{"run with send", resign(run, func(b []byte) { b[51] = 1 }), errMalformed},
+		{"report status 2", resign(report, func(b []byte) { b[headerLen+7] = 2 }), errMalformed},
+		{"lost report with recv", resign(lost, func(b []byte) { b[headerLen+15] = 1 }), errMalformed},
+		{"lost report with send", resign(lost, func(b []byte) { b[51] = 1 }), errMalformed},
+		{"report echoing no epoch", resign(report, func(b []byte) { clear(b[20:28]) }), errMalformed},
 		{"model NaN slope", resign(model, func(b []byte) {
 			binary.BigEndian.PutUint64(b[headerLen+16:], math.Float64bits(math.NaN()))
-		}), ErrMalformed},
-		{"model slope 2", resign(model, func(b []byte) { binary.BigEndian.PutUint64(b[headerLen+16:], math.Float64bits(2)) }), ErrMalformed},
-		{"model negative residual", resign(model, func(b []byte) { b[headerLen+40] |= 0x80 }), ErrMalformed},
+		}), errMalformed},
+		{"model slope 2", resign(model, func(b []byte) { binary.BigEndian.PutUint64(b[headerLen+16:], math.Float64bits(2)) }), errMalformed},
+		{"model negative residual", resign(model, func(b []byte) { b[headerLen+40] |= 0x80 }), errMalformed},
 		{"model infinite slope error", resign(model, func(b []byte) {
 			binary.BigEndian.PutUint64(b[headerLen+48:], math.Float64bits(math.Inf(1)))
-		}), ErrMalformed},
-		{"model negative points", resign(model, func(b []byte) { b[headerLen+24] = 0xff }), ErrMalformed},
-		{"model negative floor", resign(model, func(b []byte) { b[headerLen+56] = 0xff }), ErrMalformed},
-		{"model with remote", resign(model, func(b []byte) { b[59] = 1 }), ErrMalformed},
-		{"model cut to report length", goldenBytes(t, model)[:wireLen(MsgReport)], ErrMalformed},
-		{"model tampered", func() []byte { b := goldenBytes(t, model); b[headerLen+20] ^= 1; return b }(), ErrBadMAC},
+		}), errMalformed},
+		{"model negative points", resign(model, func(b []byte) { b[headerLen+24] = 0xff }), errMalformed},
+		{"model negative floor", resign(model, func(b []byte) { b[headerLen+56] = 0xff }), errMalformed},
+		{"model with remote", resign(model, func(b []byte) { b[59] = 1 }), errMalformed},
+		{"model cut to report length", goldenBytes(t, model)[:wireLen(msgReport)], errMalformed},
+		{"model tampered", func() []byte { b := goldenBytes(t, model); b[headerLen+20] ^= 1; return b }(), errBadMAC},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := Decode(testKey, tc.b); !errors.Is(err, tc.want) {
+			if _, err := decode(testKey, tc.b); !errors.Is(err, tc.want) {
 				t.Fatalf("Decode: %v, want %v", err, tc.want)
 			}
 		})
 	}
 	t.Run("wrong key", func(t *testing.T) {
-		_, err := Decode([]byte("another-key-of-thirty-two-bytes!"), ping)
-		if !errors.Is(err, ErrBadMAC) {
+		_, err := decode([]byte("another-key-of-thirty-two-bytes!"), ping)
+		if !errors.Is(err, errBadMAC) {
 			t.Fatalf("Decode with the wrong key: %v, want ErrBadMAC", err)
 		}
 		if bytes.Contains([]byte(err.Error()), testKey) {
@@ -230,13 +230,13 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestCodecAllocs(t *testing.T) {
-	c := NewCodec(testKey)
-	buf := make([]byte, 0, MaxMessageLen)
+	c := newCodec(testKey)
+	buf := make([]byte, 0, maxMessageLen)
 	m := goldenMessages[5].msg // a model: the longest
 	var err error
 	allocs := testing.AllocsPerRun(100, func() {
-		buf = c.Append(buf[:0], m)
-		m, err = c.Decode(buf)
+		buf = c.append(buf[:0], m)
+		m, err = c.decode(buf)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -259,14 +259,14 @@ func TestReplayWindow(t *testing.T) {
 		{"duplicate", []step{{1, true}, {1, false}, {2, true}, {1, false}, {2, false}}},
 		{"starts anywhere", []step{{0, true}, {0, false}, {1000, true}, {999, true}, {0, false}}},
 		{"out of order within window", []step{{10, true}, {8, true}, {9, true}, {7, true}, {8, false}, {11, true}, {9, false}}},
-		{"edge of window", []step{{100, true}, {100 - WindowSize + 1, true}, {100 - WindowSize, false}, {100 - WindowSize + 1, false}}},
-		{"jump beyond window", []step{{1, true}, {2, true}, {1 + 2*WindowSize, true}, {2, false}, {WindowSize + 2, true}, {WindowSize + 2, false}}},
-		{"exact window jump", []step{{5, true}, {5 + WindowSize, true}, {5, false}, {6, true}, {6, false}}},
-		{"shift keeps bits", []step{{1, true}, {3, true}, {WindowSize + 1, true}, {3, false}, {2, true}, {2, false}, {1, false}}},
+		{"edge of window", []step{{100, true}, {100 - windowSize + 1, true}, {100 - windowSize, false}, {100 - windowSize + 1, false}}},
+		{"jump beyond window", []step{{1, true}, {2, true}, {1 + 2*windowSize, true}, {2, false}, {windowSize + 2, true}, {windowSize + 2, false}}},
+		{"exact window jump", []step{{5, true}, {5 + windowSize, true}, {5, false}, {6, true}, {6, false}}},
+		{"shift keeps bits", []step{{1, true}, {3, true}, {windowSize + 1, true}, {3, false}, {2, true}, {2, false}, {1, false}}},
 		{"max seq", []step{{^uint64(0) - 1, true}, {^uint64(0), true}, {^uint64(0), false}, {^uint64(0) - 1, false}, {^uint64(0) - 2, true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var w ReplayWindow
+			var w replayWindow
 			for i, s := range tc.steps {
 				if got := w.Accept(s.seq); got != s.want {
 					t.Fatalf("step %d: Accept(%d) = %v, want %v", i, s.seq, got, s.want)
@@ -282,7 +282,7 @@ func TestReplayWindow(t *testing.T) {
 
 // TestReplayWindowModel checks the window against a map of everything seen.
 func TestReplayWindowModel(t *testing.T) {
-	var w ReplayWindow
+	var w replayWindow
 	seen := map[uint64]bool{}
 	var top uint64
 	x := uint64(12345)
@@ -291,7 +291,7 @@ func TestReplayWindowModel(t *testing.T) {
 		x ^= x >> 7
 		x ^= x << 17
 		seq := uint64(i/2) + x%100 // mostly rising, with reordering and duplicates
-		want := !seen[seq] && (len(seen) == 0 || seq > top || top-seq < WindowSize)
+		want := !seen[seq] && (len(seen) == 0 || seq > top || top-seq < windowSize)
 		if got := w.Accept(seq); got != want {
 			t.Fatalf("step %d: Accept(%d) = %v, want %v (top %d)", i, seq, got, want, top)
 		}
@@ -300,4 +300,15 @@ func TestReplayWindowModel(t *testing.T) {
 			top = max(top, seq)
 		}
 	}
+}
+
+// encode returns the encoding of m with key (a new codec each call; hot paths
+// keep a codec and use its append).
+func encode(key []byte, m message) []byte {
+	return newCodec(key).append(make([]byte, 0, maxMessageLen), m)
+}
+
+// decode authenticates and parses b with key; see codec.decode.
+func decode(key, b []byte) (message, error) {
+	return newCodec(key).decode(b)
 }
