@@ -3,10 +3,8 @@ package spool
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"strconv"
@@ -149,18 +147,31 @@ func parseSegName(name string) (uint64, bool) {
 	return first, err == nil && first != 0
 }
 
-// readAck reads the acknowledged position from the ack file at path: 0 when
-// there is none or it is damaged (everything on disk is then sent again).
-func readAck(path string) (uint64, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
+// walkSegment reads the segment file f (path names it in errors) from its
+// start through sc, calling fn with each whole entry (the payload valid
+// during the call only). It stops at the end of the file or at the first
+// bytes that are not a whole, sound entry (damaged: a torn tail, an entry
+// being written, corruption), and returns the file's size as it was when it
+// started: the bytes from sc.off on are that tail. An error from fn ends it
+// and is returned as it is. Open's recovery and ReadDir walk segments
+// through it; the shipper's Reader, which waits at the end for more, keeps
+// its own scanner.
+func walkSegment(f *os.File, path string, first uint64, sc *scanner, fn func(h Header, payload []byte) error) (int64, error) {
+	fi, err := f.Stat()
 	if err != nil {
 		return 0, fmt.Errorf("spool %s: %w", path, err)
 	}
-	if len(b) == 12 && crc32.Checksum(b[:8], castagnoli) == binary.LittleEndian.Uint32(b[8:]) {
-		return binary.LittleEndian.Uint64(b), nil
+	sc.reset(f, fi.Size(), first)
+	for {
+		h, payload, err := sc.entry()
+		if err == io.EOF || damaged(err) {
+			return fi.Size(), nil
+		}
+		if err != nil {
+			return fi.Size(), fmt.Errorf("spool %s: %w", path, err)
+		}
+		if err := fn(h, payload); err != nil {
+			return fi.Size(), err
+		}
 	}
-	return 0, nil
 }

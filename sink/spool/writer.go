@@ -1,0 +1,505 @@
+package spool
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/monagent/monagent/record"
+)
+
+// openSegment creates the segment the frame goes to, named after the frame's
+// first point. It never opens an existing file: whatever is there is not a
+// place for new entries.
+func (s *Spool) openSegment() error {
+	first := s.nextSeq - uint64(s.framePts)
+	p := filepath.Join(s.opts.Dir, segName(first))
+	if s.stale == p {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("spool %s: removing a failed segment: %w", p, err)
+		}
+		s.stale = ""
+	}
+	// Readable too: entries whose fsync failed are read back (takeBack).
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("spool %s: %w", p, err)
+	}
+	s.active = f
+	s.segs = append(s.segs, &segment{first: first, last: first - 1, path: p, syncedLast: first - 1})
+	s.dirDirty = true
+	return nil
+}
+
+// closeActive ends the active segment, fsynced first if sync is set; the next
+// write starts a new segment.
+func (s *Spool) closeActive(sync bool) error {
+	var err error
+	if sync {
+		err = s.syncActive()
+		if s.active == nil { // the fsync failed and closed it
+			return err
+		}
+	}
+	f, g := s.active, s.segs[len(s.segs)-1]
+	s.active, s.dirty = nil, false
+	if cerr := f.Close(); cerr != nil {
+		s.writeFailed()
+		err = errors.Join(err, fmt.Errorf("spool %s: %w", g.path, cerr))
+	}
+	if g.points == 0 { // nothing of it is worth keeping
+		s.segs = s.segs[:len(s.segs)-1]
+		if rerr := os.Remove(g.path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			s.stale = g.path
+		}
+		s.dirDirty = true
+	}
+	return err
+}
+
+// syncActive fsyncs the active segment if it holds data not yet fsynced.
+//
+// A failed fsync is not tried again on that file: Linux reports a writeback
+// error once and may have dropped the pages, so a later fsync proves nothing.
+// The entries written since the last good fsync are taken back into memory
+// (takeBack) and the segment is closed: the next write puts them, and what
+// follows, into a new segment.
+func (s *Spool) syncActive() error {
+	if !s.dirty || s.active == nil {
+		return nil
+	}
+	g := s.segs[len(s.segs)-1]
+	sync := s.fsync
+	if sync == nil {
+		sync = (*os.File).Sync
+	}
+	if err := sync(s.active); err != nil {
+		s.writeFailed()
+		err = fmt.Errorf("spool %s: fsync: %w", g.path, err)
+		if terr := s.takeBack(g); terr != nil {
+			err = errors.Join(err, terr)
+		}
+		return errors.Join(err, s.closeActive(false))
+	}
+	s.fsyncs.Add(1)
+	s.dirty = false
+	g.synced, g.syncedLast = g.size, g.last
+	return nil
+}
+
+// takeBack moves the entries of the active segment g written since its last
+// good fsync back to the front of the frame, and cuts g back to what was
+// fsynced. MaxBuffer bounds them with the frame and the producer's buffer
+// (unsafe). It does so only if they all read back intact and the cut
+// succeeds; otherwise they stay in g, not known to be durable: the reader
+// still hands them out, or counts them in DroppedCorrupt if their bytes are
+// gone (see doc.go).
+func (s *Spool) takeBack(g *segment) error {
+	region := g.size - g.synced
+	if region <= 0 || g.corrupt > 0 {
+		return nil
+	}
+	var sc scanner
+	sc.reset(s.active, g.size, g.first)
+	sc.seek(g.synced, g.syncedLast+1)
+	redo := make([]byte, 0, region+int64(len(s.frame)))
+	var points uint64
+	for {
+		h, payload, err := sc.entry()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil // not intact: left to the reader's checks
+		}
+		redo = AppendEntry(redo, h, payload)
+		points += uint64(h.Points)
+	}
+	if g.syncedLast+points != g.last {
+		return nil
+	}
+	if err := s.active.Truncate(g.synced); err != nil {
+		s.writeErrors.Add(1)
+		return fmt.Errorf("spool %s: cutting entries not fsynced at %d: %w", g.path, g.synced, err)
+	}
+	g.size, g.last, g.points = g.synced, g.syncedLast, g.points-points
+	s.frame = append(redo, s.frame...)
+	s.framePts += int(points)
+	return nil
+}
+
+// Append encodes records into the spool's buffer. It never waits for the disk:
+// when unwritten data has reached MaxBuffer the records are dropped and
+// counted (ErrBufferFull). An error also reports records the encoder refused;
+// the rest are kept.
+func (s *Spool) Append(recs []record.Record) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	if len(s.buf)+int(s.unwritten.Load()) >= s.opts.MaxBuffer {
+		s.refuse(len(recs))
+		s.mu.Unlock()
+		return ErrBufferFull
+	}
+	var rejected int
+	var err error
+	s.buf, rejected, err = s.enc.Append(s.buf, recs)
+	s.bufPoints += len(recs) - rejected
+	s.appended.Add(uint64(len(recs) - rejected))
+	s.rejected.Add(uint64(rejected))
+	full := len(s.buf) >= s.opts.FlushBytes
+	s.mu.Unlock()
+	if full {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+	return err
+}
+
+// refuse counts n points dropped because unwritten data reached MaxBuffer,
+// under the reason: writing fails, or appends outran the disk. s.mu is held.
+func (s *Spool) refuse(n int) {
+	s.appended.Add(uint64(n))
+	if s.diskFailing.Load() {
+		s.droppedDisk.Add(uint64(n))
+	} else {
+		s.droppedBuffer.Add(uint64(n))
+	}
+}
+
+// AppendLines appends lines of line protocol as they are, one point per line
+// (a replay of lines set aside earlier). Blank lines and '#' comments are
+// skipped; a last line without its newline gets one. It returns how many points
+// it appended; like Append it refuses (ErrBufferFull, counted) when unwritten
+// data has reached MaxBuffer, so a caller with much to replay flushes in between.
+func (s *Spool) AppendLines(b []byte) (int, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return 0, ErrClosed
+	}
+	full := len(s.buf)+int(s.unwritten.Load()) >= s.opts.MaxBuffer
+	var n int
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 || line[0] == '#' {
+			continue
+		}
+		n++
+		if !full {
+			s.buf = append(append(s.buf, line...), '\n')
+		}
+	}
+	if full {
+		s.refuse(n)
+		s.mu.Unlock()
+		return 0, ErrBufferFull
+	}
+	s.bufPoints += n
+	s.appended.Add(uint64(n))
+	s.mu.Unlock()
+	return n, nil
+}
+
+// Write implements sink.Sink.
+func (s *Spool) Write(recs []record.Record) error { return s.Append(recs) }
+
+func (s *Spool) flusher() {
+	defer close(s.done)
+	t := time.NewTicker(s.opts.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		case <-s.kick:
+		}
+		if err := s.Flush(); err != nil {
+			msg := err.Error()
+			s.flushErr.Store(&msg)
+		} else {
+			s.flushErr.Store(nil)
+		}
+	}
+}
+
+// Flush seals the buffer into entries, writes them and fsyncs if the fsync
+// interval has passed. Entries that cannot be written stay in memory for the
+// next flush (and count against MaxBuffer); a segment that cannot be opened is
+// tried again then.
+func (s *Spool) Flush() error {
+	return s.flush(false)
+}
+
+// Sync is Flush with an fsync regardless of the interval.
+func (s *Spool) Sync() error { return s.flush(true) }
+
+func (s *Spool) flush(forceSync bool) error {
+	s.io.Lock()
+	defer s.io.Unlock()
+	if s.ioClosed {
+		return ErrClosed
+	}
+	// Swap the producer's buffer for the spare half.
+	s.mu.Lock()
+	data, points := s.buf, s.bufPoints
+	s.buf, s.bufPoints = s.spare[:0], 0
+	s.mu.Unlock()
+	s.spare = data
+	var err error
+	switch {
+	case len(s.frame) > 0: // entries a failed write left go first
+		if points > 0 {
+			s.seal(data, points)
+		}
+		err = s.writeFrame()
+	case points > 0:
+		err = s.writeData(data, points)
+	}
+	if len(s.frame) > 0 && cap(s.spare) > 2*s.opts.FlushBytes {
+		s.spare = nil // the frame holds a copy while writing fails: let the large half go
+	}
+	if (s.dirty || s.dirDirty) && (forceSync || time.Since(s.lastSync) >= s.opts.FsyncInterval || s.unsynced() >= int64(s.opts.MaxBuffer/2)) {
+		err = errors.Join(err, s.syncLocked())
+	}
+	if s.ackDirty && (forceSync || time.Since(s.ackSync) >= s.opts.FsyncInterval) {
+		err = errors.Join(err, s.persistAck())
+	}
+	s.unwritten.Store(s.unsafe())
+	return err
+}
+
+// unsynced is how much of the active segment is not yet fsynced: the bytes a
+// failed fsync brings back into memory (takeBack). A flush fsyncs once it
+// reaches half of MaxBuffer, whatever the fsync interval.
+func (s *Spool) unsynced() int64 {
+	if s.active == nil {
+		return 0
+	}
+	g := s.segs[len(s.segs)-1]
+	return g.size - g.synced
+}
+
+// unsafe is what MaxBuffer bounds besides the producer's buffer: sealed
+// entries not yet written, and entries written but not yet fsynced.
+func (s *Spool) unsafe() int64 { return int64(len(s.frame)) + s.unsynced() }
+
+// cut returns how much of data (points points, one a line) goes into one
+// entry: whole lines, at most about FlushBytes (a longer line alone), so that
+// a reader needs no more; and how many points that is.
+func (s *Spool) cut(data []byte, points int) (int, int) {
+	limit := s.opts.FlushBytes
+	if len(data) <= limit {
+		return len(data), points
+	}
+	n := bytes.LastIndexByte(data[:limit], '\n') + 1
+	if n == 0 {
+		i := bytes.IndexByte(data[limit:], '\n')
+		if i < 0 {
+			return len(data), points
+		}
+		n = limit + i + 1
+	}
+	if c := bytes.Count(data[:n], newline); n < len(data) && c < points {
+		return n, c
+	}
+	return len(data), points
+}
+
+var newline = []byte{'\n'}
+
+// payload is data as an entry carries it, and the entry's flags: with
+// Compress, gzipped into s.gzbuf (valid until the next call).
+func (s *Spool) payload(data []byte) ([]byte, uint8) {
+	if !s.opts.Compress {
+		return data, 0
+	}
+	s.gzbuf.Reset()
+	s.gz.Reset(&s.gzbuf)
+	s.gz.Write(data)
+	s.gz.Close()
+	return s.gzbuf.Bytes(), FlagGzip
+}
+
+// seal frames data (points points) as entries at the end of s.frame: a copy,
+// for entries that wait for a write that failed.
+func (s *Spool) seal(data []byte, points int) {
+	for len(data) > 0 {
+		n, pts := s.cut(data, points)
+		payload, flags := s.payload(data[:n])
+		s.frame = AppendEntry(s.frame, Header{FirstSeq: s.nextSeq, Points: uint32(pts), Flags: flags}, payload)
+		s.framePts += pts
+		s.nextSeq += uint64(pts)
+		data, points = data[n:], points-pts
+	}
+}
+
+// writeFailed notes a failed attempt to write.
+func (s *Spool) writeFailed() {
+	s.writeErrors.Add(1)
+	s.diskFailing.Store(true)
+}
+
+// writeData writes data (points points) as entries straight from the buffer,
+// without a copy. What cannot be written waits in the frame for the next
+// flush; so does what follows entries a failed fsync took back into it.
+func (s *Spool) writeData(data []byte, points int) error {
+	for len(data) > 0 {
+		n, pts := s.cut(data, points)
+		before := s.nextSeq
+		err := s.writeEntry(data[:n], pts)
+		if s.nextSeq != before { // written (a roll after it may have failed)
+			data, points = data[n:], points-pts
+		}
+		if err != nil || len(s.frame) > 0 {
+			s.seal(data, points)
+			if err == nil {
+				err = s.writeFrame()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// writeEntry writes one entry of data to the active segment, opening one
+// first if there is none.
+func (s *Spool) writeEntry(data []byte, points int) error {
+	if s.active == nil {
+		if err := s.openSegment(); err != nil {
+			s.writeFailed()
+			return err
+		}
+	}
+	payload, flags := s.payload(data)
+	putHeader(&s.hdr, Header{FirstSeq: s.nextSeq, Points: uint32(points), Flags: flags}, payload)
+	if err := s.write(s.hdr[:], payload); err != nil {
+		return err
+	}
+	s.nextSeq += uint64(points)
+	return s.wrote(points, HeaderSize+len(payload))
+}
+
+// writeFrame writes the sealed entries to the active segment, opening one
+// first if there is none.
+func (s *Spool) writeFrame() error {
+	if s.active == nil {
+		if err := s.openSegment(); err != nil {
+			s.writeFailed()
+			return err
+		}
+	}
+	if err := s.write(s.frame); err != nil {
+		return err
+	}
+	points, n := s.framePts, len(s.frame)
+	s.frame, s.framePts = s.frame[:0], 0
+	if cap(s.frame) > 2*s.opts.FlushBytes {
+		s.frame = nil
+	}
+	return s.wrote(points, n)
+}
+
+// write appends bufs (whole entries) to the active segment. On failure a
+// partial entry is cut and the segment ended: whatever broke the file (a cut
+// that failed, a bad descriptor, a bad block), the next attempt starts a new
+// one.
+func (s *Spool) write(bufs ...[]byte) error {
+	g := s.segs[len(s.segs)-1]
+	var written int
+	for _, b := range bufs {
+		n, err := s.active.Write(b)
+		written += n
+		if err == nil {
+			continue
+		}
+		s.writeFailed()
+		err = fmt.Errorf("spool %s: %w", g.path, err)
+		if written > 0 { // take back the partial entry so that the file stays valid
+			if terr := s.active.Truncate(g.size); terr != nil {
+				// Garbage follows the last entry: the reader and the next
+				// open stop there, and nothing more goes after it.
+				err = errors.Join(err, fmt.Errorf("spool %s: cutting a partial write at %d: %w", g.path, g.size, terr))
+			}
+		}
+		return errors.Join(err, s.closeActive(true))
+	}
+	return nil
+}
+
+// wrote accounts n bytes of entries holding the points up to nextSeq-1 just
+// written to the active segment, wakes the reader, and rolls the segment
+// once it is full.
+func (s *Spool) wrote(points, n int) error {
+	g := s.segs[len(s.segs)-1]
+	g.last = s.nextSeq - 1
+	g.points += uint64(points)
+	g.size += int64(n)
+	s.dirty = true
+	s.diskFailing.Store(false)
+	close(s.notify)
+	s.notify = make(chan struct{})
+	var err error
+	if g.size >= s.opts.SegmentBytes {
+		err = s.closeActive(true)
+	}
+	s.enforceCap()
+	return err
+}
+
+// enforceCap drops whole oldest segments while the spool is over MaxBytes,
+// counting the points in them that were neither acknowledged nor handed to the
+// shipper. A segment holding points in flight (handed out, not acknowledged)
+// is remembered in s.gone: the shipper still holds them and normally
+// acknowledges them, but if it re-opens its reader or the spool closes first
+// they are gone, and are counted then (forgetInFlight).
+func (s *Spool) enforceCap() {
+	var total int64
+	for _, seg := range s.segs {
+		total += seg.size
+	}
+	for total > s.opts.MaxBytes && len(s.segs) > 1 {
+		g := s.segs[0]
+		s.droppedCap.Add(g.count(max(s.acked, s.delivered)+1, g.end()))
+		if g.inFlightEnd = min(s.delivered, g.end()); g.count(s.acked+1, g.inFlightEnd) > 0 {
+			s.gone = append(s.gone, g)
+		}
+		os.Remove(g.path)
+		s.dirDirty = true
+		total -= g.size
+		s.segs = s.segs[1:]
+	}
+}
+
+// syncLocked fsyncs the active segment and the directory.
+func (s *Spool) syncLocked() error {
+	s.lastSync = time.Now()
+	err := s.syncActive()
+	if s.dirDirty {
+		d, derr := os.Open(s.opts.Dir)
+		if derr == nil {
+			derr = d.Sync()
+			d.Close()
+		}
+		if derr != nil {
+			s.writeErrors.Add(1)
+			return errors.Join(err, fmt.Errorf("spool %s: fsync: %w", s.opts.Dir, derr))
+		}
+		s.dirDirty = false
+	}
+	return err
+}
