@@ -65,6 +65,12 @@ type boardChecker interface {
 	board(paths PathsConfig, p *problems)
 }
 
+// adviser is a section with settings that are allowed but worth a word in
+// config check (a warning), which run never refuses.
+type adviser interface {
+	advise(p *problems)
+}
+
 // section is one entry of the table: a top-level key of the configuration
 // file, the section inside a Config, whether run refuses to start when its
 // board checks fail, and the sources it builds (none for the agent's own
@@ -147,7 +153,16 @@ func (c *Config) Board() Problems {
 		ke.Warning = true
 		ke.Reason = "needs the board: " + ke.Reason
 	}
-	return c.src.locate(p.list)
+	var a problems
+	for _, s := range sections() {
+		if ad, ok := s.of(c).(adviser); ok {
+			ad.advise(&a)
+		}
+	}
+	for _, ke := range a.list {
+		ke.Warning = true
+	}
+	return c.src.locate(append(p.list, a.list...))
 }
 
 // KeyError is a configuration problem at one key.

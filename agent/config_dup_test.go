@@ -104,3 +104,26 @@ func TestBoardChecksTheInterfaceHasAPHC(t *testing.T) {
 		}
 	}
 }
+
+// InfluxDB without a token is allowed (an InfluxDB without authentication)
+// and run starts, but config check says so: it is the cause of every 401.
+func TestConfigCheckWarnsOfNoInfluxToken(t *testing.T) {
+	t.Setenv("MONAGENT_INFLUX_TOKEN", "")
+	path := filepath.Join(t.TempDir(), "inf.yaml")
+	os.WriteFile(path, []byte("influx:\n  enabled: true\n  url: http://127.0.0.1:8086\n  bucket: db/rp\n"), 0o644)
+	ps, err := Check(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 1 || !ps[0].Warning || ps[0].Key != "influx.token_env" || !strings.Contains(ps[0].Reason, "no token") {
+		t.Fatalf("config check: %v", ps)
+	}
+	c, _ := Load(path)
+	if err := c.Preflight(); err != nil {
+		t.Fatalf("run refuses an InfluxDB without a token: %v", err)
+	}
+	t.Setenv("MONAGENT_INFLUX_TOKEN", "user:pass")
+	if ps, _ := Check(path); len(ps) != 0 {
+		t.Fatalf("with a token: %v", ps)
+	}
+}

@@ -158,6 +158,23 @@ func (i *InfluxConfig) board(_ PathsConfig, p *problems) {
 	}
 }
 
+// advise says when no token would be sent: right for an InfluxDB without
+// authentication, and the cause of every 401 otherwise.
+func (i *InfluxConfig) advise(p *problems) {
+	if !i.Enabled {
+		return
+	}
+	if tok, err := i.Token(); err == nil && tok == "" {
+		key, where := "influx.token_env", "$"+i.TokenEnv+" is empty or unset"
+		if i.TokenFile != "" {
+			key, where = "influx.token_file", i.TokenFile+" is empty"
+		} else if i.TokenEnv == "" {
+			where = "neither token_file nor token_env is set"
+		}
+		p.add(key, "no token: %s, so writes go unauthenticated (fine for an InfluxDB without authentication; otherwise every write is refused with 401)", where)
+	}
+}
+
 // Token reads the InfluxDB token from token_file, else from the token_env
 // variable; "" when neither is set (an InfluxDB without authentication).
 func (i *InfluxConfig) Token() (string, error) {

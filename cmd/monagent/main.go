@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 
 	"github.com/monagent/monagent/agent"
 )
@@ -47,7 +49,11 @@ func main() {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return
 	}
-	fmt.Fprintln(os.Stderr, "monagent:", err)
+	// Every line of a multi-line error (a configuration's problems) says
+	// whose it is, as the first does.
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintln(os.Stderr, "monagent:", line)
+	}
 	var ke *agent.KeyError
 	var ue usageError
 	if errors.As(err, &ke) || errors.As(err, &ue) {
@@ -93,8 +99,38 @@ func versionCmd(args []string) error {
 	if err := parseFlags(flag.NewFlagSet("version", flag.ContinueOnError), args); err != nil {
 		return err
 	}
-	fmt.Println("monagent", versionString())
+	fmt.Println("monagent", versionString(), buildString())
 	return nil
+}
+
+// buildString is what the binary was built from and with: the commit (and
+// whether the tree had changes), the Go version and the target, from the
+// build info.
+func buildString() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
+	}
+	var rev, modified, target string
+	goarm := ""
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = " (modified)"
+			}
+		case "GOARM":
+			goarm = "v" + s.Value
+		}
+	}
+	target = runtime.GOOS + "/" + runtime.GOARCH + goarm
+	commit := "no commit recorded"
+	if rev != "" {
+		commit = "commit " + rev + modified
+	}
+	return fmt.Sprintf("(%s, %s, %s)", commit, bi.GoVersion, target)
 }
 
 func versionString() string {

@@ -182,8 +182,8 @@ func TestProbeJSONAndVersion(t *testing.T) {
 		t.Fatalf("probe text: %d %s", code, text)
 	}
 	v, _, code := run(t, ".", "version")
-	if code != 0 || !strings.HasPrefix(v, "monagent ") {
-		t.Fatalf("version: %d %q", code, v)
+	if code != 0 || !strings.HasPrefix(v, "monagent ") || !strings.Contains(v, runtime.Version()) || !strings.Contains(v, "commit") {
+		t.Fatalf("version: %d %q, want the commit and %s", code, v, runtime.Version())
 	}
 	if _, _, code := run(t, ".", "frobnicate"); code != 2 {
 		t.Fatalf("unknown command exit %d, want 2", code)

@@ -52,7 +52,7 @@ func runCmd(args []string) error {
 	if o.logLevel != "" {
 		cfg.Log.Level = o.logLevel
 		if err := cfg.Log.Validate(); err != nil {
-			return err
+			return usageError(fmt.Sprintf("run: --log-level %q: want debug, info, warn or error", o.logLevel))
 		}
 	}
 	if err := cfg.Preflight(); err != nil {
@@ -74,7 +74,11 @@ func runCmd(args []string) error {
 		ctx, cancel = context.WithTimeout(ctx, o.duration)
 		defer cancel()
 	}
-	attrs := []any{"version", versionString(), "config", *path, "sources", a.Sources(), "spool", cfg.Spool.Dir, "memory", cfg.MemoryNeed().String()}
+	attrs := []any{"version", versionString(), "config", *path, "sources", a.Sources()}
+	if cfg.Spool.Enabled {
+		attrs = append(attrs, "spool", cfg.Spool.Dir)
+	}
+	attrs = append(attrs, "memory", cfg.MemoryNeed().String())
 	if cfg.Influx.Enabled {
 		attrs = append(attrs, "influx", cfg.Influx.URL)
 	}
