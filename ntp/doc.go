@@ -1,7 +1,7 @@
 // Package ntp measures NTP sync quality: an SNTP client probe (RFC 5905
 // client mode, NTPv4) whose T1 and T4 are kernel or hardware packet timestamps
-// (package sockts), a monitor of chronyd's own state over its command protocol,
-// and the kernel's clock discipline state.
+// (package sockts), and a monitor of chronyd's own state over its command
+// protocol. The kernel's clock discipline state (adjtimex) is timebase's.
 //
 // The probe sends a random 64-bit cookie as its transmit timestamp and accepts
 // only replies that echo it as their origin timestamp, so stale, duplicated and

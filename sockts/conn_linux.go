@@ -185,8 +185,10 @@ func pickRxFilter(iface string, cur *unix.HwTstampConfig, info *unix.EthtoolTsIn
 	return 0, false, fmt.Errorf("sockts: interface %s cannot timestamp the packets in hardware (rx filters %#x, none of %v)", iface, info.Rx_filters, filters)
 }
 
-// covers reports whether receive filter have timestamps every packet that
-// filter want does.
+// covers reports whether the receive filter have stamps every packet the
+// filter want would: the same filter, HWTSTAMP_FILTER_ALL, or a PTPv2 filter
+// that includes the wanted one (PTP_V2_EVENT covers the L2 and L4 event
+// filters).
 func covers(have, want int32) bool {
 	switch {
 	case have == want, have == unix.HWTSTAMP_FILTER_ALL:
