@@ -75,7 +75,7 @@ type gpioSource struct {
 	global *GlobalClock
 	toRaw  *timebase.Route
 	lines  []*gpioLine
-	irqs   *gpioIRQs // the lines' IRQ counts (nil for a replay)
+	irqs   *gpio.IRQAccount // the lines' IRQ counts (nil for a replay)
 
 	replayDone atomic.Bool
 	unlisted   atomic.Uint64 // replayed edges of lines not configured
@@ -159,7 +159,7 @@ func newGPIOSource(cc GPIOChipConfig, lines []GPIOLineConfig, path string, tr *t
 	// A debounced line's IRQ fires on every bounce (gpiolib-cdev's software
 	// debounce takes both edges), so its IRQs are no count of its edges.
 	if d.replay == "" && cfg.Debounce == 0 {
-		d.irqs = newGPIOIRQs(cfg.Consumer, d.offsets)
+		d.irqs = gpio.NewIRQAccount(cfg.Consumer, d.offsets)
 	}
 	return d, nil
 }
@@ -247,8 +247,8 @@ func (d *gpioSource) produce(ctx context.Context, q *EventQueue[gpioEdge]) error
 		for _, l := range d.lines {
 			l.queued.Store(0)
 		}
-		d.irqs.start()
-		defer d.irqs.stop(d.queuedOf)
+		d.irqs.Start()
+		defer d.irqs.Stop(d.queuedOf)
 	}
 	evs := make([]gpio.Event, d.buffer)
 	batch := make([]gpioEdge, d.buffer)
@@ -400,7 +400,7 @@ func (d *gpioSource) realtime(ts timebase.Timestamp) (int64, int64, bool) {
 // self-metrics shipped less often than the edges still show them.
 func (d *gpioSource) after(b *Batch, events int) error {
 	if d.irqs != nil {
-		d.irqs.check(d.queuedOf)
+		d.irqs.Check(d.queuedOf)
 	}
 	for _, l := range d.lines {
 		l.lat.close(&d.scratch)
@@ -423,7 +423,7 @@ func (d *gpioSource) self() []record.Field {
 		f = append(f, record.Uint("unplaced", d.unplaced))
 	}
 	if d.irqs != nil {
-		if why := d.irqs.why(); why != "" {
+		if why := d.irqs.Why(); why != "" {
 			f = append(f, record.String("irqs_unavailable", why))
 		}
 	}
@@ -431,7 +431,9 @@ func (d *gpioSource) self() []record.Field {
 		f = append(f, record.Uint(l.fieldPfx+"events", l.events), record.Uint(l.fieldPfx+"lost", l.lost.Load()))
 		f = l.lat.fields(f, l.fieldPfx)
 		if d.irqs != nil {
-			f = d.irqs.fields(f, int(l.offset), l.fieldPfx)
+			if irqs, merged, ok := d.irqs.Counts(int(l.offset)); ok {
+				f = append(f, record.Uint(l.fieldPfx+"irqs", irqs), record.Uint(l.fieldPfx+"merged", merged))
+			}
 		}
 		for _, tr := range l.triggers {
 			f = tr.self(f)

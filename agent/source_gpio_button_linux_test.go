@@ -36,9 +36,9 @@ func TestGPIOSourceOnPowerButton(t *testing.T) {
 		t.Fatal(err)
 	}
 	runEvents(t, s)
-	for deadline := time.Now().Add(5 * time.Second); !d.irqs.isLive(); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); !d.irqs.Live(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the line's IRQ never showed: %q", d.irqs.why())
+			t.Fatalf("the line's IRQ never showed: %q", d.irqs.Why())
 		}
 	}
 	for range 3 {

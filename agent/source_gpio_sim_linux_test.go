@@ -30,9 +30,9 @@ func TestGPIOSourceCountsEveryEdgeOnGPIOSim(t *testing.T) {
 	}
 	runEvents(t, s)
 	// The request is open once the line's IRQ shows.
-	for deadline := time.Now().Add(5 * time.Second); !d.irqs.isLive(); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); !d.irqs.Live(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the line's IRQ never showed: %q", d.irqs.why())
+			t.Fatalf("the line's IRQ never showed: %q", d.irqs.Why())
 		}
 	}
 	const pulls = 2000

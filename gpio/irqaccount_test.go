@@ -1,4 +1,4 @@
-package agent
+package gpio
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestGPIOIRQsCountMergedEdges(t *testing.T) {
+func TestIRQAccountCountsMergedEdges(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "interrupts")
 	write := func(line0, line3 uint64) {
 		t.Helper()
@@ -16,36 +16,35 @@ func TestGPIOIRQsCountMergedEdges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w := newGPIOIRQs("monagent-gpiochip1", []int{0, 3})
-	w.path = path
+	w := newIRQAccount(path, "monagent-gpiochip1", []int{0, 3})
 	queued := map[int]uint64{}
 	q := func(o int) uint64 { return queued[o] }
 
 	write(1000, 5) // counts before the request: the baseline
-	w.start()
-	if why := w.why(); why != "" {
+	w.Start()
+	if why := w.Why(); why != "" {
 		t.Fatal(why)
 	}
 	write(1100, 5) // 100 IRQs on line 0
 	queued[0] = 60 // read so far
-	w.check(q)     // judges the IRQs of the previous check (none)
-	if f := w.fields(nil, 0, "line0_"); len(f) != 2 || f[0].Key != "line0_irqs" {
-		t.Fatalf("fields %+v", f)
+	w.Check(q)     // judges the IRQs of the previous check (none)
+	if _, _, ok := w.Counts(0); !ok {
+		t.Fatal("line 0's IRQ not found")
 	}
 	if irqs, merged := counts(w, 0); irqs != 100 || merged != 0 {
 		t.Errorf("after one check: irqs %d merged %d; want 100, 0 (edges may still be on their way)", irqs, merged)
 	}
 	queued[0] = 90 // the rest arrived; 10 never will
-	w.check(q)
+	w.Check(q)
 	if irqs, merged := counts(w, 0); irqs != 100 || merged != 10 {
 		t.Errorf("irqs %d merged %d; want 100, 10", irqs, merged)
 	}
 	// While edges stream, merged never goes down: 50 more IRQs, 40 more
 	// events (the seqno counts the new ones too).
 	write(1150, 5)
-	w.check(q) // judges the 100 of the previous check: 100-90
+	w.Check(q) // judges the 100 of the previous check: 100-90
 	queued[0] = 130
-	w.check(q) // judges 150 against 130: 20 so far
+	w.Check(q) // judges 150 against 130: 20 so far
 	if irqs, merged := counts(w, 0); irqs != 150 || merged != 20 {
 		t.Errorf("streaming: irqs %d merged %d; want 150, 20", irqs, merged)
 	}
@@ -53,53 +52,48 @@ func TestGPIOIRQsCountMergedEdges(t *testing.T) {
 	// every IRQ is judged, so irqs = events + lost + merged holds.
 	write(1160, 5)
 	queued[0] = 135
-	w.stop(q)
+	w.Stop(q)
 	if irqs, merged := counts(w, 0); irqs != 160 || merged != 25 || irqs != queued[0]+merged {
 		t.Errorf("after stop: irqs %d merged %d; want 160 = 135 + 25", irqs, merged)
 	}
 	// It reopens: counts carry over; the new request's seqnos start again.
 	queued[0] = 0
-	w.start()
+	w.Start()
 	write(1180, 5)
 	queued[0] = 20
-	w.check(q)
-	w.check(q)
+	w.Check(q)
+	w.Check(q)
 	if irqs, merged := counts(w, 0); irqs != 180 || merged != 25 {
 		t.Errorf("after a reopen: irqs %d merged %d; want 180, 25", irqs, merged)
 	}
 	// A failed read says why; the next good one clears it.
 	os.WriteFile(path, []byte("garbage"), 0o644)
-	w.check(q)
-	if w.why() == "" {
+	w.Check(q)
+	if w.Why() == "" {
 		t.Error("an unparsable /proc/interrupts gives no reason")
 	}
 	write(1180, 5)
-	w.check(q)
-	if why := w.why(); why != "" {
+	w.Check(q)
+	if why := w.Why(); why != "" {
 		t.Errorf("still unavailable after a good read: %q", why)
 	}
 	if irqs, merged := counts(w, 3); irqs != 0 || merged != 0 {
 		t.Errorf("quiet line 3: irqs %d merged %d", irqs, merged)
 	}
 	// A line with no IRQ row gets no fields; an unreadable file says why.
-	w2 := newGPIOIRQs("monagent-gpiochip9", []int{0})
-	w2.path = path
-	w2.start()
-	if f := w2.fields(nil, 0, "line0_"); len(f) != 0 || w2.why() != "no IRQ named monagent-gpiochip9 in "+path {
-		t.Errorf("fields %+v, why %q", f, w2.why())
+	w2 := newIRQAccount(path, "monagent-gpiochip9", []int{0})
+	w2.Start()
+	if _, _, ok := w2.Counts(0); ok || w2.Why() != "no IRQ named monagent-gpiochip9 in "+path {
+		t.Errorf("found %v, why %q", ok, w2.Why())
 	}
-	w3 := newGPIOIRQs("x", []int{0})
-	w3.path = filepath.Join(t.TempDir(), "absent")
-	w3.start()
-	if w3.why() == "" {
+	w3 := newIRQAccount(filepath.Join(t.TempDir(), "absent"), "x", []int{0})
+	w3.Start()
+	if w3.Why() == "" {
 		t.Error("an absent /proc/interrupts gives no reason")
 	}
 }
 
-func counts(w *gpioIRQs, off int) (irqs, merged uint64) {
-	f := w.fields(nil, off, "")
-	if len(f) != 2 {
-		return 0, 0
-	}
-	return f[0].U, f[1].U
+func counts(w *IRQAccount, off int) (irqs, merged uint64) {
+	irqs, merged, _ = w.Counts(off)
+	return irqs, merged
 }

@@ -1,14 +1,11 @@
-package agent
+package gpio
 
 import (
 	"os"
 	"sync"
-
-	"github.com/monagent/monagent/gpio"
-	"github.com/monagent/monagent/record"
 )
 
-// gpioIRQs counts the edges a line request's lines raised as IRQs
+// IRQAccount counts the edges a line request's lines raised as IRQs
 // (/proc/interrupts), so that the edges gpiolib-cdev merged before queuing
 // them — IRQs that fired before its IRQ thread ran, which show in no seqno —
 // are counted too: per line, irqs (the kernel saw) = events + lost (seqno
@@ -22,7 +19,7 @@ import (
 // closes (edges the kernel queued but nobody read by then are lost with it,
 // and counted here). It assumes the reader drains the kernel's queue within
 // an interval, which it does unless the agent stalls.
-type gpioIRQs struct {
+type IRQAccount struct {
 	path     string // /proc/interrupts
 	consumer string
 	offsets  []int
@@ -37,26 +34,32 @@ type gpioIRQs struct {
 	unavailable string       // why the counts are not there, if they are not
 }
 
-func newGPIOIRQs(consumer string, offsets []int) *gpioIRQs {
-	return &gpioIRQs{path: "/proc/interrupts", consumer: consumer, offsets: offsets,
+// NewIRQAccount accounts the IRQs of consumer's lines offsets in
+// /proc/interrupts.
+func NewIRQAccount(consumer string, offsets []int) *IRQAccount {
+	return newIRQAccount("/proc/interrupts", consumer, offsets)
+}
+
+func newIRQAccount(path, consumer string, offsets []int) *IRQAccount {
+	return &IRQAccount{path: path, consumer: consumer, offsets: offsets,
 		base: map[int]uint64{}, prev: map[int]uint64{}, merged: map[int]uint64{},
 		irqsDone: map[int]uint64{}, mergedDone: map[int]uint64{}, found: map[int]bool{}}
 }
 
-func (w *gpioIRQs) read() (map[int]uint64, error) {
+func (w *IRQAccount) read() (map[int]uint64, error) {
 	b, err := os.ReadFile(w.path)
 	if err != nil {
 		return nil, err
 	}
-	irqs, err := gpio.ParseInterrupts(b)
+	irqs, err := ParseInterrupts(b)
 	if err != nil {
 		return nil, err
 	}
-	return gpio.LineIRQCounts(irqs, w.consumer, w.offsets)
+	return LineIRQCounts(irqs, w.consumer, w.offsets)
 }
 
-// start is called by the producer once a request is open.
-func (w *gpioIRQs) start() {
+// Start takes the counts when a request has opened: its baseline.
+func (w *IRQAccount) Start() {
 	counts, err := w.read()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -78,11 +81,11 @@ func (w *gpioIRQs) start() {
 	}
 }
 
-// stop is called by the producer, which reads no more, before the request
+// Stop is called by the reader, which reads no more, before the request
 // closes: every IRQ so far has become an event, a counted loss or is
 // merged (or sits unread in a queue about to be dropped): this request's
-// counts join the earlier ones'.
-func (w *gpioIRQs) stop(queued func(offset int) uint64) {
+// counts join the earlier ones'. queued is a line's events + counted losses.
+func (w *IRQAccount) Stop(queued func(offset int) uint64) {
 	counts, err := w.read()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -102,9 +105,9 @@ func (w *gpioIRQs) stop(queued func(offset int) uint64) {
 	w.live = false
 }
 
-// check reads the counts and updates merged (the collection goroutine, each
-// interval). queued is a line's events + counted losses of the open request.
-func (w *gpioIRQs) check(queued func(offset int) uint64) {
+// Check reads the counts and updates merged (once an interval). queued is a
+// line's events + counted losses of the open request.
+func (w *IRQAccount) Check(queued func(offset int) uint64) {
 	w.mu.Lock()
 	live := w.live
 	w.mu.Unlock()
@@ -133,30 +136,31 @@ func (w *gpioIRQs) check(queued func(offset int) uint64) {
 	}
 }
 
-// fields appends a line's irqs and merged, once its IRQ was found.
-func (w *gpioIRQs) fields(f []record.Field, offset int, pfx string) []record.Field {
+// Counts are a line's IRQs and the edges merged before queuing, since the
+// first request; ok once its IRQ was found.
+func (w *IRQAccount) Counts(offset int) (irqs, merged uint64, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.found[offset] {
-		return f
+		return 0, 0, false
 	}
-	irqs, merged := w.irqsDone[offset], w.mergedDone[offset]
+	irqs, merged = w.irqsDone[offset], w.mergedDone[offset]
 	if w.live {
 		irqs += w.prev[offset] - w.base[offset]
 		merged += w.merged[offset]
 	}
-	return append(f, record.Uint(pfx+"irqs", irqs), record.Uint(pfx+"merged", merged))
+	return irqs, merged, true
 }
 
-// why is the reason the counts are unavailable, or "".
-func (w *gpioIRQs) why() string {
+// Why is the reason the counts are unavailable, or "".
+func (w *IRQAccount) Why() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.unavailable
 }
 
-// isLive says whether a request is open and its IRQs were found.
-func (w *gpioIRQs) isLive() bool {
+// Live says whether a request is open and its IRQs were found.
+func (w *IRQAccount) Live() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.live
