@@ -25,10 +25,14 @@ type KernelProbe struct {
 	MaxErrorNS int64  `json:"maxerror_ns"`
 	EstErrorNS int64  `json:"esterror_ns"`
 	TAIOffsetS int64  `json:"tai_offset_s"`
+	TAINote    string `json:"tai_utc_note,omitempty"` // when TAI-UTC is not set: what it means and who sets it
 }
 
+// taiNotSet is the note on a kernel whose TAI offset is 0.
+const taiNotSet = "TAI-UTC not set (chronyd leapsectz or ptp4l/phc2sys set it): CLOCK_TAI reads UTC"
+
 func probeClocks() []ClockProbe {
-	var out []ClockProbe
+	out := []ClockProbe{}
 	for _, c := range timebase.SystemClocks() {
 		cp := ClockProbe{Name: c.Domain().String()}
 		res, err := c.Resolution()
@@ -58,8 +62,12 @@ func probeKernel(timex func() (timebase.KernelState, error)) (*KernelProbe, stri
 	if err != nil {
 		return nil, err.Error()
 	}
-	return &KernelProbe{State: k.StateString(), Status: k.StatusString(), Synced: k.Synced(), OffsetNS: k.OffsetNS,
-		FreqPPB: k.FreqPPB, MaxErrorNS: k.MaxErrorNS, EstErrorNS: k.EstErrorNS, TAIOffsetS: k.TAIOffsetS}, ""
+	kp := &KernelProbe{State: k.StateString(), Status: k.StatusString(), Synced: k.Synced(), OffsetNS: k.OffsetNS,
+		FreqPPB: k.FreqPPB, MaxErrorNS: k.MaxErrorNS, EstErrorNS: k.EstErrorNS, TAIOffsetS: k.TAIOffsetS}
+	if k.TAIOffsetS == 0 {
+		kp.TAINote = taiNotSet
+	}
+	return kp, ""
 }
 
 func (inv *Inventory) writeClocks(pf func(string, ...any)) {
@@ -75,8 +83,8 @@ func (inv *Inventory) writeClocks(pf func(string, ...any)) {
 	if k := inv.Kernel; k != nil {
 		pf("  state %s, status %s, synced %v\n  offset %s, frequency %+d ppb, maxerror %s, esterror %s, TAI-UTC %d s\n",
 			k.State, orNone(k.Status), k.Synced, fmtOffset(k.OffsetNS), k.FreqPPB, fmtDuration(k.MaxErrorNS), fmtDuration(k.EstErrorNS), k.TAIOffsetS)
-		if k.TAIOffsetS == 0 {
-			pf("  TAI-UTC not set (chronyd leapsectz or ptp4l/phc2sys set it): CLOCK_TAI reads UTC\n")
+		if k.TAINote != "" {
+			pf("  %s\n", k.TAINote)
 		}
 	} else {
 		pf("  unavailable: %s\n", inv.KernelErr)

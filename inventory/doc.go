@@ -8,9 +8,13 @@
 // token.
 //
 // Whatever is missing is listed as absent with the reason, never an error:
-// the inventory of a laptop is mostly absences. Every sysfs and /dev path is
-// under the roots of Paths, so tests run on fixture trees; the device readers
-// and the ethtool query are functions of Env that tests replace.
+// the inventory of a laptop is mostly absences. The JSON says what the text
+// says: an empty list is [] with its reason under "absent", a PHC without pins
+// says why in pins_absent, a kernel without a TAI offset has tai_utc_note.
+//
+// Every sysfs and /dev path is under the roots of Paths, so tests run on
+// fixture trees; the device readers and the ethtool query are functions of Env
+// that tests replace.
 //
 // It reads and opens, and changes nothing: no clock is set, no line or PPS
 // edge is requested beyond reading its information, and hardware timestamping

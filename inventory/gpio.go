@@ -16,7 +16,7 @@ type GPIOChipProbe struct {
 	Name  string          `json:"name,omitempty"`
 	Label string          `json:"label,omitempty"`
 	Lines int             `json:"num_lines"`
-	Line  []GPIOLineProbe `json:"lines,omitempty"`
+	Line  []GPIOLineProbe `json:"lines"`
 	Error string          `json:"error,omitempty"`
 }
 
@@ -36,19 +36,30 @@ type PPSProbe struct {
 	DeviceProbe
 	AssertCapture bool     `json:"assert_capture"`
 	ClearCapture  bool     `json:"clear_capture"`
-	Caps          []string `json:"caps,omitempty"`
-	Mode          []string `json:"mode,omitempty"`
+	Caps          []string `json:"caps"`
+	Mode          []string `json:"mode"`
 	Error         string   `json:"error,omitempty"`
 }
+
+// Why the GPIO chip and PPS lists are empty.
+const (
+	absentGPIO = "no /dev/gpiochip*"
+	absentPPS  = "no /dev/pps*"
+)
 
 // probeGPIO lists the GPIO chips under dev, each read by read when it is set.
 func probeGPIO(dev string, read func(path string) GPIOChipProbe) (paths []string, chips []GPIOChipProbe) {
 	paths = glob(filepath.Join(dev, "gpiochip*"))
+	chips = []GPIOChipProbe{}
 	for _, d := range paths {
 		cp := GPIOChipProbe{Path: d}
 		if read != nil {
 			cp = read(d)
 			cp.Path = d
+		}
+		cp.Line = list(cp.Line)
+		for i := range cp.Line {
+			cp.Line[i].Flags = list(cp.Line[i].Flags)
 		}
 		chips = append(chips, cp)
 	}
@@ -58,12 +69,13 @@ func probeGPIO(dev string, read func(path string) GPIOChipProbe) (paths []string
 // probePPS lists the PPS devices under dev with their names from sysfs, each
 // read by read when it is set.
 func probePPS(p Paths, read func(path string) PPSProbe) []PPSProbe {
-	var out []PPSProbe
+	out := []PPSProbe{}
 	for _, d := range glob(filepath.Join(p.Dev, "pps*")) {
 		var pp PPSProbe
 		if read != nil {
 			pp = read(d)
 		}
+		pp.Caps, pp.Mode = list(pp.Caps), list(pp.Mode)
 		pp.DeviceProbe = DeviceProbe{Path: d, Name: readTrim(filepath.Join(p.Sys, "class", "pps", filepath.Base(d), "name"))}
 		out = append(out, pp)
 	}
@@ -79,7 +91,7 @@ func ppsProbe(in gpio.PPSInfo) PPSProbe {
 func (inv *Inventory) writeGPIO(pf func(string, ...any)) {
 	pf("\nGPIO chips:\n")
 	if len(inv.GPIOChips) == 0 {
-		pf("  absent: no /dev/gpiochip*\n")
+		pf("  absent: %s\n", inv.Absent.GPIOChips)
 	}
 	for i, g := range inv.GPIOChips {
 		if i >= len(inv.GPIO) {
@@ -118,14 +130,14 @@ func (c *GPIOChipProbe) writeText(pf func(string, ...any)) {
 func (inv *Inventory) writePPS(pf func(string, ...any)) {
 	pf("\nPPS sources:\n")
 	if len(inv.PPS) == 0 {
-		pf("  absent: no /dev/pps*\n")
+		pf("  absent: %s\n", inv.Absent.PPS)
 	}
 	for _, d := range inv.PPS {
 		pf("  %s %s", d.Path, orNone(d.Name))
 		switch {
 		case d.Error != "":
 			pf(": %s\n", d.Error)
-		case d.Caps == nil:
+		case len(d.Caps) == 0: // not read
 			pf("\n")
 		default:
 			pf(": assert capture %s, clear capture %s\n    caps %s; mode %s\n", canDo(d.AssertCapture, d.Mode, "capture_assert"),

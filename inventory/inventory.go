@@ -19,7 +19,8 @@ import (
 )
 
 // Inventory is what monagent can measure on this machine. Whatever is missing is
-// listed as absent, with the reason, rather than failing the probe.
+// listed as absent, with the reason, rather than failing the probe. Every
+// list is one in JSON too, [] when empty, never null.
 type Inventory struct {
 	Host       string          `json:"host"`
 	GOOS       string          `json:"goos"`
@@ -37,7 +38,20 @@ type Inventory struct {
 	Thermal    []DeviceProbe   `json:"thermal_zones"`
 	Daemons    []SocketProbe   `json:"daemons"`
 	Influx     *InfluxProbe    `json:"influx,omitempty"`
-	Notes      []string        `json:"notes,omitempty"`
+	Absent     Absent          `json:"absent"` // why a list is empty
+	Notes      []string        `json:"notes"`
+}
+
+// Absent says why a list of the inventory is empty, in the words of the text
+// ("absent: no /dev/pps*"); a field is set when its list is empty. The keys
+// are the lists'.
+type Absent struct {
+	PHCs      string `json:"phcs,omitempty"`
+	GPIOChips string `json:"gpio_chips,omitempty"`
+	PPS       string `json:"pps,omitempty"`
+	IIO       string `json:"iio,omitempty"`
+	Hwmon     string `json:"hwmon,omitempty"`
+	Thermal   string `json:"thermal_zones,omitempty"`
 }
 
 // Paths are the roots the probe looks under: sysfs, /dev and /run (the
@@ -67,7 +81,7 @@ func DefaultEnv(p Paths) Env {
 
 // Probe inventories the machine.
 func Probe(ctx context.Context, env Env) Inventory {
-	inv := Inventory{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH}
+	inv := Inventory{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, Clocks: []ClockProbe{}, Notes: []string{}}
 	inv.Host, _ = os.Hostname()
 	if env.Clocks {
 		inv.Clocks = probeClocks()
@@ -84,6 +98,10 @@ func Probe(ctx context.Context, env Env) Inventory {
 	inv.GPIOChips, inv.GPIO = probeGPIO(p.Dev, env.GPIOChip)
 	inv.PPS = probePPS(p, env.PPS)
 	inv.IIO, inv.Hwmon, inv.Thermal = probeSensors(p.Sys)
+	inv.Absent = Absent{
+		PHCs: absent(inv.PHCs, absentPHCs), GPIOChips: absent(inv.GPIOChips, absentGPIO), PPS: absent(inv.PPS, absentPPS),
+		IIO: absent(inv.IIO, absentIIO), Hwmon: absent(inv.Hwmon, absentHwmon), Thermal: absent(inv.Thermal, absentThermal),
+	}
 	inv.Daemons = probeDaemons(ctx, p.Run, env.ChronyUDP)
 	if env.Influx != nil {
 		client := env.HTTP
@@ -114,10 +132,27 @@ func (inv *Inventory) WriteText(w io.Writer) {
 	}
 }
 
+// glob lists the matches sorted; none is an empty list.
 func glob(pattern string) []string {
 	m, _ := filepath.Glob(pattern)
 	sort.Strings(m)
-	return m
+	return list(m)
+}
+
+// list is s, or an empty list for nil: JSON's [] rather than null.
+func list[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// absent is why when s is empty.
+func absent[T any](s []T, why string) string {
+	if len(s) > 0 {
+		return ""
+	}
+	return why
 }
 
 func readTrim(path string) string {

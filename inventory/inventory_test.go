@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,14 +83,20 @@ func fixtureInventory() Inventory {
 }
 
 func TestProbeFixtureGolden(t *testing.T) {
-	inv := fixtureInventory()
+	checkGolden(t, fixtureInventory(), "probe.golden")
+}
+
+// checkGolden compares the inventory's text and JSON whole with
+// testdata/name.txt and name.json (-update rewrites them).
+func checkGolden(t *testing.T, inv Inventory, name string) {
+	t.Helper()
 	var text bytes.Buffer
 	inv.WriteText(&text)
 	js, err := json.MarshalIndent(inv, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, got := range map[string][]byte{"probe.golden.txt": text.Bytes(), "probe.golden.json": js} {
+	for name, got := range map[string][]byte{name + ".txt": text.Bytes(), name + ".json": js} {
 		path := filepath.Join("testdata", name)
 		if *update {
 			os.WriteFile(path, got, 0o644)
@@ -102,6 +109,122 @@ func TestProbeFixtureGolden(t *testing.T) {
 			t.Errorf("%s differs; got:\n%s", name, got)
 		}
 	}
+}
+
+// absentRoot holds nothing: the machine without PHCs, NICs, GPIO, PPS,
+// sensors or daemons.
+const absentRoot = "testdata/absent"
+
+// absentInventory is a machine with nothing to measure but its clocks, whose
+// kernel has no TAI offset.
+func absentInventory(t *testing.T) Inventory {
+	if _, err := os.Stat(absentRoot); err == nil {
+		t.Fatalf("%s exists: the absent machine must have nothing", absentRoot)
+	}
+	env := fixtureProbeEnv(absentRoot)
+	env.Timex = func() (timebase.KernelState, error) {
+		return timebase.KernelState{State: 5, Status: timebase.StaUnsync, MaxErrorNS: 16000000}, nil
+	}
+	inv := Probe(context.Background(), env)
+	inv.Host, inv.GOOS, inv.GOARCH = "bbb-2", "linux", "arm"
+	return inv
+}
+
+// The machine with nothing: each empty list says why in JSON as in the text,
+// and the TAI-UTC note is in both.
+func TestProbeAbsentGolden(t *testing.T) {
+	checkGolden(t, absentInventory(t), "probe-absent.golden")
+}
+
+// A script tells why a list is empty from the JSON alone: every empty list
+// but those the text gives no reason for has its reason under "absent", the
+// very words the text prints, and nothing else has one.
+func TestProbeJSONSaysWhyAsTheTextDoes(t *testing.T) {
+	for name, inv := range map[string]Inventory{"fixture": fixtureInventory(), "absent": absentInventory(t)} {
+		t.Run(name, func(t *testing.T) {
+			var text bytes.Buffer
+			inv.WriteText(&text)
+			js, err := json.Marshal(inv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc map[string]any
+			if err := json.Unmarshal(js, &doc); err != nil {
+				t.Fatal(err)
+			}
+			why, _ := doc["absent"].(map[string]any)
+			if why == nil {
+				t.Fatalf("no absent object in %s", js)
+			}
+			for key, title := range map[string]string{"phcs": "PTP hardware clocks", "gpio_chips": "GPIO chips", "pps": "PPS sources",
+				"iio": "IIO devices", "hwmon": "hwmon chips", "thermal_zones": "Thermal zones"} {
+				items, ok := doc[key].([]any)
+				if !ok {
+					t.Errorf("%s is not a list: %v", key, doc[key])
+					continue
+				}
+				reason, _ := why[key].(string)
+				switch {
+				case len(items) > 0 && reason != "":
+					t.Errorf("%s has %d entries, yet absent says %q", key, len(items), reason)
+				case len(items) == 0 && reason == "":
+					t.Errorf("%s is empty and absent does not say why", key)
+				case len(items) == 0 && !strings.Contains(text.String(), title+":\n  absent: "+reason+"\n"):
+					t.Errorf("%s: the text does not give the JSON's reason %q:\n%s", key, reason, text.String())
+				}
+				delete(why, key)
+			}
+			if len(why) != 0 {
+				t.Errorf("absent names what is no list: %v", why)
+			}
+			k := doc["kernel_clock"].(map[string]any)
+			note, _ := k["tai_utc_note"].(string)
+			if (k["tai_offset_s"].(float64) == 0) != (note != "") || note != "" && !strings.Contains(text.String(), "\n  "+note+"\n") {
+				t.Errorf("TAI-UTC %v s, note %q; text:\n%s", k["tai_offset_s"], note, text.String())
+			}
+		})
+	}
+}
+
+// No list is null in the JSON, whatever the machine has and whichever
+// readers ran: every list is [] when empty.
+func TestProbeJSONHasNoNull(t *testing.T) {
+	bare := Probe(context.Background(), Env{Paths: Paths{Sys: "testdata/probe/sys", Dev: "testdata/probe/dev", Run: "testdata/probe/run"}})
+	for name, inv := range map[string]Inventory{"fixture": fixtureInventory(), "absent": absentInventory(t), "no readers": bare,
+		"real machine": Probe(context.Background(), DefaultEnv(Paths{Sys: "/sys", Dev: "/dev", Run: "/run"}))} {
+		js, err := json.Marshal(inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc any
+		if err := json.Unmarshal(js, &doc); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range nulls("", doc) {
+			t.Errorf("%s: %s is null", name, p)
+		}
+	}
+	if len(bare.PHCs) != 1 || len(bare.GPIO) != 2 || len(bare.PPS) != 1 || len(bare.Interfaces) != 2 {
+		t.Fatalf("the fixture without readers: %+v", bare)
+	}
+}
+
+// nulls lists the paths of the nulls in a decoded JSON document.
+func nulls(path string, v any) []string {
+	var out []string
+	switch v := v.(type) {
+	case nil:
+		return []string{path}
+	case map[string]any:
+		for k, e := range v {
+			out = append(out, nulls(path+"."+k, e)...)
+		}
+	case []any:
+		for i, e := range v {
+			out = append(out, nulls(fmt.Sprintf("%s[%d]", path, i), e)...)
+		}
+	}
+	return out
 }
 
 func TestProbeAbsentIsNotAnError(t *testing.T) {

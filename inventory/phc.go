@@ -14,14 +14,15 @@ import (
 type PHCProbe struct {
 	phc.Info
 	Caps        *phc.Caps `json:"caps,omitempty"`
-	PinFuncs    []phc.Pin `json:"pins,omitempty"`
+	PinFuncs    []phc.Pin `json:"pins"`
 	PinsError   string    `json:"pins_error,omitempty"`
+	PinsAbsent  string    `json:"pins_absent,omitempty"` // why no pin is listed
 	Method      string    `json:"method,omitempty"`
 	OffsetNS    int64     `json:"offset_from_realtime_ns,omitempty"` // realtime - PHC
 	PHCNS       int64     `json:"phc_ns,omitempty"`                  // the trial reading's PHC time
 	RealtimeNS  int64     `json:"realtime_ns,omitempty"`             // REALTIME at the middle of its read window
 	DelayNS     int64     `json:"read_delay_ns,omitempty"`
-	Refusals    []string  `json:"method_refusals,omitempty"`
+	Refusals    []string  `json:"method_refusals"`
 	Error       string    `json:"error,omitempty"`
 	ClockGetRes int64     `json:"resolution_ns,omitempty"`
 }
@@ -40,6 +41,9 @@ type IfaceProbe struct {
 	Error        string   `json:"error,omitempty"`
 }
 
+// absentPHCs is why the PHC list is empty.
+const absentPHCs = "no /sys/class/ptp entries (no PHC driver loaded)"
+
 // probePHCs lists the PHCs in sysfs, each read by read when it is set; the
 // note says why discovery failed.
 func probePHCs(p phc.Paths, read func(path string) PHCProbe) (out []PHCProbe, note string) {
@@ -47,12 +51,17 @@ func probePHCs(p phc.Paths, read func(path string) PHCProbe) (out []PHCProbe, no
 	if err != nil {
 		note = "phc discovery: " + err.Error()
 	}
+	out = []PHCProbe{}
 	for _, info := range infos {
 		pp := PHCProbe{Info: info}
 		if read != nil {
 			r := read(info.Device)
 			r.Info = info
 			pp = r
+		}
+		pp.Interfaces, pp.PinFuncs, pp.Refusals = list(pp.Interfaces), list(pp.PinFuncs), list(pp.Refusals)
+		if len(pp.PinFuncs) == 0 {
+			pp.PinsAbsent = pinsAbsent(pp)
 		}
 		out = append(out, pp)
 	}
@@ -62,9 +71,9 @@ func probePHCs(p phc.Paths, read func(path string) PHCProbe) (out []PHCProbe, no
 // probeInterfaces lists the network interfaces in sysfs with what each can
 // timestamp, asked of ts when it is set.
 func probeInterfaces(sys string, ts func(string) (sockts.Timestamping, error)) []IfaceProbe {
-	var out []IfaceProbe
+	out := []IfaceProbe{}
 	for _, d := range glob(filepath.Join(sys, "class", "net", "*")) {
-		ip := IfaceProbe{Name: filepath.Base(d), PHCIndex: -1}
+		ip := IfaceProbe{Name: filepath.Base(d), PHCIndex: -1, Capabilities: []string{}, RxFilters: []string{}, TxTypes: []string{}}
 		if ts != nil {
 			t, err := ts(ip.Name)
 			hw := t.Hardware()
@@ -83,7 +92,7 @@ func probeInterfaces(sys string, ts func(string) (sockts.Timestamping, error)) [
 func (inv *Inventory) writePHCs(pf func(string, ...any)) {
 	pf("\nPTP hardware clocks:\n")
 	if len(inv.PHCs) == 0 {
-		pf("  absent: no /sys/class/ptp entries (no PHC driver loaded)\n")
+		pf("  absent: %s\n", inv.Absent.PHCs)
 	}
 	for _, p := range inv.PHCs {
 		pf("  %s  %q  interfaces %s  max adj %d ppb, extts %d, perout %d, pins %d, pps %v\n",
@@ -95,7 +104,7 @@ func (inv *Inventory) writePHCs(pf func(string, ...any)) {
 			pf("    pin %d %q: %s channel %d\n", pin.Index, pin.Name, pin.Func, pin.Channel)
 		}
 		if len(p.PinFuncs) == 0 {
-			pf("    pins: absent: %s\n", pinsAbsent(p))
+			pf("    pins: absent: %s\n", p.PinsAbsent)
 		}
 		if p.Error != "" {
 			pf("    error: %s\n", p.Error)

@@ -8,10 +8,17 @@ type DeviceProbe struct {
 	Name string `json:"name,omitempty"`
 }
 
+// Why the sensor lists are empty.
+const (
+	absentIIO     = "no /sys/bus/iio/devices/iio:device*"
+	absentHwmon   = "no /sys/class/hwmon/hwmon*"
+	absentThermal = "no /sys/class/thermal/thermal_zone*"
+)
+
 // probeDevices lists the sysfs devices matching pattern, each named by the
 // content of its file nameFile.
 func probeDevices(pattern, nameFile string) []DeviceProbe {
-	var out []DeviceProbe
+	out := []DeviceProbe{}
 	for _, d := range glob(pattern) {
 		out = append(out, DeviceProbe{Path: d, Name: readTrim(filepath.Join(d, nameFile))})
 	}
@@ -26,7 +33,7 @@ func probeSensors(sys string) (iio, hwmon, thermal []DeviceProbe) {
 }
 
 func (inv *Inventory) writeSensors(pf func(string, ...any)) {
-	list := func(title, absent string, ds []DeviceProbe) {
+	devices := func(title, absent string, ds []DeviceProbe) {
 		pf("\n%s:\n", title)
 		if len(ds) == 0 {
 			pf("  absent: %s\n", absent)
@@ -35,7 +42,7 @@ func (inv *Inventory) writeSensors(pf func(string, ...any)) {
 			pf("  %s %s\n", d.Path, d.Name)
 		}
 	}
-	list("IIO devices", "no /sys/bus/iio/devices/iio:device*", inv.IIO)
-	list("hwmon chips", "no /sys/class/hwmon/hwmon*", inv.Hwmon)
-	list("Thermal zones", "no /sys/class/thermal/thermal_zone*", inv.Thermal)
+	devices("IIO devices", inv.Absent.IIO, inv.IIO)
+	devices("hwmon chips", inv.Absent.Hwmon, inv.Hwmon)
+	devices("Thermal zones", inv.Absent.Thermal, inv.Thermal)
 }

@@ -66,3 +66,47 @@ func TestCLIProbeChecksTheConfiguredInflux(t *testing.T) {
 		t.Errorf("probe without a configuration probed InfluxDB:\n%s", stdout)
 	}
 }
+
+// TestCLIProbeJSONSaysWhy runs probe --json on a machine with nothing under
+// the configured paths: every list is [] (never null), each empty list's
+// reason is in "absent" as the text gives it, and the TAI-UTC note is there
+// exactly when the kernel has no TAI offset.
+func TestCLIProbeJSONSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "paths:\n  sys: "+dir+"/sys\n  dev: "+dir+"/dev\n  run: "+dir+"/run\n")
+	stdout, stderr, code := run(t, dir, "probe", "--json", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var inv map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(stdout), &inv); err != nil {
+		t.Fatalf("probe --json: %v\n%s", err, stdout)
+	}
+	var absent map[string]string
+	if err := json.Unmarshal(inv["absent"], &absent); err != nil {
+		t.Fatalf("absent: %v\n%s", err, stdout)
+	}
+	text, _, _ := run(t, dir, "probe", "--config", cfg)
+	for _, k := range []string{"phcs", "interfaces", "gpio_chips", "gpio", "pps", "iio", "hwmon", "thermal_zones", "notes"} {
+		if string(inv[k]) != "[]" {
+			t.Errorf("%s is %s, want []", k, inv[k])
+		}
+	}
+	for _, k := range []string{"phcs", "gpio_chips", "pps", "iio", "hwmon", "thermal_zones"} {
+		if absent[k] == "" || !strings.Contains(text, "absent: "+absent[k]+"\n") {
+			t.Errorf("absent.%s is %q; the text:\n%s", k, absent[k], text)
+		}
+	}
+	var kernel struct {
+		TAIOffsetS int64  `json:"tai_offset_s"`
+		Note       string `json:"tai_utc_note"`
+	}
+	if raw, ok := inv["kernel_clock"]; ok {
+		if err := json.Unmarshal(raw, &kernel); err != nil {
+			t.Fatal(err)
+		}
+		if (kernel.TAIOffsetS == 0) != (kernel.Note != "") || kernel.Note != "" && !strings.Contains(text, kernel.Note) {
+			t.Errorf("TAI-UTC %d s, note %q; the text:\n%s", kernel.TAIOffsetS, kernel.Note, text)
+		}
+	}
+}
