@@ -65,11 +65,11 @@ func TestFixableServerFaults(t *testing.T) {
 	defer sp.Close()
 	var logged logs
 	sh, err := New(Config{URL: proxy.URL, Bucket: fdb + "/autogen", Token: "user:pass", Timeout: 5 * time.Second,
-		BatchInterval: 50 * time.Millisecond, MinBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, HoldBackoff: 200 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(&logged, nil))}, sp)
+		BatchInterval: 50 * time.Millisecond, MinBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, HoldBackoff: 200 * time.Millisecond}, sp)
 	if err != nil {
 		t.Fatal(err)
 	}
+	sh.SetLogger(slog.New(slog.NewTextHandler(&logged, nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- sh.Run(ctx) }()

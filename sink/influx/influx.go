@@ -35,10 +35,6 @@ type Config struct {
 	Gzip          bool
 	DeadLetter    string // file rejected lines are appended to ("" = <spool>/deadletter.lp)
 
-	// Logger gets a line per change of the shipper's state (the server's
-	// answer, or a local spool or dead-letter failure) and, while writes
-	// fail, a summary every LogSummaryInterval; nil logs nothing.
-	Logger *slog.Logger
 	// LogSummaryInterval is how often a failing shipper says it still fails,
 	// and the window in which at most logBurst changes of one kind are logged
 	// (the others are counted in the next line). Default 10 min.
@@ -222,13 +218,16 @@ func newShipper(cfg Config, q queue, w writer) *Shipper {
 	if cfg.DeadLetter == "" {
 		cfg.DeadLetter = filepath.Join(q.Dir(), "deadletter.lp")
 	}
-	s := &Shipper{cfg: cfg, log: cfg.Logger, q: q, api: w, state: StateOK, local: "ok"}
+	s := &Shipper{cfg: cfg, q: q, api: w, state: StateOK, local: "ok"}
 	s.safeURL, s.redact = redactor(cfg.URL)
 	s.lastErr.Store("")
 	return s
 }
 
-// SetLogger sets the logger of state changes (nil: silent). Call it before Run.
+// SetLogger gives the shipper its logger (none: it logs nothing): a line
+// per change of its state (the server's answer, or a local spool or
+// dead-letter failure) and, while writes fail, a summary every
+// LogSummaryInterval. Call it before Run.
 func (s *Shipper) SetLogger(l *slog.Logger) { s.log = l }
 
 // DeadLetterPath is the file rejected lines go to.

@@ -566,7 +566,6 @@ func TestRefuseEverythingHoldsTheBatch(t *testing.T) {
 	var logged logs
 	cfg := influxConfig(proxyURL)
 	cfg.MinBackoff, cfg.MaxBackoff, cfg.HoldBackoff = time.Millisecond, 10*time.Millisecond, 50*time.Millisecond
-	cfg.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	go func() {
 		time.Sleep(1500 * time.Millisecond)
 		proxy.refuseAll.Store(false)
@@ -583,6 +582,7 @@ func TestRefuseEverythingHoldsTheBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sh.SetLogger(slog.New(slog.NewTextHandler(&logged, nil)))
 	runUntil(t, sh, func() bool {
 		if sh.Stats().State == StateBadAnswer {
 			sawHeld.Store(true)

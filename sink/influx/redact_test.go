@@ -70,11 +70,11 @@ func TestCredentialsInURLAreRedacted(t *testing.T) {
 		}
 		defer sp.Close()
 		sh, err := New(Config{URL: "http://alice:" + secret + "@" + target, Bucket: "b", Token: "t", Timeout: time.Second,
-			BatchInterval: 10 * time.Millisecond, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, HoldBackoff: 5 * time.Millisecond,
-			Logger: slog.New(slog.NewTextHandler(&out, nil))}, sp)
+			BatchInterval: 10 * time.Millisecond, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, HoldBackoff: 5 * time.Millisecond}, sp)
 		if err != nil {
 			t.Fatal(err)
 		}
+		sh.SetLogger(slog.New(slog.NewTextHandler(&out, nil)))
 		sp.Append([]record.Record{point(1, "v"), point(1, "bad"), point(3, "v")})
 		if target == dead {
 			runUntil(t, sh, func() bool { return sh.Stats().Retries >= 3 })

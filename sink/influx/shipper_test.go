@@ -144,8 +144,9 @@ func TestOneLogLinePerStateChange(t *testing.T) {
 	script = append(script, repeat(&ihttp.Error{StatusCode: 404, Code: "404 Not Found", Message: `database not found: "x"`}, 5)...)
 	srv := &scripted{script: script}
 	var out logs
-	cfg := Config{URL: "http://influx.example:8086", Bucket: "b", Logger: slog.New(slog.NewTextHandler(&out, nil))}
+	cfg := Config{URL: "http://influx.example:8086", Bucket: "b"}
 	sp, sh := shipWith(t, srv, cfg, recsN(10))
+	sh.SetLogger(slog.New(slog.NewTextHandler(&out, nil)))
 	var sawState sync.Map
 	runUntil(t, sh, func() bool {
 		st := sh.Stats()
@@ -238,7 +239,8 @@ func TestShipperSurvivesReaderAndAckFailures(t *testing.T) {
 	srv := &scripted{}
 	var out logs
 	sh := newShipper(Config{URL: "x", Bucket: "b", BatchPoints: 50, BatchInterval: 5 * time.Millisecond,
-		MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&out, nil))}, q, srv)
+		MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond}, q, srv)
+	sh.SetLogger(slog.New(slog.NewTextHandler(&out, nil)))
 	const total = 5000
 	go func() {
 		for i := 0; i < total; i += 50 {
@@ -278,7 +280,8 @@ func TestDeadLetterFailuresAreRetried(t *testing.T) {
 	recs := recsN(10)
 	recs[3] = point(3, "bad")
 	var out logs
-	sp, sh := shipWith(t, srv, Config{URL: "x", Bucket: "b", DeadLetter: dl, Logger: slog.New(slog.NewTextHandler(&out, nil))}, recs)
+	sp, sh := shipWith(t, srv, Config{URL: "x", Bucket: "b", DeadLetter: dl}, recs)
+	sh.SetLogger(slog.New(slog.NewTextHandler(&out, nil)))
 	go func() {
 		for sh.Stats().DeadLetterErrors < 5 {
 			time.Sleep(time.Millisecond)
@@ -343,8 +346,9 @@ func TestLogLinesBoundedWhileFlapping(t *testing.T) {
 				srv := &cycle{answers: c.answers, until: n}
 				var out logs
 				cfg := Config{URL: "http://influx.example:8086", Bucket: "b", BatchPoints: c.batch, HoldBackoff: time.Millisecond,
-					MaxBackoff: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&out, nil))}
+					MaxBackoff: time.Millisecond}
 				sp, sh := shipWith(t, srv, cfg, nil)
+				sh.SetLogger(slog.New(slog.NewTextHandler(&out, nil)))
 				for _, r := range recsN(n) { // an entry, and so a batch, per point
 					sp.Append([]record.Record{r})
 					sp.Flush()
@@ -384,9 +388,9 @@ func TestSummaryWhileFailing(t *testing.T) {
 	failing.Store(true)
 	srv := &switchable{fail: &failing, err: &ihttp.Error{StatusCode: 503, Code: "unavailable", Message: "disk full"}}
 	var out logs
-	cfg := Config{URL: "http://influx.example:8086", Bucket: "b", MaxBackoff: 2 * time.Millisecond, LogSummaryInterval: interval,
-		Logger: slog.New(slog.NewTextHandler(&out, nil))}
+	cfg := Config{URL: "http://influx.example:8086", Bucket: "b", MaxBackoff: 2 * time.Millisecond, LogSummaryInterval: interval}
 	sp, sh := shipWith(t, srv, cfg, recsN(10))
+	sh.SetLogger(slog.New(slog.NewTextHandler(&out, nil)))
 	start := time.Now()
 	go func() {
 		time.Sleep(time.Second)
