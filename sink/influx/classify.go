@@ -11,9 +11,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	ihttp "github.com/influxdata/influxdb-client-go/v2/api/http"
@@ -46,7 +48,18 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+	var handshake atomic.Pointer[error] // the TLS handshake's failure, if it failed
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
+			if err != nil {
+				handshake.Store(&err)
+			}
+		},
+	}))
 	resp, err := t.base.RoundTrip(req)
+	if err != nil && handshake.Load() != nil {
+		return nil, &tlsError{err}
+	}
 	if err != nil || resp.StatusCode < 300 {
 		return resp, err
 	}
@@ -123,6 +136,14 @@ func (b *closeOnce) Close() error {
 	b.once.Do(b.close)
 	return nil
 }
+
+// tlsError is a request that failed because its connection's TLS handshake
+// did: a certificate not trusted or for another name, a protocol or cipher
+// the server refused, a server that does not speak TLS.
+type tlsError struct{ err error }
+
+func (e *tlsError) Error() string { return e.err.Error() }
+func (e *tlsError) Unwrap() error { return e.err }
 
 type errReader struct{ err error }
 
@@ -208,8 +229,11 @@ func isNetwork(err error) bool {
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
 }
 
+// isTLS reports a TLS failure: a handshake that failed (tlsError, as the
+// transport saw it), or a certificate or TLS error of its own type.
 func isTLS(err error) bool {
 	var (
+		hs   *tlsError
 		rec  tls.RecordHeaderError
 		cv   *tls.CertificateVerificationError
 		ua   x509.UnknownAuthorityError
@@ -217,6 +241,6 @@ func isTLS(err error) bool {
 		inv  x509.CertificateInvalidError
 		alrt tls.AlertError
 	)
-	return errors.As(err, &rec) || errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn) ||
-		errors.As(err, &inv) || errors.As(err, &alrt) || strings.Contains(err.Error(), "tls: ")
+	return errors.As(err, &hs) || errors.As(err, &rec) || errors.As(err, &cv) || errors.As(err, &ua) ||
+		errors.As(err, &hn) || errors.As(err, &inv) || errors.As(err, &alrt)
 }
