@@ -2,11 +2,11 @@ package ntp
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/facebook/time/ntp/protocol"
+
+	"github.com/monagent/monagent/reject"
 )
 
 // Reject says why a reply was not used as a sample.
@@ -39,35 +39,17 @@ const MaxPrecision = 0
 
 var rejectNames = [...]string{"none", "short", "malformed", "mode", "version", "origin", "kod", "unsynced", "zero_timestamp", "bogus", "source", "field"}
 
-func (r Reject) String() string {
-	if int(r) < len(rejectNames) {
-		return rejectNames[r]
-	}
-	return "reject(" + strconv.Itoa(int(r)) + ")"
-}
+func (r Reject) String() string { return reject.Name(rejectNames[:], uint8(r)) }
 
 // RejectError is a reply that was not used, with its reason.
-type RejectError struct {
-	Reason Reject
-	Detail string
-}
+type RejectError = reject.Error[Reject]
 
-func (e *RejectError) Error() string {
-	return "ntp reply rejected (" + e.Reason.String() + "): " + e.Detail
-}
-
-func reject(r Reject, format string, a ...any) error {
-	return &RejectError{Reason: r, Detail: fmt.Sprintf(format, a...)}
+func rejectf(r Reject, format string, a ...any) error {
+	return reject.Errorf("ntp reply", r, format, a...)
 }
 
 // RejectOf returns the reason of a *RejectError, or RejectNone.
-func RejectOf(err error) Reject {
-	var re *RejectError
-	if errors.As(err, &re) {
-		return re.Reason
-	}
-	return RejectNone
-}
+func RejectOf(err error) Reject { return reject.Of[Reject](err) }
 
 // Header is what a valid reply says about the server.
 type Header struct {
@@ -177,22 +159,22 @@ func NewRequest(b []byte, cookie, origin, xcookie uint64) ([]byte, error) {
 func ParseReply(b []byte, cookie, xcookie uint64, pivot int64, h *Header) error {
 	var p protocol.Packet
 	if len(b) < protocol.PacketSizeBytes {
-		return reject(RejectShort, "%d bytes", len(b))
+		return rejectf(RejectShort, "%d bytes", len(b))
 	}
 	if err := p.UnmarshalBinary(b); err != nil {
-		return reject(RejectMalformed, "%v", err)
+		return rejectf(RejectMalformed, "%v", err)
 	}
 	leap, version, mode := p.Settings>>6, (p.Settings>>3)&7, p.Settings&7
 	if mode != 4 {
-		return reject(RejectMode, "mode %d", mode)
+		return rejectf(RejectMode, "mode %d", mode)
 	}
 	if version < 1 || version > 4 {
-		return reject(RejectVersion, "version %d", version)
+		return rejectf(RejectVersion, "version %d", version)
 	}
 	origin := uint64(p.OrigTimeSec)<<32 | uint64(p.OrigTimeFrac)
 	interleaved := xcookie != 0 && origin == xcookie
 	if origin != cookie && !interleaved {
-		return reject(RejectOrigin, "origin %016x, sent %016x", origin, cookie)
+		return rejectf(RejectOrigin, "origin %016x, sent %016x", origin, cookie)
 	}
 	*h = Header{
 		Interleaved: interleaved,
@@ -205,16 +187,16 @@ func ParseReply(b []byte, cookie, xcookie uint64, pivot int64, h *Header) error 
 		var code [4]byte
 		binary.BigEndian.PutUint32(code[:], p.ReferenceID)
 		h.KissCode = string(code[:])
-		return reject(RejectKoD, "kiss code %q", h.KissCode)
+		return rejectf(RejectKoD, "kiss code %q", h.KissCode)
 	}
 	if leap == 3 || p.Stratum >= 16 {
-		return reject(RejectUnsynced, "leap %d, stratum %d", leap, p.Stratum)
+		return rejectf(RejectUnsynced, "leap %d, stratum %d", leap, p.Stratum)
 	}
 	if p.Precision > MaxPrecision {
-		return reject(RejectField, "precision 2^%d s, coarser than 2^%d s", p.Precision, MaxPrecision)
+		return rejectf(RejectField, "precision 2^%d s, coarser than 2^%d s", p.Precision, MaxPrecision)
 	}
 	if (p.RxTimeSec == 0 && p.RxTimeFrac == 0) || (p.TxTimeSec == 0 && p.TxTimeFrac == 0) {
-		return reject(RejectZeroTimestamp, "receive %d.%d transmit %d.%d", p.RxTimeSec, p.RxTimeFrac, p.TxTimeSec, p.TxTimeFrac)
+		return rejectf(RejectZeroTimestamp, "receive %d.%d transmit %d.%d", p.RxTimeSec, p.RxTimeFrac, p.TxTimeSec, p.TxTimeFrac)
 	}
 	h.ReceiveNS = ToUnixNS(p.RxTimeSec, p.RxTimeFrac, pivot)
 	h.TransmitNS = ToUnixNS(p.TxTimeSec, p.TxTimeFrac, pivot)
@@ -225,7 +207,7 @@ func ParseReply(b []byte, cookie, xcookie uint64, pivot int64, h *Header) error 
 	// it precedes this receive timestamp; the prober checks it against the
 	// previous exchange instead.
 	if !interleaved && h.TransmitNS < h.ReceiveNS {
-		return reject(RejectBogus, "server transmit %d before its receive %d", h.TransmitNS, h.ReceiveNS)
+		return rejectf(RejectBogus, "server transmit %d before its receive %d", h.TransmitNS, h.ReceiveNS)
 	}
 	return nil
 }

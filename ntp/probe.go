@@ -346,14 +346,14 @@ func (p *Prober) exchange(ctx context.Context) (Sample, error) {
 		s.Mixed = s.TxSource != s.RxSource
 		if s.T3 < s.T2 {
 			p.C.Rejects[RejectBogus].Add(1)
-			return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, reject(RejectBogus, "server transmit %d before its receive %d", s.T3, s.T2))
+			return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, rejectf(RejectBogus, "server transmit %d before its receive %d", s.T3, s.T2))
 		}
 		s.OffsetNS = Offset(s.T1, s.T2, s.T3, s.T4)
 		s.DispersionNS = dispersion(h.Precision, s.T1, s.T4)
 		s.DelayNS = Delay(s.T1, s.T2, s.T3, s.T4)
 		if s.DelayNS < 0 {
 			p.C.Rejects[RejectBogus].Add(1)
-			return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, reject(RejectBogus, "negative delay %d ns", s.DelayNS))
+			return Sample{}, fmt.Errorf("ntp %s: %w", p.cfg.Server, rejectf(RejectBogus, "negative delay %d ns", s.DelayNS))
 		}
 		return s, nil
 	}

@@ -3,12 +3,11 @@ package ptp
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/facebook/time/ptp/protocol"
 
+	"github.com/monagent/monagent/reject"
 	"github.com/monagent/monagent/sockts"
 )
 
@@ -36,35 +35,17 @@ const NumRejects = numRejects
 
 var rejectNames = [...]string{"none", "short", "oversized", "version", "domain", "type", "master", "sequence", "foreign", "malformed", "late"}
 
-func (r Reject) String() string {
-	if int(r) < len(rejectNames) {
-		return rejectNames[r]
-	}
-	return "reject(" + strconv.Itoa(int(r)) + ")"
-}
+func (r Reject) String() string { return reject.Name(rejectNames[:], uint8(r)) }
 
 // RejectError is a message that was not used, with its reason.
-type RejectError struct {
-	Reason Reject
-	Detail string
-}
-
-func (e *RejectError) Error() string {
-	return "ptp message rejected (" + e.Reason.String() + "): " + e.Detail
-}
+type RejectError = reject.Error[Reject]
 
 func rejectf(r Reject, format string, a ...any) error {
-	return &RejectError{Reason: r, Detail: fmt.Sprintf(format, a...)}
+	return reject.Errorf("ptp message", r, format, a...)
 }
 
 // RejectOf returns the reason of a *RejectError, or RejectNone.
-func RejectOf(err error) Reject {
-	var re *RejectError
-	if errors.As(err, &re) {
-		return re.Reason
-	}
-	return RejectNone
-}
+func RejectOf(err error) Reject { return reject.Of[Reject](err) }
 
 // MaxMessage is the largest PTP message the probe accepts (announces with TLVs
 // fit easily).
