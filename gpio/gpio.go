@@ -37,13 +37,15 @@ const (
 
 // String returns "rising" or "falling".
 func (e Edge) String() string {
-	switch e {
-	case EdgeRising:
-		return "rising"
-	case EdgeFalling:
-		return "falling"
+	return enumName([]string{EdgeRising: "rising", EdgeFalling: "falling"}, "edge", uint8(e))
+}
+
+// enumName is names[v], or kind(v) for a value without a name.
+func enumName(names []string, kind string, v uint8) string {
+	if int(v) < len(names) && names[v] != "" {
+		return names[v]
 	}
-	return "edge(" + strconv.Itoa(int(e)) + ")"
+	return kind + "(" + strconv.Itoa(int(v)) + ")"
 }
 
 // EventClock is the clock the kernel stamps a request's edges with.
@@ -60,15 +62,7 @@ const (
 
 // String returns "monotonic", "realtime" or "hte".
 func (c EventClock) String() string {
-	switch c {
-	case ClockMonotonic:
-		return "monotonic"
-	case ClockRealtime:
-		return "realtime"
-	case ClockHTE:
-		return "hte"
-	}
-	return "clock(" + strconv.Itoa(int(c)) + ")"
+	return enumName([]string{ClockMonotonic: "monotonic", ClockRealtime: "realtime", ClockHTE: "hte"}, "clock", uint8(c))
 }
 
 // Domain is the timebase domain of the clock. HTE stamps have no system
@@ -146,19 +140,19 @@ type LineFlags uint64
 
 // The line flags.
 const (
-	FlagUsed               LineFlags = 1 << 0
-	FlagActiveLow          LineFlags = 1 << 1
-	FlagInput              LineFlags = 1 << 2
-	FlagOutput             LineFlags = 1 << 3
-	FlagEdgeRising         LineFlags = 1 << 4
-	FlagEdgeFalling        LineFlags = 1 << 5
-	FlagOpenDrain          LineFlags = 1 << 6
-	FlagOpenSource         LineFlags = 1 << 7
-	FlagBiasPullUp         LineFlags = 1 << 8
-	FlagBiasPullDown       LineFlags = 1 << 9
-	FlagBiasDisabled       LineFlags = 1 << 10
-	FlagEventClockRealtime LineFlags = 1 << 11
-	FlagEventClockHTE      LineFlags = 1 << 12
+	FlagUsed LineFlags = 1 << iota // bit 0 (GPIO_V2_LINE_FLAG_USED); each next flag the next bit
+	FlagActiveLow
+	FlagInput
+	FlagOutput
+	FlagEdgeRising
+	FlagEdgeFalling
+	FlagOpenDrain
+	FlagOpenSource
+	FlagBiasPullUp
+	FlagBiasPullDown
+	FlagBiasDisabled
+	FlagEventClockRealtime
+	FlagEventClockHTE
 )
 
 var flagNames = [...]string{"used", "active_low", "input", "output", "edge_rising",
@@ -218,15 +212,7 @@ const (
 
 // String returns "requested", "released" or "config".
 func (k ChangeKind) String() string {
-	switch k {
-	case ChangeRequested:
-		return "requested"
-	case ChangeReleased:
-		return "released"
-	case ChangeConfig:
-		return "config"
-	}
-	return "change(" + strconv.Itoa(int(k)) + ")"
+	return enumName([]string{ChangeRequested: "requested", ChangeReleased: "released", ChangeConfig: "config"}, "change", uint8(k))
 }
 
 // InfoChange reports a change of a watched line (struct

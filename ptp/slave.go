@@ -114,10 +114,12 @@ func Better(a, b *protocol.AnnounceBody) bool {
 		id             uint64
 		steps          uint16
 	}
-	ka := key{a.GrandmasterPriority1, uint8(a.GrandmasterClockQuality.ClockClass), uint8(a.GrandmasterClockQuality.ClockAccuracy),
-		a.GrandmasterClockQuality.OffsetScaledLogVariance, a.GrandmasterPriority2, uint64(a.GrandmasterIdentity), a.StepsRemoved}
-	kb := key{b.GrandmasterPriority1, uint8(b.GrandmasterClockQuality.ClockClass), uint8(b.GrandmasterClockQuality.ClockAccuracy),
-		b.GrandmasterClockQuality.OffsetScaledLogVariance, b.GrandmasterPriority2, uint64(b.GrandmasterIdentity), b.StepsRemoved}
+	keyOf := func(x *protocol.AnnounceBody) key {
+		q := x.GrandmasterClockQuality
+		return key{x.GrandmasterPriority1, uint8(q.ClockClass), uint8(q.ClockAccuracy),
+			q.OffsetScaledLogVariance, x.GrandmasterPriority2, uint64(x.GrandmasterIdentity), x.StepsRemoved}
+	}
+	ka, kb := keyOf(a), keyOf(b)
 	switch {
 	case ka.p1 != kb.p1:
 		return ka.p1 < kb.p1

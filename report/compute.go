@@ -119,30 +119,16 @@ func Compute(s *Series, o Options) (*Result, error) {
 	for _, t := range s.Tags {
 		r.Series[t.Key] = t.Value
 	}
+	at := map[float64]*NS{0.5: &r.P50NS, 0.75: &r.P75NS, 0.95: &r.P95NS, 0.99: &r.P99NS, 0.999: &r.P999NS}
 	for _, q := range pct {
-		v := NS{shift, q.Value}
-		switch q.P {
-		case 0.5:
-			r.P50NS = v
-		case 0.75:
-			r.P75NS = v
-		case 0.95:
-			r.P95NS = v
-		case 0.99:
-			r.P99NS = v
-		case 0.999:
-			r.P999NS = v
+		if dst := at[q.P]; dst != nil {
+			*dst = NS{shift, q.Value}
 		}
 	}
+	at = map[float64]*NS{0.75: &r.AbsP75NS, 0.95: &r.AbsP95NS, 0.99: &r.AbsP99NS}
 	for _, q := range abs {
-		v := nsFromU(absU(shift), q.Value)
-		switch q.P {
-		case 0.75:
-			r.AbsP75NS = v
-		case 0.95:
-			r.AbsP95NS = v
-		case 0.99:
-			r.AbsP99NS = v
+		if dst := at[q.P]; dst != nil {
+			*dst = nsFromU(absU(shift), q.Value)
 		}
 	}
 	if r.Relative != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -193,7 +192,7 @@ func ReadDir(dir string, fn func(Entry) error) (DirStats, error) {
 
 func readSegment(p string, first uint64, sc *scanner, z *inflater, st *DirStats, fn func(Entry) error) error {
 	f, err := os.Open(p)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) {
 		st.Vanished++
 		return nil
 	}
