@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -156,10 +155,7 @@ func (d *exttsSource) produce(ctx context.Context, q *EventQueue[exttsStamp]) er
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !strings.Contains(err.Error(), d.path) {
-			err = fmt.Errorf("phc %s: extts: %w", d.path, err)
-		}
-		return err
+		return err // the reader's errors name the device
 	}
 }
 

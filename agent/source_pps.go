@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -105,10 +104,7 @@ func (d *ppsSource) produce(ctx context.Context, q *EventQueue[ppsEdge]) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if !strings.Contains(err.Error(), d.path) {
-				err = fmt.Errorf("pps %s: %w", d.path, err)
-			}
-			return err
+			return err // Fetch's errors name the device
 		}
 		la, lc := dev.Tracker().Lost()
 		if d.assert && la > prevA {

@@ -2,11 +2,12 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
+	"syscall"
 	"time"
 )
 
@@ -67,7 +68,7 @@ func probeUDP(ctx context.Context, daemon, addr string) SocketProbe {
 	c.SetDeadline(time.Now().Add(200 * time.Millisecond))
 	c.Write([]byte{0}) // a one-byte datagram: chronyd drops it as malformed
 	_, err = c.Read(make([]byte, 1))
-	if err != nil && strings.Contains(err.Error(), "refused") {
+	if errors.Is(err, syscall.ECONNREFUSED) {
 		sp.Detail = "absent: nothing listens"
 		return sp
 	}

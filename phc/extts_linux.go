@@ -254,7 +254,8 @@ func (r *ExttsReader) Stats() ExttsStats { return r.c.stats() }
 // Read waits until events are ready or ctx is done (noticed within 100 ms),
 // then reads as many as fit dst (up to 64; the kernel returns at most 30) with
 // one read and decodes them into dst, in the kernel's order. It returns
-// ctx.Err() when ctx is done, io.EOF when the other end is gone, and an
+// ctx.Err() when ctx is done, io.EOF (wrapped, naming the device, as every
+// other error) when the other end is gone, and an
 // ErrPartialEvent (after the whole events before it) when a read ends inside
 // an event: the stream is then out of step and the reader should be replaced.
 // It does not allocate.
@@ -283,7 +284,7 @@ func (r *ExttsReader) Read(ctx context.Context, dst []ExttsEvent) (int, error) {
 			// ptp_poll reports POLLERR once the clock is unregistered.
 			return 0, fmt.Errorf("phc %s: extts poll: device gone: %w", r.path, unix.ENODEV)
 		case ev&unix.POLLIN == 0 && ev&unix.POLLHUP != 0:
-			return 0, io.EOF
+			return 0, fmt.Errorf("phc %s: extts read: %w", r.path, io.EOF)
 		case ev&unix.POLLIN == 0:
 			continue
 		}
@@ -295,7 +296,7 @@ func (r *ExttsReader) Read(ctx context.Context, dst []ExttsEvent) (int, error) {
 			return 0, fmt.Errorf("phc %s: extts read: %w", r.path, err)
 		}
 		if m == 0 {
-			return 0, io.EOF
+			return 0, fmt.Errorf("phc %s: extts read: %w", r.path, io.EOF)
 		}
 		k, err := DecodeExttsEvents(dst, r.buf[:m], r.domain)
 		r.c.reads.Add(1)

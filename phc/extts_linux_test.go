@@ -297,7 +297,7 @@ func TestExttsReaderShortReadAndEOF(t *testing.T) {
 		t.Fatalf("short read: %d, %v", n, err)
 	}
 	w.Close()
-	if n, err := rd.Read(context.Background(), dst); n != 0 || err != io.EOF {
+	if n, err := rd.Read(context.Background(), dst); n != 0 || !errors.Is(err, io.EOF) {
 		t.Fatalf("after close: %d, %v", n, err)
 	}
 }
