@@ -24,8 +24,8 @@ type Outputs struct {
 	Spool    *spool.Spool
 	Shipper  *influx.Shipper
 
-	log          *slog.Logger
-	lastSpoolErr string // the spool's flush failure last logged (self-metrics goroutine only)
+	log      *slog.Logger
+	spoolLog changeLog // the spool's flush failures (self-metrics goroutine only)
 	// Each optional output's drops seen at the last self-metrics, and what of
 	// them is logged (self-metrics goroutine only).
 	optDropped []uint64
@@ -170,32 +170,22 @@ func (o *Outputs) Close() error { return o.Sink.Close() }
 func (o *Outputs) selfRecords(b *Batch, now int64) {
 	if o.Spool != nil {
 		st := o.Spool.Stats()
-		if st.LastError != o.lastSpoolErr && o.log != nil { // once per change, not every interval
+		if o.log != nil { // a failing disk is logged when it starts, changes and ends
+			var failed error
 			if st.LastError != "" {
-				o.log.Error("spool: writing to disk failed; unwritten points wait in memory up to spool.buffer_bytes, beyond it they are dropped and counted (dropped_disk); writing resumes by itself once the disk takes it", "err", st.LastError, "dir", o.Spool.Dir())
-			} else {
-				o.log.Info("spool: writing to disk works again", "dir", o.Spool.Dir())
+				failed = fmt.Errorf("%s (unwritten points wait in memory up to spool.buffer_bytes, beyond it they are dropped and counted in dropped_disk; writing resumes by itself once the disk takes it)", st.LastError)
 			}
+			o.spoolLog.note(o.log, time.Unix(0, now), failed, "spool: writing to disk", "dir", o.Spool.Dir())
 		}
-		o.lastSpoolErr = st.LastError
 		b.Add("monagent_spool", now, nil,
-			record.Uint("appended", st.Appended),
-			record.Uint("rejected", st.Rejected),
-			record.Uint("acknowledged", st.Acknowledged),
-			record.Uint("pending", st.Pending),
-			record.Uint("dropped_cap", st.DroppedCap),
-			record.Uint("dropped_buffer", st.DroppedBuffer),
-			record.Uint("dropped_disk", st.DroppedDisk),
-			record.Uint("buffered", st.Buffered),
-			record.Uint("dropped_corrupt", st.DroppedCorrupt),
-			record.Uint("dead_lettered", st.DeadLettered),
-			record.Uint("recovered", st.Recovered),
-			record.Uint("truncated_bytes", st.TruncatedBytes),
-			record.Uint("write_errors", st.WriteErrors),
-			record.String("last_error", st.LastError),
-			record.Uint("fsyncs", st.Fsyncs),
-			record.Int("spool_bytes", st.Bytes),
-			record.Int("segments", int64(st.Segments)),
+			record.Uint("appended", st.Appended), record.Uint("rejected", st.Rejected), record.Uint("acknowledged", st.Acknowledged),
+			record.Uint("pending", st.Pending), record.Uint("buffered", st.Buffered),
+			record.Uint("dropped_cap", st.DroppedCap), record.Uint("dropped_buffer", st.DroppedBuffer),
+			record.Uint("dropped_disk", st.DroppedDisk), record.Uint("dropped_corrupt", st.DroppedCorrupt),
+			record.Uint("dead_lettered", st.DeadLettered), record.Uint("recovered", st.Recovered),
+			record.Uint("truncated_bytes", st.TruncatedBytes), record.Uint("write_errors", st.WriteErrors),
+			record.String("last_error", st.LastError), record.Uint("fsyncs", st.Fsyncs),
+			record.Int("spool_bytes", st.Bytes), record.Int("segments", int64(st.Segments)),
 		)
 	}
 	if o.optLog == nil {
