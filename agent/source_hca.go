@@ -253,18 +253,19 @@ func (s *hcaSource) drive(ctx context.Context) {
 		switch {
 		case ctx.Err() != nil:
 			return
+		// Logged before counted: whoever sees a count sees its log line.
 		case err != nil:
-			s.failures.Add(1)
-			s.failing.Add(1)
 			class := roundClass(err)
-			s.roundErr.Store(&class)
 			s.roundLog.noteKind(s.log, time.Now(), class, fmt.Errorf("round %d: %w", s.nextRound, err), roundWhat, roundKeeps...)
+			s.roundErr.Store(&class)
+			s.failing.Add(1)
+			s.failures.Add(1)
 			wait = s.cfg.RetryAfter
 		default:
-			s.rounds.Add(1)
-			s.failing.Store(0)
-			s.roundErr.Store(nil)
 			s.roundLog.noteKind(s.log, time.Now(), "", nil, roundWhat)
+			s.roundErr.Store(nil)
+			s.failing.Store(0)
+			s.rounds.Add(1)
 			s.nextRound++
 			wait = s.untilResync(res.Models)
 		}
