@@ -56,4 +56,3 @@ func TestKernelStampLayouts(t *testing.T) {
 		t.Error("a stamp in SCM_RIGHTS")
 	}
 }
-

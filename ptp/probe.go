@@ -99,4 +99,3 @@ type reader struct {
 
 // udpOverhead is UDP + IPv4 + Ethernet headers around a PTP message.
 const udpOverhead = 8 + 20 + 14
-
