@@ -21,13 +21,8 @@ func TestRealInfluxd(t *testing.T) {
 	}
 	in := testbed.StartInfluxd(t, "mon")
 	lp := lines(3, 14, -7, 20, 9, 1) + strings.ReplaceAll(lines(5, 5), "clock=realtime", "clock=tai")
-	resp, err := http.Post(in.URL+"/api/v2/write?bucket=mon/autogen&precision=ns", "text/plain", strings.NewReader(lp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("write: %s", resp.Status)
+	if st, body := in.Write("mon/autogen", lp); st != http.StatusNoContent {
+		t.Fatalf("write: HTTP %d: %s", st, body)
 	}
 	q := Query{Measurement: "clock_offset", Field: "offset_ns", Where: []Tag{{"clock", "realtime"}}, Start: 1}
 	c, _ := NewCollector(q)
@@ -49,11 +44,7 @@ func TestRealInfluxd(t *testing.T) {
 	// keeps too.
 	same, _, _ := sameTimeLP()
 	same = strings.ReplaceAll(same, "clock_offset,", "same_time,")
-	resp, err = http.Post(in.URL+"/api/v2/write?bucket=mon/autogen&precision=ns", "text/plain", strings.NewReader(same))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	in.Write("mon/autogen", same)
 	sq := Query{Measurement: "same_time", Field: "offset_ns", GroupBy: []string{"clock"}, Start: 1}
 	c, _ = NewCollector(sq)
 	if err := c.ReadInflux(context.Background(), Influx{URL: in.URL, Bucket: "mon/autogen", Token: "user:pass"}); err != nil {

@@ -404,20 +404,8 @@ influx:
 	}
 
 	// Pass 2: samples of the documented schema for the rest.
-	req, err := http.NewRequest("POST", in.URL+"/api/v2/write?bucket="+db+"/autogen&precision=ns",
-		strings.NewReader(grafanaSamples(host, time.Now())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Token user:pass")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("writing the schema samples: HTTP %d: %s", resp.StatusCode, body)
+	if st, body := in.Write(db+"/autogen", grafanaSamples(host, time.Now())); st != http.StatusNoContent {
+		t.Fatalf("writing the schema samples: HTTP %d: %s", st, body)
 	}
 	panels := map[string]bool{}
 	for _, tg := range targets {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -228,6 +229,25 @@ func (i *Influxd) Query(db, q string) QueryResult {
 		i.t.Fatalf("influxql %q: %s", q, body)
 	}
 	return r
+}
+
+// Write posts line protocol to the v2 write API of bucket (db/rp) with the
+// test token, and returns influxd's status and answer; a request that does
+// not reach it fails the test.
+func (i *Influxd) Write(bucket, lines string) (int, string) {
+	i.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, i.URL+"/api/v2/write?bucket="+url.QueryEscape(bucket)+"&precision=ns", strings.NewReader(lines))
+	if err != nil {
+		i.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Token user:pass")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		i.t.Fatalf("write to %s: %v", bucket, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // Count returns SELECT COUNT(field) FROM measurement in db (0 when empty).

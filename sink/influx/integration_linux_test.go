@@ -611,20 +611,7 @@ func TestRefuseEverythingHoldsTheBatch(t *testing.T) {
 func TestGoldenAnswers18(t *testing.T) {
 	in := testbed.StartInfluxdWith(t, "g", testbed.InfluxdOptions{MaxBodySize: 200})
 	in.Query("g", `CREATE RETENTION POLICY "short" ON "g" DURATION 1h REPLICATION 1`)
-	post := func(bucket, body string) (int, string) {
-		req, err := http.NewRequest(http.MethodPost, in.URL+"/api/v2/write?bucket="+bucket+"&precision=ns", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Token user:pass")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	post := in.Write
 	if st, b := post("g/autogen", "m v=1i 1\n"); st != http.StatusNoContent {
 		t.Fatalf("%d %s", st, b)
 	}
