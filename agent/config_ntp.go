@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/monagent/monagent/phc"
 )
 
 // NTPConfig is the NTP section (source_ntp_linux.go): our own SNTP probe of
@@ -166,7 +168,7 @@ func ifaceHasPHC(paths PathsConfig, key, name string, p *problems) {
 	if ifaceExists(paths, key, name, p); len(p.list) > n {
 		return
 	}
-	if m, _ := filepath.Glob(filepath.Join(paths.Sys, "class/net", name, "device/ptp/ptp*")); len(m) == 0 {
+	if _, ok := phc.SysfsInterfacePHC(paths.Sys, name); !ok {
 		p.add(key, "%s has no PTP hardware clock for hardware timestamps (nothing in %s)", name, filepath.Join(paths.Sys, "class/net", name, "device/ptp"))
 	}
 }

@@ -97,10 +97,28 @@ func Discover(p Paths) ([]Info, error) {
 	return out, nil
 }
 
+// phcLinks are the sysfs entries that name the PHC of interface iface ("*"
+// for every interface): class/net/IF/device/ptp/ptpN under sys.
+func phcLinks(sys, iface string) []string {
+	matches, _ := filepath.Glob(filepath.Join(sys, "class", "net", iface, "device", "ptp", "ptp*"))
+	return matches
+}
+
+// SysfsInterfacePHC is the index of iface's PHC as sysfs (under sys) shows
+// it, without asking the kernel; false when sysfs names none.
+func SysfsInterfacePHC(sys, iface string) (int, bool) {
+	for _, m := range phcLinks(sys, iface) {
+		if idx, err := indexFromPath(m); err == nil {
+			return idx, true
+		}
+	}
+	return -1, false
+}
+
 // interfacesByPHC maps PHC index -> interfaces via /sys/class/net/IF/device/ptp/ptpN.
 func interfacesByPHC(sys string) map[int][]string {
 	out := map[int][]string{}
-	matches, _ := filepath.Glob(filepath.Join(sys, "class", "net", "*", "device", "ptp", "ptp*"))
+	matches := phcLinks(sys, "*")
 	for _, m := range matches {
 		idx, err := indexFromPath(m)
 		if err != nil {

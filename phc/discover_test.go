@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -75,5 +76,19 @@ func TestCheckAdvancing(t *testing.T) {
 	err := CheckAdvancing(at(1e9, 5e9), at(2e9, 5e9))
 	if want := "PHC is not advancing: it moved 0 ns while realtime moved 1000000000 ns (stopped, or stepped back)"; err == nil || err.Error() != want {
 		t.Errorf("message %v\nwant    %s", err, want)
+	}
+}
+
+func TestSysfsInterfacePHC(t *testing.T) {
+	sys := t.TempDir()
+	os.MkdirAll(filepath.Join(sys, "class/net/eth0/device/ptp/ptp2"), 0o755)
+	os.MkdirAll(filepath.Join(sys, "class/net/lo"), 0o755)
+	if idx, ok := SysfsInterfacePHC(sys, "eth0"); !ok || idx != 2 {
+		t.Errorf("eth0: %d %v, want 2", idx, ok)
+	}
+	for _, name := range []string{"lo", "eth9"} {
+		if idx, ok := SysfsInterfacePHC(sys, name); ok {
+			t.Errorf("%s: PHC %d", name, idx)
+		}
 	}
 }
