@@ -51,6 +51,7 @@ func OpenOutputs(cfg *Config) (*Outputs, error) {
 		}
 		o.Optional = append(o.Optional, f)
 	}
+	o.optDropped, o.optLog = make([]uint64, len(o.Optional)), make([]changeLog, len(o.Optional))
 	if cfg.Spool.Enabled {
 		opts := cfg.Spool.options()
 		opts.DeferFlush = true // Agent.Run starts it: building the agent starts nothing
@@ -187,9 +188,6 @@ func (o *Outputs) selfRecords(b *Batch, now int64) {
 			record.String("last_error", st.LastError), record.Uint("fsyncs", st.Fsyncs),
 			record.Int("spool_bytes", st.Bytes), record.Int("segments", int64(st.Segments)),
 		)
-	}
-	if o.optLog == nil {
-		o.optDropped, o.optLog = make([]uint64, len(o.Optional)), make([]changeLog, len(o.Optional))
 	}
 	for i, q := range o.Optional {
 		st := q.Stats()
