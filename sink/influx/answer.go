@@ -51,6 +51,12 @@ type answer struct {
 	restWritten bool // the lines not named were written (a partial write)
 	complete    bool // lines names every refused line of the request
 	partial     bool // the server says it wrote part of the request
+
+	// proven: a refusal without a reason (or as too large) that came after
+	// something proved the server takes this batch's writes, so it is the
+	// lines' fault; one that came before may be the server's (a proxy
+	// refusing everything for a while) whatever proved it since.
+	proven bool
 }
 
 // lineError is one refused line an answer names: by its number in the request

@@ -482,10 +482,11 @@ func TestInfluxd18TooLarge(t *testing.T) {
 // HTML page, as a proxy would, to every write while refuseAll is set, and to
 // writes holding "poison" always.
 type refusingProxy struct {
-	pass      *httputil.ReverseProxy
-	refuseAll atomic.Bool
-	requests  atomic.Int64
-	refusals  atomic.Int64
+	pass        *httputil.ReverseProxy
+	refuseAll   atomic.Bool
+	refuseFirst atomic.Int64 // refuse every request up to this one
+	requests    atomic.Int64
+	refusals    atomic.Int64
 }
 
 func newRefusingProxy(t *testing.T, influxdURL string) (*refusingProxy, string) {
@@ -500,7 +501,7 @@ func newRefusingProxy(t *testing.T, influxdURL string) (*refusingProxy, string) 
 }
 
 func (p *refusingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.requests.Add(1)
+	nth := p.requests.Add(1)
 	body, _ := io.ReadAll(r.Body)
 	plain := body
 	if r.Header.Get("Content-Encoding") == "gzip" {
@@ -508,7 +509,7 @@ func (p *refusingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			plain, _ = io.ReadAll(zr)
 		}
 	}
-	if p.refuseAll.Load() || bytes.Contains(plain, []byte("poison")) {
+	if p.refuseAll.Load() || nth <= p.refuseFirst.Load() || bytes.Contains(plain, []byte("poison")) {
 		p.refusals.Add(1)
 		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(http.StatusBadRequest)
@@ -551,6 +552,36 @@ func TestUnexplained400sAreBisected(t *testing.T) {
 	}
 	if r := proxy.requests.Load(); r > int64(bound) {
 		t.Fatalf("%d requests to isolate %d lines among %d, bound %d", r, len(poisoned), n, bound)
+	}
+}
+
+// A line refused without a reason before the server took anything is not
+// the line's fault, even when the server takes another part of the batch
+// right after: a proxy that refused the batch and the first half's line,
+// then passed the second half, must not get the first line dead-lettered
+// (a held batch released mid-bisection did that once in CI). The line is
+// sent again once the server is shown to take writes, and arrives.
+func TestRefusalBeforeTheProofIsNotTheLines(t *testing.T) {
+	in := testbed.StartInfluxd(t, db)
+	proxy, proxyURL := newRefusingProxy(t, in.URL)
+	proxy.refuseFirst.Store(2) // the whole batch, then its first half
+	cfg := influxConfig(proxyURL)
+	cfg.MinBackoff, cfg.MaxBackoff, cfg.HoldBackoff = time.Millisecond, 10*time.Millisecond, 50*time.Millisecond
+	sp, err := spool.Open(spool.Options{Dir: t.TempDir(), FlushInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	sp.Append(seqRecords(0, 2, "late"))
+	sh, err := New(cfg, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, sh, func() bool { return sp.Stats().Acknowledged+sp.Stats().DeadLettered == 2 })
+	st := sh.Stats()
+	t.Logf("%d requests, %d refused; %+v", proxy.requests.Load(), proxy.refusals.Load(), st)
+	if c := countRun(in, "late"); c != 2 || st.DeadLettered != 0 {
+		t.Fatalf("influxd holds %d of 2 points, %d dead-lettered", c, st.DeadLettered)
 	}
 }
 

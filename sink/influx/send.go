@@ -160,6 +160,7 @@ func (s *Shipper) attempt(ctx context.Context, lines []byte, d *delivery, isolat
 			return a, false, nil
 		case tooLarge, unexplained:
 			s.setStatus(a.status)
+			a.proven = d.proved()
 			return a, false, nil
 		}
 		s.failed(a)
@@ -207,7 +208,7 @@ func (s *Shipper) resolve(ctx context.Context, lines []byte, n int, a answer, d 
 			return errHeld
 		}
 		if n == 1 {
-			if d.proved() {
+			if a.proven {
 				s.rejectLine(lines, a, a.msg, a.cause)
 			} else {
 				d.suspects = append(d.suspects, suspect{lines, a})
