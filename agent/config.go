@@ -1,12 +1,11 @@
 package agent
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
+
+	"github.com/monagent/monagent/conf"
 )
 
 // Config is monagent's configuration file. Each section's type, defaults,
@@ -36,14 +35,7 @@ type Config struct {
 
 	// src is the file the configuration was parsed from (nil for Default),
 	// so that checks run after Parse (Preflight, Board) name file and line.
-	src *configSource
-}
-
-// configSource is where a Config came from: the file's name and the line of
-// every key it sets.
-type configSource struct {
-	file  string
-	lines map[string]int
+	src *conf.Source
 }
 
 // sectionConfig is what every section type implements, on its pointer.
@@ -121,7 +113,7 @@ func (c *Config) Validate() error {
 	for _, s := range sections() {
 		s.of(c).check(&p)
 	}
-	return c.src.locate(p.list).err()
+	return c.src.Locate(p.list).Err()
 }
 
 // Preflight checks the configuration against the machine: devices and
@@ -135,7 +127,7 @@ func (c *Config) Preflight() error {
 			b.board(c.Paths, &p)
 		}
 	}
-	return c.src.locate(p.list).err()
+	return c.src.Locate(p.list).Err()
 }
 
 // Board returns, as warnings, every setting this machine cannot confirm: the
@@ -162,103 +154,19 @@ func (c *Config) Board() Problems {
 	for _, ke := range a.list {
 		ke.Warning = true
 	}
-	return c.src.locate(append(p.list, a.list...))
+	return c.src.Locate(append(p.list, a.list...))
 }
 
-// KeyError is a configuration problem at one key.
-type KeyError struct {
-	Key     string // dotted path, e.g. clock.interval or phc.devices[1]; "" for the whole file
-	Reason  string
-	Line    int // line in the file, 0 when unknown
-	File    string
-	Warning bool  // a setting this machine cannot confirm (see Config.Board)
-	Err     error // the underlying error, if any
-	// Also is another key the problem concerns (the first of two entries
-	// that say the same thing), and AlsoLine its line.
-	Also     string
-	AlsoLine int
-}
+// KeyError is a configuration problem at one key; Problems every problem
+// of a file, in the order of its lines (package conf).
+type (
+	KeyError = conf.KeyError
+	Problems = conf.Problems
+)
 
-func (e *KeyError) Error() string {
-	loc := e.File
-	if loc == "" {
-		loc = "config"
-	}
-	if e.Line > 0 {
-		loc = fmt.Sprintf("%s:%d", loc, e.Line)
-	}
-	var b strings.Builder
-	b.WriteString(loc)
-	if e.Key != "" {
-		b.WriteString(": " + e.Key)
-	}
-	if e.Warning {
-		b.WriteString(": warning")
-	}
-	b.WriteString(": " + e.Reason)
-	if e.Also != "" {
-		b.WriteString(" (" + e.Also)
-		if e.AlsoLine > 0 {
-			fmt.Fprintf(&b, ", line %d", e.AlsoLine)
-		}
-		b.WriteString(")")
-	}
-	return b.String()
-}
+func keyErr(key, format string, a ...any) error { return conf.KeyErr(key, format, a...) }
 
-func (e *KeyError) Unwrap() error { return e.Err }
-
-func keyErr(key, format string, a ...any) error {
-	return &KeyError{Key: key, Reason: fmt.Sprintf(format, a...)}
-}
-
-// Problems is every problem found in a configuration, in the order of the
-// file's lines. As an error it is one line per problem.
-type Problems []*KeyError
-
-func (ps Problems) Error() string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = p.Error()
-	}
-	return strings.Join(s, "\n")
-}
-
-// Unwrap lets errors.As and errors.Is look at each problem.
-func (ps Problems) Unwrap() []error {
-	errs := make([]error, len(ps))
-	for i, p := range ps {
-		errs[i] = p
-	}
-	return errs
-}
-
-// Errors is the problems that are not warnings.
-func (ps Problems) Errors() Problems {
-	return slices.DeleteFunc(slices.Clone(ps), func(p *KeyError) bool { return p.Warning })
-}
-
-// err is nil for no problems.
-func (ps Problems) err() error {
-	if len(ps) == 0 {
-		return nil
-	}
-	return ps
-}
-
-// sort orders problems by line, those without a line last; problems of one
-// line keep their order.
-func (ps Problems) sort() {
-	slices.SortStableFunc(ps, func(a, b *KeyError) int {
-		if (a.Line == 0) != (b.Line == 0) {
-			if a.Line == 0 {
-				return 1
-			}
-			return -1
-		}
-		return cmp.Compare(a.Line, b.Line)
-	})
-}
+func positive(key string, d time.Duration) error { return conf.Positive(key, d) }
 
 // problems collects the problems of a configuration; the checks append to it
 // rather than stop at the first.
@@ -300,62 +208,9 @@ func (p *problems) positive(key string, d time.Duration) {
 }
 
 // err is the collected problems, nil for none.
-func (p *problems) err() error { return p.list.err() }
-
-func positive(key string, d time.Duration) error {
-	if d <= 0 {
-		return keyErr(key, "must be positive, got %s", d)
-	}
-	return nil
-}
-
-// locate gives each problem the file and the line of its key; for a key the
-// file leaves out, its section's line. The result is sorted by line.
-func (s *configSource) locate(ps Problems) Problems {
-	if s != nil {
-		for _, ke := range ps {
-			if ke.File == "" {
-				ke.File = s.file
-			}
-			if ke.Line == 0 {
-				ke.Line = s.line(ke.Key)
-			}
-			if ke.Also != "" && ke.AlsoLine == 0 {
-				ke.AlsoLine = s.line(ke.Also)
-			}
-		}
-	}
-	ps.sort()
-	return ps
-}
-
-// line is the line of key, or of the nearest enclosing key the file sets.
-func (s *configSource) line(key string) int {
-	for k := key; k != ""; {
-		if l := s.lines[k]; l > 0 {
-			return l
-		}
-		if i := strings.LastIndexAny(k, ".["); i >= 0 {
-			k = k[:i]
-		} else {
-			k = ""
-		}
-	}
-	return 0
-}
+func (p *problems) err() error { return p.list.Err() }
 
 // Place gives a problem found while building the agent from this
 // configuration (a *KeyError, or Problems, perhaps wrapped) its file and
 // line, and returns it: one line naming file, line, key and reason.
-func (c *Config) Place(err error) error {
-	var ps Problems
-	var ke *KeyError
-	switch {
-	case errors.As(err, &ps):
-		return c.src.locate(ps).err()
-	case errors.As(err, &ke):
-		c.src.locate(Problems{ke})
-		return ke // a wrapper's text was made before the line was known
-	}
-	return err
-}
+func (c *Config) Place(err error) error { return c.src.Place(err) }

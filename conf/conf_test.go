@@ -1,0 +1,166 @@
+package conf
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+type inner struct {
+	Name  string        `yaml:"name"`
+	Every time.Duration `yaml:"every"`
+	Ring  int           `yaml:"ring"`
+}
+
+type testConfig struct {
+	On    bool              `yaml:"on"`
+	Rate  float64           `yaml:"rate"`
+	Inner inner             `yaml:"inner"`
+	List  []inner           `yaml:"list"`
+	Tags  map[string]string `yaml:"tags"`
+}
+
+func defaults() testConfig {
+	return testConfig{Rate: 1, Inner: inner{Name: "x", Every: time.Second, Ring: 64}}
+}
+
+// lines renders problems as "line key: reason" for comparison.
+func lines(ps Problems) string {
+	var b strings.Builder
+	for _, p := range ps {
+		fmt.Fprintf(&b, "%d %s: %s\n", p.Line, p.Key, p.Reason)
+	}
+	return b.String()
+}
+
+func TestDecodeReportsEveryProblemAtItsLine(t *testing.T) {
+	src := `on: yes
+rate: fast
+inner:
+  every: 10
+  colour: red
+  ring: 9223372036854775808
+list:
+  - name: a
+  -
+tags:
+  a: b
+  a: c
+on: true
+`
+	c := defaults()
+	d, ps := Decode("t.yaml", []byte(src), &c)
+	want := `1 on: want true or false, got "yes"
+2 rate: want a number, got "fast"
+4 inner.every: "10" is not a duration (write it with a unit: 500ms, 10s, 1m)
+5 inner.colour: unknown key (known here: name, every, ring)
+6 inner.ring: 9223372036854775808 is out of range for this key
+9 list[1]: an empty list entry
+12 tags.a: given twice (first on line 11)
+13 on: given twice (first on line 1)
+`
+	if got := lines(ps); got != want {
+		t.Errorf("problems:\n%s\nwant:\n%s", got, want)
+	}
+	// Every bad value is left at its default; the file's good ones are set.
+	if c.On || c.Rate != 1 || c.Inner.Every != time.Second || c.Inner.Ring != 64 || len(c.List) != 0 {
+		t.Errorf("decoded %+v", c)
+	}
+	if d.Lines["inner"] != 3 || d.Lines["list[0]"] != 8 || d.Line("inner.name") != 3 || d.Line("nothing") != 0 {
+		t.Errorf("lines %v", d.Lines)
+	}
+	// A check's problem about a reported value is not reported again.
+	checked := Problems{{Key: "inner.every", Reason: "must be positive"}, {Key: "list[0].name", Reason: "a"}, {Key: "inner.name", Reason: "b"}}
+	if got := lines(d.Unreported(checked)); got != "0 inner.name: b\n" {
+		t.Errorf("unreported: %q", got)
+	}
+}
+
+func TestDecodeEmptyValuesKeepDefaults(t *testing.T) {
+	c := defaults()
+	c.List = []inner{{Name: "keep"}}
+	_, ps := Decode("t.yaml", []byte("inner:\nlist: ~\nrate: 2\n"), &c)
+	if len(ps) != 0 || c.Inner.Name != "x" || len(c.List) != 1 || c.Rate != 2 {
+		t.Fatalf("%v: %+v", ps, c)
+	}
+	if _, ps := Decode("t.yaml", nil, &c); len(ps) != 0 {
+		t.Fatalf("empty file: %v", ps)
+	}
+}
+
+func TestDecodeSyntaxAndTopLevel(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"on: true\n  rate: 1\n", "2 yaml: mapping values are not allowed in this context\n"},
+		{"- a\n- b\n", "1 (top level): want a mapping of keys, got a list\n"},
+	} {
+		c := defaults()
+		d, ps := Decode("t.yaml", []byte(tc.src), &c)
+		if got := lines(ps); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.src, got, tc.want)
+		}
+		if u := d.Unreported(Problems{{Key: "rate", Reason: "r"}}); len(u) != 0 {
+			t.Errorf("%q: a file that did not decode still reports checks: %v", tc.src, u)
+		}
+	}
+}
+
+func TestLocateAndPlace(t *testing.T) {
+	s := &Source{File: "f.yaml", Lines: map[string]int{"a": 2, "a.b": 3, "c[1]": 9}}
+	var l List
+	l.Add("a.b.x", "under b")
+	l.Dup("c[1].name", "a.b", "same as %s", "a.b")
+	l.Positive("zz", 0)
+	l.AddErr(errors.New("plain"))
+	l.AddErr(fmt.Errorf("wrapped: %w", Problems{{Key: "a", Reason: "w"}}))
+	got := s.Locate(l.Problems).Error()
+	want := `f.yaml:2: a: w
+f.yaml:3: a.b.x: under b
+f.yaml:9: c[1].name: same as a.b (a.b, line 3)
+f.yaml: zz: must be positive, got 0s
+f.yaml: plain`
+	if got != want {
+		t.Errorf("located:\n%s\nwant:\n%s", got, want)
+	}
+	err := s.Place(fmt.Errorf("building: %w", &KeyError{Key: "a.b", Reason: "no device"}))
+	if err.Error() != "f.yaml:3: a.b: no device" {
+		t.Errorf("placed: %v", err)
+	}
+	var nilSrc *Source
+	if e := nilSrc.Place(KeyErr("k", "r")); e.Error() != "config: k: r" {
+		t.Errorf("nil source: %v", e)
+	}
+	ps := Problems{{Key: "w", Reason: "r", Warning: true}, {Key: "e", Reason: "r"}}
+	if len(ps.Errors()) != 1 || (Problems{}).Err() != nil || (&List{}).Err() != nil {
+		t.Errorf("Errors/Err")
+	}
+	var ke *KeyError
+	if !errors.As(error(ps), &ke) || ke.Key != "w" {
+		t.Errorf("errors.As through Problems: %v", ke)
+	}
+}
+
+func TestReadNamesTheFile(t *testing.T) {
+	_, err := Read("/nonexistent/monagent.yaml")
+	if err == nil || err.Error() != "/nonexistent/monagent.yaml: cannot read: no such file or directory" {
+		t.Fatalf("%v", err)
+	}
+}
+
+// FuzzDecode: any bytes give problems or a decoded value, never a panic,
+// and every problem has a key and a reason.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte("on: true\ninner:\n  every: 1s\nlist:\n  - name: a\ntags: {a: b}\n"))
+	f.Add([]byte("inner: &x\n  ring: 2\nlist: [*x, *x]\n"))
+	f.Add([]byte("- [\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c := defaults()
+		d, ps := Decode("f", b, &c)
+		for _, p := range d.Locate(ps) {
+			if p.Key == "" || p.Reason == "" {
+				t.Fatalf("problem without key or reason: %+v", p)
+			}
+		}
+	})
+}

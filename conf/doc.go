@@ -1,0 +1,9 @@
+// Package conf reads YAML configuration files key by key: it checks every
+// key of a file against the Go type it is decoded into (unknown keys, wrong
+// types, keys given twice, empty list entries), records the line of every
+// key, and collects problems rather than stopping at the first, so that a
+// person fixing a file sees each problem once, as file:line: key: reason.
+//
+// It knows nothing of monagent's sections: the agent defines them, checks
+// their values with a List, and places the problems with a Source.
+package conf
