@@ -1,0 +1,332 @@
+package judge
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// State is a judged clock's state.
+type State uint8
+
+const (
+	Unknown  State = iota // no sample yet
+	Locked                // synchronised, bound within the threshold for MinSamples samples
+	Holdover              // was LOCKED, lost its reference, predicted bound still within the threshold
+	Freerun               // anything else
+)
+
+// States lists every state, in order (for one gauge per state).
+var States = [...]State{Unknown, Locked, Holdover, Freerun}
+
+var stateNames = [...]string{"UNKNOWN", "LOCKED", "HOLDOVER", "FREERUN"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("State(%d)", uint8(s))
+}
+
+// ParseState is String's inverse.
+func ParseState(s string) (State, error) {
+	for i, n := range stateNames {
+		if n == s {
+			return State(i), nil
+		}
+	}
+	return Unknown, fmt.Errorf("judge: no state %q (want one of UNKNOWN, LOCKED, HOLDOVER, FREERUN)", s)
+}
+
+// Config is how a clock is judged.
+type Config struct {
+	// ThresholdNS: LOCKED needs an error bound at most this.
+	ThresholdNS int64
+	// HoldoverNS: how long a clock that lost its reference stays in
+	// HOLDOVER at the most.
+	HoldoverNS int64
+	// MinSamples: consecutive good samples to become LOCKED.
+	MinSamples int
+	// StaleNS: a LOCKED clock with no sample for this long has lost its
+	// reference (the source's interval and timeout, with a margin); 0 never.
+	StaleNS int64
+}
+
+// Validate names the first setting that cannot judge.
+func (c Config) Validate() error {
+	switch {
+	case c.ThresholdNS <= 0:
+		return fmt.Errorf("threshold must be positive, got %d ns", c.ThresholdNS)
+	case c.HoldoverNS <= 0:
+		return fmt.Errorf("holdover must be positive, got %d ns", c.HoldoverNS)
+	case c.MinSamples < 1:
+		return fmt.Errorf("min_samples must be at least 1, got %d", c.MinSamples)
+	case c.StaleNS < 0:
+		return errors.New("stale must not be negative")
+	}
+	return nil
+}
+
+// Sample is one observation of a judged clock.
+type Sample struct {
+	TimeNS   int64 // when it was taken (the event: T4, t2, the reading)
+	Synced   bool  // the source reports itself synchronised to its reference
+	OffsetNS int64 // the clock against its reference
+	BoundNS  int64 // the error bound, ≥ 0 (bound.go)
+	// FreqErrPPB is how fast the bound grows once the reference is lost
+	// (the source's frequency error, e.g. chronyd's skew), ≥ 0; negative
+	// for unknown: the judge then uses the drift of the offsets it saw.
+	FreqErrPPB int64
+}
+
+// Reason says why a transition happened. The reasons are constants, so a
+// transition allocates nothing.
+type Reason string
+
+const (
+	ReasonLocked      Reason = "bound within threshold for min_samples samples"
+	ReasonOverBound   Reason = "bound over threshold"
+	ReasonUnsynced    Reason = "source not synchronised"
+	ReasonLost        Reason = "reference lost"
+	ReasonStale       Reason = "no fresh sample"
+	ReasonHoldoverEnd Reason = "holdover ended"
+	ReasonPredicted   Reason = "predicted bound over threshold"
+)
+
+// Transition is a change of state, at the time of what caused it.
+type Transition struct {
+	TimeNS   int64
+	From, To State
+	Reason   Reason
+	OffsetNS int64 // the last offset known at TimeNS
+	BoundNS  int64 // the bound at TimeNS (predicted in HOLDOVER)
+}
+
+// Clock is the state machine of one judged clock. Its zero value is not
+// usable: New.
+type Clock struct {
+	cfg   Config
+	state State
+	since int64 // time of the last transition
+	good  int   // consecutive good samples
+
+	last    Sample // the latest sample
+	hasLast bool
+	lostAt  int64 // when the reference was lost (HOLDOVER)
+	// predicting: the reference is lost and nothing measured since, so
+	// the bound is the last good one grown by the frequency error.
+	predicting bool
+	anchor     Sample // the last good sample: the holdover prediction starts from it
+	first      Sample // the first good sample of the current good run (drift estimate)
+	freqPPB    int64  // frequency error used for the prediction
+}
+
+// New returns the state machine of one clock, UNKNOWN.
+func New(cfg Config) (*Clock, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Clock{cfg: cfg}, nil
+}
+
+// State is the current state and the time it was entered (0 for UNKNOWN).
+func (c *Clock) State() (State, int64) { return c.state, c.since }
+
+// Last is the latest sample and whether there is one.
+func (c *Clock) Last() (Sample, bool) { return c.last, c.hasLast }
+
+// Bound is the clock's error bound at time t: the last sample's, grown by
+// the frequency error since the reference was lost (in HOLDOVER and after);
+// math.MaxInt64 before any sample.
+func (c *Clock) Bound(t int64) int64 {
+	switch {
+	case !c.hasLast:
+		return math.MaxInt64
+	case c.predicting:
+		return grow(c.anchor.BoundNS, c.freqPPB, t-c.anchor.TimeNS)
+	}
+	return c.last.BoundNS
+}
+
+// Changes is what one call changed: at most two transitions (a holdover
+// that ended before the sample, then the sample's own), in time order.
+type Changes struct {
+	n  int
+	tr [2]Transition
+}
+
+// All is the transitions, in order.
+func (c *Changes) All() []Transition { return c.tr[:c.n] }
+
+func (c *Changes) add(tr Transition, ok bool) {
+	if ok {
+		c.tr[c.n] = tr
+		c.n++
+	}
+}
+
+// Observe feeds a sample and returns the transitions it causes: first what
+// the passing of time up to it caused (Advance), at its own time, then the
+// sample's.
+func (c *Clock) Observe(s Sample) (ch Changes) {
+	ch.add(c.Advance(s.TimeNS))
+	ch.add(c.observe(s))
+	return ch
+}
+
+func (c *Clock) observe(s Sample) (Transition, bool) {
+	good := s.Synced && s.BoundNS >= 0 && s.BoundNS <= c.cfg.ThresholdNS
+	c.last, c.hasLast = s, true
+	if s.Synced {
+		c.predicting = false // measured again: the bound is the sample's
+	}
+	if good {
+		if c.good == 0 {
+			c.first = s
+		}
+		c.good++
+		c.anchor = s
+		c.freqPPB = c.freq(s)
+		if c.state != Locked && c.good >= c.cfg.MinSamples {
+			return c.to(Locked, s.TimeNS, ReasonLocked, s.OffsetNS, s.BoundNS), true
+		}
+		return Transition{}, false
+	}
+	c.good = 0
+	reason := ReasonOverBound
+	if !s.Synced {
+		reason = ReasonUnsynced
+	}
+	switch c.state {
+	case Locked:
+		if !s.Synced { // the reference is gone, not the clock
+			return c.lose(s.TimeNS, reason)
+		}
+		return c.to(Freerun, s.TimeNS, reason, s.OffsetNS, s.BoundNS), true
+	case Holdover:
+		if s.Synced { // measured, and bad: no prediction keeps it
+			return c.to(Freerun, s.TimeNS, reason, s.OffsetNS, s.BoundNS), true
+		}
+	case Unknown:
+		return c.to(Freerun, s.TimeNS, reason, s.OffsetNS, c.Bound(s.TimeNS)), true
+	}
+	return Transition{}, false
+}
+
+// Missed says the sample due by deadline did not come (a timeout, a failed
+// round, a daemon that does not answer): a LOCKED clock has lost its
+// reference at the deadline; an UNKNOWN one is FREERUN.
+func (c *Clock) Missed(deadline int64) (ch Changes) {
+	ch.add(c.Advance(deadline))
+	c.good = 0
+	switch c.state {
+	case Locked:
+		ch.add(c.lose(deadline, ReasonLost))
+	case Unknown:
+		ch.add(c.to(Freerun, deadline, ReasonLost, 0, math.MaxInt64), true)
+	}
+	return ch
+}
+
+// Advance judges the passing of time up to t: a LOCKED clock without a
+// sample for StaleNS loses its reference then, and a HOLDOVER ends when its
+// time is up or its predicted bound passes the threshold, whichever is
+// first. The transition is dated when that happened, not t.
+func (c *Clock) Advance(t int64) (Transition, bool) {
+	switch c.state {
+	case Locked:
+		if c.cfg.StaleNS > 0 && c.hasLast && t-c.last.TimeNS > c.cfg.StaleNS {
+			c.good = 0
+			return c.lose(c.last.TimeNS+c.cfg.StaleNS, ReasonStale)
+		}
+	case Holdover:
+		end, reason := c.lostAt+c.cfg.HoldoverNS, ReasonHoldoverEnd
+		if p, ok := c.crossing(); ok && p < end {
+			end, reason = p, ReasonPredicted
+		}
+		if t >= end {
+			return c.to(Freerun, end, reason, c.last.OffsetNS, c.Bound(end)), true
+		}
+	}
+	return Transition{}, false
+}
+
+// lose moves a LOCKED clock that lost its reference at t to HOLDOVER, or
+// straight to FREERUN when its predicted bound is already over.
+func (c *Clock) lose(t int64, reason Reason) (Transition, bool) {
+	c.lostAt, c.predicting = t, true
+	b := grow(c.anchor.BoundNS, c.freqPPB, t-c.anchor.TimeNS)
+	if b > c.cfg.ThresholdNS {
+		return c.to(Freerun, t, ReasonPredicted, c.last.OffsetNS, b), true
+	}
+	return c.to(Holdover, t, reason, c.last.OffsetNS, b), true
+}
+
+// crossing is when the predicted bound passes the threshold.
+func (c *Clock) crossing() (int64, bool) {
+	if c.freqPPB <= 0 {
+		return 0, false
+	}
+	room := c.cfg.ThresholdNS - c.anchor.BoundNS
+	if room < 0 {
+		return c.anchor.TimeNS, true
+	}
+	// room ns at freqPPB ns per second: room·1e9/freq ns, rounded up.
+	dt := mulDiv(room, 1e9, c.freqPPB)
+	return c.anchor.TimeNS + dt + 1, true
+}
+
+func (c *Clock) to(s State, t int64, r Reason, off, bound int64) Transition {
+	tr := Transition{TimeNS: t, From: c.state, To: s, Reason: r, OffsetNS: off, BoundNS: bound}
+	c.state, c.since = s, t
+	return tr
+}
+
+// freq is the frequency error the prediction uses after sample s: the
+// source's, or the drift of the offsets over the current good run.
+func (c *Clock) freq(s Sample) int64 {
+	if s.FreqErrPPB >= 0 {
+		return s.FreqErrPPB
+	}
+	dt := s.TimeNS - c.first.TimeNS
+	if dt <= 0 {
+		return c.freqPPB
+	}
+	d := s.OffsetNS - c.first.OffsetNS
+	if d < 0 {
+		d = -d
+	}
+	// Two samples' offsets each carry their bound: the drift they show is
+	// known only to within (b1 + b2)/dt, which is added.
+	return mulDiv(d+s.BoundNS+c.first.BoundNS, 1e9, dt)
+}
+
+// grow is bound b after dt ns at freq ppb (ns per second), saturating.
+func grow(b, freqPPB, dt int64) int64 {
+	if dt <= 0 || freqPPB <= 0 {
+		return b
+	}
+	g := mulDiv(dt, freqPPB, 1e9)
+	if g > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return b + g
+}
+
+// mulDiv is a·b/d for a, b ≥ 0 and d > 0, rounded up, saturating at
+// math.MaxInt64.
+func mulDiv(a, b, d int64) int64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	q := float64(a) * float64(b) / float64(d)
+	if q >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	// Exact when the product fits; float only beyond it.
+	if a <= math.MaxInt64/b {
+		p := a * b
+		return (p + d - 1) / d
+	}
+	return int64(math.Ceil(q))
+}

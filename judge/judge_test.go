@@ -1,0 +1,233 @@
+package judge
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+const s = int64(1e9)
+
+func clock(t *testing.T, cfg Config) *Clock {
+	t.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func good(at, bound int64) Sample {
+	return Sample{TimeNS: at, Synced: true, OffsetNS: bound / 2, BoundNS: bound, FreqErrPPB: 0}
+}
+
+// step is one input of a scenario and the transitions it must cause.
+type step struct {
+	sample  *Sample
+	missed  int64 // a deadline, when sample is nil and missed > 0
+	advance int64 // a time, when both are unset
+	want    []Transition
+}
+
+func run(t *testing.T, c *Clock, steps []step) {
+	t.Helper()
+	for i, st := range steps {
+		var got []Transition
+		switch {
+		case st.sample != nil:
+			ch := c.Observe(*st.sample)
+			got = ch.All()
+		case st.missed > 0:
+			ch := c.Missed(st.missed)
+			got = ch.All()
+		default:
+			if tr, ok := c.Advance(st.advance); ok {
+				got = []Transition{tr}
+			}
+		}
+		if len(got) != len(st.want) {
+			t.Fatalf("step %d: %+v, want %+v", i, got, st.want)
+		}
+		for j := range got {
+			g, w := got[j], st.want[j]
+			if g.TimeNS != w.TimeNS || g.From != w.From || g.To != w.To || g.Reason != w.Reason {
+				t.Fatalf("step %d: %+v, want %+v", i, g, w)
+			}
+		}
+	}
+}
+
+func ptr(s Sample) *Sample { return &s }
+
+func TestLockAfterMinSamplesThenHoldoverThenFreerun(t *testing.T) {
+	c := clock(t, Config{ThresholdNS: 1000, HoldoverNS: 5 * s, MinSamples: 3})
+	run(t, c, []step{
+		{sample: ptr(good(1*s, 100))},
+		{sample: ptr(good(2*s, 900))},
+		{sample: ptr(good(3*s, 100)), want: []Transition{{TimeNS: 3 * s, From: Unknown, To: Locked, Reason: ReasonLocked}}},
+		{sample: ptr(Sample{TimeNS: 4 * s, BoundNS: 50}), want: []Transition{{TimeNS: 4 * s, From: Locked, To: Holdover, Reason: ReasonUnsynced}}},
+		{advance: 8 * s},
+		// The holdover ended at 9 s, whenever it is looked at.
+		{advance: 20 * s, want: []Transition{{TimeNS: 9 * s, From: Holdover, To: Freerun, Reason: ReasonHoldoverEnd}}},
+		{sample: ptr(good(21*s, 10))},
+		{sample: ptr(good(22*s, 10))},
+		{sample: ptr(good(23*s, 10)), want: []Transition{{TimeNS: 23 * s, From: Freerun, To: Locked, Reason: ReasonLocked}}},
+	})
+	if st, since := c.State(); st != Locked || since != 23*s {
+		t.Fatalf("state %v since %d", st, since)
+	}
+}
+
+func TestFirstBadSampleIsFreerunAndOverBoundLeavesLocked(t *testing.T) {
+	c := clock(t, Config{ThresholdNS: 1000, HoldoverNS: 5 * s, MinSamples: 1})
+	run(t, c, []step{
+		{sample: ptr(good(1*s, 5000)), want: []Transition{{TimeNS: 1 * s, From: Unknown, To: Freerun, Reason: ReasonOverBound}}},
+		{sample: ptr(good(2*s, 500)), want: []Transition{{TimeNS: 2 * s, From: Freerun, To: Locked, Reason: ReasonLocked}}},
+		// Measured and over: the clock is bad, not its reference lost.
+		{sample: ptr(good(3*s, 1001)), want: []Transition{{TimeNS: 3 * s, From: Locked, To: Freerun, Reason: ReasonOverBound}}},
+	})
+}
+
+func TestPredictedBoundEndsHoldoverEarly(t *testing.T) {
+	c := clock(t, Config{ThresholdNS: 1100, HoldoverNS: 5 * s, MinSamples: 1})
+	smp := good(10*s, 100)
+	smp.FreqErrPPB = 1000 // 1 µs/s: 1,000 ns of room last 1 s
+	run(t, c, []step{
+		{sample: &smp, want: []Transition{{TimeNS: 10 * s, From: Unknown, To: Locked, Reason: ReasonLocked}}},
+		{missed: 10*s + s/2, want: []Transition{{TimeNS: 10*s + s/2, From: Locked, To: Holdover, Reason: ReasonLost}}},
+		{advance: 12 * s, want: []Transition{{TimeNS: 11*s + 1, From: Holdover, To: Freerun, Reason: ReasonPredicted}}},
+	})
+	if b := c.Bound(11 * s); b != 1100 {
+		t.Errorf("predicted bound at 11 s: %d, want 1100", b)
+	}
+	// Lost with the prediction already over: straight to FREERUN.
+	c = clock(t, Config{ThresholdNS: 1100, HoldoverNS: 5 * s, MinSamples: 1})
+	run(t, c, []step{
+		{sample: &smp, want: []Transition{{TimeNS: 10 * s, From: Unknown, To: Locked, Reason: ReasonLocked}}},
+		{missed: 12 * s, want: []Transition{{TimeNS: 12 * s, From: Locked, To: Freerun, Reason: ReasonPredicted}}},
+	})
+}
+
+func TestStaleSourceLosesItsReferenceWhenItWentStale(t *testing.T) {
+	c := clock(t, Config{ThresholdNS: 1000, HoldoverNS: 5 * s, MinSamples: 1, StaleNS: 2 * s})
+	run(t, c, []step{
+		{sample: ptr(good(10*s, 100)), want: []Transition{{TimeNS: 10 * s, From: Unknown, To: Locked, Reason: ReasonLocked}}},
+		{advance: 12 * s},
+		{advance: 15 * s, want: []Transition{{TimeNS: 12 * s, From: Locked, To: Holdover, Reason: ReasonStale}}},
+		// A good sample after the holdover's end: the end first, at 17 s,
+		// then the sample's own transition.
+		{sample: ptr(good(18*s, 100)), want: []Transition{
+			{TimeNS: 17 * s, From: Holdover, To: Freerun, Reason: ReasonHoldoverEnd},
+			{TimeNS: 18 * s, From: Freerun, To: Locked, Reason: ReasonLocked}}},
+	})
+}
+
+func TestHoldoverRecoversAndUnknownMissed(t *testing.T) {
+	c := clock(t, Config{ThresholdNS: 1000, HoldoverNS: 5 * s, MinSamples: 2})
+	run(t, c, []step{
+		{missed: 1 * s, want: []Transition{{TimeNS: 1 * s, From: Unknown, To: Freerun, Reason: ReasonLost}}},
+		{sample: ptr(good(2*s, 10))},
+		{sample: ptr(good(3*s, 10)), want: []Transition{{TimeNS: 3 * s, From: Freerun, To: Locked, Reason: ReasonLocked}}},
+		{missed: 4 * s, want: []Transition{{TimeNS: 4 * s, From: Locked, To: Holdover, Reason: ReasonLost}}},
+		{sample: ptr(Sample{TimeNS: 5 * s})}, // still unsynchronised: holds over
+		{sample: ptr(good(6*s, 10))},
+		{sample: ptr(good(7*s, 10)), want: []Transition{{TimeNS: 7 * s, From: Holdover, To: Locked, Reason: ReasonLocked}}},
+	})
+}
+
+// TestDriftEstimateWhenTheSourceGivesNone: without a frequency error from
+// the source, the prediction grows at the drift of the offsets, with their
+// bounds' share.
+func TestDriftEstimateWhenTheSourceGivesNone(t *testing.T) {
+	c := clock(t, Config{ThresholdNS: 100_000, HoldoverNS: 100 * s, MinSamples: 1})
+	for i := int64(0); i <= 10; i++ {
+		c.Observe(Sample{TimeNS: i * s, Synced: true, OffsetNS: 1000 * i, BoundNS: 10, FreqErrPPB: -1})
+	}
+	c.Missed(10 * s)
+	// 10,000 ns in 10 s, plus (10 + 10) ns: 1,002 ppb.
+	if got, want := c.Bound(20*s), int64(10+10*1002); got != want {
+		t.Fatalf("bound 10 s into holdover: %d, want %d", got, want)
+	}
+}
+
+func TestConfigAndStateNames(t *testing.T) {
+	for _, cfg := range []Config{{HoldoverNS: 1, MinSamples: 1}, {ThresholdNS: 1, MinSamples: 1}, {ThresholdNS: 1, HoldoverNS: 1}, {ThresholdNS: 1, HoldoverNS: 1, MinSamples: 1, StaleNS: -1}} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("%+v accepted", cfg)
+		}
+	}
+	for _, st := range States {
+		if p, err := ParseState(st.String()); err != nil || p != st {
+			t.Errorf("%v: %v %v", st, p, err)
+		}
+	}
+	if _, err := ParseState("locked"); err == nil {
+		t.Error("lower case accepted")
+	}
+}
+
+func TestObserveDoesNotAllocate(t *testing.T) {
+	c := clock(t, Config{ThresholdNS: 1000, HoldoverNS: 5 * s, MinSamples: 2, StaleNS: s})
+	i := int64(0)
+	if n := testing.AllocsPerRun(1000, func() {
+		i++
+		smp := good(i*s, 100)
+		smp.Synced = i%7 != 0
+		ch := c.Observe(smp)
+		_ = ch.All()
+		c.Advance(i*s + s/2)
+	}); n != 0 {
+		t.Fatalf("%v allocations per sample", n)
+	}
+}
+
+func TestBoundFormulas(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		got, want int64
+	}{
+		{"daemon", Daemon(-300, 1000, 200), 300 + 200 + 500},
+		{"exchange", Exchange(100, 51, 1000, 30, 7), 100 + 26 + 500 + 30 + 7},
+		{"path delay", PathDelay(-40, 1000, 16), 40 + 1000 + 16},
+		{"reading", Reading(-5, 3), 5 + 2},
+		{"negative parts count 0", Daemon(0, -5, -5), 0},
+		{"saturates", Sum(math.MaxInt64, 1), math.MaxInt64},
+		{"abs min", Abs(math.MinInt64), math.MaxInt64},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+// TestExchangeBoundCoversTheTruth: whatever the asymmetry, the offset
+// measured by a two-way exchange with a perfect server is off the true
+// offset by at most half the round trip, so Exchange covers |true offset|
+// in every case (not 99 %: all of them).
+func TestExchangeBoundCoversTheTruth(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 100_000; i++ {
+		theta := r.Int64N(2_000_000) - 1_000_000 // our clock − true, ns
+		d1, d2 := r.Int64N(500_000), r.Int64N(500_000)
+		t1 := r.Int64N(1 << 40)
+		t2 := t1 - theta + d1 // the server's (true) stamps
+		t3 := t2 + r.Int64N(10_000)
+		t4 := t3 + theta + d2
+		off := ((t2 - t1) + (t3 - t4)) / 2 // server − us
+		delay := (t4 - t1) - (t3 - t2)
+		if b := Exchange(off, delay, 0, 0, 1); Abs(theta) > b {
+			t.Fatalf("θ %d, measured %d, delay %d: bound %d does not cover it", theta, -off, delay, b)
+		}
+	}
+}
+
+func BenchmarkObserve(b *testing.B) {
+	c, _ := New(Config{ThresholdNS: 1000, HoldoverNS: 5 * s, MinSamples: 2, StaleNS: s})
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		smp := good(int64(i)*s, 100)
+		smp.Synced = i%7 != 0
+		ch := c.Observe(smp)
+		_ = ch.All()
+	}
+}
