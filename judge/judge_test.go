@@ -3,6 +3,7 @@ package judge
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -229,5 +230,28 @@ func BenchmarkObserve(b *testing.B) {
 		smp.Synced = i%7 != 0
 		ch := c.Observe(smp)
 		_ = ch.All()
+	}
+}
+
+func TestSetViewsAndTwice(t *testing.T) {
+	var set Set
+	cfg := Config{ThresholdNS: 1000, HoldoverNS: 5 * s, MinSamples: 1}
+	b, err := set.Add("system", "ntp:b", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := set.Add("system", "ntp:a", cfg)
+	if _, err := set.Add("system", "ntp:a", cfg); err == nil {
+		t.Fatal("a clock judged twice accepted")
+	}
+	if _, err := set.Add("x", "y", Config{}); err == nil || !strings.Contains(err.Error(), "judge x (y): threshold") {
+		t.Fatalf("bad config: %v", err)
+	}
+	a.Observe(good(10*s, 100))
+	b.Missed(11 * s)
+	v := set.Views(12*s, nil)
+	if len(v) != 2 || v[0].Source != "ntp:a" || v[0].State != Locked || v[0].SinceNS != 10*s || v[0].LastSampleNS != 10*s || v[0].BoundNS != 100 || v[0].Changes != 1 ||
+		v[1].State != Freerun || v[1].LastSampleNS != 0 {
+		t.Fatalf("views %+v", v)
 	}
 }

@@ -1,0 +1,98 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Fetch reads the /status document of the agent at base (http://host:port).
+func Fetch(ctx context.Context, base string) (Doc, error) {
+	u := strings.TrimSuffix(base, "/") + "/status"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return Doc{}, fmt.Errorf("status %s: %w", u, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return Doc{}, fmt.Errorf("status %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return Doc{}, fmt.Errorf("status %s: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return Doc{}, fmt.Errorf("status %s: HTTP %d: %.200s", u, resp.StatusCode, body)
+	}
+	var d Doc
+	if err := json.Unmarshal(body, &d); err != nil {
+		return Doc{}, fmt.Errorf("status %s: not a monagent status document: %w", u, err)
+	}
+	return d, nil
+}
+
+// Render writes d as a person reads it: one line per judged clock with its
+// state, since when, offset and bound in human units, the age of its last
+// sample and the events its source lost.
+func Render(w io.Writer, d Doc) error {
+	at := time.Unix(0, d.TimeNS).UTC()
+	fmt.Fprintf(w, "%s at %s\n", d.Host, at.Format(time.RFC3339))
+	if len(d.Clocks) == 0 {
+		_, err := fmt.Fprintln(w, "no judged clocks (enable a judge: section under a source)")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLOCK\tSOURCE\tSTATE\tSINCE\tOFFSET\tBOUND\tLAST SAMPLE\tLOST")
+	for _, c := range d.Clocks {
+		since, last, bound, off := "-", "never", "unknown", "-"
+		if c.SinceNS != 0 {
+			since = Duration(d.TimeNS-c.SinceNS) + " ago"
+		}
+		if c.LastSampleNS != 0 {
+			last = Duration(d.TimeNS-c.LastSampleNS) + " ago"
+			off = Signed(c.OffsetNS)
+		}
+		if c.ErrorBoundNS >= 0 {
+			bound = Duration(c.ErrorBoundNS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.Clock, c.Source, c.State, since, off, bound, last, c.EventsLost)
+	}
+	return tw.Flush()
+}
+
+// Duration is ns in the largest unit that keeps it ≥ 1 (ns, µs, ms, s, min,
+// h), three significant digits.
+func Duration(ns int64) string {
+	neg := ns < 0
+	if neg {
+		ns = -ns
+	}
+	v, unit := float64(ns), "ns"
+	for _, u := range []struct {
+		div  float64
+		name string
+	}{{1e3, "µs"}, {1e6, "ms"}, {1e9, "s"}, {60e9, "min"}, {3600e9, "h"}} {
+		if float64(ns) >= u.div {
+			v, unit = float64(ns)/u.div, u.name
+		}
+	}
+	s := fmt.Sprintf("%.3g %s", v, unit)
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// Signed is Duration with its sign always shown.
+func Signed(ns int64) string {
+	if ns >= 0 {
+		return "+" + Duration(ns)
+	}
+	return Duration(ns)
+}

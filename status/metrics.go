@@ -1,0 +1,63 @@
+package status
+
+import (
+	"math"
+
+	"github.com/monagent/monagent/judge"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var (
+	stateDesc = prometheus.NewDesc("monagent_sync_state",
+		"The judged clock's state: 1 for the current one, 0 for the others.", []string{"clock", "source", "state"}, nil)
+	boundDesc = prometheus.NewDesc("monagent_clock_error_bound_seconds",
+		"The largest error the clock can have against its reference, given what was measured (+Inf before any sample).", []string{"clock", "source"}, nil)
+	offsetDesc = prometheus.NewDesc("monagent_clock_offset_seconds",
+		"The clock's offset against its reference at its latest sample.", []string{"clock", "source"}, nil)
+	changesDesc = prometheus.NewDesc("monagent_sync_state_changes_total",
+		"State changes of the judged clock.", []string{"clock", "source"}, nil)
+	lastDesc = prometheus.NewDesc("monagent_clock_last_sample_timestamp_seconds",
+		"When the judged clock's latest sample was taken (Unix time).", []string{"clock", "source"}, nil)
+)
+
+// Judged collects the states, bounds and offsets of a judge.Set at each
+// scrape; now is the time the bounds are taken at (REALTIME ns).
+type Judged struct {
+	Set *judge.Set
+	Now func() int64
+}
+
+// Describe sends the descriptors of every metric Collect makes.
+func (j Judged) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{stateDesc, boundDesc, offsetDesc, changesDesc, lastDesc} {
+		ch <- d
+	}
+}
+
+// Collect sends the metrics of every judged clock.
+func (j Judged) Collect(ch chan<- prometheus.Metric) {
+	for _, v := range j.Set.Views(j.Now(), nil) {
+		for _, st := range judge.States {
+			val := 0.0
+			if st == v.State {
+				val = 1
+			}
+			ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, val, v.Clock, v.Source, st.String())
+		}
+		b := math.Inf(1)
+		if v.BoundNS != math.MaxInt64 {
+			b = seconds(v.BoundNS)
+		}
+		ch <- prometheus.MustNewConstMetric(boundDesc, prometheus.GaugeValue, b, v.Clock, v.Source)
+		ch <- prometheus.MustNewConstMetric(changesDesc, prometheus.CounterValue, float64(v.Changes), v.Clock, v.Source)
+		if v.LastSampleNS != 0 {
+			ch <- prometheus.MustNewConstMetric(offsetDesc, prometheus.GaugeValue, seconds(v.OffsetNS), v.Clock, v.Source)
+			ch <- prometheus.MustNewConstMetric(lastDesc, prometheus.GaugeValue, seconds(v.LastSampleNS), v.Clock, v.Source)
+		}
+	}
+}
+
+// seconds converts ns to the base unit at the edge, exactly for |ns| < 2⁵³.
+func seconds(ns int64) float64 {
+	return float64(ns/1e9) + float64(ns%1e9)/1e9
+}

@@ -1,0 +1,56 @@
+package status
+
+import (
+	"math"
+
+	"github.com/monagent/monagent/judge"
+)
+
+// Doc is the /status document.
+type Doc struct {
+	Host   string  `json:"host"`
+	TimeNS int64   `json:"time_ns"` // when it was made, REALTIME
+	Clocks []Clock `json:"clocks"`
+}
+
+// Clock is one judged clock in a Doc.
+type Clock struct {
+	Clock  string `json:"clock"`
+	Source string `json:"source"`
+	State  string `json:"state"` // UNKNOWN, LOCKED, HOLDOVER, FREERUN
+	// SinceNS is when the state was entered, REALTIME ns (0 while UNKNOWN).
+	SinceNS  int64 `json:"since_ns"`
+	OffsetNS int64 `json:"offset_ns"`
+	// ErrorBoundNS is the bound at TimeNS; -1 for none known (no sample).
+	ErrorBoundNS int64  `json:"error_bound_ns"`
+	LastSampleNS int64  `json:"last_sample_ns"` // 0 for none
+	StateChanges uint64 `json:"state_changes"`
+	// EventsLost is what the source lost (kernel, ring, replies), when it
+	// counts losses.
+	EventsLost uint64 `json:"events_lost"`
+}
+
+// FromViews is the Clocks of views.
+func FromViews(views []judge.View) []Clock {
+	out := make([]Clock, len(views))
+	for i, v := range views {
+		b := v.BoundNS
+		if b == math.MaxInt64 {
+			b = -1
+		}
+		out[i] = Clock{Clock: v.Clock, Source: v.Source, State: v.State.String(), SinceNS: v.SinceNS, OffsetNS: v.OffsetNS,
+			ErrorBoundNS: b, LastSampleNS: v.LastSampleNS, StateChanges: v.Changes}
+	}
+	return out
+}
+
+// AllLocked reports whether every judged clock is LOCKED, and there is at
+// least one: `monagent status` exits 0 only then.
+func (d *Doc) AllLocked() bool {
+	for _, c := range d.Clocks {
+		if c.State != judge.Locked.String() {
+			return false
+		}
+	}
+	return len(d.Clocks) > 0
+}
