@@ -479,26 +479,40 @@ func TestServeRestart(t *testing.T) {
 	}
 }
 
-func TestEndpointRunsAndModels(t *testing.T) {
+// taken is a model an endpoint's OnModel got.
+type taken struct {
+	rank, from int
+	round      int64
+	m          timebase.LinearModel
+}
+
+// modelMesh is three meshed endpoints on loopback, rank r's clock r ms
+// ahead, each handing the models it takes to models (after hold, if set,
+// returns); they do not serve yet.
+func modelMesh(t *testing.T, models chan<- taken, hold func(rank int)) []*Endpoint {
+	t.Helper()
 	base := time.Now()
-	type got struct {
-		from  int
-		round int64
-		m     timebase.LinearModel
-	}
-	models := make(chan got, 4)
 	var eps []*Endpoint
 	for r := range 3 {
-		cfg := EndpointConfig{Addr: "127.0.0.1:0", Rank: r, Key: testKey, Session: 0x5e55,
-			Clock: fakeClock(base, int64(r)*1_000_000), Timeout: 100 * time.Millisecond}
-		if r == 1 {
-			cfg.OnModel = func(from int, round int64, m timebase.LinearModel) { models <- got{from, round, m} }
-		}
-		e := listen(t, cfg)
-		serve(t, e)
-		eps = append(eps, e)
+		eps = append(eps, listen(t, EndpointConfig{Addr: "127.0.0.1:0", Rank: r, Key: testKey, Session: 0x5e55,
+			Clock: fakeClock(base, int64(r)*1_000_000), Timeout: 100 * time.Millisecond,
+			OnModel: func(from int, round int64, m timebase.LinearModel) {
+				if hold != nil {
+					hold(r)
+				}
+				models <- taken{r, from, round, m}
+			}}))
 	}
 	mesh(t, eps...)
+	return eps
+}
+
+func TestEndpointRunsAndModels(t *testing.T) {
+	models := make(chan taken, 4)
+	eps := modelMesh(t, models, nil)
+	for _, e := range eps {
+		serve(t, e)
+	}
 	ctx := context.Background()
 
 	// A model reaches its rank's callback and is acknowledged.
@@ -508,7 +522,7 @@ func TestEndpointRunsAndModels(t *testing.T) {
 	}
 	select {
 	case g := <-models:
-		if g.from != 0 || g.round != 42 || g.m != want {
+		if g.rank != 1 || g.from != 0 || g.round != 42 || g.m != want {
 			t.Errorf("OnModel got %+v, want from 0 round 42 %+v", g, want)
 		}
 	default:
