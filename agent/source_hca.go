@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,7 +72,7 @@ func hcaRingSize(n int) int {
 
 func buildHCASource(env *Env) ([]Source, error) {
 	c := env.Config.HCA
-	addrs, err := c.peerAddrs()
+	addrs, err := hca.ParsePeers(c.Peers)
 	if err != nil {
 		return nil, keyErr("hca.peers", "%v", err)
 	}
@@ -104,18 +103,9 @@ func buildHCASource(env *Env) ([]Source, error) {
 		return nil, err
 	}
 	s.q = s.Queue()
-	listen := c.Listen
-	if listen == "" {
-		listen = addrs[c.Rank].String()
-	}
-	peers := map[int]netip.AddrPort{}
-	for r, a := range addrs {
-		if r != c.Rank {
-			peers[r] = a
-		}
-	}
-	s.ep, err = hca.Listen(hca.EndpointConfig{Addr: listen, Rank: c.Rank, Key: key, Peers: peers, Session: c.session(addrs),
-		Clock: g.Now, Timeout: c.Timeout, OnModel: s.onModel})
+	ecfg := hca.Cluster{Addrs: addrs, Algorithm: c.Algorithm}.Endpoint(c.Rank, c.Listen)
+	ecfg.Key, ecfg.Clock, ecfg.Timeout, ecfg.OnModel = key, g.Now, c.Timeout, s.onModel
+	s.ep, err = hca.Listen(ecfg)
 	clear(key)
 	if err != nil {
 		return nil, keyErr("hca.listen", "%v", err)

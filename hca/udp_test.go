@@ -430,6 +430,30 @@ func TestLoadKey(t *testing.T) {
 	}
 }
 
+func TestCheckKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, key []byte, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, key, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if err := CheckKeyFile(write("good", testKey, 0o600)); err != nil {
+		t.Errorf("CheckKeyFile of a 0600 key: %v", err)
+	}
+	open := write("open", testKey, 0o644)
+	if err := CheckKeyFile(open); err == nil || err.Error() != open+": mode 0644 lets others read the cluster key; make it 0600" {
+		t.Errorf("CheckKeyFile of a 0644 key: %v", err)
+	}
+	if err := CheckKeyFile(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("CheckKeyFile of a missing file: %v", err)
+	}
+	if err := CheckKeyFile(write("short", testKey[:8], 0o600)); err == nil {
+		t.Error("CheckKeyFile took an 8-byte key")
+	}
+}
+
 func TestKeyRedacted(t *testing.T) {
 	cfg := EndpointConfig{Addr: "x", Key: testKey}
 	for _, f := range []string{"%v", "%+v", "%#v", "%s", "%x", "%q"} {
