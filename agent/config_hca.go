@@ -1,13 +1,7 @@
 package agent
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"fmt"
 	"net/netip"
-	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -85,14 +79,14 @@ func (h *HCAConfig) check(ps *problems) {
 		ps.positive(d.key, d.v)
 	}
 	if _, err := hca.AlgorithmByName(h.Algorithm); err != nil {
-		ps.add("hca.algorithm", "%q: want one of %s", h.Algorithm, strings.Join(hcaAlgorithmNames(), ", "))
+		ps.add("hca.algorithm", "%q: want one of %s", h.Algorithm, strings.Join(hca.AlgorithmNames(), ", "))
 	}
 	if h.PingPongs < 1 {
 		ps.add("hca.pingpongs", "%d: want at least 1", h.PingPongs)
 	} else if err := h.params().Validate(); err != nil {
 		ps.add("hca", "%v", err)
 	}
-	if _, err := h.peerAddrs(); err != nil {
+	if _, err := hca.ParsePeers(h.Peers); err != nil {
 		ps.add("hca.peers", "%v", err)
 	} else if _, ok := h.Peers[h.Rank]; !ok {
 		ps.add("hca.rank", "%d is not among the peers' ranks 0..%d", h.Rank, len(h.Peers)-1)
@@ -115,21 +109,9 @@ func (h *HCAConfig) board(_ PathsConfig, ps *problems) {
 	if !h.Enabled || h.KeyFile == "" {
 		return
 	}
-	if _, err := hca.LoadKey(h.KeyFile); err != nil {
+	if err := hca.CheckKeyFile(h.KeyFile); err != nil {
 		ps.put(&KeyError{Key: "hca.key_file", Reason: err.Error(), Err: err})
-		return
 	}
-	if fi, err := os.Stat(h.KeyFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		ps.add("hca.key_file", "%s: mode %04o lets others read the cluster key; make it 0600", h.KeyFile, fi.Mode().Perm())
-	}
-}
-
-func hcaAlgorithmNames() []string {
-	var names []string
-	for _, a := range hca.Algorithms() {
-		names = append(names, a.Name())
-	}
-	return names
 }
 
 // params are the algorithm's parameters.
@@ -138,42 +120,4 @@ func (h *HCAConfig) params() hca.Params {
 	p.Fitpoints, p.Exchanges, p.SpacingNS = h.Fitpoints, h.Exchanges, int64(h.Spacing)
 	p.MaxPingPongs, p.MinPingPongs = h.PingPongs, min(p.MinPingPongs, h.PingPongs)
 	return p
-}
-
-// peerAddrs parses the peer list: ranks 0..n-1, each an IP:port, no address
-// twice.
-func (h *HCAConfig) peerAddrs() ([]netip.AddrPort, error) {
-	n := len(h.Peers)
-	if n == 0 {
-		return nil, fmt.Errorf("empty: list every agent's IP:port by rank, this one's included")
-	}
-	addrs := make([]netip.AddrPort, n)
-	for r := range n {
-		s, ok := h.Peers[r]
-		if !ok {
-			return nil, fmt.Errorf("%d peers but no rank %d: ranks must be 0..%d", n, r, n-1)
-		}
-		a, err := netip.ParseAddrPort(s)
-		if err != nil {
-			return nil, fmt.Errorf("rank %d: %q: want IP:port: %v", r, s, err)
-		}
-		if i := slices.Index(addrs[:r], a); i >= 0 {
-			return nil, fmt.Errorf("ranks %d and %d share the address %s", i, r, a)
-		}
-		addrs[r] = a
-	}
-	return addrs, nil
-}
-
-// session derives the session ID from the peer list and the algorithm, so
-// that agents configured with different lists drop each other's messages
-// as foreign-session, counted, instead of mixing two clusters.
-func (h *HCAConfig) session(addrs []netip.AddrPort) uint64 {
-	var b strings.Builder
-	b.WriteString("monagent-hca-session/1 " + h.Algorithm)
-	for r, a := range addrs {
-		b.WriteString(" " + strconv.Itoa(r) + "=" + a.String())
-	}
-	sum := sha256.Sum256([]byte(b.String()))
-	return binary.BigEndian.Uint64(sum[:8])
 }

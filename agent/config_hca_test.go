@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,5 +48,32 @@ func TestHCADefaultsAreTheSims(t *testing.T) {
 	got, want := cfg.HCA.params(), hca.DefaultParams()
 	if got != want {
 		t.Errorf("the hca section's defaults give %+v, want hca.DefaultParams %+v", got, want)
+	}
+}
+
+// TestHCAPreflightKeyFile: preflight refuses a key file others may read,
+// and one LoadKey refuses, both under hca.key_file.
+func TestHCAPreflightKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, key string
+		mode      os.FileMode
+		want      string // "" for no problem
+	}{
+		{"good", testHCAKey, 0o600, ""},
+		{"open", testHCAKey, 0o644, "hca.key_file: " + filepath.Join(dir, "open") + ": mode 0644 lets others read the cluster key; make it 0600"},
+		{"short", "short", 0o600, "hca.key_file: hca: key file " + filepath.Join(dir, "short") + ": 5 bytes after trimming whitespace, want at least 32"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, tc.name)
+			if err := os.WriteFile(p, []byte(tc.key), tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			cfg := hcaConfig(t, 0, []string{"127.0.0.1:7400", "127.0.0.1:7401"}, p)
+			err := cfg.Preflight()
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("Preflight: %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,12 +19,8 @@ import (
 // hcaSource runs this agent's part of the clock synchronisation between
 // agents (HCAConfig). Every rank serves its endpoint: it answers pings,
 // carries out the exchanges rank 0 asks of it, and takes its model from
-// rank 0. Rank 0 drives: it waits until every rank answers, runs the
-// algorithm, gives each rank its model, ships every model (hca_model) and
-// the round's figures (hca_sync), and syncs again after hca.resync, or
-// sooner when a model's predicted bound would pass hca.max_bound. A failed
-// round is counted and retried after hca.retry_after; every rank keeps its
-// last model meanwhile, its bound growing with time. Failures are logged
+// rank 0. Rank 0 runs the rounds (hca.Driver) and ships every model
+// (hca_model) and each round's figures (hca_sync). Failures are logged
 // when they start, when they change and when they end, not every round.
 //
 // It is an EventSource: the endpoint and the driver are its producer, run
@@ -38,19 +33,14 @@ type hcaSource struct {
 	cfg    HCAConfig
 	log    *slog.Logger
 	ep     *hca.Endpoint
+	driver *hca.Driver // rank 0's
 	global *GlobalClock
-	alg    hca.Algorithm
-	params hca.Params
 	n      int
-	tags   []record.Tag // rank and algorithm
+	tags   []record.Tag // algorithm and rank
 
-	qmu sync.Mutex // serialises the ring's two producers: the endpoint's goroutine (onModel) and the driver
+	qmu sync.Mutex // serialises the ring's two producers: the endpoint's goroutine (onModel) and the driver's (onRound)
 	q   *EventQueue[pendingRecord]
 
-	// The driver's own, on its goroutine (one at a time): the next round's
-	// number (rounds grow for as long as the endpoint lives: its peers
-	// refuse older ones) and the logs of failed rounds and models.
-	nextRound         int64
 	roundLog, giveLog changeLog // what of the failing rounds and deliveries is logged (the driver's goroutine)
 
 	rounds, failures, failing, modelsSent, modelsUndelivered atomic.Uint64
@@ -82,7 +72,7 @@ func hcaRingSize(n int) int {
 
 func buildHCASource(env *Env) ([]Source, error) {
 	c := env.Config.HCA
-	addrs, err := c.peerAddrs()
+	addrs, err := hca.ParsePeers(c.Peers)
 	if err != nil {
 		return nil, keyErr("hca.peers", "%v", err)
 	}
@@ -103,7 +93,7 @@ func buildHCASource(env *Env) ([]Source, error) {
 		g = NewGlobalClock(c)
 	}
 	log = log.With("source", "hca", "rank", c.Rank)
-	s := &hcaSource{cfg: c, log: log, global: g, alg: alg, params: c.params(), n: len(addrs), nextRound: 1,
+	s := &hcaSource{cfg: c, log: log, global: g, n: len(addrs),
 		tags: []record.Tag{{Key: "algorithm", Value: alg.Name()}, {Key: "rank", Value: strconv.Itoa(c.Rank)}},
 	}
 	s.EventSource, err = NewEventSource(EventSourceConfig[pendingRecord]{Name: "hca", Interval: c.Interval, Ring: hcaRingSize(s.n),
@@ -113,24 +103,21 @@ func buildHCASource(env *Env) ([]Source, error) {
 		return nil, err
 	}
 	s.q = s.Queue()
-	listen := c.Listen
-	if listen == "" {
-		listen = addrs[c.Rank].String()
-	}
-	peers := map[int]netip.AddrPort{}
-	for r, a := range addrs {
-		if r != c.Rank {
-			peers[r] = a
-		}
-	}
-	s.ep, err = hca.Listen(hca.EndpointConfig{Addr: listen, Rank: c.Rank, Key: key, Peers: peers, Session: c.session(addrs),
-		Clock: g.Now, Timeout: c.Timeout, OnModel: s.onModel})
+	ecfg := hca.Cluster{Addrs: addrs, Algorithm: c.Algorithm}.Endpoint(c.Rank, c.Listen)
+	ecfg.Key, ecfg.Clock, ecfg.Timeout, ecfg.OnModel = key, g.Now, c.Timeout, s.onModel
+	s.ep, err = hca.Listen(ecfg)
 	clear(key)
 	if err != nil {
 		return nil, keyErr("hca.listen", "%v", err)
 	}
 	if c.Rank == 0 {
 		g.Set(timebase.Identity, 0) // rank 0's clock is the global timeline
+		s.driver, err = hca.NewDriver(hca.DriverConfig{Endpoint: s.ep, Ranks: s.n, Algorithm: alg, Params: c.params(),
+			Resync: c.Resync, MaxBound: c.MaxBound, RetryAfter: c.RetryAfter, OnRound: s.onRound})
+		if err != nil { // the configuration's checks rule it out
+			s.ep.Close()
+			return nil, keyErr("hca", "%v", err)
+		}
 	}
 	s.log.Info("hca endpoint", "listen", s.ep.LocalAddr(), "ranks", s.n, "algorithm", alg.Name(), "test_clock", c.TestClock != nil)
 	return []Source{s}, nil
@@ -143,23 +130,14 @@ func emitPending(b *Batch, r *pendingRecord) { b.Add(r.measurement, r.t, r.tags,
 // socket ends it with the error; the event source counts it and runs it
 // again.
 func (s *hcaSource) produce(ctx context.Context, _ *EventQueue[pendingRecord]) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var driver sync.WaitGroup
-	if s.cfg.Rank == 0 {
-		driver.Add(1)
-		go func() {
-			defer driver.Done()
-			s.drive(ctx)
-		}()
+	serve := s.ep.Serve
+	if s.driver != nil {
+		serve = s.driver.Serve
 	}
-	err := s.ep.Serve(ctx)
-	cancel()
-	driver.Wait()
-	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		return nil
+	if err := serve(ctx); ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+		return err
 	}
-	return err
+	return nil
 }
 
 // selfFields are the endpoint's counters and the source's own; the event
@@ -235,157 +213,47 @@ func modelFields(m timebase.LinearModel, round, x int64) []record.Field {
 	}
 }
 
-// drive runs rounds until ctx ends.
-func (s *hcaSource) drive(ctx context.Context) {
-	net, err := hca.NewPeerNetwork(s.ep, s.n)
-	if err != nil { // the configuration's checks rule it out
-		s.roundLog.noteKind(s.log, time.Now(), "driver", err, roundWhat, roundKeeps...)
+// onRound ships and counts a round of the driver's (on its goroutine).
+// Logged before counted: whoever sees a count sees its log line.
+func (s *hcaSource) onRound(r hca.Round) {
+	if r.Err != nil {
+		class := hca.FailureKind(r.Err)
+		s.roundLog.noteKind(s.log, time.Now(), class, fmt.Errorf("round %d: %w", r.Number, r.Err), roundWhat, roundKeeps...)
+		s.roundErr.Store(&class)
+		s.failing.Add(1)
+		s.failures.Add(1)
 		return
 	}
-	var wait time.Duration
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		res, err := s.round(ctx, net, s.nextRound)
-		switch {
-		case ctx.Err() != nil:
-			return
-		// Logged before counted: whoever sees a count sees its log line.
-		case err != nil:
-			class := roundClass(err)
-			s.roundLog.noteKind(s.log, time.Now(), class, fmt.Errorf("round %d: %w", s.nextRound, err), roundWhat, roundKeeps...)
-			s.roundErr.Store(&class)
-			s.failing.Add(1)
-			s.failures.Add(1)
-			wait = s.cfg.RetryAfter
-		default:
-			s.roundLog.noteKind(s.log, time.Now(), "", nil, roundWhat)
-			s.roundErr.Store(nil)
-			s.failing.Store(0)
-			s.rounds.Add(1)
-			s.nextRound++
-			wait = s.untilResync(res.Models)
-		}
+	alg, res := s.tags[0], r.Result
+	for rank := 1; rank < s.n; rank++ {
+		tags := []record.Tag{alg, {Key: "rank", Value: strconv.Itoa(rank)}}
+		s.add(pendingRecord{"hca_model", r.Realtime, tags, modelFields(res.Models[rank], r.Number, r.RankClock(rank))})
 	}
-}
-
-// errNoAnswer is a rank that does not answer before a round.
-type errNoAnswer struct {
-	rank int
-	err  error
-}
-
-func (e *errNoAnswer) Error() string {
-	return fmt.Sprintf("rank %d does not answer (down, another key, or another peer list): %v", e.rank, e.err)
-}
-
-func (e *errNoAnswer) Unwrap() error { return e.err }
-
-// roundClass is what a failed round's error is, in words that stay the
-// same while the same thing fails (no sequence numbers, rounds or
-// timings): which rank does not answer, or how the algorithm failed.
-func roundClass(err error) string {
-	var na *errNoAnswer
-	switch {
-	case errors.As(err, &na):
-		return fmt.Sprintf("rank %d does not answer (down, another key, or another peer list)", na.rank)
-	case errors.Is(err, hca.ErrLost):
-		return "exchanges lost during the round (a rank stopped answering)"
-	case errors.Is(err, hca.ErrScattered), errors.Is(err, hca.ErrAbsurdSlope):
-		return "line fits rejected on every try (a clock stepped or a rank is overloaded)"
-	}
-	return err.Error()
-}
-
-// round runs one synchronisation and hands out and ships its models.
-func (s *hcaSource) round(ctx context.Context, net *hca.PeerNetwork, round int64) (hca.Result, error) {
-	for r := 1; r < s.n; r++ {
-		if err := s.reach(ctx, r); err != nil {
-			return hca.Result{}, err
-		}
-	}
-	res, err := s.alg.Sync(ctx, net, s.params)
-	if err != nil {
-		return res, err
-	}
-	end := s.global.Now()
-	rt, _ := timebase.Realtime.Now()
-	var maxBound int64
-	var undelivered []string // ranks
-	var giveErrs []error
-	for r := 1; r < s.n; r++ {
-		m := res.Models[r]
-		if err := s.give(ctx, r, round, m); err != nil {
-			undelivered = append(undelivered, strconv.Itoa(r))
-			giveErrs = append(giveErrs, err)
-			s.modelsUndelivered.Add(1)
-		}
-		x := end + m.Intercept // rank r's clock, near enough for a bound
-		maxBound = max(maxBound, hca.Bound(m, x))
-		tags := []record.Tag{{Key: "algorithm", Value: s.alg.Name()}, {Key: "rank", Value: strconv.Itoa(r)}}
-		s.add(pendingRecord{"hca_model", rt, tags, modelFields(m, round, x)})
-	}
-	s.add(pendingRecord{"hca_sync", rt, []record.Tag{{Key: "algorithm", Value: s.alg.Name()}}, []record.Field{
-		record.Int("round", round), record.Int("nodes", int64(s.n)), record.Int("duration_ns", res.DurationNS),
+	s.add(pendingRecord{"hca_sync", r.Realtime, []record.Tag{alg}, []record.Field{
+		record.Int("round", r.Number), record.Int("nodes", int64(s.n)), record.Int("duration_ns", res.DurationNS),
 		record.Int("messages", res.Messages), record.Int("exchanges", res.Exchanges), record.Int("lost", res.Lost),
-		record.Int("rejected", int64(res.Rejected)), record.Int("max_bound_ns", maxBound),
-		record.Int("models_undelivered", int64(len(undelivered))),
+		record.Int("rejected", int64(res.Rejected)), record.Int("max_bound_ns", r.MaxBound),
+		record.Int("models_undelivered", int64(len(r.Undelivered))),
 	}})
-	if len(undelivered) == 0 {
+	s.modelsSent.Add(uint64(s.n - 1 - len(r.Undelivered)))
+	s.modelsUndelivered.Add(uint64(len(r.Undelivered)))
+	if len(r.Undelivered) == 0 {
 		s.giveLog.noteKind(s.log, time.Now(), "", nil, giveWhat)
 	} else {
-		s.giveLog.noteKind(s.log, time.Now(), "ranks "+strings.Join(undelivered, ", ")+" do not acknowledge their models", errors.Join(giveErrs...), giveWhat, giveKeeps...)
+		var ranks []string
+		for _, rank := range r.Undelivered {
+			ranks = append(ranks, strconv.Itoa(rank))
+		}
+		s.giveLog.noteKind(s.log, time.Now(), "ranks "+strings.Join(ranks, ", ")+" do not acknowledge their models", r.DeliveryErr, giveWhat, giveKeeps...)
 	}
-	if maxBound > int64(s.cfg.MaxBound) {
+	if r.MaxBound > int64(s.cfg.MaxBound) {
 		s.boundExceeded.Add(1)
 	}
-	s.log.Debug("hca round", "round", round, "duration", time.Duration(res.DurationNS), "messages", res.Messages, "max_bound_ns", maxBound)
-	return res, nil
-}
-
-// reach pings rank r until it answers, up to three times.
-func (s *hcaSource) reach(ctx context.Context, r int) error {
-	var err error
-	for range 3 {
-		if _, err = s.ep.Ping(ctx, r); err == nil {
-			return nil
-		}
-	}
-	return &errNoAnswer{rank: r, err: err}
-}
-
-// give sends rank r its model, up to three times.
-func (s *hcaSource) give(ctx context.Context, r int, round int64, m timebase.LinearModel) error {
-	var err error
-	for range 3 {
-		if err = s.ep.SendModel(ctx, r, round, m); err == nil {
-			s.modelsSent.Add(1)
-			return nil
-		}
-		if !errors.Is(err, hca.ErrLost) {
-			return err
-		}
-	}
-	return err
-}
-
-// untilResync is the time to the next round: hca.resync, or sooner when
-// the predicted bound of a model passes hca.max_bound, but not sooner than
-// hca.retry_after.
-func (s *hcaSource) untilResync(models []timebase.LinearModel) time.Duration {
-	now := s.global.Now()
-	step := max(s.cfg.Resync/64, time.Millisecond)
-	for d := step; d < s.cfg.Resync; d += step {
-		for _, m := range models[1:] {
-			if hca.Bound(m, now+m.Intercept+int64(d)) > int64(s.cfg.MaxBound) {
-				return max(d, s.cfg.RetryAfter)
-			}
-		}
-	}
-	return s.cfg.Resync
+	s.log.Debug("hca round", "round", r.Number, "duration", time.Duration(res.DurationNS), "messages", res.Messages, "max_bound_ns", r.MaxBound)
+	s.roundLog.noteKind(s.log, time.Now(), "", nil, roundWhat)
+	s.roundErr.Store(nil)
+	s.failing.Store(0)
+	s.rounds.Add(1)
 }
 
 // hcaSection is the hca section's entry in the table (config.go).

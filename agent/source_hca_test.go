@@ -246,9 +246,9 @@ func TestHCASourceRunsOnlyInRun(t *testing.T) {
 	}
 	// Rank 0 stands in for a driver: an endpoint of the test's.
 	cfg := hcaConfig(t, 1, addrs, key)
-	peers, _ := cfg.HCA.peerAddrs()
+	peers, _ := hca.ParsePeers(cfg.HCA.Peers)
 	ep, err := hca.Listen(hca.EndpointConfig{Addr: addrs[0], Rank: 0, Key: k, Timeout: 50 * time.Millisecond,
-		Session: cfg.HCA.session(peers), Peers: map[int]netip.AddrPort{1: peers[1]}})
+		Session: hca.Cluster{Addrs: peers, Algorithm: cfg.HCA.Algorithm}.Session(), Peers: map[int]netip.AddrPort{1: peers[1]}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,15 @@ func Algorithms() []Algorithm {
 	return []Algorithm{skampiOffsetOnly{}, treeOffsetOnly{}, jonesKoenig{}, hca{}, hca2{}, hca3{}}
 }
 
+// AlgorithmNames are the names of Algorithms, in their order.
+func AlgorithmNames() []string {
+	var names []string
+	for _, a := range Algorithms() {
+		names = append(names, a.Name())
+	}
+	return names
+}
+
 // AlgorithmByName returns the algorithm called name.
 func AlgorithmByName(name string) (Algorithm, error) {
 	for _, a := range Algorithms() {

@@ -79,6 +79,20 @@ func LoadKey(path string) (Key, error) {
 	return out, nil
 }
 
+// CheckKeyFile checks a key file as LoadKey reads it, and that only its
+// owner may read it.
+func CheckKeyFile(path string) error {
+	key, err := LoadKey(path)
+	if err != nil {
+		return err
+	}
+	clear(key)
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s: mode %04o lets others read the cluster key; make it 0600", path, fi.Mode().Perm())
+	}
+	return nil
+}
+
 // EndpointConfig describes an Endpoint.
 type EndpointConfig struct {
 	Addr    string                 // UDP address to bind, e.g. "0.0.0.0:7400" or "127.0.0.1:0"

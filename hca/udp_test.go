@@ -430,6 +430,30 @@ func TestLoadKey(t *testing.T) {
 	}
 }
 
+func TestCheckKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, key []byte, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, key, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if err := CheckKeyFile(write("good", testKey, 0o600)); err != nil {
+		t.Errorf("CheckKeyFile of a 0600 key: %v", err)
+	}
+	open := write("open", testKey, 0o644)
+	if err := CheckKeyFile(open); err == nil || err.Error() != open+": mode 0644 lets others read the cluster key; make it 0600" {
+		t.Errorf("CheckKeyFile of a 0644 key: %v", err)
+	}
+	if err := CheckKeyFile(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("CheckKeyFile of a missing file: %v", err)
+	}
+	if err := CheckKeyFile(write("short", testKey[:8], 0o600)); err == nil {
+		t.Error("CheckKeyFile took an 8-byte key")
+	}
+}
+
 func TestKeyRedacted(t *testing.T) {
 	cfg := EndpointConfig{Addr: "x", Key: testKey}
 	for _, f := range []string{"%v", "%+v", "%#v", "%s", "%x", "%q"} {
@@ -479,26 +503,40 @@ func TestServeRestart(t *testing.T) {
 	}
 }
 
-func TestEndpointRunsAndModels(t *testing.T) {
+// taken is a model an endpoint's OnModel got.
+type taken struct {
+	rank, from int
+	round      int64
+	m          timebase.LinearModel
+}
+
+// modelMesh is three meshed endpoints on loopback, rank r's clock r ms
+// ahead, each handing the models it takes to models (after hold, if set,
+// returns); they do not serve yet.
+func modelMesh(t *testing.T, models chan<- taken, hold func(rank int)) []*Endpoint {
+	t.Helper()
 	base := time.Now()
-	type got struct {
-		from  int
-		round int64
-		m     timebase.LinearModel
-	}
-	models := make(chan got, 4)
 	var eps []*Endpoint
 	for r := range 3 {
-		cfg := EndpointConfig{Addr: "127.0.0.1:0", Rank: r, Key: testKey, Session: 0x5e55,
-			Clock: fakeClock(base, int64(r)*1_000_000), Timeout: 100 * time.Millisecond}
-		if r == 1 {
-			cfg.OnModel = func(from int, round int64, m timebase.LinearModel) { models <- got{from, round, m} }
-		}
-		e := listen(t, cfg)
-		serve(t, e)
-		eps = append(eps, e)
+		eps = append(eps, listen(t, EndpointConfig{Addr: "127.0.0.1:0", Rank: r, Key: testKey, Session: 0x5e55,
+			Clock: fakeClock(base, int64(r)*1_000_000), Timeout: 100 * time.Millisecond,
+			OnModel: func(from int, round int64, m timebase.LinearModel) {
+				if hold != nil {
+					hold(r)
+				}
+				models <- taken{r, from, round, m}
+			}}))
 	}
 	mesh(t, eps...)
+	return eps
+}
+
+func TestEndpointRunsAndModels(t *testing.T) {
+	models := make(chan taken, 4)
+	eps := modelMesh(t, models, nil)
+	for _, e := range eps {
+		serve(t, e)
+	}
 	ctx := context.Background()
 
 	// A model reaches its rank's callback and is acknowledged.
@@ -508,7 +546,7 @@ func TestEndpointRunsAndModels(t *testing.T) {
 	}
 	select {
 	case g := <-models:
-		if g.from != 0 || g.round != 42 || g.m != want {
+		if g.rank != 1 || g.from != 0 || g.round != 42 || g.m != want {
 			t.Errorf("OnModel got %+v, want from 0 round 42 %+v", g, want)
 		}
 	default:
