@@ -3,7 +3,6 @@ package agent
 import (
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/monagent/monagent/gpio"
+	"github.com/monagent/monagent/sensors"
 )
 
 // GPIOConfig is the GPIO edge source (source_gpio_linux.go): lines of GPIO
@@ -242,9 +242,6 @@ func (g *GPIOConfig) check(p *problems) {
 	g.checkTriggers(p)
 }
 
-// triggerSources are the sensor sources a trigger pattern may name.
-var triggerSources = map[string]bool{"hwmon": true, "thermal": true, "iio": true}
-
 func (g *GPIOConfig) checkTriggers(p *problems) {
 	names := map[string]int{}
 	for i, tr := range g.Triggers {
@@ -267,7 +264,7 @@ func (g *GPIOConfig) checkTriggers(p *problems) {
 			p.add(key+".sensors", "list at least one sensor pattern (source/device/name)")
 		}
 		for j, pat := range tr.Sensors {
-			if err := checkTriggerPattern(pat); err != nil {
+			if err := sensors.CheckPattern(pat); err != nil {
 				p.add(fmt.Sprintf("%s.sensors[%d]", key, j), "%q: %v", pat, err)
 			}
 		}
@@ -295,23 +292,6 @@ func validTriggerName(s string) bool {
 		}
 	}
 	return true
-}
-
-// checkTriggerPattern checks a "source/device/name" pattern.
-func checkTriggerPattern(pat string) error {
-	parts := strings.Split(pat, "/")
-	if len(parts) != 3 {
-		return fmt.Errorf("want source/device/name (e.g. hwmon/ina226/*)")
-	}
-	for _, s := range parts {
-		if _, err := path.Match(s, ""); err != nil {
-			return err
-		}
-	}
-	if !strings.ContainsAny(parts[0], "*?[\\") && !triggerSources[parts[0]] {
-		return fmt.Errorf("source %q: want hwmon, thermal or iio", parts[0])
-	}
-	return nil
 }
 
 func (g *GPIOConfig) hasChip(chip string) bool {

@@ -38,11 +38,8 @@ const gpioFields, slabRecords = 10, 512
 // gpioLine is one requested line: its tags and counts.
 type gpioLine struct {
 	offset   uint32
-	rising   []record.Tag // chip, line, name, edge
-	falling  []record.Tag
-	fieldPfx string // "line17_"
-	host     string
-	tags     [2][]record.Tag // rising, falling: with the host tag, sorted
+	tags     edgeTags // chip, line, name, edge
+	fieldPfx string   // "line17_"
 
 	lost   atomic.Uint64 // line_seqno gaps (the producer writes it)
 	queued atomic.Uint64 // the open request's events + gaps: its last line seqno (the producer writes it)
@@ -150,11 +147,8 @@ func newGPIOSource(cc GPIOChipConfig, lines []GPIOLineConfig, path string, tr *t
 		toRaw: tr.Route(cfg.Clock.Domain(), timebase.DomainMonotonicRaw)}
 	for _, l := range lines {
 		d.offsets = append(d.offsets, l.Offset)
-		base := []record.Tag{{Key: "chip", Value: cc.Chip}, {Key: "line", Value: strconv.Itoa(l.Offset)}, {Key: "name", Value: l.tagName()}}
-		d.lines = append(d.lines, &gpioLine{offset: uint32(l.Offset),
-			rising:   append(slices.Clip(base), record.Tag{Key: "edge", Value: "rising"}),
-			falling:  append(slices.Clip(base), record.Tag{Key: "edge", Value: "falling"}),
-			fieldPfx: "line" + strconv.Itoa(l.Offset) + "_"})
+		d.lines = append(d.lines, &gpioLine{offset: uint32(l.Offset), fieldPfx: "line" + strconv.Itoa(l.Offset) + "_",
+			tags: newEdgeTags(record.Tag{Key: "chip", Value: cc.Chip}, record.Tag{Key: "line", Value: strconv.Itoa(l.Offset)}, record.Tag{Key: "name", Value: l.tagName()})})
 	}
 	// A debounced line's IRQ fires on every bounce (gpiolib-cdev's software
 	// debounce takes both edges), so its IRQs are no count of its edges.
@@ -308,13 +302,6 @@ func (d *gpioSource) emit(b *Batch, e *gpioEdge) {
 	if l == nil {
 		return
 	}
-	if l.host != b.host || l.tags[0] == nil {
-		l.withHost(b.host)
-	}
-	tags := l.tags[0]
-	if e.ev.Edge == gpio.EdgeFalling {
-		tags = l.tags[1]
-	}
 	// The fields come from a slab shared by many records (one allocation
 	// per slabRecords edges); records keep their part of it until shipped.
 	if cap(d.slab)-len(d.slab) < gpioFields {
@@ -341,23 +328,40 @@ func (d *gpioSource) emit(b *Batch, e *gpioEdge) {
 		}
 	}
 	d.slab = d.slab[:len(d.slab)+len(f)]
-	// The record's tags are the line's, host included and sorted (as
-	// Batch.Add would make them), shared by its records: the encoder
-	// leaves sorted tags as they are.
-	b.Records = append(b.Records, record.Record{Measurement: "gpio_event", Tags: tags, Fields: f, TimeNS: t})
+	b.Records = append(b.Records, record.Record{Measurement: "gpio_event", Tags: l.tags.of(b.host, e.ev.Edge), Fields: f, TimeNS: t})
 	for _, tr := range l.triggers {
 		tr.fire(b, e, t)
 	}
 }
 
-// withHost builds the line's tags with the host tag, sorted by key.
-func (l *gpioLine) withHost(host string) {
-	for i, base := range [2][]record.Tag{l.rising, l.falling} {
-		t := append([]record.Tag{{Key: "host", Value: host}}, base...)
-		slices.SortFunc(t, func(a, b record.Tag) int { return strings.Compare(a.Key, b.Key) })
-		l.tags[i] = t
+// edgeTags are the tags of a series' records per edge (rising, falling):
+// base and the edge tag, then with the host tag and sorted by key (as
+// Batch.Add would make them) once the host is known, shared by the
+// records: the encoder leaves sorted tags as they are.
+type edgeTags struct {
+	base [2][]record.Tag
+	host string
+	tags [2][]record.Tag
+}
+
+func newEdgeTags(base ...record.Tag) edgeTags {
+	return edgeTags{base: [2][]record.Tag{append(slices.Clip(base), record.Tag{Key: "edge", Value: "rising"}),
+		append(slices.Clip(base), record.Tag{Key: "edge", Value: "falling"})}}
+}
+
+// of is the tags of an edge of kind e shipped by host.
+func (t *edgeTags) of(host string, e gpio.Edge) []record.Tag {
+	if t.host != host || t.tags[0] == nil {
+		for i, base := range t.base {
+			t.tags[i] = append([]record.Tag{{Key: "host", Value: host}}, base...)
+			slices.SortFunc(t.tags[i], func(a, b record.Tag) int { return strings.Compare(a.Key, b.Key) })
+		}
+		t.host = host
 	}
-	l.host = host
+	if e == gpio.EdgeFalling {
+		return t.tags[1]
+	}
+	return t.tags[0]
 }
 
 // place accounts one edge to its line (events, read latency) and returns

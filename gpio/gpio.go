@@ -107,6 +107,10 @@ const (
 	DetectBoth
 )
 
+// Detects says whether a request with this edge detection reports edges
+// of kind e.
+func (d EdgeDetect) Detects(e Edge) bool { return uint8(d)&uint8(e) != 0 }
+
 // Bias is the pull of an input line.
 type Bias uint8
 
