@@ -41,8 +41,7 @@ type gpioLine struct {
 	tags     edgeTags // chip, line, name, edge
 	fieldPfx string   // "line17_"
 
-	lost   atomic.Uint64 // line_seqno gaps (the producer writes it)
-	queued atomic.Uint64 // the open request's events + gaps: its last line seqno (the producer writes it)
+	lost atomic.Uint64 // line_seqno gaps (the producer writes it)
 
 	triggers []*gpioTrigger // gpio.triggers rules of this line (collection goroutine)
 
@@ -169,14 +168,6 @@ func gpioConsumer(path string) string {
 	return c
 }
 
-// queuedOf is a line's events + counted losses in the open request.
-func (d *gpioSource) queuedOf(offset int) uint64 {
-	if l := d.line(uint32(offset)); l != nil {
-		return l.queued.Load()
-	}
-	return 0
-}
-
 func (d *gpioSource) eventSource(name string, interval time.Duration, ringSize int) (*EventSource[gpioEdge], error) {
 	return NewEventSource(EventSourceConfig[gpioEdge]{
 		Name: name, Interval: interval, Ring: ringSize,
@@ -238,11 +229,8 @@ func (d *gpioSource) produce(ctx context.Context, q *EventQueue[gpioEdge]) error
 	}
 	defer closeFn()
 	if d.irqs != nil {
-		for _, l := range d.lines {
-			l.queued.Store(0)
-		}
 		d.irqs.Start()
-		defer d.irqs.Stop(d.queuedOf)
+		defer d.irqs.Stop()
 	}
 	evs := make([]gpio.Event, d.buffer)
 	batch := make([]gpioEdge, d.buffer)
@@ -258,11 +246,7 @@ func (d *gpioSource) produce(ctx context.Context, q *EventQueue[gpioEdge]) error
 			}
 			q.Put(batch[:n])
 			if d.irqs != nil {
-				for _, l := range rd.Loss().Lines(ll[:0]) {
-					if line := d.line(l.Offset); line != nil {
-						line.queued.Store(l.Received + l.Lost)
-					}
-				}
+				d.irqs.Queued(rd.Loss())
 			}
 		}
 		if lost > 0 {
@@ -404,7 +388,7 @@ func (d *gpioSource) realtime(ts timebase.Timestamp) (int64, int64, bool) {
 // self-metrics shipped less often than the edges still show them.
 func (d *gpioSource) after(b *Batch, events int) error {
 	if d.irqs != nil {
-		d.irqs.Check(d.queuedOf)
+		d.irqs.Check()
 	}
 	for _, l := range d.lines {
 		l.lat.close(&d.scratch)
