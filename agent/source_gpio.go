@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/monagent/monagent/gpio"
@@ -186,32 +184,12 @@ func (d *gpioSource) line(offset uint32) *gpioLine {
 	return nil
 }
 
-// open requests the lines (or opens the replayed capture) and returns its
-// reader and what to close after the reader's last Read.
-func (d *gpioSource) open() (*gpio.Reader, func(), error) {
+// open requests the lines, or opens the replayed capture.
+func (d *gpioSource) open() (*gpio.Reader, error) {
 	if d.replay != "" {
-		// Non-blocking, so that opening a FIFO does not wait for its writer.
-		f, err := os.OpenFile(d.replay, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-		if err != nil {
-			return nil, nil, fmt.Errorf("gpio %s: replay: %w", d.chip, err)
-		}
-		rd, err := gpio.NewFileReader(f, d.chip+" replay "+d.replay, d.cfg.Clock, d.buffer)
-		if err != nil {
-			f.Close()
-			return nil, nil, err
-		}
-		return rd, func() { f.Close() }, nil
+		return gpio.OpenReplay(d.replay, d.chip, d.cfg.Clock, d.buffer)
 	}
-	chip, err := gpio.Open(d.path)
-	if err != nil {
-		return nil, nil, err
-	}
-	req, err := chip.RequestLines(d.offsets, d.cfg)
-	if err != nil {
-		chip.Close()
-		return nil, nil, err
-	}
-	return req.Reader(d.buffer), func() { req.Close(); chip.Close() }, nil
+	return gpio.OpenLines(d.path, d.offsets, d.cfg, d.buffer)
 }
 
 // produce drains the request into the queue until ctx is done; a failure
@@ -223,11 +201,11 @@ func (d *gpioSource) produce(ctx context.Context, q *EventQueue[gpioEdge]) error
 		<-ctx.Done()
 		return nil
 	}
-	rd, closeFn, err := d.open()
+	rd, err := d.open()
 	if err != nil {
 		return err
 	}
-	defer closeFn()
+	defer rd.Close()
 	if d.irqs != nil {
 		d.irqs.Start()
 		defer d.irqs.Stop()
