@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -125,12 +126,7 @@ func (l *GPIOLineConfig) lineConfig() gpio.LineConfig {
 }
 
 // tagName is the line's name tag.
-func (l *GPIOLineConfig) tagName() string {
-	if l.Name != "" {
-		return l.Name
-	}
-	return fmt.Sprintf("line%d", l.Offset)
-}
+func (l *GPIOLineConfig) tagName() string { return cmp.Or(l.Name, "line"+strconv.Itoa(l.Offset)) }
 
 // groupGPIOLines splits a chip's lines into requests: lines with the same
 // settings share one (a replay is one group).
@@ -268,11 +264,11 @@ func (g *GPIOConfig) checkTriggers(p *problems) {
 				p.add(fmt.Sprintf("%s.sensors[%d]", key, j), "%q: %v", pat, err)
 			}
 		}
-		line := g.triggerLine(tr)
+		line, chip := g.triggerLine(tr)
 		switch {
 		case tr.Chip == "":
 			p.add(key+".chip", "must be set: a chip of gpio.chips")
-		case line == nil && !g.hasChip(tr.Chip):
+		case !chip:
 			p.add(key+".chip", "%s is not in gpio.chips", tr.Chip)
 		case line == nil:
 			p.add(key+".line", "%d is not a line of %s in gpio.chips", tr.Line, tr.Chip)
@@ -283,47 +279,23 @@ func (g *GPIOConfig) checkTriggers(p *problems) {
 }
 
 func validTriggerName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return false
-		}
-	}
-	return true
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	})
 }
 
-func (g *GPIOConfig) hasChip(chip string) bool {
-	for _, c := range g.Chips {
-		if c.Chip == chip {
-			return true
-		}
-	}
-	return false
-}
-
-// triggerLine is the configured line a trigger names, or nil.
-func (g *GPIOConfig) triggerLine(tr GPIOTriggerConfig) *GPIOLineConfig {
+// triggerLine is the configured line a trigger names (nil: none), and
+// whether its chip is configured.
+func (g *GPIOConfig) triggerLine(tr GPIOTriggerConfig) (line *GPIOLineConfig, chip bool) {
 	for i := range g.Chips {
-		if g.Chips[i].Chip != tr.Chip {
-			continue
-		}
-		for j := range g.Chips[i].Lines {
-			if g.Chips[i].Lines[j].Offset == tr.Line {
-				return &g.Chips[i].Lines[j]
+		if c := &g.Chips[i]; c.Chip == tr.Chip {
+			chip = true
+			if j := slices.IndexFunc(c.Lines, func(l GPIOLineConfig) bool { return l.Offset == tr.Line }); j >= 0 {
+				return &c.Lines[j], true
 			}
 		}
 	}
-	return nil
-}
-
-// chipPath is the device of a chip entry.
-func (c *GPIOChipConfig) chipPath(dev string) string {
-	if strings.ContainsRune(c.Chip, '/') {
-		return c.Chip
-	}
-	return filepath.Join(dev, c.Chip)
+	return nil, chip
 }
 
 // board checks that every chip (or replay file) and the PHC exist.
@@ -342,7 +314,7 @@ func (g *GPIOConfig) board(paths PathsConfig, p *problems) {
 		if c.Chip == "" {
 			continue
 		}
-		if _, err := os.Stat(c.chipPath(paths.Dev)); err != nil {
+		if _, err := os.Stat(gpio.DevicePath(paths.Dev, c.Chip)); err != nil {
 			p.put(&KeyError{Key: key + ".chip", Reason: fmt.Sprintf("no GPIO chip: %v", err), Err: err})
 		}
 	}

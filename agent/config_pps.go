@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/monagent/monagent/gpio"
 )
 
 // PPSConfig is the PPS source (source_pps_linux.go): /dev/ppsN devices, each
@@ -44,21 +47,8 @@ func (d *PPSDeviceConfig) UnmarshalYAML(n *yaml.Node) error {
 	return n.Decode((*plain)(d))
 }
 
-// path is the device's file.
-func (d *PPSDeviceConfig) path(dev string) string {
-	if strings.ContainsRune(d.Device, '/') {
-		return d.Device
-	}
-	return filepath.Join(dev, d.Device)
-}
-
 // tagName is the device's name tag.
-func (d *PPSDeviceConfig) tagName() string {
-	if d.Name != "" {
-		return d.Name
-	}
-	return filepath.Base(d.Device)
-}
+func (d *PPSDeviceConfig) tagName() string { return cmp.Or(d.Name, filepath.Base(d.Device)) }
 
 // Validate checks the pps section.
 func (p *PPSConfig) Validate() error {
@@ -114,7 +104,7 @@ func (p *PPSConfig) board(paths PathsConfig, ps *problems) {
 		if d.Device == "" {
 			continue
 		}
-		if _, err := os.Stat(d.path(paths.Dev)); err != nil {
+		if _, err := os.Stat(gpio.DevicePath(paths.Dev, d.Device)); err != nil {
 			ps.put(&KeyError{Key: fmt.Sprintf("pps.devices[%d].device", i), Reason: fmt.Sprintf("no PPS device: %v", err), Err: err})
 		}
 	}

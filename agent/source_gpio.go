@@ -104,20 +104,17 @@ func buildGPIOSources(env *Env) ([]Source, error) {
 	var out []Source
 	for i, cc := range c.GPIO.Chips {
 		for _, group := range groupGPIOLines(cc) {
-			d, err := newGPIOSource(cc, group, cc.chipPath(c.Paths.Dev), tr, phcDom)
-			if err != nil {
-				for _, o := range out {
-					o.Close()
-				}
-				return nil, keyErr(fmt.Sprintf("gpio.chips[%d]", i), "%v", err)
-			}
-			d.global = env.Global
-			d.attachTriggers(c.GPIO.Triggers, sensors.NewFS(c.Paths.Sys, c.Paths.Dev), env.Log)
 			name := "gpio:" + cc.Chip
 			if len(group) != len(cc.Lines) {
 				name += ":" + offsetsString(group)
 			}
-			s, err := d.eventSource(name, c.GPIO.Interval, cc.Ring)
+			d, err := newGPIOSource(cc, group, gpio.DevicePath(c.Paths.Dev, cc.Chip), tr, phcDom)
+			var s Source
+			if err == nil {
+				d.global = env.Global
+				d.attachTriggers(c.GPIO.Triggers, sensors.NewFS(c.Paths.Sys, c.Paths.Dev), env.Log)
+				s, err = d.eventSource(name, c.GPIO.Interval, cc.Ring)
+			}
 			if err != nil {
 				for _, o := range out {
 					o.Close()
@@ -341,23 +338,16 @@ func (d *gpioSource) place(e *gpioEdge) (l *gpioLine, t, unc int64, ok bool) {
 	l.events++
 	l.lat.add(e.read - e.ev.TimestampNS)
 
-	t, unc, ok = d.realtime(timebase.Timestamp{NS: e.ev.TimestampNS, Domain: e.ev.Domain()})
+	// A REALTIME stamp stays as it is (uncertainty 0); the route does not
+	// allocate when the models exist.
+	rt, err := d.toRT.Move(timebase.Timestamp{NS: e.ev.TimestampNS, Domain: e.ev.Domain()})
+	t, unc, ok = rt.NS, rt.UncertaintyNS, err == nil
 	if !ok {
 		t = e.readRT
 		d.untranslated++
 	}
 	t = l.times.next(t, &d.bumps)
 	return l, t, unc, ok
-}
-
-// realtime moves a kernel stamp to REALTIME with its uncertainty; it does
-// not allocate when the models exist.
-func (d *gpioSource) realtime(ts timebase.Timestamp) (int64, int64, bool) {
-	if ts.Domain == timebase.DomainRealtime {
-		return ts.NS, 0, true
-	}
-	rt, err := d.toRT.Move(ts)
-	return rt.NS, rt.UncertaintyNS, err == nil
 }
 
 // after closes the interval's latency statistics of every line that had

@@ -51,7 +51,7 @@ func buildPPSSources(env *Env) ([]Source, error) {
 	c := env.Config
 	var out []Source
 	for i, dc := range c.PPS.Devices {
-		d := newPPSSource(dc, dc.path(c.Paths.Dev), nil)
+		d := newPPSSource(dc, gpio.DevicePath(c.Paths.Dev, dc.Device), nil)
 		s, err := d.eventSource("pps:"+dc.tagName(), c.PPS.Interval, dc.Ring)
 		if err != nil {
 			for _, o := range out {

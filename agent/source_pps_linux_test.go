@@ -204,7 +204,7 @@ func TestPPSSourceErrorNamesDevice(t *testing.T) {
 	var dc PPSDeviceConfig
 	dc.defaults()
 	dc.Device = "pps9"
-	path := dc.path(t.TempDir())
+	path := gpio.DevicePath(t.TempDir(), dc.Device)
 	d := newPPSSource(dc, path, nil)
 	s, err := d.eventSource("pps:pps9", time.Second, dc.Ring)
 	if err != nil {

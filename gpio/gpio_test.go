@@ -17,3 +17,16 @@ func TestEdgeDetectDetects(t *testing.T) {
 		}
 	}
 }
+
+func TestDevicePath(t *testing.T) {
+	for _, c := range []struct{ dev, name, want string }{
+		{"/dev", "gpiochip0", "/dev/gpiochip0"},
+		{"/devx", "pps1", "/devx/pps1"},
+		{"/devx", "/dev/pps0", "/dev/pps0"},
+		{"/devx", "sub/gpiochip1", "sub/gpiochip1"},
+	} {
+		if got := DevicePath(c.dev, c.name); got != c.want {
+			t.Errorf("DevicePath(%q, %q) = %q, want %q", c.dev, c.name, got, c.want)
+		}
+	}
+}
