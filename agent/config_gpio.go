@@ -16,7 +16,7 @@ import (
 	"github.com/monagent/monagent/sensors"
 )
 
-// GPIOConfig is the GPIO edge source (source_gpio_linux.go): lines of GPIO
+// GPIOConfig is the GPIO edge source (source_gpio.go): lines of GPIO
 // character devices requested with edge detection, each edge shipped as a
 // gpio_event record at the kernel's stamp moved to REALTIME.
 type GPIOConfig struct {
@@ -27,7 +27,7 @@ type GPIOConfig struct {
 	// phc_ns field, through the phc source's model of it.
 	PHC string `yaml:"phc"`
 	// Triggers tie a configured line's edges to sensor readings
-	// (source_gpio_trigger_linux.go): a gpio_trigger record per edge.
+	// (source_gpio_trigger.go): a gpio_trigger record per edge.
 	Triggers []GPIOTriggerConfig `yaml:"triggers"`
 }
 
@@ -80,36 +80,24 @@ func (g *GPIOConfig) defaults() {
 	*g = GPIOConfig{Interval: time.Second}
 }
 
-func (c *GPIOChipConfig) defaults() {
-	*c = GPIOChipConfig{Buffer: 1024, Ring: 4096}
-}
-
-func (l *GPIOLineConfig) defaults() {
-	*l = GPIOLineConfig{Edge: "both", Bias: "as_is", Clock: "monotonic"}
-}
-
-func (tr *GPIOTriggerConfig) defaults() {
-	*tr = GPIOTriggerConfig{Edge: "both", MinInterval: 100 * time.Millisecond}
-}
-
 // UnmarshalYAML decodes a triggers entry over its defaults.
 func (tr *GPIOTriggerConfig) UnmarshalYAML(n *yaml.Node) error {
 	type plain GPIOTriggerConfig
-	tr.defaults()
+	*tr = GPIOTriggerConfig{Edge: "both", MinInterval: 100 * time.Millisecond}
 	return n.Decode((*plain)(tr))
 }
 
 // UnmarshalYAML decodes a chips entry over its defaults.
 func (c *GPIOChipConfig) UnmarshalYAML(n *yaml.Node) error {
 	type plain GPIOChipConfig
-	c.defaults()
+	*c = GPIOChipConfig{Buffer: gpio.MaxEventBufferSize, Ring: 4096}
 	return n.Decode((*plain)(c))
 }
 
 // UnmarshalYAML decodes a lines entry over its defaults.
 func (l *GPIOLineConfig) UnmarshalYAML(n *yaml.Node) error {
 	type plain GPIOLineConfig
-	l.defaults()
+	*l = GPIOLineConfig{Edge: "both", Bias: "as_is", Clock: "monotonic"}
 	return n.Decode((*plain)(l))
 }
 

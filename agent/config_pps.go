@@ -13,7 +13,7 @@ import (
 	"github.com/monagent/monagent/gpio"
 )
 
-// PPSConfig is the PPS source (source_pps_linux.go): /dev/ppsN devices, each
+// PPSConfig is the PPS source (source_pps.go): /dev/ppsN devices, each
 // new assert (or clear) edge shipped as a pps_event record at the kernel's
 // stamp, which PPS drivers take in REALTIME.
 type PPSConfig struct {
@@ -36,14 +36,10 @@ func (p *PPSConfig) defaults() {
 	*p = PPSConfig{Interval: time.Second}
 }
 
-func (d *PPSDeviceConfig) defaults() {
-	*d = PPSDeviceConfig{Assert: true, Ring: 64}
-}
-
 // UnmarshalYAML decodes a devices entry over its defaults.
 func (d *PPSDeviceConfig) UnmarshalYAML(n *yaml.Node) error {
 	type plain PPSDeviceConfig
-	d.defaults()
+	*d = PPSDeviceConfig{Assert: true, Ring: 64}
 	return n.Decode((*plain)(d))
 }
 

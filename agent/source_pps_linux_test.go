@@ -51,8 +51,7 @@ type ppsFixture struct {
 
 func newPPSFixture(t *testing.T, assert, clear bool, baseline gpio.PPSEvent) *ppsFixture {
 	t.Helper()
-	var dc PPSDeviceConfig
-	dc.defaults()
+	dc := entryDefaults[PPSDeviceConfig]()
 	dc.Device, dc.Name, dc.Assert, dc.Clear = "/dev/pps3", "gnss", assert, clear
 	dev := newFakePPS(baseline)
 	d := newPPSSource(dc, dc.Device, func() (ppsFetcher, error) { return dev, nil })
@@ -201,8 +200,7 @@ func TestPPSSourceNeverShipsTwoRecordsAtOneTime(t *testing.T) {
 }
 
 func TestPPSSourceErrorNamesDevice(t *testing.T) {
-	var dc PPSDeviceConfig
-	dc.defaults()
+	dc := entryDefaults[PPSDeviceConfig]()
 	dc.Device = "pps9"
 	path := gpio.DevicePath(t.TempDir(), dc.Device)
 	d := newPPSSource(dc, path, nil)
