@@ -1,9 +1,9 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,9 +13,10 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/monagent/monagent/gpio"
+	"github.com/monagent/monagent/sensors"
 )
 
-// GPIOConfig is the GPIO edge source (source_gpio_linux.go): lines of GPIO
+// GPIOConfig is the GPIO edge source (source_gpio.go): lines of GPIO
 // character devices requested with edge detection, each edge shipped as a
 // gpio_event record at the kernel's stamp moved to REALTIME.
 type GPIOConfig struct {
@@ -26,7 +27,7 @@ type GPIOConfig struct {
 	// phc_ns field, through the phc source's model of it.
 	PHC string `yaml:"phc"`
 	// Triggers tie a configured line's edges to sensor readings
-	// (source_gpio_trigger_linux.go): a gpio_trigger record per edge.
+	// (source_gpio_trigger.go): a gpio_trigger record per edge.
 	Triggers []GPIOTriggerConfig `yaml:"triggers"`
 }
 
@@ -79,36 +80,24 @@ func (g *GPIOConfig) defaults() {
 	*g = GPIOConfig{Interval: time.Second}
 }
 
-func (c *GPIOChipConfig) defaults() {
-	*c = GPIOChipConfig{Buffer: 1024, Ring: 4096}
-}
-
-func (l *GPIOLineConfig) defaults() {
-	*l = GPIOLineConfig{Edge: "both", Bias: "as_is", Clock: "monotonic"}
-}
-
-func (tr *GPIOTriggerConfig) defaults() {
-	*tr = GPIOTriggerConfig{Edge: "both", MinInterval: 100 * time.Millisecond}
-}
-
 // UnmarshalYAML decodes a triggers entry over its defaults.
 func (tr *GPIOTriggerConfig) UnmarshalYAML(n *yaml.Node) error {
 	type plain GPIOTriggerConfig
-	tr.defaults()
+	*tr = GPIOTriggerConfig{Edge: "both", MinInterval: 100 * time.Millisecond}
 	return n.Decode((*plain)(tr))
 }
 
 // UnmarshalYAML decodes a chips entry over its defaults.
 func (c *GPIOChipConfig) UnmarshalYAML(n *yaml.Node) error {
 	type plain GPIOChipConfig
-	c.defaults()
+	*c = GPIOChipConfig{Buffer: gpio.MaxEventBufferSize, Ring: 4096}
 	return n.Decode((*plain)(c))
 }
 
 // UnmarshalYAML decodes a lines entry over its defaults.
 func (l *GPIOLineConfig) UnmarshalYAML(n *yaml.Node) error {
 	type plain GPIOLineConfig
-	l.defaults()
+	*l = GPIOLineConfig{Edge: "both", Bias: "as_is", Clock: "monotonic"}
 	return n.Decode((*plain)(l))
 }
 
@@ -125,12 +114,7 @@ func (l *GPIOLineConfig) lineConfig() gpio.LineConfig {
 }
 
 // tagName is the line's name tag.
-func (l *GPIOLineConfig) tagName() string {
-	if l.Name != "" {
-		return l.Name
-	}
-	return fmt.Sprintf("line%d", l.Offset)
-}
+func (l *GPIOLineConfig) tagName() string { return cmp.Or(l.Name, "line"+strconv.Itoa(l.Offset)) }
 
 // groupGPIOLines splits a chip's lines into requests: lines with the same
 // settings share one (a replay is one group).
@@ -242,9 +226,6 @@ func (g *GPIOConfig) check(p *problems) {
 	g.checkTriggers(p)
 }
 
-// triggerSources are the sensor sources a trigger pattern may name.
-var triggerSources = map[string]bool{"hwmon": true, "thermal": true, "iio": true}
-
 func (g *GPIOConfig) checkTriggers(p *problems) {
 	names := map[string]int{}
 	for i, tr := range g.Triggers {
@@ -267,15 +248,15 @@ func (g *GPIOConfig) checkTriggers(p *problems) {
 			p.add(key+".sensors", "list at least one sensor pattern (source/device/name)")
 		}
 		for j, pat := range tr.Sensors {
-			if err := checkTriggerPattern(pat); err != nil {
+			if err := sensors.CheckPattern(pat); err != nil {
 				p.add(fmt.Sprintf("%s.sensors[%d]", key, j), "%q: %v", pat, err)
 			}
 		}
-		line := g.triggerLine(tr)
+		line, chip := g.triggerLine(tr)
 		switch {
 		case tr.Chip == "":
 			p.add(key+".chip", "must be set: a chip of gpio.chips")
-		case line == nil && !g.hasChip(tr.Chip):
+		case !chip:
 			p.add(key+".chip", "%s is not in gpio.chips", tr.Chip)
 		case line == nil:
 			p.add(key+".line", "%d is not a line of %s in gpio.chips", tr.Line, tr.Chip)
@@ -286,64 +267,23 @@ func (g *GPIOConfig) checkTriggers(p *problems) {
 }
 
 func validTriggerName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return false
-		}
-	}
-	return true
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	})
 }
 
-// checkTriggerPattern checks a "source/device/name" pattern.
-func checkTriggerPattern(pat string) error {
-	parts := strings.Split(pat, "/")
-	if len(parts) != 3 {
-		return fmt.Errorf("want source/device/name (e.g. hwmon/ina226/*)")
-	}
-	for _, s := range parts {
-		if _, err := path.Match(s, ""); err != nil {
-			return err
-		}
-	}
-	if !strings.ContainsAny(parts[0], "*?[\\") && !triggerSources[parts[0]] {
-		return fmt.Errorf("source %q: want hwmon, thermal or iio", parts[0])
-	}
-	return nil
-}
-
-func (g *GPIOConfig) hasChip(chip string) bool {
-	for _, c := range g.Chips {
-		if c.Chip == chip {
-			return true
-		}
-	}
-	return false
-}
-
-// triggerLine is the configured line a trigger names, or nil.
-func (g *GPIOConfig) triggerLine(tr GPIOTriggerConfig) *GPIOLineConfig {
+// triggerLine is the configured line a trigger names (nil: none), and
+// whether its chip is configured.
+func (g *GPIOConfig) triggerLine(tr GPIOTriggerConfig) (line *GPIOLineConfig, chip bool) {
 	for i := range g.Chips {
-		if g.Chips[i].Chip != tr.Chip {
-			continue
-		}
-		for j := range g.Chips[i].Lines {
-			if g.Chips[i].Lines[j].Offset == tr.Line {
-				return &g.Chips[i].Lines[j]
+		if c := &g.Chips[i]; c.Chip == tr.Chip {
+			chip = true
+			if j := slices.IndexFunc(c.Lines, func(l GPIOLineConfig) bool { return l.Offset == tr.Line }); j >= 0 {
+				return &c.Lines[j], true
 			}
 		}
 	}
-	return nil
-}
-
-// chipPath is the device of a chip entry.
-func (c *GPIOChipConfig) chipPath(dev string) string {
-	if strings.ContainsRune(c.Chip, '/') {
-		return c.Chip
-	}
-	return filepath.Join(dev, c.Chip)
+	return nil, chip
 }
 
 // board checks that every chip (or replay file) and the PHC exist.
@@ -362,7 +302,7 @@ func (g *GPIOConfig) board(paths PathsConfig, p *problems) {
 		if c.Chip == "" {
 			continue
 		}
-		if _, err := os.Stat(c.chipPath(paths.Dev)); err != nil {
+		if _, err := os.Stat(gpio.DevicePath(paths.Dev, c.Chip)); err != nil {
 			p.put(&KeyError{Key: key + ".chip", Reason: fmt.Sprintf("no GPIO chip: %v", err), Err: err})
 		}
 	}

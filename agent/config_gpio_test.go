@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/monagent/monagent/gpio"
 )
 
@@ -122,10 +124,18 @@ func TestGPIOConfigBoard(t *testing.T) {
 }
 
 func gpioLineCfg(offset int, name, clock string) GPIOLineConfig {
-	var l GPIOLineConfig
-	l.defaults()
+	l := entryDefaults[GPIOLineConfig]()
 	l.Offset, l.Name, l.Clock = offset, name, clock
 	return l
+}
+
+// entryDefaults is a list entry as an empty mapping decodes: its defaults.
+func entryDefaults[T any]() T {
+	var v T
+	if err := yaml.Unmarshal([]byte("{}"), &v); err != nil {
+		panic(err)
+	}
+	return v
 }
 
 func TestGPIOTriggerConfigDefaultsAndDecode(t *testing.T) {

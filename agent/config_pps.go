@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,9 +9,11 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/monagent/monagent/gpio"
 )
 
-// PPSConfig is the PPS source (source_pps_linux.go): /dev/ppsN devices, each
+// PPSConfig is the PPS source (source_pps.go): /dev/ppsN devices, each
 // new assert (or clear) edge shipped as a pps_event record at the kernel's
 // stamp, which PPS drivers take in REALTIME.
 type PPSConfig struct {
@@ -33,32 +36,15 @@ func (p *PPSConfig) defaults() {
 	*p = PPSConfig{Interval: time.Second}
 }
 
-func (d *PPSDeviceConfig) defaults() {
-	*d = PPSDeviceConfig{Assert: true, Ring: 64}
-}
-
 // UnmarshalYAML decodes a devices entry over its defaults.
 func (d *PPSDeviceConfig) UnmarshalYAML(n *yaml.Node) error {
 	type plain PPSDeviceConfig
-	d.defaults()
+	*d = PPSDeviceConfig{Assert: true, Ring: 64}
 	return n.Decode((*plain)(d))
 }
 
-// path is the device's file.
-func (d *PPSDeviceConfig) path(dev string) string {
-	if strings.ContainsRune(d.Device, '/') {
-		return d.Device
-	}
-	return filepath.Join(dev, d.Device)
-}
-
 // tagName is the device's name tag.
-func (d *PPSDeviceConfig) tagName() string {
-	if d.Name != "" {
-		return d.Name
-	}
-	return filepath.Base(d.Device)
-}
+func (d *PPSDeviceConfig) tagName() string { return cmp.Or(d.Name, filepath.Base(d.Device)) }
 
 // Validate checks the pps section.
 func (p *PPSConfig) Validate() error {
@@ -114,7 +100,7 @@ func (p *PPSConfig) board(paths PathsConfig, ps *problems) {
 		if d.Device == "" {
 			continue
 		}
-		if _, err := os.Stat(d.path(paths.Dev)); err != nil {
+		if _, err := os.Stat(gpio.DevicePath(paths.Dev, d.Device)); err != nil {
 			ps.put(&KeyError{Key: fmt.Sprintf("pps.devices[%d].device", i), Reason: fmt.Sprintf("no PPS device: %v", err), Err: err})
 		}
 	}

@@ -38,8 +38,8 @@ extts:
 	if want := (PPSDeviceConfig{Device: "pps1", Name: "gnss", Clear: true, Ring: 16}); p.Devices[1] != want {
 		t.Errorf("devices[1] %+v, want %+v", p.Devices[1], want)
 	}
-	if p.Devices[0].tagName() != "pps0" || p.Devices[1].path("/devx") != "/devx/pps1" {
-		t.Errorf("tag name %q, path %q", p.Devices[0].tagName(), p.Devices[1].path("/devx"))
+	if p.Devices[0].tagName() != "pps0" || p.Devices[1].tagName() != "gnss" {
+		t.Errorf("tag names %q, %q", p.Devices[0].tagName(), p.Devices[1].tagName())
 	}
 	x := c.Extts
 	if !x.Enabled || x.Interval != time.Second || x.PHC != "/dev/ptp1" || x.Ring != 1024 {

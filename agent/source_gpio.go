@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/monagent/monagent/gpio"
@@ -38,14 +36,10 @@ const gpioFields, slabRecords = 10, 512
 // gpioLine is one requested line: its tags and counts.
 type gpioLine struct {
 	offset   uint32
-	rising   []record.Tag // chip, line, name, edge
-	falling  []record.Tag
-	fieldPfx string // "line17_"
-	host     string
-	tags     [2][]record.Tag // rising, falling: with the host tag, sorted
+	tags     edgeTags // chip, line, name, edge
+	fieldPfx string   // "line17_"
 
-	lost   atomic.Uint64 // line_seqno gaps (the producer writes it)
-	queued atomic.Uint64 // the open request's events + gaps: its last line seqno (the producer writes it)
+	lost atomic.Uint64 // line_seqno gaps (the producer writes it)
 
 	triggers []*gpioTrigger // gpio.triggers rules of this line (collection goroutine)
 
@@ -110,20 +104,17 @@ func buildGPIOSources(env *Env) ([]Source, error) {
 	var out []Source
 	for i, cc := range c.GPIO.Chips {
 		for _, group := range groupGPIOLines(cc) {
-			d, err := newGPIOSource(cc, group, cc.chipPath(c.Paths.Dev), tr, phcDom)
-			if err != nil {
-				for _, o := range out {
-					o.Close()
-				}
-				return nil, keyErr(fmt.Sprintf("gpio.chips[%d]", i), "%v", err)
-			}
-			d.global = env.Global
-			d.attachTriggers(c.GPIO.Triggers, sensors.NewFS(c.Paths.Sys, c.Paths.Dev), env.Log)
 			name := "gpio:" + cc.Chip
 			if len(group) != len(cc.Lines) {
 				name += ":" + offsetsString(group)
 			}
-			s, err := d.eventSource(name, c.GPIO.Interval, cc.Ring)
+			d, err := newGPIOSource(cc, group, gpio.DevicePath(c.Paths.Dev, cc.Chip), tr, phcDom)
+			var s Source
+			if err == nil {
+				d.global = env.Global
+				d.attachTriggers(c.GPIO.Triggers, sensors.NewFS(c.Paths.Sys, c.Paths.Dev), env.Log)
+				s, err = d.eventSource(name, c.GPIO.Interval, cc.Ring)
+			}
 			if err != nil {
 				for _, o := range out {
 					o.Close()
@@ -150,11 +141,8 @@ func newGPIOSource(cc GPIOChipConfig, lines []GPIOLineConfig, path string, tr *t
 		toRaw: tr.Route(cfg.Clock.Domain(), timebase.DomainMonotonicRaw)}
 	for _, l := range lines {
 		d.offsets = append(d.offsets, l.Offset)
-		base := []record.Tag{{Key: "chip", Value: cc.Chip}, {Key: "line", Value: strconv.Itoa(l.Offset)}, {Key: "name", Value: l.tagName()}}
-		d.lines = append(d.lines, &gpioLine{offset: uint32(l.Offset),
-			rising:   append(slices.Clip(base), record.Tag{Key: "edge", Value: "rising"}),
-			falling:  append(slices.Clip(base), record.Tag{Key: "edge", Value: "falling"}),
-			fieldPfx: "line" + strconv.Itoa(l.Offset) + "_"})
+		d.lines = append(d.lines, &gpioLine{offset: uint32(l.Offset), fieldPfx: "line" + strconv.Itoa(l.Offset) + "_",
+			tags: newEdgeTags(record.Tag{Key: "chip", Value: cc.Chip}, record.Tag{Key: "line", Value: strconv.Itoa(l.Offset)}, record.Tag{Key: "name", Value: l.tagName()})})
 	}
 	// A debounced line's IRQ fires on every bounce (gpiolib-cdev's software
 	// debounce takes both edges), so its IRQs are no count of its edges.
@@ -175,14 +163,6 @@ func gpioConsumer(path string) string {
 	return c
 }
 
-// queuedOf is a line's events + counted losses in the open request.
-func (d *gpioSource) queuedOf(offset int) uint64 {
-	if l := d.line(uint32(offset)); l != nil {
-		return l.queued.Load()
-	}
-	return 0
-}
-
 func (d *gpioSource) eventSource(name string, interval time.Duration, ringSize int) (*EventSource[gpioEdge], error) {
 	return NewEventSource(EventSourceConfig[gpioEdge]{
 		Name: name, Interval: interval, Ring: ringSize,
@@ -201,32 +181,12 @@ func (d *gpioSource) line(offset uint32) *gpioLine {
 	return nil
 }
 
-// open requests the lines (or opens the replayed capture) and returns its
-// reader and what to close after the reader's last Read.
-func (d *gpioSource) open() (*gpio.Reader, func(), error) {
+// open requests the lines, or opens the replayed capture.
+func (d *gpioSource) open() (*gpio.Reader, error) {
 	if d.replay != "" {
-		// Non-blocking, so that opening a FIFO does not wait for its writer.
-		f, err := os.OpenFile(d.replay, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-		if err != nil {
-			return nil, nil, fmt.Errorf("gpio %s: replay: %w", d.chip, err)
-		}
-		rd, err := gpio.NewFileReader(f, d.chip+" replay "+d.replay, d.cfg.Clock, d.buffer)
-		if err != nil {
-			f.Close()
-			return nil, nil, err
-		}
-		return rd, func() { f.Close() }, nil
+		return gpio.OpenReplay(d.replay, d.chip, d.cfg.Clock, d.buffer)
 	}
-	chip, err := gpio.Open(d.path)
-	if err != nil {
-		return nil, nil, err
-	}
-	req, err := chip.RequestLines(d.offsets, d.cfg)
-	if err != nil {
-		chip.Close()
-		return nil, nil, err
-	}
-	return req.Reader(d.buffer), func() { req.Close(); chip.Close() }, nil
+	return gpio.OpenLines(d.path, d.offsets, d.cfg, d.buffer)
 }
 
 // produce drains the request into the queue until ctx is done; a failure
@@ -238,17 +198,14 @@ func (d *gpioSource) produce(ctx context.Context, q *EventQueue[gpioEdge]) error
 		<-ctx.Done()
 		return nil
 	}
-	rd, closeFn, err := d.open()
+	rd, err := d.open()
 	if err != nil {
 		return err
 	}
-	defer closeFn()
+	defer rd.Close()
 	if d.irqs != nil {
-		for _, l := range d.lines {
-			l.queued.Store(0)
-		}
 		d.irqs.Start()
-		defer d.irqs.Stop(d.queuedOf)
+		defer d.irqs.Stop()
 	}
 	evs := make([]gpio.Event, d.buffer)
 	batch := make([]gpioEdge, d.buffer)
@@ -264,11 +221,7 @@ func (d *gpioSource) produce(ctx context.Context, q *EventQueue[gpioEdge]) error
 			}
 			q.Put(batch[:n])
 			if d.irqs != nil {
-				for _, l := range rd.Loss().Lines(ll[:0]) {
-					if line := d.line(l.Offset); line != nil {
-						line.queued.Store(l.Received + l.Lost)
-					}
-				}
+				d.irqs.Queued(rd.Loss())
 			}
 		}
 		if lost > 0 {
@@ -308,13 +261,6 @@ func (d *gpioSource) emit(b *Batch, e *gpioEdge) {
 	if l == nil {
 		return
 	}
-	if l.host != b.host || l.tags[0] == nil {
-		l.withHost(b.host)
-	}
-	tags := l.tags[0]
-	if e.ev.Edge == gpio.EdgeFalling {
-		tags = l.tags[1]
-	}
 	// The fields come from a slab shared by many records (one allocation
 	// per slabRecords edges); records keep their part of it until shipped.
 	if cap(d.slab)-len(d.slab) < gpioFields {
@@ -341,23 +287,40 @@ func (d *gpioSource) emit(b *Batch, e *gpioEdge) {
 		}
 	}
 	d.slab = d.slab[:len(d.slab)+len(f)]
-	// The record's tags are the line's, host included and sorted (as
-	// Batch.Add would make them), shared by its records: the encoder
-	// leaves sorted tags as they are.
-	b.Records = append(b.Records, record.Record{Measurement: "gpio_event", Tags: tags, Fields: f, TimeNS: t})
+	b.Records = append(b.Records, record.Record{Measurement: "gpio_event", Tags: l.tags.of(b.host, e.ev.Edge), Fields: f, TimeNS: t})
 	for _, tr := range l.triggers {
 		tr.fire(b, e, t)
 	}
 }
 
-// withHost builds the line's tags with the host tag, sorted by key.
-func (l *gpioLine) withHost(host string) {
-	for i, base := range [2][]record.Tag{l.rising, l.falling} {
-		t := append([]record.Tag{{Key: "host", Value: host}}, base...)
-		slices.SortFunc(t, func(a, b record.Tag) int { return strings.Compare(a.Key, b.Key) })
-		l.tags[i] = t
+// edgeTags are the tags of a series' records per edge (rising, falling):
+// base and the edge tag, then with the host tag and sorted by key (as
+// Batch.Add would make them) once the host is known, shared by the
+// records: the encoder leaves sorted tags as they are.
+type edgeTags struct {
+	base [2][]record.Tag
+	host string
+	tags [2][]record.Tag
+}
+
+func newEdgeTags(base ...record.Tag) edgeTags {
+	return edgeTags{base: [2][]record.Tag{append(slices.Clip(base), record.Tag{Key: "edge", Value: "rising"}),
+		append(slices.Clip(base), record.Tag{Key: "edge", Value: "falling"})}}
+}
+
+// of is the tags of an edge of kind e shipped by host.
+func (t *edgeTags) of(host string, e gpio.Edge) []record.Tag {
+	if t.host != host || t.tags[0] == nil {
+		for i, base := range t.base {
+			t.tags[i] = append([]record.Tag{{Key: "host", Value: host}}, base...)
+			slices.SortFunc(t.tags[i], func(a, b record.Tag) int { return strings.Compare(a.Key, b.Key) })
+		}
+		t.host = host
 	}
-	l.host = host
+	if e == gpio.EdgeFalling {
+		return t.tags[1]
+	}
+	return t.tags[0]
 }
 
 // place accounts one edge to its line (events, read latency) and returns
@@ -375,7 +338,10 @@ func (d *gpioSource) place(e *gpioEdge) (l *gpioLine, t, unc int64, ok bool) {
 	l.events++
 	l.lat.add(e.read - e.ev.TimestampNS)
 
-	t, unc, ok = d.realtime(timebase.Timestamp{NS: e.ev.TimestampNS, Domain: e.ev.Domain()})
+	// A REALTIME stamp stays as it is (uncertainty 0); the route does not
+	// allocate when the models exist.
+	rt, err := d.toRT.Move(timebase.Timestamp{NS: e.ev.TimestampNS, Domain: e.ev.Domain()})
+	t, unc, ok = rt.NS, rt.UncertaintyNS, err == nil
 	if !ok {
 		t = e.readRT
 		d.untranslated++
@@ -384,23 +350,13 @@ func (d *gpioSource) place(e *gpioEdge) (l *gpioLine, t, unc int64, ok bool) {
 	return l, t, unc, ok
 }
 
-// realtime moves a kernel stamp to REALTIME with its uncertainty; it does
-// not allocate when the models exist.
-func (d *gpioSource) realtime(ts timebase.Timestamp) (int64, int64, bool) {
-	if ts.Domain == timebase.DomainRealtime {
-		return ts.NS, 0, true
-	}
-	rt, err := d.toRT.Move(ts)
-	return rt.NS, rt.UncertaintyNS, err == nil
-}
-
 // after closes the interval's latency statistics of every line that had
 // edges in it; a line without edges keeps those of its last interval with
 // edges (latency_samples says how many edges they cover), so that the
 // self-metrics shipped less often than the edges still show them.
 func (d *gpioSource) after(b *Batch, events int) error {
 	if d.irqs != nil {
-		d.irqs.Check(d.queuedOf)
+		d.irqs.Check()
 	}
 	for _, l := range d.lines {
 		l.lat.close(&d.scratch)

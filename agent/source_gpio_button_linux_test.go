@@ -23,8 +23,7 @@ func TestGPIOSourceOnPowerButton(t *testing.T) {
 	if !ok {
 		t.Skip("no GPIO line wired to a button the test can press (the rig's ARM guest sets MONAGENT_GUEST_POWER_BUTTON)")
 	}
-	var cc GPIOChipConfig
-	cc.defaults()
+	cc := entryDefaults[GPIOChipConfig]()
 	cc.Chip, cc.Lines = chip, []GPIOLineConfig{gpioLineCfg(line, "power", "monotonic")}
 	cc.Lines[0].Edge = "both"
 	d, err := newGPIOSource(cc, cc.Lines, "/dev/"+chip, timebase.NewTranslators(), timebase.DomainUnknown)

@@ -50,8 +50,7 @@ func newGPIOFixture(t *testing.T, lines []GPIOLineConfig, tr *timebase.Translato
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("no FIFO here: %v", err)
 	}
-	var cc GPIOChipConfig
-	cc.defaults()
+	cc := entryDefaults[GPIOChipConfig]()
 	cc.Chip, cc.Lines, cc.Replay, cc.Ring = "gpiochip9", lines, fifo, ring
 	d, err := newGPIOSource(cc, lines, "/dev/gpiochip9", tr, phc)
 	if err != nil {
@@ -260,8 +259,7 @@ func TestGPIOReplayIsReadOnce(t *testing.T) {
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var cc GPIOChipConfig
-	cc.defaults()
+	cc := entryDefaults[GPIOChipConfig]()
 	cc.Chip, cc.Lines, cc.Replay = "gpiochip0", []GPIOLineConfig{gpioLineCfg(2, "", "realtime")}, file
 	d, err := newGPIOSource(cc, cc.Lines, "", timebase.NewTranslators(), timebase.DomainUnknown)
 	if err != nil {
@@ -297,8 +295,7 @@ type gpioPipeline struct {
 }
 
 func newGPIOPipeline(tb testing.TB, events int) *gpioPipeline {
-	var cc GPIOChipConfig
-	cc.defaults()
+	cc := entryDefaults[GPIOChipConfig]()
 	cc.Chip, cc.Lines = "gpiochip0", []GPIOLineConfig{gpioLineCfg(17, "pps_in", "monotonic"), gpioLineCfg(18, "drdy", "monotonic")}
 	d, err := newGPIOSource(cc, cc.Lines, "/dev/gpiochip0", fakeModels(false), timebase.DomainUnknown)
 	if err != nil {

@@ -16,8 +16,7 @@ import (
 // counted kernel-queue loss, or counted as merged before queuing.
 func TestGPIOSourceCountsEveryEdgeOnGPIOSim(t *testing.T) {
 	sim := testbed.NewGPIOSim(t, 1)
-	var cc GPIOChipConfig
-	cc.defaults()
+	cc := entryDefaults[GPIOChipConfig]()
 	cc.Chip, cc.Lines, cc.Buffer = sim.Chip, []GPIOLineConfig{gpioLineCfg(0, "", "monotonic")}, 16
 	cc.Lines[0].Edge = "both"
 	d, err := newGPIOSource(cc, cc.Lines, sim.Path(), timebase.NewTranslators(), timebase.DomainUnknown)

@@ -3,10 +3,7 @@ package agent
 import (
 	"errors"
 	"log/slog"
-	"path"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/monagent/monagent/gpio"
@@ -32,13 +29,10 @@ type gpioTrigger struct {
 	fs   sensors.FS
 	now  func() time.Time // the rescan's clock
 
-	sensors  []*sensors.Sensor
-	keys     []string // the field of each sensor: source/device/name (@node when names clash)
+	found    sensors.Matched // its sensors, each with its field's key
 	lastScan time.Time
 
-	base [2][]record.Tag // rising, falling: trigger, chip, line, edge
-	tags [2][]record.Tag // with the host tag, sorted
-	host string
+	tags edgeTags // trigger, chip, line, edge
 
 	fired    bool
 	lastEdge int64 // kernel stamp of the last edge that triggered a reading
@@ -47,11 +41,8 @@ type gpioTrigger struct {
 }
 
 func newGPIOTrigger(cfg GPIOTriggerConfig, fs sensors.FS, now func() time.Time) *gpioTrigger {
-	tr := &gpioTrigger{cfg: cfg, edge: gpioEdges[cfg.Edge], fs: fs, now: now}
-	base := []record.Tag{{Key: "trigger", Value: cfg.Name}, {Key: "chip", Value: cfg.Chip}, {Key: "line", Value: strconv.Itoa(cfg.Line)}}
-	tr.base[0] = append(slices.Clip(base), record.Tag{Key: "edge", Value: "rising"})
-	tr.base[1] = append(slices.Clip(base), record.Tag{Key: "edge", Value: "falling"})
-	return tr
+	return &gpioTrigger{cfg: cfg, edge: gpioEdges[cfg.Edge], fs: fs, now: now,
+		tags: newEdgeTags(record.Tag{Key: "trigger", Value: cfg.Name}, record.Tag{Key: "chip", Value: cfg.Chip}, record.Tag{Key: "line", Value: strconv.Itoa(cfg.Line)})}
 }
 
 // attachTriggers ties the triggers of the source's lines to them and lists
@@ -68,7 +59,7 @@ func (d *gpioSource) attachTriggers(trs []GPIOTriggerConfig, fs sensors.FS, log 
 		}
 		tr := newGPIOTrigger(c, fs, time.Now)
 		err := tr.scan()
-		if log != nil && (err != nil || len(tr.sensors) == 0) {
+		if log != nil && (err != nil || len(tr.found.Sensors) == 0) {
 			log.Warn("gpio trigger: no sensor to read yet", "trigger", c.Name, "sensors", c.Sensors, "sysfs", fs.Sys, "err", err)
 		}
 		l.triggers = append(l.triggers, tr)
@@ -80,7 +71,7 @@ func (d *gpioSource) closeTriggers() error {
 	var errs []error
 	for _, l := range d.lines {
 		for _, tr := range l.triggers {
-			errs = append(errs, sensors.CloseAll(tr.sensors))
+			errs = append(errs, sensors.CloseAll(tr.found.Sensors))
 		}
 	}
 	return errors.Join(errs...)
@@ -88,66 +79,12 @@ func (d *gpioSource) closeTriggers() error {
 
 // scan lists the sensors matching the trigger's patterns.
 func (tr *gpioTrigger) scan() error {
-	sensors.CloseAll(tr.sensors)
-	tr.sensors, tr.keys = tr.sensors[:0], tr.keys[:0]
+	sensors.CloseAll(tr.found.Sensors)
 	tr.lastScan = tr.now()
-	var errs []error
-	for _, f := range []struct {
-		source string
-		find   func() ([]*sensors.Sensor, error)
-	}{{"hwmon", tr.fs.Hwmon}, {"thermal", tr.fs.Thermal}, {"iio", tr.fs.IIO}} {
-		if !tr.wants(f.source) {
-			continue
-		}
-		found, err := f.find()
-		if err != nil {
-			tr.scanErrors++
-			errs = append(errs, err)
-		}
-		for _, x := range found {
-			if tr.matches(x) {
-				tr.sensors = append(tr.sensors, x)
-			} else {
-				x.Close()
-			}
-		}
-	}
-	slices.SortStableFunc(tr.sensors, func(a, b *sensors.Sensor) int { return strings.Compare(sensorID(a), sensorID(b)) })
-	count := map[string]int{}
-	for _, x := range tr.sensors {
-		count[sensorID(x)]++
-	}
-	for _, x := range tr.sensors {
-		k := sensorID(x)
-		if count[k] > 1 { // two chips of one name: told apart by their sysfs node
-			k = x.Source + "/" + x.Device + "@" + x.Node + "/" + x.Name
-		}
-		tr.keys = append(tr.keys, k)
-	}
-	return errors.Join(errs...)
-}
-
-func sensorID(x *sensors.Sensor) string { return x.Source + "/" + x.Device + "/" + x.Name }
-
-// wants says whether a pattern can match a sensor of source.
-func (tr *gpioTrigger) wants(source string) bool {
-	for _, p := range tr.cfg.Sensors {
-		src, _, _ := strings.Cut(p, "/")
-		if ok, _ := path.Match(src, source); ok {
-			return true
-		}
-	}
-	return false
-}
-
-func (tr *gpioTrigger) matches(x *sensors.Sensor) bool {
-	id := sensorID(x)
-	for _, p := range tr.cfg.Sensors {
-		if ok, _ := path.Match(p, id); ok {
-			return true
-		}
-	}
-	return false
+	var err error
+	tr.found, err = tr.fs.Match(tr.cfg.Sensors)
+	tr.scanErrors += uint64(tr.found.Failed)
+	return err
 }
 
 // fire handles one edge of the trigger's line, placed at REALTIME t: an
@@ -156,7 +93,7 @@ func (tr *gpioTrigger) matches(x *sensors.Sensor) bool {
 // counted; otherwise the sensors are read and one gpio_trigger record is
 // added at t. A sensor that fails is left out of the record and counted.
 func (tr *gpioTrigger) fire(b *Batch, e *gpioEdge, t int64) {
-	if uint8(tr.edge)&uint8(e.ev.Edge) == 0 {
+	if !tr.edge.Detects(e.ev.Edge) {
 		return
 	}
 	if tr.fired && e.ev.TimestampNS-tr.lastEdge < int64(tr.cfg.MinInterval) {
@@ -164,34 +101,22 @@ func (tr *gpioTrigger) fire(b *Batch, e *gpioEdge, t int64) {
 		return
 	}
 	tr.fired, tr.lastEdge = true, e.ev.TimestampNS
-	if len(tr.sensors) == 0 && tr.now().Sub(tr.lastScan) >= triggerRescan {
+	if len(tr.found.Sensors) == 0 && tr.now().Sub(tr.lastScan) >= triggerRescan {
 		tr.scan()
 	}
-	f := make([]record.Field, 0, len(tr.sensors)+2)
-	for i, x := range tr.sensors {
+	f := make([]record.Field, 0, len(tr.found.Sensors)+2)
+	for i, x := range tr.found.Sensors {
 		v, err := x.Read()
 		if err != nil {
 			tr.readErrors++
 			continue
 		}
-		f = append(f, record.Int(tr.keys[i], v))
+		f = append(f, record.Int(tr.found.Keys[i], v))
 	}
 	read, _ := timebase.Realtime.Now()
 	f = append(f, record.Int("read_delay_ns", read-t), record.Int("kernel_ns", e.ev.TimestampNS))
 	tr.readings++
-	if tr.host != b.host || tr.tags[0] == nil {
-		for i, base := range tr.base {
-			tags := append([]record.Tag{{Key: "host", Value: b.host}}, base...)
-			slices.SortFunc(tags, func(a, b record.Tag) int { return strings.Compare(a.Key, b.Key) })
-			tr.tags[i] = tags
-		}
-		tr.host = b.host
-	}
-	tags := tr.tags[0]
-	if e.ev.Edge == gpio.EdgeFalling {
-		tags = tr.tags[1]
-	}
-	b.Records = append(b.Records, record.Record{Measurement: "gpio_trigger", Tags: tags, Fields: f, TimeNS: t})
+	b.Records = append(b.Records, record.Record{Measurement: "gpio_trigger", Tags: tr.tags.of(b.host, e.ev.Edge), Fields: f, TimeNS: t})
 }
 
 // self is the trigger's self-metrics: trigger_<name>_readings, _skipped
@@ -200,5 +125,5 @@ func (tr *gpioTrigger) self(f []record.Field) []record.Field {
 	p := "trigger_" + tr.cfg.Name + "_"
 	return append(f, record.Uint(p+"readings", tr.readings), record.Uint(p+"skipped", tr.skipped),
 		record.Uint(p+"read_errors", tr.readErrors), record.Uint(p+"scan_errors", tr.scanErrors),
-		record.Int(p+"sensors", int64(len(tr.sensors))))
+		record.Int(p+"sensors", int64(len(tr.found.Sensors))))
 }

@@ -122,9 +122,9 @@ func TestGPIOTriggerWithoutSensorsRescans(t *testing.T) {
 	clock := time.Unix(1000, 0)
 	tr := newGPIOTrigger(GPIOTriggerConfig{Name: "x", Chip: "c", Line: 1, Edge: "both", Sensors: []string{"hwmon/ina219/*"}},
 		sensors.NewFS(sys, dev), func() time.Time { return clock })
-	defer sensors.CloseAll(tr.sensors)
-	if err := tr.scan(); err != nil || len(tr.sensors) != 0 {
-		t.Fatalf("scan: %v, %d sensors; want none", err, len(tr.sensors))
+	t.Cleanup(func() { sensors.CloseAll(tr.found.Sensors) })
+	if err := tr.scan(); err != nil || len(tr.found.Sensors) != 0 {
+		t.Fatalf("scan: %v, %d sensors; want none", err, len(tr.found.Sensors))
 	}
 	b := &Batch{host: "h"}
 	rt, _ := timebase.Realtime.Now()

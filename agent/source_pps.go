@@ -12,11 +12,10 @@ import (
 )
 
 // ppsFetcher is what the PPS source needs of a device (*gpio.PPSDevice):
-// Fetch waits for new edges and reports those lost since the previous fetch;
-// Tracker splits the losses by edge kind.
+// Fetch waits for new edges and says, per edge kind, which are new and how
+// many were lost before them.
 type ppsFetcher interface {
 	Fetch(ctx context.Context) (gpio.PPSEvent, uint64, error)
-	Tracker() *gpio.PPSTracker
 	Close() error
 }
 
@@ -32,13 +31,13 @@ type ppsEdge struct {
 
 // ppsSource is the decoder of one PPS device's event source.
 type ppsSource struct {
-	path          string
-	assert, clear bool
-	tags          [2][]record.Tag // assert, clear: device, name, edge
-	open          func() (ppsFetcher, error)
+	path string
+	ship [2]bool         // assert, clear: the kinds shipped
+	tags [2][]record.Tag // assert, clear: device, name, edge
+	open func() (ppsFetcher, error)
 
-	lostAssert, lostClear atomic.Uint64 // sequence gaps of the shipped kinds (producer)
-	ignored               atomic.Uint64 // new edges of a kind not shipped (producer)
+	lost    [2]atomic.Uint64 // sequence gaps of the shipped kinds (producer)
+	ignored atomic.Uint64    // new edges of a kind not shipped (producer)
 
 	// Written on the collection goroutine only.
 	times   [2]seriesTime // per edge kind: no two records share a time
@@ -52,7 +51,7 @@ func buildPPSSources(env *Env) ([]Source, error) {
 	c := env.Config
 	var out []Source
 	for i, dc := range c.PPS.Devices {
-		d := newPPSSource(dc, dc.path(c.Paths.Dev), nil)
+		d := newPPSSource(dc, gpio.DevicePath(c.Paths.Dev, dc.Device), nil)
 		s, err := d.eventSource("pps:"+dc.tagName(), c.PPS.Interval, dc.Ring)
 		if err != nil {
 			for _, o := range out {
@@ -68,7 +67,7 @@ func buildPPSSources(env *Env) ([]Source, error) {
 // newPPSSource reads the device at path; open, when not nil, replaces
 // opening it (tests).
 func newPPSSource(dc PPSDeviceConfig, path string, open func() (ppsFetcher, error)) *ppsSource {
-	d := &ppsSource{path: path, assert: dc.Assert, clear: dc.Clear, open: open}
+	d := &ppsSource{path: path, ship: [2]bool{dc.Assert, dc.Clear}, open: open}
 	if d.open == nil {
 		cfg := gpio.PPSConfig{Assert: dc.Assert, Clear: dc.Clear}
 		d.open = func() (ppsFetcher, error) { return gpio.OpenPPS(path, cfg) }
@@ -97,7 +96,6 @@ func (d *ppsSource) produce(ctx context.Context, q *EventQueue[ppsEdge]) error {
 		return err
 	}
 	defer dev.Close()
-	var prevA, prevC uint64
 	for {
 		e, _, err := dev.Fetch(ctx)
 		if err != nil {
@@ -106,29 +104,19 @@ func (d *ppsSource) produce(ctx context.Context, q *EventQueue[ppsEdge]) error {
 			}
 			return err // Fetch's errors name the device
 		}
-		la, lc := dev.Tracker().Lost()
-		if d.assert && la > prevA {
-			q.Lost(la - prevA)
-			d.lostAssert.Add(la - prevA)
-		}
-		if d.clear && lc > prevC {
-			q.Lost(lc - prevC)
-			d.lostClear.Add(lc - prevC)
-		}
-		prevA, prevC = la, lc
 		read, _ := timebase.Realtime.Now()
-		if e.NewAssert {
-			if d.assert {
-				q.Put1(ppsEdge{ns: e.AssertNS, read: read, seq: e.AssertSeq})
-			} else {
-				d.ignored.Add(1)
-			}
-		}
-		if e.NewClear {
-			if d.clear {
-				q.Put1(ppsEdge{ns: e.ClearNS, read: read, seq: e.ClearSeq, clear: true})
-			} else {
-				d.ignored.Add(1)
+		for k, x := range e.Edges() {
+			switch {
+			case !d.ship[k]:
+				if x.New {
+					d.ignored.Add(1)
+				}
+			case x.New:
+				if x.Lost > 0 {
+					q.Lost(x.Lost)
+					d.lost[k].Add(x.Lost)
+				}
+				q.Put1(ppsEdge{ns: x.NS, read: read, seq: x.Seq, clear: k == 1})
 			}
 		}
 	}
@@ -151,14 +139,14 @@ func (d *ppsSource) emit(b *Batch, e *ppsEdge) {
 // self is the decoder's counts beside the event source's.
 func (d *ppsSource) self() []record.Field {
 	f := []record.Field{
-		record.Uint("assert_events", d.events[0]), record.Uint("assert_lost", d.lostAssert.Load()),
-		record.Uint("clear_events", d.events[1]), record.Uint("clear_lost", d.lostClear.Load()),
+		record.Uint("assert_events", d.events[0]), record.Uint("assert_lost", d.lost[0].Load()),
+		record.Uint("clear_events", d.events[1]), record.Uint("clear_lost", d.lost[1].Load()),
 		record.Uint("ignored_edges", d.ignored.Load()), record.Uint("time_bumps", d.bumps),
 	}
-	if d.assert {
+	if d.ship[0] {
 		f = d.lat[0].fields(f, "assert_")
 	}
-	if d.clear {
+	if d.ship[1] {
 		f = d.lat[1].fields(f, "clear_")
 	}
 	return f

@@ -31,8 +31,7 @@ func ktimerPPS(t *testing.T) string {
 // shipped at its kernel stamp.
 func TestPPSSourceOnKtimer(t *testing.T) {
 	path := ktimerPPS(t)
-	var dc PPSDeviceConfig
-	dc.defaults()
+	dc := entryDefaults[PPSDeviceConfig]()
 	dc.Device = path
 	d := newPPSSource(dc, path, nil)
 	s, err := d.eventSource("pps:ktimer", time.Second, 64)

@@ -32,17 +32,15 @@ func (f *fakePPS) Fetch(ctx context.Context) (gpio.PPSEvent, uint64, error) {
 		case <-ctx.Done():
 			return gpio.PPSEvent{}, 0, ctx.Err()
 		case e := <-f.fetches:
-			var la, lc uint64
-			e.NewAssert, e.NewClear, la, lc = f.tr.Observe(&e)
+			f.tr.Observe(&e)
 			if e.NewAssert || e.NewClear {
-				return e, la + lc, nil
+				return e, e.LostAssert + e.LostClear, nil
 			}
 		}
 	}
 }
 
-func (f *fakePPS) Tracker() *gpio.PPSTracker { return &f.tr }
-func (f *fakePPS) Close() error              { close(f.closed); return nil }
+func (f *fakePPS) Close() error { close(f.closed); return nil }
 
 type ppsFixture struct {
 	t   *testing.T
@@ -53,8 +51,7 @@ type ppsFixture struct {
 
 func newPPSFixture(t *testing.T, assert, clear bool, baseline gpio.PPSEvent) *ppsFixture {
 	t.Helper()
-	var dc PPSDeviceConfig
-	dc.defaults()
+	dc := entryDefaults[PPSDeviceConfig]()
 	dc.Device, dc.Name, dc.Assert, dc.Clear = "/dev/pps3", "gnss", assert, clear
 	dev := newFakePPS(baseline)
 	d := newPPSSource(dc, dc.Device, func() (ppsFetcher, error) { return dev, nil })
@@ -203,10 +200,9 @@ func TestPPSSourceNeverShipsTwoRecordsAtOneTime(t *testing.T) {
 }
 
 func TestPPSSourceErrorNamesDevice(t *testing.T) {
-	var dc PPSDeviceConfig
-	dc.defaults()
+	dc := entryDefaults[PPSDeviceConfig]()
 	dc.Device = "pps9"
-	path := dc.path(t.TempDir())
+	path := gpio.DevicePath(t.TempDir(), dc.Device)
 	d := newPPSSource(dc, path, nil)
 	s, err := d.eventSource("pps:pps9", time.Second, dc.Ring)
 	if err != nil {

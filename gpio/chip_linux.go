@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -54,9 +53,7 @@ type Chip struct {
 // Open opens a GPIO chip, "/dev/gpiochipN" or "gpiochipN", and reads its
 // information.
 func Open(path string) (*Chip, error) {
-	if !strings.ContainsRune(path, '/') {
-		path = filepath.Join("/dev", path)
-	}
+	path = DevicePath("/dev", path)
 	f, err := os.OpenFile(path, os.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

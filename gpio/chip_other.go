@@ -25,6 +25,11 @@ func NewFileReader(f *os.File, name string, clock EventClock, maxEvents int) (*R
 	return nil, fmt.Errorf("gpio %s: the GPIO character device needs Linux, not %s", name, runtime.GOOS)
 }
 
+// OpenReplay fails outside Linux.
+func OpenReplay(path, chip string, clock EventClock, maxEvents int) (*Reader, error) {
+	return nil, fmt.Errorf("gpio %s: replay: needs Linux, not %s", chip, runtime.GOOS)
+}
+
 // Info is empty outside Linux.
 func (c *Chip) Info() ChipInfo { return ChipInfo{} }
 

@@ -17,6 +17,10 @@
 //
 // Reader is the poll-driven batch reader an agent's event-source producer
 // wraps; it works over any descriptor (a line request, or a pipe in tests).
+// OpenLines (chip, request and reader in one) and OpenReplay (a capture of
+// raw records in a file or FIFO) return one whose Close releases the rest.
+// IRQAccount adds the edges gpiolib-cdev merged before queuing them, from
+// /proc/interrupts.
 //
 // OpenPPS reads /dev/ppsN (linux/pps.h): PPS_GETCAP, PPS_GETPARAMS and
 // PPS_FETCH with a wait of at most 100 ms. Stamps are CLOCK_REALTIME. The

@@ -2,6 +2,7 @@ package gpio
 
 import (
 	"errors"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -106,6 +107,10 @@ const (
 	DetectFalling
 	DetectBoth
 )
+
+// Detects says whether a request with this edge detection reports edges
+// of kind e.
+func (d EdgeDetect) Detects(e Edge) bool { return uint8(d)&uint8(e) != 0 }
 
 // Bias is the pull of an input line.
 type Bias uint8
@@ -222,6 +227,17 @@ type InfoChange struct {
 	// TimestampNS is when the kernel saw the change, in MONOTONIC time.
 	TimestampNS int64
 	Kind        ChangeKind
+}
+
+// DevicePath is the device node name stands for: name itself when it holds
+// a slash, else name in dev, the device directory (/dev on a board, a
+// fixture tree in tests): DevicePath("/dev", "gpiochip0") is
+// /dev/gpiochip0, as is DevicePath("/dev", "/dev/gpiochip0").
+func DevicePath(dev, name string) string {
+	if strings.ContainsRune(name, '/') {
+		return name
+	}
+	return filepath.Join(dev, name)
 }
 
 // Errors callers test with errors.Is.

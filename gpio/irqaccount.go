@@ -28,6 +28,7 @@ type IRQAccount struct {
 	live        bool           // a request is open and its IRQs were found
 	base, prev  map[int]uint64 // counts when the request opened, at the last check
 	merged      map[int]uint64 // this request's
+	queued      map[int]uint64 // this request's events + counted losses (Queued)
 	irqsDone    map[int]uint64 // earlier requests'
 	mergedDone  map[int]uint64
 	found       map[int]bool // lines whose IRQ was ever found
@@ -42,7 +43,7 @@ func NewIRQAccount(consumer string, offsets []int) *IRQAccount {
 
 func newIRQAccount(path, consumer string, offsets []int) *IRQAccount {
 	return &IRQAccount{path: path, consumer: consumer, offsets: offsets,
-		base: map[int]uint64{}, prev: map[int]uint64{}, merged: map[int]uint64{},
+		base: map[int]uint64{}, prev: map[int]uint64{}, merged: map[int]uint64{}, queued: map[int]uint64{},
 		irqsDone: map[int]uint64{}, mergedDone: map[int]uint64{}, found: map[int]bool{}}
 }
 
@@ -75,17 +76,30 @@ func (w *IRQAccount) Start() {
 	clear(w.base)
 	clear(w.prev)
 	clear(w.merged)
+	clear(w.queued)
 	for o, c := range counts {
 		w.base[o], w.prev[o] = c, c
 		w.found[o] = true
 	}
 }
 
+// Queued is called by the reader after each read with its loss tracker:
+// each line's events + counted losses in the open request (Received + Lost),
+// what Check and Stop judge the IRQs against. It does not allocate.
+func (w *IRQAccount) Queued(t *LossTracker) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := range t.lines[:t.n] {
+		l := &t.lines[i]
+		w.queued[int(l.offset)] = l.received + l.lost
+	}
+}
+
 // Stop is called by the reader, which reads no more, before the request
 // closes: every IRQ so far has become an event, a counted loss or is
 // merged (or sits unread in a queue about to be dropped): this request's
-// counts join the earlier ones'. queued is a line's events + counted losses.
-func (w *IRQAccount) Stop(queued func(offset int) uint64) {
+// counts join the earlier ones'.
+func (w *IRQAccount) Stop() {
 	counts, err := w.read()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -96,7 +110,7 @@ func (w *IRQAccount) Stop(queued func(offset int) uint64) {
 		if cur, ok := counts[o]; err == nil && ok && cur >= w.prev[o] {
 			w.prev[o] = cur
 		}
-		if seen, q := w.prev[o]-w.base[o], queued(o); seen > q {
+		if seen, q := w.prev[o]-w.base[o], w.queued[o]; seen > q {
 			w.merged[o] = max(w.merged[o], seen-q)
 		}
 		w.irqsDone[o] += w.prev[o] - w.base[o]
@@ -105,9 +119,8 @@ func (w *IRQAccount) Stop(queued func(offset int) uint64) {
 	w.live = false
 }
 
-// Check reads the counts and updates merged (once an interval). queued is a
-// line's events + counted losses of the open request.
-func (w *IRQAccount) Check(queued func(offset int) uint64) {
+// Check reads the counts and updates merged (once an interval).
+func (w *IRQAccount) Check() {
 	w.mu.Lock()
 	live := w.live
 	w.mu.Unlock()
@@ -129,7 +142,7 @@ func (w *IRQAccount) Check(queued func(offset int) uint64) {
 		if _, ok := w.base[o]; !ok || cur < w.prev[o] {
 			continue
 		}
-		if seen, q := w.prev[o]-w.base[o], queued(o); seen > q {
+		if seen, q := w.prev[o]-w.base[o], w.queued[o]; seen > q {
 			w.merged[o] = max(w.merged[o], seen-q)
 		}
 		w.prev[o] = cur

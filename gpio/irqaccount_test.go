@@ -17,8 +17,13 @@ func TestIRQAccountCountsMergedEdges(t *testing.T) {
 		}
 	}
 	w := newIRQAccount(path, "monagent-gpiochip1", []int{0, 3})
-	queued := map[int]uint64{}
-	q := func(o int) uint64 { return queued[o] }
+	// queue(n): line 0's events + counted losses in the open request are n
+	// (its last line_seqno), as the reader's loss tracker says.
+	var lt LossTracker
+	queue := func(n uint32) {
+		lt.Observe(&Event{Offset: 0, LineSeqno: n})
+		w.Queued(&lt)
+	}
 
 	write(1000, 5) // counts before the request: the baseline
 	w.Start()
@@ -26,54 +31,57 @@ func TestIRQAccountCountsMergedEdges(t *testing.T) {
 		t.Fatal(why)
 	}
 	write(1100, 5) // 100 IRQs on line 0
-	queued[0] = 60 // read so far
-	w.Check(q)     // judges the IRQs of the previous check (none)
+	queue(60)      // read so far
+	w.Check()      // judges the IRQs of the previous check (none)
 	if _, _, ok := w.Counts(0); !ok {
 		t.Fatal("line 0's IRQ not found")
 	}
 	if irqs, merged := counts(w, 0); irqs != 100 || merged != 0 {
 		t.Errorf("after one check: irqs %d merged %d; want 100, 0 (edges may still be on their way)", irqs, merged)
 	}
-	queued[0] = 90 // the rest arrived; 10 never will
-	w.Check(q)
+	if a := testing.AllocsPerRun(100, func() { w.Queued(&lt) }); a != 0 {
+		t.Errorf("Queued allocates %.1f times", a)
+	}
+	queue(90) // the rest arrived; 10 never will
+	w.Check()
 	if irqs, merged := counts(w, 0); irqs != 100 || merged != 10 {
 		t.Errorf("irqs %d merged %d; want 100, 10", irqs, merged)
 	}
 	// While edges stream, merged never goes down: 50 more IRQs, 40 more
 	// events (the seqno counts the new ones too).
 	write(1150, 5)
-	w.Check(q) // judges the 100 of the previous check: 100-90
-	queued[0] = 130
-	w.Check(q) // judges 150 against 130: 20 so far
+	w.Check() // judges the 100 of the previous check: 100-90
+	queue(130)
+	w.Check() // judges 150 against 130: 20 so far
 	if irqs, merged := counts(w, 0); irqs != 150 || merged != 20 {
 		t.Errorf("streaming: irqs %d merged %d; want 150, 20", irqs, merged)
 	}
 	// The request fails while 10 more IRQs came and 5 were read: at stop
 	// every IRQ is judged, so irqs = events + lost + merged holds.
 	write(1160, 5)
-	queued[0] = 135
-	w.Stop(q)
-	if irqs, merged := counts(w, 0); irqs != 160 || merged != 25 || irqs != queued[0]+merged {
+	queue(135)
+	w.Stop()
+	if irqs, merged := counts(w, 0); irqs != 160 || merged != 25 || irqs != 135+merged {
 		t.Errorf("after stop: irqs %d merged %d; want 160 = 135 + 25", irqs, merged)
 	}
 	// It reopens: counts carry over; the new request's seqnos start again.
-	queued[0] = 0
+	lt = LossTracker{}
 	w.Start()
 	write(1180, 5)
-	queued[0] = 20
-	w.Check(q)
-	w.Check(q)
+	queue(20)
+	w.Check()
+	w.Check()
 	if irqs, merged := counts(w, 0); irqs != 180 || merged != 25 {
 		t.Errorf("after a reopen: irqs %d merged %d; want 180, 25", irqs, merged)
 	}
 	// A failed read says why; the next good one clears it.
 	os.WriteFile(path, []byte("garbage"), 0o644)
-	w.Check(q)
+	w.Check()
 	if w.Why() == "" {
 		t.Error("an unparsable /proc/interrupts gives no reason")
 	}
 	write(1180, 5)
-	w.Check(q)
+	w.Check()
 	if why := w.Why(); why != "" {
 		t.Errorf("still unavailable after a good read: %q", why)
 	}

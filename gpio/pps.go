@@ -109,8 +109,25 @@ type PPSEvent struct {
 	// Mode is the device's mode when it was fetched (current_mode).
 	Mode PPSMode
 	// NewAssert and NewClear say which edges are new since the previous
-	// fetch (set by PPSDevice.Fetch; the decoder leaves them false).
-	NewAssert, NewClear bool
+	// fetch; LostAssert and LostClear count the edges of each kind stamped
+	// just before them that no fetch saw (set by PPSTracker.Observe, so by
+	// PPSDevice.Fetch; the decoder leaves them zero).
+	NewAssert, NewClear   bool
+	LostAssert, LostClear uint64
+}
+
+// PPSEdge is one kind of edge of a fetch: its latest stamp and sequence
+// number, whether it is new, and the edges of its kind lost before it.
+type PPSEdge struct {
+	NS   int64
+	Seq  uint32
+	New  bool
+	Lost uint64
+}
+
+// Edges are the event's assert and clear edges, in that order.
+func (e *PPSEvent) Edges() [2]PPSEdge {
+	return [2]PPSEdge{{e.AssertNS, e.AssertSeq, e.NewAssert, e.LostAssert}, {e.ClearNS, e.ClearSeq, e.NewClear, e.LostClear}}
 }
 
 // Domain is the clock the stamps count in: PPS drivers stamp with
@@ -197,18 +214,18 @@ func (t *PPSTracker) Baseline(e *PPSEvent) {
 	t.assertSeq, t.clearSeq, t.seen = e.AssertSeq, e.ClearSeq, true
 }
 
-// Observe accounts one fetch and reports which edges are new in it and how
-// many of each kind were lost just before. A sequence number that went
-// backwards (a device re-registered) is counted as an anomaly and becomes
-// the new baseline.
-func (t *PPSTracker) Observe(e *PPSEvent) (newAssert, newClear bool, lostAssert, lostClear uint64) {
+// Observe accounts one fetch and sets which of e's edges are new in it
+// (NewAssert, NewClear) and how many of each kind were lost just before
+// (LostAssert, LostClear). A sequence number that went backwards (a device
+// re-registered) is counted as an anomaly and becomes the new baseline.
+func (t *PPSTracker) Observe(e *PPSEvent) {
 	if !t.seen {
 		t.Baseline(e)
-		return false, false, 0, 0
+		e.NewAssert, e.NewClear, e.LostAssert, e.LostClear = false, false, 0, 0
+		return
 	}
-	newAssert, lostAssert = t.step(e.AssertSeq, &t.assertSeq, &t.assertRecv, &t.assertLost)
-	newClear, lostClear = t.step(e.ClearSeq, &t.clearSeq, &t.clearRecv, &t.clearLost)
-	return newAssert, newClear, lostAssert, lostClear
+	e.NewAssert, e.LostAssert = t.step(e.AssertSeq, &t.assertSeq, &t.assertRecv, &t.assertLost)
+	e.NewClear, e.LostClear = t.step(e.ClearSeq, &t.clearSeq, &t.clearRecv, &t.clearLost)
 }
 
 func (t *PPSTracker) step(cur uint32, last *uint32, recv, lost *uint64) (bool, uint64) {

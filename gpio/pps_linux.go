@@ -195,10 +195,9 @@ func (d *PPSDevice) Fetch(ctx context.Context) (PPSEvent, uint64, error) {
 			return PPSEvent{}, 0, d.fetchError(err)
 		}
 		zero = false
-		var la, lc uint64
-		e.NewAssert, e.NewClear, la, lc = d.tr.Observe(&e)
+		d.tr.Observe(&e)
 		if e.NewAssert || e.NewClear {
-			return e, la + lc, nil
+			return e, e.LostAssert + e.LostClear, nil
 		}
 	}
 }

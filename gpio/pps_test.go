@@ -101,10 +101,14 @@ func TestPPSTracker(t *testing.T) {
 		{0, 1, true, false, 0, 0},          // the number wraps
 	}
 	for i, s := range steps {
-		e := PPSEvent{AssertSeq: s.a, ClearSeq: s.c}
-		na, nc, la, lc := tr.Observe(&e)
-		if na != s.newA || nc != s.newC || la != s.la || lc != s.lc {
-			t.Errorf("step %d (%d,%d): new %v,%v lost %d,%d; want %v,%v %d,%d", i, s.a, s.c, na, nc, la, lc, s.newA, s.newC, s.la, s.lc)
+		e := PPSEvent{AssertNS: int64(i), ClearNS: -int64(i), AssertSeq: s.a, ClearSeq: s.c}
+		tr.Observe(&e)
+		if e.NewAssert != s.newA || e.NewClear != s.newC || e.LostAssert != s.la || e.LostClear != s.lc {
+			t.Errorf("step %d (%d,%d): new %v,%v lost %d,%d; want %v,%v %d,%d", i, s.a, s.c, e.NewAssert, e.NewClear, e.LostAssert, e.LostClear, s.newA, s.newC, s.la, s.lc)
+		}
+		want := [2]PPSEdge{{int64(i), s.a, s.newA, s.la}, {-int64(i), s.c, s.newC, s.lc}}
+		if got := e.Edges(); got != want {
+			t.Errorf("step %d: edges %+v, want %+v", i, got, want)
 		}
 	}
 	ra, rc := tr.Received()

@@ -35,6 +35,7 @@ type Reader struct {
 	clock EventClock
 	buf   []byte
 	loss  LossTracker
+	close func() error // what Close releases (OpenLines, OpenReplay)
 }
 
 func newReader(src eventFD, name string, clock EventClock, maxEvents int) *Reader {
@@ -94,3 +95,32 @@ func (r *Reader) Loss() *LossTracker { return &r.loss }
 
 // Clock is the clock the events are stamped with.
 func (r *Reader) Clock() EventClock { return r.clock }
+
+// Close releases what the Reader was opened on: the lines and the chip
+// (OpenLines) or the capture (OpenReplay); a Reader of Request.Reader or
+// NewFileReader has nothing of its own to close. Call it after the last
+// Read returned.
+func (r *Reader) Close() error {
+	if r.close == nil {
+		return nil
+	}
+	return r.close()
+}
+
+// OpenLines opens the chip at path (as Open), requests offsets with cfg
+// (as Chip.RequestLines) and returns the request's Reader (as
+// Request.Reader); its Close releases the lines and closes the chip.
+func OpenLines(path string, offsets []int, cfg LineConfig, maxEvents int) (*Reader, error) {
+	chip, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	req, err := chip.RequestLines(offsets, cfg)
+	if err != nil {
+		chip.Close()
+		return nil, err
+	}
+	rd := req.Reader(maxEvents)
+	rd.close = func() error { return errors.Join(req.Close(), chip.Close()) }
+	return rd, nil
+}

@@ -61,3 +61,19 @@ func NewFileReader(f *os.File, name string, clock EventClock, maxEvents int) (*R
 	}
 	return newReader(newPollFD(f), name, clock, maxEvents), nil
 }
+
+// OpenReplay returns a Reader of a capture: the gpio_v2_line_event records
+// (AppendEvent's encoding) of the file or FIFO at path, standing for the
+// lines of chip (named in errors) and stamped with clock. It opens path
+// non-blocking, so that opening a FIFO does not wait for its writer; the
+// Reader's Close closes it. A file is read to its end (io.EOF), a FIFO
+// until its writer closes it.
+func OpenReplay(path, chip string, clock EventClock, maxEvents int) (*Reader, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("gpio %s: replay: %w", chip, err)
+	}
+	rd := newReader(newPollFD(f), chip+" replay "+path, clock, maxEvents)
+	rd.close = f.Close
+	return rd, nil
+}

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // pipeReader returns a Reader fed through a pipe, and the pipe's write end.
@@ -166,5 +169,44 @@ func TestReaderAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("write + Read of 64 events allocates %v times, want 0", allocs)
+	}
+}
+
+// TestOpenReplay: a FIFO opens before its writer does; its records are read
+// in order to the writer's close (io.EOF); a file that is absent is an error
+// naming the chip.
+func TestOpenReplay(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "edges")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFO here: %v", err)
+	}
+	rd, err := OpenReplay(fifo, "gpiochip3", ClockRealtime, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, w, edge(1000, 2, 1, 1, EdgeRising), edge(2000, 2, 2, 2, EdgeFalling))
+	w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	evs := make([]Event, 16)
+	n, lost, err := rd.Read(ctx, evs)
+	if err != nil || n != 2 || lost != 0 || evs[1].TimestampNS != 2000 || evs[1].Clock != ClockRealtime {
+		t.Fatalf("read %d (%+v), %d lost, %v", n, evs[:n], lost, err)
+	}
+	if _, _, err := rd.Read(ctx, evs); err != io.EOF {
+		t.Errorf("after the writer closed: %v, want io.EOF", err)
+	}
+	if err := rd.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+
+	_, err = OpenReplay(filepath.Join(t.TempDir(), "absent"), "gpiochip3", ClockMonotonic, 16)
+	if !errors.Is(err, os.ErrNotExist) || !strings.HasPrefix(err.Error(), "gpio gpiochip3: replay: ") {
+		t.Errorf("an absent capture: %v", err)
 	}
 }

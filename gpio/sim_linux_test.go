@@ -279,3 +279,26 @@ func TestSimDebounce(t *testing.T) {
 	}
 	t.Logf("debounced edge stamped %v after the first bounce", time.Duration(evs[0].TimestampNS-before))
 }
+
+// TestSimOpenLines: OpenLines' Reader reads the line's edges; its Close
+// releases the line (another request of it succeeds).
+func TestSimOpenLines(t *testing.T) {
+	sim := newSimChip(t, 2)
+	chip := sim.open(t)
+	rd, err := OpenLines(sim.chipName, []int{0}, LineConfig{Consumer: "monagent-test", Edge: DetectRising}, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.pull(t, 0, true)
+	if evs, lost := readN(t, rd, 1); evs[0].Edge != EdgeRising || evs[0].Offset != 0 || lost != 0 {
+		t.Errorf("events %+v, %d lost; want line 0's rising edge", evs, lost)
+	}
+	if err := rd.Close(); err != nil {
+		t.Fatal(err)
+	}
+	req, err := chip.RequestLines([]int{0}, LineConfig{Edge: DetectRising})
+	if err != nil {
+		t.Fatalf("the line after Close: %v", err)
+	}
+	req.Close()
+}

@@ -12,6 +12,9 @@
 // open and re-reads it in place (pread at offset 0, which sysfs regenerates),
 // so a reading allocates nothing.
 //
+// FS.Match selects sensors by "source/device/name" patterns (hwmon/ina226/*),
+// the names a configuration uses.
+//
 // It does not configure drivers (sampling rates, triggers) beyond enabling a
 // buffer's scan elements; that is the board's device tree's business.
 package sensors
