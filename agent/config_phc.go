@@ -120,8 +120,8 @@ func (p *PHCConfig) board(paths PathsConfig, ps *problems) {
 }
 
 // boardDuplicates records each interface whose PHC (as sysfs shows it) a
-// device or an earlier interface of the section names already: the ports of
-// one NIC, or CPSW's two on a BeagleBone, share one PHC. It is measured once.
+// device or an earlier interface of the section names already
+// (phc.SharedPHCs): it is measured once.
 func (p *PHCConfig) boardDuplicates(paths PathsConfig, ps *problems) {
 	if len(p.Interfaces) == 0 {
 		return
@@ -130,31 +130,12 @@ func (p *PHCConfig) boardDuplicates(paths PathsConfig, ps *problems) {
 	if err != nil {
 		return
 	}
-	owner := map[string]string{} // interface -> its PHC's device
-	for _, in := range infos {
-		for _, name := range in.Interfaces {
-			owner[name] = filepath.Clean(in.Device)
+	for _, sh := range phc.SharedPHCs(infos, p.Devices, p.Interfaces) {
+		also := fmt.Sprintf("phc.interfaces[%d]", sh.By)
+		if sh.ByDevice {
+			also = fmt.Sprintf("phc.devices[%d]", sh.By)
 		}
-	}
-	type namer struct{ key, iface string }
-	named := map[string]namer{} // device -> the first entry naming it
-	for i, d := range p.Devices {
-		if _, dup := named[filepath.Clean(d)]; d != "" && !dup {
-			named[filepath.Clean(d)] = namer{key: fmt.Sprintf("phc.devices[%d]", i)}
-		}
-	}
-	for i, name := range p.Interfaces {
-		dev, ok := owner[name]
-		if !ok {
-			continue
-		}
-		first, dup := named[dev]
-		switch {
-		case !dup:
-			named[dev] = namer{fmt.Sprintf("phc.interfaces[%d]", i), name}
-		case first.iface != name: // the same name twice is refused without the board
-			ps.put(&KeyError{Key: fmt.Sprintf("phc.interfaces[%d]", i), Reason: fmt.Sprintf("%s's PHC is %s, named already: list each PHC once", name, dev), Also: first.key})
-		}
+		ps.put(&KeyError{Key: fmt.Sprintf("phc.interfaces[%d]", sh.Interface), Reason: fmt.Sprintf("%s's PHC is %s, named already: list each PHC once", p.Interfaces[sh.Interface], sh.Device), Also: also})
 	}
 }
 

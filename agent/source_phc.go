@@ -115,40 +115,15 @@ func newPHCSource(cfg PHCConfig, path string, open func(string, int, phc.Method)
 	return s
 }
 
-// resolvePHCs lists the PHC device paths to measure: the configured devices, the
-// PHCs of the configured interfaces, or every PHC found when neither is set.
+// resolvePHCs lists the PHC device paths to measure (phc.Select), naming the
+// interface whose PHC could not be found.
 func resolvePHCs(c *Config, discover func(phc.Paths) ([]phc.Info, error), ifacePHC func(string) (int, error)) ([]string, error) {
-	var paths []string
-	seen := map[string]bool{}
-	add := func(p string) {
-		if !seen[p] {
-			seen[p] = true
-			paths = append(paths, p)
-		}
+	paths, err := phc.Select(phc.Paths{Sys: c.Paths.Sys, Dev: c.Paths.Dev}, c.PHC.Devices, c.PHC.Interfaces, discover, ifacePHC)
+	var ie *phc.InterfaceError
+	if errors.As(err, &ie) {
+		return nil, keyErr(fmt.Sprintf("phc.interfaces[%d]", ie.Index), "%v", ie)
 	}
-	for _, d := range c.PHC.Devices {
-		add(d)
-	}
-	for i, iface := range c.PHC.Interfaces {
-		idx, err := ifacePHC(iface)
-		if err != nil {
-			return nil, keyErr(fmt.Sprintf("phc.interfaces[%d]", i), "%v", err)
-		}
-		if idx < 0 {
-			return nil, keyErr(fmt.Sprintf("phc.interfaces[%d]", i), "interface %s has no PTP hardware clock", iface)
-		}
-		add(fmt.Sprintf("%s/ptp%d", c.Paths.Dev, idx))
-	}
-	if len(c.PHC.Devices) == 0 && len(c.PHC.Interfaces) == 0 {
-		infos, err := discover(phc.Paths{Sys: c.Paths.Sys, Dev: c.Paths.Dev})
-		if err != nil {
-			return nil, err
-		}
-		for _, info := range infos {
-			add(info.Device)
-		}
-	}
-	return paths, nil
+	return paths, err
 }
 
 func (s *phcSource) Name() string            { return "phc:" + s.path }

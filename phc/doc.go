@@ -1,6 +1,7 @@
 // Package phc reads PTP hardware clocks (PHCs): discovery through sysfs, the
 // PHC of a network interface (asked of sockts, the one home of what a NIC can
-// timestamp), capabilities, and the offset between a PHC and a system clock
+// timestamp), which PHCs a list of devices and interfaces names (Select, each
+// once; SharedPHCs, the interfaces that share one), capabilities, and the offset between a PHC and a system clock
 // sampled with the ioctls of
 // Documentation/driver-api/ptp.rst and include/uapi/linux/ptp_clock.h:
 // PTP_SYS_OFFSET_PRECISE (cross-timestamp, where the driver has it),
