@@ -24,8 +24,11 @@
 // StepDetector judges successive readings against MONOTONIC_RAW: a PHC
 // advancing as its last interval's rate predicts, stopped, or stepped (set
 // with clock_settime, as ptp4l and phc_ctl do) beyond a bound made of a
-// threshold, the slew a servo may make and the read windows. phctest is a
-// scripted machine with a PHC for tests.
+// threshold, the slew a servo may make and the read windows. Tracker follows
+// a PHC from collection to collection: it reads it against several system
+// clocks, judges each reading so, and keeps the translators' models of the
+// PHC, restarted after a step. phctest is a scripted machine with a PHC for
+// tests.
 //
 // It never adjusts a clock: no PTP_CLOCK_ADJTIME, no clock_settime.
 package phc
