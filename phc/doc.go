@@ -19,7 +19,9 @@
 // buffer that drops the oldest stamp when full and carries no sequence number,
 // so such loss cannot be counted exactly: ExttsStats counts what can be seen
 // (full reads, edges missing from a known period, stamps going backwards).
-// Closing disables the channels and puts the pins back.
+// Closing disables the channels and puts the pins back. ExttsTotals add up
+// the counters of a reader reopened after failures; ExttsChannel.EdgeOf says
+// which edge a stamp is when the driver does not.
 //
 // StepDetector judges successive readings against MONOTONIC_RAW: a PHC
 // advancing as its last interval's rate predicts, stopped, or stepped (set
