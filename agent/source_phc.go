@@ -56,23 +56,18 @@ func openPHC(path string, samples int, m phc.Method) (phcClock, error) {
 
 func buildPHCSources(env *Env) ([]Source, error) {
 	cfg := env.Config.PHC
-	paths, err := resolvePHCs(env.Config, phc.Discover, phc.InterfacePHC)
+	sel, err := resolvePHCs(env.Config, phc.Discover, phc.InterfacePHC)
 	if err != nil {
 		return nil, err
 	}
-	if len(paths) == 0 {
+	if len(sel) == 0 {
 		env.Log.Info("no PTP hardware clock found; phc source idle", "sysfs", env.Config.Paths.Sys+"/class/ptp")
 		return nil, nil
 	}
-	infos, _ := phc.Discover(phc.Paths{Sys: env.Config.Paths.Sys, Dev: env.Config.Paths.Dev})
 	var out []Source
-	for _, p := range paths {
-		s := newPHCSource(cfg, p, openPHC, timebase.SystemClock.Now, env.Translators, env.Log)
-		for _, info := range infos {
-			if info.Device == p {
-				s.name = info.Name
-			}
-		}
+	for _, in := range sel {
+		s := newPHCSource(cfg, in.Device, openPHC, timebase.SystemClock.Now, env.Translators, env.Log)
+		s.name = in.Name
 		out = append(out, s)
 	}
 	return out, nil
@@ -91,15 +86,15 @@ func newPHCSource(cfg PHCConfig, path string, open func(string, int, phc.Method)
 	return &phcSource{cfg: cfg, path: path, open: open, read: read, method: method, track: phc.NewTracker(tc), log: log}
 }
 
-// resolvePHCs lists the PHC device paths to measure (phc.Select), naming the
-// interface whose PHC could not be found.
-func resolvePHCs(c *Config, discover func(phc.Paths) ([]phc.Info, error), ifacePHC func(string) (int, error)) ([]string, error) {
-	paths, err := phc.Select(phc.Paths{Sys: c.Paths.Sys, Dev: c.Paths.Dev}, c.PHC.Devices, c.PHC.Interfaces, discover, ifacePHC)
+// resolvePHCs lists the PHCs to measure (phc.Select), naming the interface
+// whose PHC could not be found.
+func resolvePHCs(c *Config, discover func(phc.Paths) ([]phc.Info, error), ifacePHC func(string) (int, error)) ([]phc.Info, error) {
+	sel, err := phc.Select(phc.Paths{Sys: c.Paths.Sys, Dev: c.Paths.Dev}, c.PHC.Devices, c.PHC.Interfaces, discover, ifacePHC)
 	var ie *phc.InterfaceError
 	if errors.As(err, &ie) {
 		return nil, keyErr(fmt.Sprintf("phc.interfaces[%d]", ie.Index), "%v", ie)
 	}
-	return paths, err
+	return sel, err
 }
 
 func (s *phcSource) Name() string            { return "phc:" + s.path }

@@ -19,10 +19,11 @@ import (
 // resolvePHCs names an interface without a PHC by its key (the selection
 // itself is phc.Select's, tested there).
 func TestResolvePHCs(t *testing.T) {
-	discover := func(phc.Paths) ([]phc.Info, error) { return []phc.Info{{Index: 0, Device: "/dev/ptp0"}}, nil }
+	all := []phc.Info{{Index: 0, Device: "/dev/ptp0", Name: "cpts"}}
+	discover := func(phc.Paths) ([]phc.Info, error) { return all, nil }
 	noPHC := func(string) (int, error) { return -1, nil }
 	cfg := Default()
-	if got, err := resolvePHCs(&cfg, discover, noPHC); err != nil || !reflect.DeepEqual(got, []string{"/dev/ptp0"}) {
+	if got, err := resolvePHCs(&cfg, discover, noPHC); err != nil || !reflect.DeepEqual(got, all) {
 		t.Fatalf("all: %v %v", got, err)
 	}
 	cfg.PHC.Interfaces = []string{"lo"}

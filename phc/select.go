@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 )
 
 // ErrNoPHC is a network interface without a PTP hardware clock.
@@ -27,22 +28,14 @@ func (e *InterfaceError) Error() string {
 // Unwrap returns the cause.
 func (e *InterfaceError) Unwrap() error { return e.Err }
 
-// Select lists the PHC device paths to measure, each once: devices as given,
-// then the PHC of each of interfaces (/dev/ptpN under p.Dev, asked of
-// ifacePHC), or every PHC discover finds under p when both lists are empty.
+// Select lists the PHCs to measure, each once, with what discovery (under
+// p) knows of each: devices as given, then the PHC of each of interfaces
+// (/dev/ptpN under p.Dev, asked of ifacePHC), or every PHC discover finds
+// when both lists are empty. A PHC discovery does not know is its Device
+// alone; discovery failing is an error only when it is what selects.
 // discover and ifacePHC are Discover and InterfacePHC but in tests.
-func Select(p Paths, devices, interfaces []string, discover func(Paths) ([]Info, error), ifacePHC func(string) (int, error)) ([]string, error) {
-	var paths []string
-	seen := map[string]bool{}
-	add := func(d string) {
-		if !seen[d] {
-			seen[d] = true
-			paths = append(paths, d)
-		}
-	}
-	for _, d := range devices {
-		add(d)
-	}
+func Select(p Paths, devices, interfaces []string, discover func(Paths) ([]Info, error), ifacePHC func(string) (int, error)) ([]Info, error) {
+	paths := slices.Clone(devices)
 	for i, iface := range interfaces {
 		idx, err := ifacePHC(iface)
 		if err == nil && idx < 0 {
@@ -51,18 +44,28 @@ func Select(p Paths, devices, interfaces []string, discover func(Paths) ([]Info,
 		if err != nil {
 			return nil, &InterfaceError{Index: i, Interface: iface, Err: err}
 		}
-		add(fmt.Sprintf("%s/ptp%d", p.Dev, idx))
+		paths = append(paths, fmt.Sprintf("%s/ptp%d", p.Dev, idx))
 	}
-	if len(devices) == 0 && len(interfaces) == 0 {
-		infos, err := discover(p)
+	infos, err := discover(p)
+	if len(paths) == 0 {
 		if err != nil {
 			return nil, err
 		}
-		for _, info := range infos {
-			add(info.Device)
+		return infos, nil
+	}
+	var out []Info
+	for _, d := range paths {
+		if slices.ContainsFunc(out, func(in Info) bool { return in.Device == d }) {
+			continue
+		}
+		i := slices.IndexFunc(infos, func(in Info) bool { return in.Device == d })
+		if i < 0 {
+			out = append(out, Info{Device: d})
+		} else {
+			out = append(out, infos[i])
 		}
 	}
-	return paths, nil
+	return out, nil
 }
 
 // Shared is an interface of a list whose PHC an earlier entry names already

@@ -12,7 +12,7 @@ func TestSelect(t *testing.T) {
 		if got != p {
 			t.Errorf("discover under %v", got)
 		}
-		return []Info{{Index: 0, Device: "/devx/ptp0"}, {Index: 2, Device: "/devx/ptp2"}}, nil
+		return []Info{{Index: 0, Device: "/devx/ptp0", Name: "cpts"}, {Index: 2, Device: "/devx/ptp2", Name: "e1000e"}}, nil
 	}
 	errNoDev := errors.New("no such device")
 	iface := func(name string) (int, error) {
@@ -36,7 +36,14 @@ func TestSelect(t *testing.T) {
 		{"no PHC", nil, []string{"eth0", "lo"}, nil, "interface lo has no PTP hardware clock"},
 		{"no interface", []string{"/devx/ptp0"}, []string{"eth9"}, nil, "no such device"},
 	} {
-		got, err := Select(p, tc.devices, tc.interfaces, discover, iface)
+		infos, err := Select(p, tc.devices, tc.interfaces, discover, iface)
+		var got []string
+		for _, in := range infos {
+			got = append(got, in.Device)
+			if want := map[string]string{"/devx/ptp0": "cpts", "/devx/ptp2": "e1000e"}[in.Device]; in.Name != want {
+				t.Errorf("%s: %s named %q", tc.name, in.Device, in.Name)
+			}
+		}
 		var ie *InterfaceError
 		if tc.err != "" && (!errors.As(err, &ie) || ie.Error() != tc.err || ie.Index != len(tc.interfaces)-1) {
 			t.Errorf("%s: %v", tc.name, err)
