@@ -47,9 +47,7 @@ type exttsChan struct {
 
 // exttsSource is the decoder of one PHC's extts event source.
 type exttsSource struct {
-	path  string
 	dom   timebase.Domain
-	tr    *timebase.Translators
 	toRT  *timebase.Route // the collection goroutine's
 	chans []*exttsChan
 	open  func() (exttsReader, error)
@@ -90,7 +88,7 @@ func buildExttsSources(env *Env) ([]Source, error) {
 // newExttsSource reads the channels of x.PHC, whose time is dom; open, when
 // not nil, replaces enabling them on the device (tests).
 func newExttsSource(x ExttsConfig, dom timebase.Domain, tr *timebase.Translators, open func() (exttsReader, error)) *exttsSource {
-	d := &exttsSource{path: x.PHC, dom: dom, tr: tr, toRT: tr.Route(dom, timebase.DomainRealtime), open: open}
+	d := &exttsSource{dom: dom, toRT: tr.Route(dom, timebase.DomainRealtime), open: open}
 	reqs := make([]phc.ExttsChannel, len(x.Channels))
 	for i, c := range x.Channels {
 		reqs[i] = c.request()
