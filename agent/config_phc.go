@@ -62,7 +62,7 @@ func (p *PHCConfig) check(ps *problems) {
 	for i, name := range p.Against {
 		key := fmt.Sprintf("phc.against[%d]", i)
 		d, err := timebase.ParseDomain(name)
-		if err != nil || (d != timebase.DomainRealtime && d != timebase.DomainMonotonicRaw && d != timebase.DomainMonotonic) {
+		if err != nil || !phc.ReadsAgainst(d) {
 			ps.add(key, "%q: a PHC is read against realtime, monotonic or monotonic_raw", name)
 		} else if j, dup := against[d]; dup {
 			ps.dup(key, fmt.Sprintf("phc.against[%d]", j), "%q is listed twice: two identical phc_offset points each collection", name)
@@ -147,17 +147,11 @@ func ifaceExists(paths PathsConfig, key, name string, ps *problems) {
 }
 
 // notMeasured says why the phc section keeps no model of the PHC dev, which
-// another source (extts, gpio.phc) needs to move its stamps: dev is not among
-// phc.devices and no phc.interfaces could name it. "" when it is measured, or
-// may be (interfaces, or every PHC found).
+// another source (extts, gpio.phc) needs to move its stamps: the selection
+// cannot include it (phc.MaySelect). "" when it is measured, or may be.
 func (p *PHCConfig) notMeasured(dev string) string {
-	if !p.Enabled || len(p.Interfaces) > 0 || len(p.Devices) == 0 {
+	if !p.Enabled || phc.MaySelect(p.Devices, p.Interfaces, dev) {
 		return ""
-	}
-	for _, d := range p.Devices {
-		if filepath.Clean(d) == filepath.Clean(dev) {
-			return ""
-		}
 	}
 	return fmt.Sprintf("%s is not among phc.devices %v: the phc source keeps no model of it, so no stamp could be moved to REALTIME (add it there, or leave phc.devices empty to measure every PHC)", dev, p.Devices)
 }

@@ -68,6 +68,15 @@ func Select(p Paths, devices, interfaces []string, discover func(Paths) ([]Info,
 	return out, nil
 }
 
+// MaySelect says whether Select, given devices and interfaces, may list the
+// PHC dev: it does when dev is among devices (as cleaned paths), and may
+// when interfaces are listed (one may own dev) or both lists are empty
+// (every PHC found).
+func MaySelect(devices, interfaces []string, dev string) bool {
+	return len(interfaces) > 0 || len(devices) == 0 ||
+		slices.ContainsFunc(devices, func(d string) bool { return filepath.Clean(d) == filepath.Clean(dev) })
+}
+
 // Shared is an interface of a list whose PHC an earlier entry names already
 // (SharedPHCs).
 type Shared struct {

@@ -71,3 +71,16 @@ func TestSharedPHCs(t *testing.T) {
 		}
 	}
 }
+
+func TestMaySelect(t *testing.T) {
+	for _, tc := range []struct {
+		devices, interfaces []string
+		want                bool
+	}{
+		{nil, nil, true}, {[]string{"/dev/ptp0/"}, nil, true}, {[]string{"/dev/ptp1"}, nil, false}, {[]string{"/dev/ptp1"}, []string{"eth0"}, true},
+	} {
+		if got := MaySelect(tc.devices, tc.interfaces, "/dev/ptp0"); got != tc.want {
+			t.Errorf("devices %v, interfaces %v: %v", tc.devices, tc.interfaces, got)
+		}
+	}
+}
