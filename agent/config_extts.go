@@ -3,15 +3,12 @@ package agent
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/monagent/monagent/phc"
-	"github.com/monagent/monagent/timebase"
 )
 
 // ExttsConfig is the PHC external-timestamp source (source_extts_linux.go):
@@ -54,8 +51,6 @@ func (c *ExttsChannelConfig) UnmarshalYAML(n *yaml.Node) error {
 	return n.Decode((*plain)(c))
 }
 
-var exttsEdges = map[string]phc.Edge{"rising": phc.EdgeRising, "falling": phc.EdgeFalling, "both": phc.EdgeBoth}
-
 // tagName is the channel's name tag.
 func (c *ExttsChannelConfig) tagName() string {
 	if c.Name != "" {
@@ -66,16 +61,8 @@ func (c *ExttsChannelConfig) tagName() string {
 
 // request is the phc request of a checked channel.
 func (c *ExttsChannelConfig) request() phc.ExttsChannel {
-	return phc.ExttsChannel{Channel: c.Channel, Pin: c.Pin, Edges: exttsEdges[c.Edges], PeriodNS: c.Period.Nanoseconds()}
-}
-
-// phcDomain is the clock domain of a /dev/ptpN path.
-func phcDomain(path string) (timebase.Domain, bool) {
-	n, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(path), "ptp"))
-	if err != nil || n < 0 || !strings.HasPrefix(filepath.Base(path), "ptp") {
-		return timebase.DomainUnknown, false
-	}
-	return timebase.PHC(n), true
+	edges, _ := phc.ParseEdges(c.Edges)
+	return phc.ExttsChannel{Channel: c.Channel, Pin: c.Pin, Edges: edges, PeriodNS: c.Period.Nanoseconds()}
 }
 
 // Validate checks the extts section.
@@ -90,7 +77,7 @@ func (x *ExttsConfig) check(p *problems) {
 		return
 	}
 	p.positive("extts.interval", x.Interval)
-	if _, ok := phcDomain(x.PHC); !ok {
+	if _, err := phc.DeviceDomain(x.PHC); err != nil {
 		p.add("extts.phc", "%q is not a PHC device (/dev/ptpN)", x.PHC)
 	}
 	if len(x.Channels) == 0 {
@@ -116,8 +103,8 @@ func (x *ExttsConfig) check(p *problems) {
 				pins[c.Pin] = i
 			}
 		}
-		if _, ok := exttsEdges[c.Edges]; !ok {
-			p.add(key+".edges", "%q: want %s", c.Edges, keysOf(exttsEdges))
+		if _, err := phc.ParseEdges(c.Edges); err != nil {
+			p.add(key+".edges", "%q: want both, falling, rising", c.Edges)
 		}
 		if c.Period < 0 {
 			p.add(key+".period", "must not be negative, got %s", c.Period)

@@ -62,7 +62,7 @@ func (p *PHCConfig) check(ps *problems) {
 	for i, name := range p.Against {
 		key := fmt.Sprintf("phc.against[%d]", i)
 		d, err := timebase.ParseDomain(name)
-		if err != nil || (d != timebase.DomainRealtime && d != timebase.DomainMonotonicRaw && d != timebase.DomainMonotonic) {
+		if err != nil || !phc.ReadsAgainst(d) {
 			ps.add(key, "%q: a PHC is read against realtime, monotonic or monotonic_raw", name)
 		} else if j, dup := against[d]; dup {
 			ps.dup(key, fmt.Sprintf("phc.against[%d]", j), "%q is listed twice: two identical phc_offset points each collection", name)
@@ -120,8 +120,8 @@ func (p *PHCConfig) board(paths PathsConfig, ps *problems) {
 }
 
 // boardDuplicates records each interface whose PHC (as sysfs shows it) a
-// device or an earlier interface of the section names already: the ports of
-// one NIC, or CPSW's two on a BeagleBone, share one PHC. It is measured once.
+// device or an earlier interface of the section names already
+// (phc.SharedPHCs): it is measured once.
 func (p *PHCConfig) boardDuplicates(paths PathsConfig, ps *problems) {
 	if len(p.Interfaces) == 0 {
 		return
@@ -130,31 +130,12 @@ func (p *PHCConfig) boardDuplicates(paths PathsConfig, ps *problems) {
 	if err != nil {
 		return
 	}
-	owner := map[string]string{} // interface -> its PHC's device
-	for _, in := range infos {
-		for _, name := range in.Interfaces {
-			owner[name] = filepath.Clean(in.Device)
+	for _, sh := range phc.SharedPHCs(infos, p.Devices, p.Interfaces) {
+		also := fmt.Sprintf("phc.interfaces[%d]", sh.By)
+		if sh.ByDevice {
+			also = fmt.Sprintf("phc.devices[%d]", sh.By)
 		}
-	}
-	type namer struct{ key, iface string }
-	named := map[string]namer{} // device -> the first entry naming it
-	for i, d := range p.Devices {
-		if _, dup := named[filepath.Clean(d)]; d != "" && !dup {
-			named[filepath.Clean(d)] = namer{key: fmt.Sprintf("phc.devices[%d]", i)}
-		}
-	}
-	for i, name := range p.Interfaces {
-		dev, ok := owner[name]
-		if !ok {
-			continue
-		}
-		first, dup := named[dev]
-		switch {
-		case !dup:
-			named[dev] = namer{fmt.Sprintf("phc.interfaces[%d]", i), name}
-		case first.iface != name: // the same name twice is refused without the board
-			ps.put(&KeyError{Key: fmt.Sprintf("phc.interfaces[%d]", i), Reason: fmt.Sprintf("%s's PHC is %s, named already: list each PHC once", name, dev), Also: first.key})
-		}
+		ps.put(&KeyError{Key: fmt.Sprintf("phc.interfaces[%d]", sh.Interface), Reason: fmt.Sprintf("%s's PHC is %s, named already: list each PHC once", p.Interfaces[sh.Interface], sh.Device), Also: also})
 	}
 }
 
@@ -166,17 +147,11 @@ func ifaceExists(paths PathsConfig, key, name string, ps *problems) {
 }
 
 // notMeasured says why the phc section keeps no model of the PHC dev, which
-// another source (extts, gpio.phc) needs to move its stamps: dev is not among
-// phc.devices and no phc.interfaces could name it. "" when it is measured, or
-// may be (interfaces, or every PHC found).
+// another source (extts, gpio.phc) needs to move its stamps: the selection
+// cannot include it (phc.MaySelect). "" when it is measured, or may be.
 func (p *PHCConfig) notMeasured(dev string) string {
-	if !p.Enabled || len(p.Interfaces) > 0 || len(p.Devices) == 0 {
+	if !p.Enabled || phc.MaySelect(p.Devices, p.Interfaces, dev) {
 		return ""
-	}
-	for _, d := range p.Devices {
-		if filepath.Clean(d) == filepath.Clean(dev) {
-			return ""
-		}
 	}
 	return fmt.Sprintf("%s is not among phc.devices %v: the phc source keeps no model of it, so no stamp could be moved to REALTIME (add it there, or leave phc.devices empty to measure every PHC)", dev, p.Devices)
 }

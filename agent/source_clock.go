@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/monagent/monagent/record"
@@ -25,15 +24,10 @@ type clockSource struct {
 }
 
 type clockTrack struct {
-	clk        timebase.SystemClock
-	tags       []record.Tag
-	have       bool
-	prevMid    int64
-	prevOffset int64
-	prevWindow int64
-	rate       float64 // offset change per reference ns over the last interval
-	haveRate   bool
-	steps      uint64
+	clk   timebase.SystemClock
+	tags  []record.Tag
+	steps timebase.OffsetSteps // its step detector
+	n     uint64               // steps seen
 }
 
 func buildClockSource(env *Env) ([]Source, error) {
@@ -60,7 +54,8 @@ func newClockSource(cfg ClockConfig, read func(timebase.SystemClock) (int64, err
 			return nil, keyErr("clock.clocks", "%v", err)
 		}
 		c, _ := timebase.SystemClockFor(d)
-		s.clocks = append(s.clocks, &clockTrack{clk: c, tags: []record.Tag{{Key: "clock", Value: c.Domain().String()}, {Key: "ref", Value: ref.Domain().String()}}})
+		s.clocks = append(s.clocks, &clockTrack{clk: c, tags: []record.Tag{{Key: "clock", Value: c.Domain().String()}, {Key: "ref", Value: ref.Domain().String()}},
+			steps: timebase.OffsetSteps{ThresholdNS: int64(cfg.StepThreshold), MaxSlewPPM: cfg.MaxSlewPPM}})
 	}
 	return s, nil
 }
@@ -73,35 +68,6 @@ func (s *clockSource) Close() error            { return nil }
 // read preempted by the scheduler has a wide window and loses.
 const bracketReads = 5
 
-// bracket reads ref, clk, ref bracketReads times and, from the narrowest window,
-// returns the reference time at its middle, the clock's offset from the
-// reference there, and the window.
-func (s *clockSource) bracket(ref, clk timebase.SystemClock) (mid, offset, window int64, err error) {
-	window = -1
-	for i := 0; i < bracketReads; i++ {
-		a, err := s.read(ref)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		c, err := s.read(clk)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		b, err := s.read(ref)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		if w := b - a; w >= 0 && (window < 0 || w < window) {
-			window, mid = w, a+w/2
-			offset = c - mid
-		}
-	}
-	if window < 0 {
-		return 0, 0, 0, fmt.Errorf("%s went backwards in every read", ref.Domain())
-	}
-	return mid, offset, window, nil
-}
-
 func (s *clockSource) Collect(ctx context.Context, b *Batch) error {
 	now, err := s.read(timebase.Realtime)
 	if err != nil {
@@ -110,29 +76,23 @@ func (s *clockSource) Collect(ctx context.Context, b *Batch) error {
 	var errs []error
 	hasTAI, hasRT := false, false
 	for _, t := range s.clocks {
-		mid, off, win, err := s.bracket(s.ref, t.clk)
+		o, err := timebase.ReadOffset(s.read, s.ref, t.clk, bracketReads)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("clock %s: %w", t.clk.Domain(), err))
 			continue
 		}
 		hasTAI = hasTAI || t.clk == timebase.TAI
 		hasRT = hasRT || t.clk == timebase.Realtime
-		fields := []record.Field{record.Int("offset_ns", off), record.Int("window_ns", win)}
+		fields := []record.Field{record.Int("offset_ns", o.OffsetNS), record.Int("window_ns", o.WindowNS)}
 		tr := s.translators.Get(s.ref.Domain(), t.clk.Domain(), s.window)
-		if t.have {
-			elapsed, delta := mid-t.prevMid, off-t.prevOffset
-			if step, ok := s.isStep(t, elapsed, delta, win); ok {
-				t.steps++
-				b.Add("clock_step", now, t.tags,
-					record.Int("step_ns", step), record.Int("offset_before_ns", t.prevOffset),
-					record.Int("offset_after_ns", off), record.Int("interval_ns", mid-t.prevMid), record.Uint("steps", t.steps))
-				s.translators.ResetDomain(t.clk.Domain())
-			} else if elapsed > 0 {
-				t.rate, t.haveRate = float64(delta)/float64(elapsed), true
-			}
+		if st, ok := t.steps.Next(o); ok {
+			t.n++
+			b.Add("clock_step", now, t.tags,
+				record.Int("step_ns", st.StepNS), record.Int("offset_before_ns", st.BeforeNS),
+				record.Int("offset_after_ns", st.AfterNS), record.Int("interval_ns", st.IntervalNS), record.Uint("steps", t.n))
+			s.translators.ResetDomain(t.clk.Domain())
 		}
-		t.have, t.prevMid, t.prevOffset, t.prevWindow = true, mid, off, win
-		tr.Add(timebase.Sample{Local: mid, Ref: mid + off, DelayNS: win})
+		tr.Add(timebase.Sample{Local: o.MidNS, Ref: o.MidNS + o.OffsetNS, DelayNS: o.WindowNS})
 		if m, err := tr.Model(); err == nil && m.N >= 3 {
 			// The model's offset is ref - clk, so its slope is minus the rate.
 			fields = append(fields, record.Float("rate_ppb", -m.Slope*1e9), record.Float("rate_err_ppb", m.SlopeErr*1e9))
@@ -141,9 +101,9 @@ func (s *clockSource) Collect(ctx context.Context, b *Batch) error {
 	}
 	if hasTAI && hasRT {
 		// TAI - UTC as the clocks show it, from a direct bracket.
-		if _, off, win, err := s.bracket(timebase.Realtime, timebase.TAI); err == nil {
+		if o, err := timebase.ReadOffset(s.read, timebase.Realtime, timebase.TAI, bracketReads); err == nil {
 			b.Add("clock_offset", now, []record.Tag{{Key: "clock", Value: "tai"}, {Key: "ref", Value: "realtime"}},
-				record.Int("offset_ns", off), record.Int("window_ns", win))
+				record.Int("offset_ns", o.OffsetNS), record.Int("window_ns", o.WindowNS))
 		}
 	}
 	if s.cfg.Timex && s.timex != nil {
@@ -155,25 +115,6 @@ func (s *clockSource) Collect(ctx context.Context, b *Batch) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// isStep decides whether the offset moved more than the clock's last rate, the
-// allowed slew and the read windows explain. It returns the unexplained part.
-//
-// The prediction uses the rate over the previous interval, not the fitted slope:
-// a fit over many samples lags when a daemon changes its slew, and the read jitter
-// in a one-interval rate (the bracket windows) is far below any step threshold.
-func (s *clockSource) isStep(t *clockTrack, elapsed, delta, window int64) (int64, bool) {
-	predicted := 0.0
-	if t.haveRate {
-		predicted = t.rate * float64(elapsed)
-	}
-	dev := float64(delta) - predicted
-	allowed := float64(s.cfg.StepThreshold) + s.cfg.MaxSlewPPM*1e-6*math.Abs(float64(elapsed)) + float64(window+t.prevWindow)
-	if math.Abs(dev) > allowed {
-		return int64(math.Round(dev)), true
-	}
-	return 0, false
 }
 
 func timexFields(k timebase.KernelState) []record.Field {

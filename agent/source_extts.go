@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/monagent/monagent/phc"
@@ -35,11 +34,10 @@ type exttsStamp struct {
 	read   int64 // REALTIME at that read
 }
 
-// exttsChan is one configured channel: its tags and counts.
+// exttsChan is one configured channel: its request, tags and counts.
 type exttsChan struct {
-	channel uint32
-	edges   phc.Edge
-	tags    map[phc.Edge][]record.Tag // by the edge tag's value: rising, falling, unknown
+	req  phc.ExttsChannel
+	tags map[phc.Edge][]record.Tag // by the edge tag's value: rising, falling, unknown
 
 	// Written on the collection goroutine only.
 	times  seriesTime // no two records of the channel share a time
@@ -49,15 +47,13 @@ type exttsChan struct {
 
 // exttsSource is the decoder of one PHC's extts event source.
 type exttsSource struct {
-	path  string
 	dom   timebase.Domain
-	tr    *timebase.Translators
 	toRT  *timebase.Route // the collection goroutine's
 	chans []*exttsChan
 	open  func() (exttsReader, error)
 
 	// The reader's counters over every open (the producer adds to them).
-	fullReads, missed, backwards, others atomic.Uint64
+	totals phc.ExttsTotals
 
 	// Written on the collection goroutine only.
 	untranslated, bumps, unlisted uint64
@@ -67,8 +63,8 @@ type exttsSource struct {
 func buildExttsSources(env *Env) ([]Source, error) {
 	c := env.Config
 	x := c.Extts
-	dom, ok := phcDomain(x.PHC)
-	if !ok {
+	dom, err := phc.DeviceDomain(x.PHC)
+	if err != nil {
 		return nil, keyErr("extts.phc", "%q is not a PHC device (/dev/ptpN)", x.PHC)
 	}
 	if !c.PHC.Enabled && env.Log != nil {
@@ -92,11 +88,11 @@ func buildExttsSources(env *Env) ([]Source, error) {
 // newExttsSource reads the channels of x.PHC, whose time is dom; open, when
 // not nil, replaces enabling them on the device (tests).
 func newExttsSource(x ExttsConfig, dom timebase.Domain, tr *timebase.Translators, open func() (exttsReader, error)) *exttsSource {
-	d := &exttsSource{path: x.PHC, dom: dom, tr: tr, toRT: tr.Route(dom, timebase.DomainRealtime), open: open}
+	d := &exttsSource{dom: dom, toRT: tr.Route(dom, timebase.DomainRealtime), open: open}
 	reqs := make([]phc.ExttsChannel, len(x.Channels))
 	for i, c := range x.Channels {
 		reqs[i] = c.request()
-		ch := &exttsChan{channel: uint32(c.Channel), edges: reqs[i].Edges, tags: map[phc.Edge][]record.Tag{}}
+		ch := &exttsChan{req: reqs[i], tags: map[phc.Edge][]record.Tag{}}
 		for _, e := range []phc.Edge{phc.EdgeRising, phc.EdgeFalling, 0} {
 			ch.tags[e] = []record.Tag{{Key: "phc", Value: x.PHC}, {Key: "channel", Value: fmt.Sprint(c.Channel)},
 				{Key: "name", Value: c.tagName()}, {Key: "edge", Value: e.String()}}
@@ -140,14 +136,9 @@ func (d *exttsSource) produce(ctx context.Context, q *EventQueue[exttsStamp]) er
 			q.Put(batch[:n])
 		}
 		st := rd.Stats()
-		if st.MissedEdges > prev.MissedEdges {
-			m := st.MissedEdges - prev.MissedEdges
+		if m := d.totals.Add(prev, st); m > 0 {
 			q.Lost(m)
-			d.missed.Add(m)
 		}
-		addDelta(&d.fullReads, st.FullReads, prev.FullReads)
-		addDelta(&d.backwards, st.Backwards, prev.Backwards)
-		addDelta(&d.others, st.OtherChannels, prev.OtherChannels)
 		prev = st
 		if err == nil {
 			continue
@@ -159,16 +150,10 @@ func (d *exttsSource) produce(ctx context.Context, q *EventQueue[exttsStamp]) er
 	}
 }
 
-func addDelta(c *atomic.Uint64, cur, prev uint64) {
-	if cur > prev {
-		c.Add(cur - prev)
-	}
-}
-
 // channel is the configured channel ch, or nil.
 func (d *exttsSource) channel(ch uint32) *exttsChan {
 	for _, c := range d.chans {
-		if c.channel == ch {
+		if uint32(c.req.Channel) == ch {
 			return c
 		}
 	}
@@ -206,31 +191,20 @@ func (d *exttsSource) emit(b *Batch, e *exttsStamp) {
 		d.untranslated++
 	}
 	t = c.times.next(t, &d.bumps)
-	b.Add("extts_event", t, c.tags[c.edgeOf(&e.ev)], f...)
-}
-
-// edgeOf is the edge of a stamp: the one the driver reports, else the one
-// the channel was enabled for when it is a single edge, else 0 (unknown).
-func (c *exttsChan) edgeOf(e *phc.ExttsEvent) phc.Edge {
-	if ed := e.Edge(); ed == phc.EdgeRising || ed == phc.EdgeFalling {
-		return ed
-	}
-	if c.edges == phc.EdgeRising || c.edges == phc.EdgeFalling {
-		return c.edges
-	}
-	return 0
+	b.Add("extts_event", t, c.tags[c.req.EdgeOf(&e.ev)], f...)
 }
 
 // self is the decoder's counts beside the event source's.
 func (d *exttsSource) self() []record.Field {
+	st := d.totals.Stats()
 	f := []record.Field{
 		record.Uint("untranslated", d.untranslated), record.Uint("time_bumps", d.bumps),
-		record.Uint("unlisted", d.unlisted), record.Uint("missed_edges", d.missed.Load()),
-		record.Uint("full_reads", d.fullReads.Load()), record.Uint("backwards", d.backwards.Load()),
-		record.Uint("other_channels", d.others.Load()),
+		record.Uint("unlisted", d.unlisted), record.Uint("missed_edges", st.MissedEdges),
+		record.Uint("full_reads", st.FullReads), record.Uint("backwards", st.Backwards),
+		record.Uint("other_channels", st.OtherChannels),
 	}
 	for _, c := range d.chans {
-		pfx := fmt.Sprintf("channel%d_", c.channel)
+		pfx := fmt.Sprintf("channel%d_", c.req.Channel)
 		f = append(f, record.Uint(pfx+"events", c.events))
 		f = c.lat.fields(f, pfx)
 	}

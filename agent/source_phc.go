@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/monagent/monagent/phc"
@@ -16,85 +15,59 @@ import (
 
 // phcSource samples one PTP hardware clock against the system clocks (the figures
 // phc2sys works from, without adjusting anything) and keeps the translators from
-// each system clock to the PHC.
+// each system clock to the PHC (phc.Tracker).
 type phcSource struct {
-	cfg     PHCConfig
-	path    string
-	name    string // driver's clock name
-	open    func(path string, samples int, m phc.Method) (phcClock, error)
-	read    func(timebase.SystemClock) (int64, error)
-	method  phc.Method
-	against []timebase.Domain
-	tr      *timebase.Translators
-	log     *slog.Logger
+	cfg    PHCConfig
+	path   string
+	name   string // driver's clock name
+	open   func(path string, samples int, m phc.Method) (phcClock, error)
+	read   func(timebase.SystemClock) (int64, error)
+	method phc.Method
+	track  *phc.Tracker
+	log    *slog.Logger
 
 	dev     phcClock
 	domain  timebase.Domain
 	opens   uint64
 	reopens uint64 // opens after the first
 
-	// judges holds, for each clock of against, the step detector its
-	// readings pass, judged against MONOTONIC_RAW; taken is the collection's
-	// readings.
-	judges       []phc.StepDetector
-	taken        []phcTaken
 	notAdvancing uint64 // readings that found the PHC stopped
 	steps        uint64 // steps of the PHC seen
 }
 
-// phcTaken is one reading of a collection, the time of its records and its
-// step detector's verdict.
-type phcTaken struct {
-	r  phc.Reading
-	at int64
-	j  phc.Judgement
-}
-
-// phcClock is an open PHC as the source uses it: a *phc.Device and its
-// Sampler (openPHC), or a scripted clock in tests.
+// phcClock is an open PHC as the source uses it: a phc.Sampled (openPHC), or
+// a scripted clock in tests.
 type phcClock interface {
-	Domain() timebase.Domain
-	Sample(sys timebase.Domain, r *phc.Reading) error
+	phc.SampleSource
 	Fallbacks() uint64
 	Refusals() []string
 	Close() error
 }
 
-// sampledPHC is a PHC device with its sampler.
-type sampledPHC struct {
-	*phc.Device
-	*phc.Sampler
-}
-
 // openPHC opens the device at path and its sampler of samples reads a
 // reading, preferring method m.
 func openPHC(path string, samples int, m phc.Method) (phcClock, error) {
-	d, err := phc.Open(path)
+	d, err := phc.OpenSampled(path, samples, m)
 	if err != nil {
 		return nil, err
 	}
-	return sampledPHC{d, d.NewSampler(samples, m)}, nil
+	return d, nil
 }
 
 func buildPHCSources(env *Env) ([]Source, error) {
 	cfg := env.Config.PHC
-	paths, err := resolvePHCs(env.Config, phc.Discover, phc.InterfacePHC)
+	sel, err := resolvePHCs(env.Config, phc.Discover, phc.InterfacePHC)
 	if err != nil {
 		return nil, err
 	}
-	if len(paths) == 0 {
+	if len(sel) == 0 {
 		env.Log.Info("no PTP hardware clock found; phc source idle", "sysfs", env.Config.Paths.Sys+"/class/ptp")
 		return nil, nil
 	}
-	infos, _ := phc.Discover(phc.Paths{Sys: env.Config.Paths.Sys, Dev: env.Config.Paths.Dev})
 	var out []Source
-	for _, p := range paths {
-		s := newPHCSource(cfg, p, openPHC, timebase.SystemClock.Now, env.Translators, env.Log)
-		for _, info := range infos {
-			if info.Device == p {
-				s.name = info.Name
-			}
-		}
+	for _, in := range sel {
+		s := newPHCSource(cfg, in.Device, openPHC, timebase.SystemClock.Now, env.Translators, env.Log)
+		s.name = in.Name
 		out = append(out, s)
 	}
 	return out, nil
@@ -104,51 +77,24 @@ func buildPHCSources(env *Env) ([]Source, error) {
 // the system clocks read through read. cfg is valid.
 func newPHCSource(cfg PHCConfig, path string, open func(string, int, phc.Method) (phcClock, error), read func(timebase.SystemClock) (int64, error), tr *timebase.Translators, log *slog.Logger) *phcSource {
 	method, _ := phc.ParseMethod(cfg.Method)
-	s := &phcSource{cfg: cfg, path: path, open: open, read: read, method: method, tr: tr, log: log}
+	tc := phc.TrackerConfig{Path: path, Window: cfg.Window, Read: read, Translators: tr,
+		Detector: phc.StepDetector{ThresholdNS: int64(cfg.StepThreshold), MaxSlewPPB: int64(math.Round(cfg.MaxSlewPPM * 1000))}}
 	for _, a := range cfg.Against {
 		d, _ := timebase.ParseDomain(a)
-		s.against = append(s.against, d)
-		s.judges = append(s.judges, phc.StepDetector{
-			ThresholdNS: int64(cfg.StepThreshold), MaxSlewPPB: int64(math.Round(cfg.MaxSlewPPM * 1000)),
-		})
+		tc.Against = append(tc.Against, d)
 	}
-	return s
+	return &phcSource{cfg: cfg, path: path, open: open, read: read, method: method, track: phc.NewTracker(tc), log: log}
 }
 
-// resolvePHCs lists the PHC device paths to measure: the configured devices, the
-// PHCs of the configured interfaces, or every PHC found when neither is set.
-func resolvePHCs(c *Config, discover func(phc.Paths) ([]phc.Info, error), ifacePHC func(string) (int, error)) ([]string, error) {
-	var paths []string
-	seen := map[string]bool{}
-	add := func(p string) {
-		if !seen[p] {
-			seen[p] = true
-			paths = append(paths, p)
-		}
+// resolvePHCs lists the PHCs to measure (phc.Select), naming the interface
+// whose PHC could not be found.
+func resolvePHCs(c *Config, discover func(phc.Paths) ([]phc.Info, error), ifacePHC func(string) (int, error)) ([]phc.Info, error) {
+	sel, err := phc.Select(phc.Paths{Sys: c.Paths.Sys, Dev: c.Paths.Dev}, c.PHC.Devices, c.PHC.Interfaces, discover, ifacePHC)
+	var ie *phc.InterfaceError
+	if errors.As(err, &ie) {
+		return nil, keyErr(fmt.Sprintf("phc.interfaces[%d]", ie.Index), "%v", ie)
 	}
-	for _, d := range c.PHC.Devices {
-		add(d)
-	}
-	for i, iface := range c.PHC.Interfaces {
-		idx, err := ifacePHC(iface)
-		if err != nil {
-			return nil, keyErr(fmt.Sprintf("phc.interfaces[%d]", i), "%v", err)
-		}
-		if idx < 0 {
-			return nil, keyErr(fmt.Sprintf("phc.interfaces[%d]", i), "interface %s has no PTP hardware clock", iface)
-		}
-		add(fmt.Sprintf("%s/ptp%d", c.Paths.Dev, idx))
-	}
-	if len(c.PHC.Devices) == 0 && len(c.PHC.Interfaces) == 0 {
-		infos, err := discover(phc.Paths{Sys: c.Paths.Sys, Dev: c.Paths.Dev})
-		if err != nil {
-			return nil, err
-		}
-		for _, info := range infos {
-			add(info.Device)
-		}
-	}
-	return paths, nil
+	return sel, err
 }
 
 func (s *phcSource) Name() string            { return "phc:" + s.path }
@@ -173,37 +119,16 @@ func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
 			s.log.Info("phc reopened", "device", s.path, "reopens", s.reopens)
 		}
 		s.dev, s.domain = d, d.Domain()
-		for i := range s.judges {
-			s.judges[i].Forget() // the PHC may have been reset while closed
-		}
+		s.track.Forget() // the PHC may have been reset while closed
 	}
 	now, err := s.read(timebase.Realtime)
 	if err != nil {
 		return err
 	}
-	s.taken = s.taken[:0]
-	for i, sys := range s.against {
-		var t phcTaken
-		ref, win, err := s.sample(sys, &t.r)
-		if err != nil {
-			// What the readings taken so far revealed stands: a step seen
-			// restarts the models even if the device then failed.
-			judged := s.judged(b)
-			if !errors.Is(err, phc.ErrMethodUnsupported) {
-				// The device failed (vanished, I/O error): reopen next time.
-				s.Close()
-			}
-			return errors.Join(fmt.Errorf("phc %s against %s: %w", s.path, sys, err), judged)
-		}
-		t.j = s.judges[i].Judge(ref, t.r.PHCNS, win)
-		// The reading's own time: its system-clock midpoint when that clock
-		// is REALTIME, else REALTIME read just before the sampling began.
-		t.at = now
-		if sys == timebase.DomainRealtime {
-			t.at = t.r.SysNS
-		}
-		r := &t.r
-		b.Add("phc_offset", t.at, s.tags(sys),
+	round := s.track.Collect(s.dev, now)
+	for _, t := range round.Taken {
+		r := &t.Reading
+		b.Add("phc_offset", t.At, s.tags(t.Against),
 			record.Int("offset_ns", r.OffsetNS),
 			record.Int("delay_ns", r.DelayNS),
 			record.Int("phc_ns", r.PHCNS),
@@ -212,84 +137,24 @@ func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
 			record.String("method", r.Method.String()),
 			record.Int("bracket_ns", r.BracketNS),
 		)
-		s.taken = append(s.taken, t)
 	}
-	return s.judged(b)
-}
-
-// sample takes a reading against sys and says where it lies on MONOTONIC_RAW,
-// which nobody steps or slews, for the step detector: the reading's own
-// time and window when the kernel read it against MONOTONIC_RAW, else the
-// middle and width of MONOTONIC_RAW reads around the sampling (a reading
-// moved from REALTIME could carry a REALTIME step into the PHC's judgement).
-func (s *phcSource) sample(sys timebase.Domain, r *phc.Reading) (ref, window int64, err error) {
-	before, err := s.read(timebase.MonotonicRaw)
-	if err != nil {
-		return 0, 0, err
+	if t := round.Step; t != nil {
+		j := t.Judgement
+		s.steps++
+		b.Add("phc_step", t.At, s.tags(t.Against),
+			record.Int("step_ns", j.StepNS), record.Int("bound_ns", j.BoundNS),
+			record.Int("phc_before_ns", j.PHCBeforeNS), record.Int("phc_after_ns", j.PHCAfterNS),
+			record.Int("interval_ns", j.ElapsedNS), record.Int("predicted_ns", j.PredictedNS),
+			record.Uint("steps", s.steps))
 	}
-	if err := s.dev.Sample(sys, r); err != nil {
-		return 0, 0, err
+	s.notAdvancing += uint64(round.Stopped)
+	if round.Err == nil {
+		return round.NotAdvancing
 	}
-	if r.SysDomain == timebase.DomainMonotonicRaw && r.BracketNS == 0 {
-		return r.SysNS, r.DelayNS, nil
+	if !errors.Is(round.Err, phc.ErrMethodUnsupported) {
+		s.Close() // the device failed (vanished, I/O error): reopen next time
 	}
-	after, err := s.read(timebase.MonotonicRaw)
-	if err != nil {
-		return 0, 0, err
-	}
-	return before + (after-before)/2, after - before, nil
-}
-
-// judged acts on the step detectors' verdicts on the collection's readings.
-// When each found the PHC advancing, the readings feed the PHC's models. A
-// reading that found it stepped or stopped restarts them: the models are
-// forgotten, the step is recorded (once, by the first reading that revealed
-// it) and counted, and the detectors judged before that reading forget it
-// too (it may predate the step; the readings after it do not), so every
-// model starts again from readings after the step. Until the next
-// collection there is no model of the PHC, and the sources that move its
-// stamps count them untranslated. A stopped PHC is an error of the
-// collection; a step is not: it is what the PHC did.
-func (s *phcSource) judged(b *Batch) error {
-	first := slices.IndexFunc(s.taken, func(t phcTaken) bool {
-		return t.j.Verdict == phc.VerdictStepped || t.j.Verdict == phc.VerdictStopped
-	})
-	if first < 0 {
-		for i, t := range s.taken {
-			if t.j.Verdict == phc.VerdictAdvancing && s.tr != nil {
-				s.tr.Get(s.against[i], s.domain, s.cfg.Window).Add(t.r.Sample())
-			}
-		}
-		return nil
-	}
-	if s.tr != nil {
-		s.tr.ResetDomain(s.domain)
-	}
-	for i := range first {
-		s.judges[i].Forget()
-	}
-	var stopped error
-	stepped := false
-	for i, t := range s.taken[first:] {
-		sys := s.against[first+i]
-		switch j := t.j; j.Verdict {
-		case phc.VerdictStopped:
-			s.notAdvancing++
-			stopped = fmt.Errorf("phc %s against %s: %w", s.path, sys, j.Err(timebase.DomainMonotonicRaw))
-		case phc.VerdictStepped:
-			if stepped {
-				continue
-			}
-			stepped = true
-			s.steps++
-			b.Add("phc_step", t.at, s.tags(sys),
-				record.Int("step_ns", j.StepNS), record.Int("bound_ns", j.BoundNS),
-				record.Int("phc_before_ns", j.PHCBeforeNS), record.Int("phc_after_ns", j.PHCAfterNS),
-				record.Int("interval_ns", j.ElapsedNS), record.Int("predicted_ns", j.PredictedNS),
-				record.Uint("steps", s.steps))
-		}
-	}
-	return stopped
+	return errors.Join(round.Err, round.NotAdvancing)
 }
 
 // tags are the tags of the PHC's records about its readings against sys.

@@ -38,6 +38,13 @@ func ParseMethod(s string) (Method, error) {
 	return 0, errors.New("unknown PHC read method " + strconv.Quote(s) + " (want auto, precise, extended or basic)")
 }
 
+// ReadsAgainst says whether a PHC is read against the system clock d:
+// REALTIME, MONOTONIC or MONOTONIC_RAW (the clocks PTP_SYS_OFFSET_EXTENDED
+// takes), not TAI or BOOTTIME.
+func ReadsAgainst(d timebase.Domain) bool {
+	return d == timebase.DomainRealtime || d == timebase.DomainMonotonic || d == timebase.DomainMonotonicRaw
+}
+
 // Reading is one PHC<->system clock offset measurement.
 type Reading struct {
 	SysNS     int64           // system clock at the middle of the read window

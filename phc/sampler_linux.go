@@ -76,8 +76,8 @@ func (s *Sampler) LastMethod(sys timebase.Domain) Method { return s.last[sys] }
 // Sample measures the PHC against the system clock sys (REALTIME, MONOTONIC or
 // MONOTONIC_RAW) into r.
 func (s *Sampler) Sample(sys timebase.Domain, r *Reading) error {
-	clk, ok := timebase.SystemClockFor(sys)
-	if !ok || sys == timebase.DomainTAI || sys == timebase.DomainBoottime {
+	clk, _ := timebase.SystemClockFor(sys)
+	if !ReadsAgainst(sys) {
 		return fmt.Errorf("phc sample against %s: not a supported system clock (realtime, monotonic, monotonic_raw)", sys)
 	}
 	first := true

@@ -10,7 +10,9 @@
 // Clocks are read with clock_gettime(2) (see clock_gettime(2) and
 // Documentation/driver-api/ptp.rst for dynamic PHC clock ids). The kernel clock
 // discipline state comes from adjtimex(2), read with modes 0, so reading it never
-// changes the clock. VirtualClock simulates a drifting clock over a real one for the
+// changes the clock. ReadOffset reads one clock's offset from another between
+// two reads of that one, and OffsetSteps finds a clock's steps in such offsets.
+// VirtualClock simulates a drifting clock over a real one for the
 // clock synchronisation algorithms and their tests.
 //
 // Nothing in this package steps or slews a clock.
