@@ -23,6 +23,8 @@ step() { printf '\n=== %s\n' "$*"; }
 # (so apt needs that architecture's index), cross-builds pps-ktimer for the
 # ARM kernel (gcc-arm-linux-gnueabihf) and compares with gpiomon (gpiod). The
 # HCA integration test sends markers with socat, as a user's shell would.
+# Debian's prometheus gives the server a test scrapes the agent with and
+# promtool, which checks and unit-tests the alert rules.
 need_apt=()
 command -v qemu-arm-static >/dev/null || need_apt+=(qemu-user-static)
 command -v chronyd >/dev/null || need_apt+=(chrony)
@@ -34,6 +36,7 @@ command -v dtc >/dev/null || need_apt+=(device-tree-compiler)
 command -v gpiomon >/dev/null || need_apt+=(gpiod)
 command -v socat >/dev/null || need_apt+=(socat)
 command -v arm-linux-gnueabihf-gcc >/dev/null || need_apt+=(gcc-arm-linux-gnueabihf)
+command -v promtool >/dev/null || need_apt+=(prometheus)
 need_update=""
 if ! dpkg --print-foreign-architectures 2>/dev/null | grep -qx armhf; then
   [ "$(id -u)" = 0 ] && dpkg --add-architecture armhf && need_update=1
