@@ -32,6 +32,8 @@ type Config struct {
 	Influx      InfluxConfig      `yaml:"influx"`
 	SelfMetrics SelfMetricsConfig `yaml:"self_metrics"`
 	Memory      MemoryConfig      `yaml:"memory"`
+	HTTP        HTTPConfig        `yaml:"http"`
+	Notify      NotifyConfig      `yaml:"notify"`
 
 	// src is the file the configuration was parsed from (nil for Default),
 	// so that checks run after Parse (Preflight, Board) name file and line.
@@ -94,6 +96,7 @@ func sections() []section {
 		clockSection, phcSection, ntpSection, ptpSection, sensorsSection, gpioSection,
 		ppsSection, exttsSection, markerSection, hcaSection, loadgenSection,
 		outputSection, spoolSection, influxSection, selfMetricsSection, memorySection,
+		httpSection, notifySection,
 	}
 }
 

@@ -1,0 +1,83 @@
+package agent
+
+import (
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/monagent/monagent/notify"
+)
+
+// HTTPConfig is the agent's HTTP endpoint (status.Server): /metrics for
+// Prometheus, /status for `monagent status`.
+type HTTPConfig struct {
+	// Listen is host:port; "" turns the endpoint off. The default is on
+	// loopback only: expose it on purpose (0.0.0.0:9469) for a Prometheus
+	// elsewhere.
+	Listen string `yaml:"listen"`
+}
+
+// DefaultHTTPListen is where the endpoint listens unless told otherwise
+// (9469: free in Prometheus's list of exporter ports at the time of writing).
+const DefaultHTTPListen = "127.0.0.1:9469"
+
+func (h *HTTPConfig) defaults() { *h = HTTPConfig{Listen: DefaultHTTPListen} }
+
+func (h *HTTPConfig) check(p *problems) {
+	if h.Listen == "" {
+		return
+	}
+	host, port, err := net.SplitHostPort(h.Listen)
+	if err != nil {
+		p.add("http.listen", "%q is not host:port (127.0.0.1:9469, :9469; \"\" turns the endpoint off)", h.Listen)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		p.add("http.listen", "port %q is not a number from 0 to 65535", port)
+	}
+	if host != "" && net.ParseIP(host) == nil && host != "localhost" {
+		p.add("http.listen", "host %q is not an IP address (or localhost)", host)
+	}
+}
+
+// NotifyConfig sends every clock state change to webhooks as a CloudEvent
+// (notify.Sender): each receiver has its own queue, so a slow one delays no
+// other and no source.
+type NotifyConfig struct {
+	Webhooks   []string      `yaml:"webhooks"`    // http:// or https:// URLs; none turns it off
+	Queue      int           `yaml:"queue"`       // events waiting per receiver; beyond, dropped and counted
+	Timeout    time.Duration `yaml:"timeout"`     // one request
+	MaxBackoff time.Duration `yaml:"max_backoff"` // retries back off from 100 ms up to this
+}
+
+func (n *NotifyConfig) defaults() {
+	*n = NotifyConfig{Queue: 256, Timeout: 5 * time.Second, MaxBackoff: 30 * time.Second}
+}
+
+func (n *NotifyConfig) check(p *problems) {
+	for i, u := range n.Webhooks {
+		if err := notify.CheckURL(u); err != nil {
+			p.add("notify.webhooks["+strconv.Itoa(i)+"]", "%v", err)
+		}
+	}
+	if n.Queue < 1 {
+		p.add("notify.queue", "must be at least 1, got %d", n.Queue)
+	}
+	p.positive("notify.timeout", n.Timeout)
+	if n.MaxBackoff < 100*time.Millisecond {
+		p.add("notify.max_backoff", "must be at least 100ms, got %s", n.MaxBackoff)
+	}
+}
+
+// sender is the notifications' sender, nil without webhooks.
+func (n *NotifyConfig) sender() (*notify.Sender, error) {
+	if len(n.Webhooks) == 0 {
+		return nil, nil
+	}
+	return notify.New(notify.Options{URLs: n.Webhooks, Queue: n.Queue, Timeout: n.Timeout, MinBackoff: 100 * time.Millisecond, MaxBackoff: n.MaxBackoff})
+}
+
+var (
+	httpSection   = section{key: "http", of: func(c *Config) sectionConfig { return &c.HTTP }}
+	notifySection = section{key: "notify", of: func(c *Config) sectionConfig { return &c.Notify }}
+)

@@ -1,0 +1,146 @@
+package agent
+
+import (
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/monagent/monagent/judge"
+	"github.com/monagent/monagent/notify"
+	"github.com/monagent/monagent/record"
+)
+
+// JudgeConfig is a source's judge: subsection: how the clock it measures is
+// judged (docs/configuration.md gives each source's defaults and why).
+type JudgeConfig struct {
+	Enabled    bool          `yaml:"enabled"`
+	Threshold  time.Duration `yaml:"threshold"`   // LOCKED needs an error bound at most this
+	Holdover   time.Duration `yaml:"holdover"`    // the longest HOLDOVER after the reference is lost
+	MinSamples int           `yaml:"min_samples"` // consecutive good samples to become LOCKED
+}
+
+func (j *JudgeConfig) check(key string, p *problems) {
+	if !j.Enabled {
+		return
+	}
+	p.positive(key+".threshold", j.Threshold)
+	p.positive(key+".holdover", j.Holdover)
+	if j.MinSamples < 1 {
+		p.add(key+".min_samples", "must be at least 1, got %d", j.MinSamples)
+	}
+}
+
+// judging is the agent's judged clocks: what /status and /metrics show, and
+// where their transitions become sync_state records, log lines and
+// notifications.
+type judging struct {
+	set    judge.Set
+	host   string
+	log    *slog.Logger
+	notify *notify.Sender // nil without webhooks
+	seq    atomic.Uint64
+
+	mu   sync.Mutex
+	list []*judgement
+}
+
+// judgement is one judged clock of a source. A nil judgement (its judge is
+// off) judges nothing.
+type judgement struct {
+	j     *judge.Judged
+	owner *judging
+	tags  []record.Tag
+	mu    sync.Mutex
+	last  int64 // the latest sync_state time: no two share one
+}
+
+// add judges the clock a source measures; nil when cfg is off. stale is how
+// long the source may go without a sample before its reference counts as
+// lost (its interval and timeout, with a margin).
+func (g *judging) add(clock, source string, cfg JudgeConfig, stale time.Duration) (*judgement, error) {
+	if g == nil || !cfg.Enabled {
+		return nil, nil
+	}
+	j, err := g.set.Add(clock, source, judge.Config{ThresholdNS: int64(cfg.Threshold), HoldoverNS: int64(cfg.Holdover), MinSamples: cfg.MinSamples, StaleNS: int64(stale)})
+	if err != nil {
+		return nil, err
+	}
+	m := &judgement{j: j, owner: g, tags: []record.Tag{{Key: "clock", Value: clock}, {Key: "source", Value: source}}}
+	g.mu.Lock()
+	g.list = append(g.list, m)
+	g.mu.Unlock()
+	return m, nil
+}
+
+// observe judges a sample; its transitions go into b.
+func (m *judgement) observe(b *Batch, s judge.Sample) {
+	if m != nil {
+		ch := m.j.Observe(s)
+		m.emit(b, ch.All())
+	}
+}
+
+// missed says the sample due by deadline (REALTIME ns) did not come.
+func (m *judgement) missed(b *Batch, deadline int64) {
+	if m != nil {
+		ch := m.j.Missed(deadline)
+		m.emit(b, ch.All())
+	}
+}
+
+func (m *judgement) emit(b *Batch, trs []judge.Transition) {
+	for _, tr := range trs {
+		m.mu.Lock()
+		t := max(tr.TimeNS, m.last+1)
+		m.last = t
+		m.mu.Unlock()
+		b.Add("sync_state", t, m.tags, record.String("from", tr.From.String()), record.String("to", tr.To.String()),
+			record.String("reason", string(tr.Reason)), record.Int("offset_ns", tr.OffsetNS), record.Int("bound_ns", tr.BoundNS))
+		m.owner.transition(m, tr, t)
+	}
+}
+
+// transition logs a change of state and sends it to the webhooks.
+func (g *judging) transition(m *judgement, tr judge.Transition, t int64) {
+	level := slog.LevelInfo
+	if tr.To != judge.Locked {
+		level = slog.LevelWarn
+	}
+	g.log.Log(nil, level, "clock "+tr.To.String(), "clock", m.j.Clock(), "source", m.j.Source(), "from", tr.From.String(),
+		"reason", string(tr.Reason), "offset_ns", tr.OffsetNS, "bound_ns", tr.BoundNS, "at", time.Unix(0, t).UTC())
+	if g.notify == nil {
+		return
+	}
+	data, _ := json.Marshal(struct {
+		Clock    string `json:"clock"`
+		Source   string `json:"source"`
+		From     string `json:"from"`
+		To       string `json:"to"`
+		Reason   string `json:"reason"`
+		OffsetNS int64  `json:"offset_ns"`
+		BoundNS  int64  `json:"bound_ns"`
+		TimeNS   int64  `json:"time_ns"`
+	}{m.j.Clock(), m.j.Source(), tr.From.String(), tr.To.String(), string(tr.Reason), tr.OffsetNS, tr.BoundNS, t})
+	g.notify.Send(notify.Event{ID: notify.ID(t, g.seq.Add(1)), Source: "monagent://" + g.host, Type: "io.monagent.sync-state.v1",
+		Subject: m.j.Clock() + "/" + m.j.Source(), Time: time.Unix(0, t).UTC(), Data: data})
+}
+
+// records judges the passing of time up to now (a holdover that ended, a
+// source gone quiet: dated when it happened) and adds every judged clock's
+// clock_state at now.
+func (g *judging) records(b *Batch, now int64) {
+	g.mu.Lock()
+	list := g.list
+	g.mu.Unlock()
+	for _, m := range list {
+		if tr, ok := m.j.Advance(now); ok {
+			m.emit(b, []judge.Transition{tr})
+		}
+		v := m.j.View(now)
+		b.Add("clock_state", now, m.tags, record.String("state", v.State.String()), record.Int("since_ns", v.SinceNS),
+			record.Int("offset_ns", v.OffsetNS), record.Int("bound_ns", v.BoundNS), record.Int("last_sample_ns", v.LastSampleNS),
+			record.Uint("state_changes", v.Changes))
+	}
+}
