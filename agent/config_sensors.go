@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"path"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -86,7 +85,7 @@ func (s *SensorsConfig) check(p *problems) {
 		p.add("sensors", "enable hwmon, thermal or iio")
 	}
 	for i, pat := range s.Include {
-		if _, err := path.Match(pat, ""); err != nil {
+		if err := sensors.CheckPattern(pat); err != nil {
 			p.add(fmt.Sprintf("sensors.include[%d]", i), "%q: %v", pat, err)
 		}
 	}
