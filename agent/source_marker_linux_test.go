@@ -17,6 +17,10 @@ import (
 	"github.com/monagent/monagent/timebase"
 )
 
+// markerSeries is what a marker series holds as a map key (measured
+// against its memory budget in config_memory_linux_test.go).
+type markerSeries = marker.Series
+
 // markerFixture is a marker source on a socket in a temporary directory,
 // its event source running.
 type markerFixture struct {
@@ -60,7 +64,7 @@ func newMarkerFixture(t *testing.T, tr *timebase.Translators, maxSeries int) *ma
 // (queued, or counted malformed).
 func (f *markerFixture) send(lines ...string) {
 	f.t.Helper()
-	want := f.s.Queue().Received() + f.d.malformed.Load() + uint64(len(lines))
+	want := f.s.Queue().Received() + f.d.r.Malformed() + uint64(len(lines))
 	for _, l := range lines {
 		if _, err := f.raw.Write([]byte(l)); err != nil {
 			f.t.Fatal(err)
@@ -71,7 +75,7 @@ func (f *markerFixture) send(lines ...string) {
 
 func (f *markerFixture) wait(want uint64) {
 	f.t.Helper()
-	waitReceived(f.t, func() uint64 { return f.s.Queue().Received() + f.d.malformed.Load() }, want)
+	waitReceived(f.t, func() uint64 { return f.s.Queue().Received() + f.d.r.Malformed() }, want)
 }
 
 func intField(t *testing.T, r record.Record, key string) int64 {
