@@ -21,8 +21,6 @@ type markerEvent struct {
 
 // markerSource is the decoder of the application-marker event source.
 type markerSource struct {
-	path string
-	mode os.FileMode
 	log  *slog.Logger
 	toRT *timebase.Route // MONOTONIC -> REALTIME (collection goroutine)
 	// The global timeline (nil without the hca section) and the routes to
@@ -30,11 +28,10 @@ type markerSource struct {
 	global         *GlobalClock
 	rtRaw, monoRaw *timebase.Route
 
-	// The socket: opened by newMarkerSource, reopened by the producer after
-	// a read failure, closed by Close (after Run returned).
-	l *marker.Listener
-
-	r marker.Reader // the producer's; its counts anyone's
+	// The socket's reader: bound by newMarkerSource, again by the producer
+	// after a read failure closed it, closed by Close (after Run
+	// returned); its counts are anyone's.
+	r *marker.Reader
 
 	// Written on the collection goroutine only.
 	series       *marker.SeriesTable[seriesTime] // the times of each series
@@ -65,7 +62,7 @@ func buildMarkerSource(env *Env) ([]Source, error) {
 	d.global = env.Global
 	s, err := d.eventSource(c.Interval, c.Ring)
 	if err != nil {
-		d.close()
+		d.r.Close()
 		return nil, keyErr("marker", "%v", err)
 	}
 	return []Source{s}, nil
@@ -73,7 +70,7 @@ func buildMarkerSource(env *Env) ([]Source, error) {
 
 // newMarkerSource binds the socket at path.
 func newMarkerSource(path string, mode os.FileMode, maxSeries int, tr *timebase.Translators, log *slog.Logger) (*markerSource, error) {
-	d := &markerSource{path: path, mode: mode, log: log,
+	d := &markerSource{r: marker.NewReader(path, mode), log: log,
 		toRT:    tr.Route(timebase.DomainMonotonic, timebase.DomainRealtime),
 		rtRaw:   tr.Route(timebase.DomainRealtime, timebase.DomainMonotonicRaw),
 		monoRaw: tr.Route(timebase.DomainMonotonic, timebase.DomainMonotonicRaw),
@@ -87,18 +84,16 @@ func newMarkerSource(path string, mode os.FileMode, maxSeries int, tr *timebase.
 func (d *markerSource) eventSource(interval time.Duration, ringSize int) (*EventSource[markerEvent], error) {
 	return NewEventSource(EventSourceConfig[markerEvent]{
 		Name: "marker", Interval: interval, Ring: ringSize,
-		Producer: ProducerFunc[markerEvent](d.produce), Emit: d.emit, Self: d.self, Close: d.close,
+		Producer: ProducerFunc[markerEvent](d.produce), Emit: d.emit, Self: d.self, Close: d.r.Close,
 	})
 }
 
-// listen binds the socket (marker.Listen).
+// listen binds the socket (marker.Reader.Listen).
 func (d *markerSource) listen() error {
-	l, err := marker.Listen(d.path, d.mode)
-	if err != nil {
+	if err := d.r.Listen(); err != nil {
 		return err
 	}
-	d.l = l
-	d.log.Debug("marker socket", "path", d.path, "mode", fmt.Sprintf("%04o", d.mode), "kernel_stamps", l.Stamps())
+	d.log.Debug("marker socket", "path", d.r.Path(), "mode", fmt.Sprintf("%04o", d.r.Mode()), "kernel_stamps", d.r.Stamps())
 	return nil
 }
 
@@ -107,25 +102,24 @@ func (d *markerSource) listen() error {
 // failure closes the socket and ends it; the event source backs off and
 // calls it again, and it binds the socket again.
 func (d *markerSource) produce(ctx context.Context, q *EventQueue[markerEvent]) error {
-	if d.l == nil {
+	if !d.r.Listening() {
 		if err := d.listen(); err != nil {
 			return err
 		}
 	}
 	for {
-		m, arrival, err := d.r.Next(ctx, d.l)
+		m, arrival, err := d.r.Next(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if errors.Is(err, marker.ErrSyntax) {
 			if d.r.Malformed() == 1 {
-				d.log.Warn("malformed marker dropped (the next are only counted)", "socket", d.path, "err", err)
+				d.log.Warn("malformed marker dropped (the next are only counted)", "socket", d.r.Path(), "err", err)
 			}
 			continue
 		}
 		if err != nil {
-			d.close()
-			return err
+			return err // the socket is closed: bound again on the next run
 		}
 		q.Put1(markerEvent{m: m, arrival: arrival})
 	}
@@ -199,16 +193,6 @@ func (d *markerSource) self() []record.Field {
 		f = append(f, record.String("malformed_last_error", e))
 	}
 	return f
-}
-
-// close closes the socket and removes its file, if it is still ours.
-func (d *markerSource) close() error {
-	if d.l == nil {
-		return nil
-	}
-	err := d.l.Close()
-	d.l = nil
-	return err
 }
 
 // markerSection is the marker section's entry in the table (config.go).

@@ -187,10 +187,10 @@ func TestMarkerSourceShipsEachMarkerAtItsTime(t *testing.T) {
 	if e := selfOf(t, f.s, "malformed_last_error").S; !strings.Contains(e, "line") || !strings.Contains(e, "512") {
 		t.Errorf("malformed_last_error %q", e)
 	}
-	if f.d.l.Stamps() != "" && selfOf(t, f.s, "kernel_stamped").U != 8 {
-		t.Errorf("%s is on but %d of 8 datagrams had the kernel's stamp", f.d.l.Stamps(), selfOf(t, f.s, "kernel_stamped").U)
+	if f.d.r.Stamps() != "" && selfOf(t, f.s, "kernel_stamped").U != 8 {
+		t.Errorf("%s is on but %d of 8 datagrams had the kernel's stamp", f.d.r.Stamps(), selfOf(t, f.s, "kernel_stamped").U)
 	}
-	t.Logf("kernel stamps: %q; kernel_stamped %d, read_stamped %d", f.d.l.Stamps(),
+	t.Logf("kernel stamps: %q; kernel_stamped %d, read_stamped %d", f.d.r.Stamps(),
 		selfOf(t, f.s, "kernel_stamped").U, selfOf(t, f.s, "read_stamped").U)
 }
 
@@ -319,7 +319,7 @@ func TestMarkerSocketFile(t *testing.T) {
 	if _, err := open(); !errors.Is(err, marker.ErrInUse) {
 		t.Fatalf("second source on a live socket: %v", err)
 	}
-	if err := d.close(); err != nil {
+	if err := d.r.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
@@ -351,7 +351,7 @@ func TestMarkerSocketFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer succ.Close()
-	d.close()
+	d.r.Close()
 	if _, err := os.Lstat(path); err != nil {
 		t.Errorf("close removed another's socket: %v", err)
 	}

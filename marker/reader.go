@@ -3,15 +3,22 @@ package marker
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"sync/atomic"
 )
 
-// Reader turns a Listener's datagrams into markers: each is parsed (its
-// strings interned, Decoder) and counted by how it was stamped; a malformed
-// one is counted and its error kept. Next runs on one goroutine; the counts
-// may be read from any.
+// Reader reads the markers sent to the socket at a path. It binds the
+// socket (Listen) when asked, and a read failure closes it; each datagram
+// is parsed (its strings interned, Decoder) and counted by how it was
+// stamped, and a malformed one is counted and its error kept. Listen, Next
+// and Close run on one goroutine at a time; the counts may be read from
+// any.
 type Reader struct {
-	dec           Decoder
+	path          string
+	mode          os.FileMode
+	l             *Listener        // nil while not bound
+	dec           Decoder          // strings interned across lines
 	buf           [MaxLen + 3]byte // a line, its "\r\n", and one more byte shows a longer one
 	malformed     atomic.Uint64
 	kernelStamped atomic.Uint64
@@ -19,13 +26,54 @@ type Reader struct {
 	lastMalformed atomic.Pointer[string]
 }
 
-// Next waits on l for the next datagram until ctx is done and returns its
+// NewReader returns the reader of the socket at path, bound with mode's
+// permissions; it binds nothing yet.
+func NewReader(path string, mode os.FileMode) *Reader { return &Reader{path: path, mode: mode} }
+
+// Listen binds the socket (the package's Listen) unless it is bound.
+func (r *Reader) Listen() error {
+	if r.l != nil {
+		return nil
+	}
+	l, err := Listen(r.path, r.mode)
+	if err != nil {
+		return err
+	}
+	r.l = l
+	return nil
+}
+
+// Path is the socket's path.
+func (r *Reader) Path() string { return r.path }
+
+// Mode is the socket file's permissions.
+func (r *Reader) Mode() os.FileMode { return r.mode }
+
+// Listening says whether the socket is bound.
+func (r *Reader) Listening() bool { return r.l != nil }
+
+// Stamps is the bound socket's kernel-stamp option (Listener.Stamps).
+func (r *Reader) Stamps() string {
+	if r.l == nil {
+		return ""
+	}
+	return r.l.Stamps()
+}
+
+// Next waits for the next datagram until ctx is done and returns its
 // marker and arrival (REALTIME: the kernel's stamp, else its read). A
 // malformed datagram (one too long too) is counted and returned as an
-// *Error (ErrSyntax): the caller reads on. Any other error is l's.
-func (r *Reader) Next(ctx context.Context, l *Listener) (Marker, int64, error) {
-	n, arrival, kernel, err := l.Read(ctx, r.buf[:])
+// *Error (ErrSyntax): the caller reads on. A read failure closes the socket
+// (Listen binds it again) and is returned; so is ctx's error.
+func (r *Reader) Next(ctx context.Context) (Marker, int64, error) {
+	if r.l == nil {
+		return Marker{}, 0, fmt.Errorf("marker socket %s: not bound", r.path)
+	}
+	n, arrival, kernel, err := r.l.Read(ctx, r.buf[:])
 	if err != nil && !errors.Is(err, ErrTooLong) {
+		if ctx.Err() == nil {
+			r.Close()
+		}
 		return Marker{}, 0, err
 	}
 	if kernel {
@@ -46,6 +94,17 @@ func (r *Reader) Next(ctx context.Context, l *Listener) (Marker, int64, error) {
 		return Marker{}, arrival, err
 	}
 	return m, arrival, nil
+}
+
+// Close closes the socket and removes its file, if the file is still the
+// one it bound (Listener.Close); nil when it is not bound.
+func (r *Reader) Close() error {
+	if r.l == nil {
+		return nil
+	}
+	err := r.l.Close()
+	r.l = nil
+	return err
 }
 
 // Malformed is how many datagrams were dropped as malformed.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,14 +14,20 @@ import (
 
 // TestReader: well-formed markers come out with their arrival; a malformed
 // datagram and one too long are *Errors (ErrSyntax), counted, the last kept;
-// each datagram is counted by how it was stamped; a closed socket is the
-// listener's error.
+// each datagram is counted by how it was stamped; a failed socket is the
+// listener's error and closes it, and Listen binds it again.
 func TestReader(t *testing.T) {
-	l, err := Listen(filepath.Join(t.TempDir(), "m.sock"), 0o600)
-	if err != nil {
+	r := NewReader(filepath.Join(t.TempDir(), "m.sock"), 0o600)
+	if _, _, err := r.Next(t.Context()); err == nil || !strings.Contains(err.Error(), "not bound") || r.Listening() {
+		t.Fatalf("a reader not bound: %v", err)
+	}
+	if err := r.Listen(); err != nil || !r.Listening() {
 		t.Fatal(err)
 	}
-	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: l.Path(), Net: "unixgram"})
+	if err := r.Listen(); err != nil { // bound already: nothing to do
+		t.Fatal(err)
+	}
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: r.Path(), Net: "unixgram"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,10 +38,9 @@ func TestReader(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var r Reader
 	before, _ := timebase.Realtime.Now()
 	for i, want := range []string{"start value=1", "marker: name: ", "marker: line: longer than 512 bytes", "end k=v"} {
-		m, arrival, err := r.Next(t.Context(), l)
+		m, arrival, err := r.Next(t.Context())
 		now, _ := timebase.Realtime.Now()
 		if err != nil {
 			var e *Error
@@ -50,11 +56,24 @@ func TestReader(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, _, err := r.Next(ctx, l); !errors.Is(err, context.Canceled) {
+	if _, _, err := r.Next(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("a done context: %v", err)
 	}
-	l.Close()
-	if _, _, err := r.Next(t.Context(), l); err == nil || errors.Is(err, ErrSyntax) || r.Malformed() != 2 {
-		t.Errorf("a closed socket: %v", err)
+	if !r.Listening() {
+		t.Fatal("a done context closed the socket")
 	}
+	r.l.sock.conn.Close() // the socket fails under the reader
+	if _, _, err := r.Next(t.Context()); err == nil || errors.Is(err, ErrSyntax) || r.Malformed() != 2 || r.Listening() {
+		t.Errorf("a failed socket: %v, listening %v", err, r.Listening())
+	}
+	if err := r.Close(); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Lstat(r.Path()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the socket file after a failure and Close: %v", err)
+	}
+	if err := r.Listen(); err != nil || !r.Listening() {
+		t.Fatalf("bound again: %v", err)
+	}
+	r.Close()
 }
