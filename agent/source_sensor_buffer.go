@@ -23,11 +23,10 @@ type scan = sensors.Scan
 // without one, at the time its read gives it, which it says
 // (time_source=read) with its bound (uncertainty_ns).
 type sensorBuffer struct {
-	buf     *sensors.Buffer
-	tr      *timebase.Translators
-	tags    []record.Tag
-	fields  []string // per value of a scan: the channel's field name
-	stamped bool     // the buffer has a timestamp channel
+	buf    *sensors.Buffer
+	tr     *timebase.Translators
+	tags   []record.Tag
+	fields []string // per value of a scan: the channel's field name
 
 	untranslated atomic.Uint64
 	unstamped    atomic.Uint64
@@ -74,8 +73,8 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Tr
 		tr = timebase.NewTranslators()
 	}
 	d := &sensorBuffer{buf: b, tr: tr, global: global, toRaw: tr.Route(b.Clock, timebase.DomainMonotonicRaw),
-		stamped: b.Stamped(), fields: b.ValueChannels(), // values in the kind's unit; raw for types without one
-		tags: []record.Tag{{Key: "device", Value: dev.Name}, {Key: "node", Value: dev.Node}, {Key: "clock", Value: b.Clock.String()}}}
+		fields: b.ValueChannels(), // values in the kind's unit; raw for types without one
+		tags:   []record.Tag{{Key: "device", Value: dev.Name}, {Key: "node", Value: dev.Node}, {Key: "clock", Value: b.Clock.String()}}}
 	s, err := NewEventSource(EventSourceConfig[scan]{
 		Name: "sensor_buffer:" + dev.Node, Interval: time.Second, Ring: bc.Ring,
 		Producer: ProducerFunc[scan](d.produce), Emit: d.emit, Close: b.Close,
@@ -115,14 +114,6 @@ func (d *sensorBuffer) produce(ctx context.Context, q *EventQueue[scan]) error {
 	return nil
 }
 
-// realtime moves a kernel timestamp to REALTIME: directly, through the
-// clock source's model of its clock, or through monotonic_raw (the clock
-// source's reference) in two steps (Translators.Realtime).
-func (d *sensorBuffer) realtime(ns int64) (int64, bool) {
-	ts, err := d.tr.Realtime(timebase.Timestamp{NS: ns, Domain: d.buf.Clock})
-	return ts.NS, err == nil
-}
-
 // emit ships one sample at its kernel timestamp moved to REALTIME
 // (time_source=kernel). A sample without one (a buffer without a timestamp
 // channel, or a driver that gave none: counted unstamped) or whose stamp
@@ -137,15 +128,17 @@ func (d *sensorBuffer) emit(b *Batch, sc *scan) {
 		f = append(f, record.Int(name, sc.Values[i]))
 	}
 	stamp := sc.Stamp
-	if !d.stamped {
+	if !d.buf.Stamped() {
 		stamp = 0
 	}
 	t, source, keep := sc.Read, "read", false
 	if stamp == 0 {
 		d.unstamped.Add(1)
 	} else {
-		if rt, ok := d.realtime(stamp); ok {
-			t, source = rt, "kernel"
+		// Directly, through the clock source's model of the buffer's clock,
+		// or through monotonic_raw (its reference) in two steps.
+		if rt, err := d.tr.Realtime(timebase.Timestamp{NS: stamp, Domain: d.buf.Clock}); err == nil {
+			t, source = rt.NS, "kernel"
 		} else {
 			d.untranslated.Add(1)
 			keep = true
@@ -162,7 +155,7 @@ func (d *sensorBuffer) emit(b *Batch, sc *scan) {
 		f = append(f, record.Int("kernel_ns", stamp))
 	}
 	f = append(f, record.String("time_source", source))
-	if !d.stamped {
+	if !d.buf.Stamped() {
 		// The sample reached the buffer after sc.Stamp, its window's
 		// opening, and before its read returned; at is at least the
 		// window's middle, so it is within at-sc.Stamp of the sample.
