@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/monagent/monagent/marker"
 )
 
 // MarkerConfig is the application-marker source (source_marker_linux.go): a
@@ -24,10 +26,6 @@ type MarkerConfig struct {
 	// further ones are dropped and counted (series_dropped).
 	MaxSeries int `yaml:"max_series"`
 }
-
-// markerSocketMax is the longest socket path: sun_path holds 107 bytes and
-// a NUL, and the socket is bound under a temporary name 16 bytes longer.
-const markerSocketMax = 107 - 16
 
 func (m *MarkerConfig) defaults() {
 	*m = MarkerConfig{Socket: "marker.sock", Mode: "0660", Ring: 1024, Interval: time.Second, MaxSeries: 1000}
@@ -65,8 +63,8 @@ func (m *MarkerConfig) check(ps *problems) {
 	switch {
 	case m.Socket == "":
 		ps.add("marker.socket", "must be set (a path, or a name under paths.runtime_dir)")
-	case len(m.Socket) > markerSocketMax:
-		ps.add("marker.socket", "%d bytes, at most %d (a Unix socket's path is short)", len(m.Socket), markerSocketMax)
+	case len(m.Socket) > marker.MaxPathLen:
+		ps.add("marker.socket", "%d bytes, at most %d (a Unix socket's path is short)", len(m.Socket), marker.MaxPathLen)
 	}
 	if mode, err := m.fileMode(); err != nil {
 		ps.add("marker.mode", "%v", err)
@@ -85,8 +83,8 @@ func (m *MarkerConfig) board(paths PathsConfig, ps *problems) {
 		return
 	}
 	p := m.path(paths)
-	if len(p) > markerSocketMax {
-		ps.add("marker.socket", "%s: %d bytes, at most %d (a Unix socket's path is short)", p, len(p), markerSocketMax)
+	if len(p) > marker.MaxPathLen {
+		ps.add("marker.socket", "%s: %d bytes, at most %d (a Unix socket's path is short)", p, len(p), marker.MaxPathLen)
 		return
 	}
 	if _, err := os.Stat(filepath.Dir(p)); err != nil {

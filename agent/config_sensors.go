@@ -1,8 +1,8 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
-	"path"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -41,9 +41,6 @@ type SensorBufferConfig struct {
 	Length   int      `yaml:"length"`   // the kernel buffer, in samples (default 128)
 	Ring     int      `yaml:"ring"`     // samples between the reader and the shipper, a power of two (default 4096)
 }
-
-// maxBufferChannels bounds a buffered sample (the AM335x ADC has 8 inputs).
-const maxBufferChannels = 8
 
 func (s *SensorsConfig) defaults() {
 	*s = SensorsConfig{Enabled: true, Interval: time.Second, Hwmon: true, Thermal: true, IIO: true, Rescan: time.Minute}
@@ -88,7 +85,7 @@ func (s *SensorsConfig) check(p *problems) {
 		p.add("sensors", "enable hwmon, thermal or iio")
 	}
 	for i, pat := range s.Include {
-		if _, err := path.Match(pat, ""); err != nil {
+		if err := sensors.CheckPattern(pat); err != nil {
 			p.add(fmt.Sprintf("sensors.include[%d]", i), "%q: %v", pat, err)
 		}
 	}
@@ -97,8 +94,8 @@ func (s *SensorsConfig) check(p *problems) {
 		if b.Device == "" {
 			p.add(key+".device", "must be set (the IIO device's name or iio:deviceN)")
 		}
-		if len(b.Channels) == 0 || len(b.Channels) > maxBufferChannels {
-			p.add(key+".channels", "%d channels: 1 to %d", len(b.Channels), maxBufferChannels)
+		if len(b.Channels) == 0 || len(b.Channels) > sensors.MaxScanChannels {
+			p.add(key+".channels", "%d channels: 1 to %d", len(b.Channels), sensors.MaxScanChannels)
 		}
 		if b.Length < 1 {
 			p.add(key+".length", "must be positive, got %d", b.Length)
@@ -113,21 +110,17 @@ func (s *SensorsConfig) board(paths PathsConfig, p *problems) {
 		return
 	}
 	fs := sensors.NewFS(paths.Sys, paths.Dev)
-	devs, err := fs.IIODevices()
 	for i, b := range s.Buffers {
 		if b.Device == "" {
 			continue
 		}
-		found := false
-		for _, d := range devs {
-			found = found || d.Name == b.Device || d.Node == b.Device
-		}
-		if !found {
-			reason := fmt.Sprintf("no IIO device %q under %s (%d devices)", b.Device, fs.Sys, len(devs))
-			if err != nil {
-				reason = fmt.Sprintf("no IIO device %q: %v", b.Device, err)
+		if _, err := fs.FindIIODevice(b.Device); err != nil {
+			ke := &KeyError{Key: fmt.Sprintf("sensors.buffers[%d].device", i), Reason: err.Error()}
+			var missing *sensors.NoDeviceError
+			if !errors.As(err, &missing) { // the listing failed
+				ke.Reason, ke.Err = fmt.Sprintf("no IIO device %q: %v", b.Device, err), err
 			}
-			p.put(&KeyError{Key: fmt.Sprintf("sensors.buffers[%d].device", i), Reason: reason, Err: err})
+			p.put(ke)
 		}
 	}
 }

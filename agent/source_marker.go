@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"github.com/monagent/monagent/marker"
@@ -20,42 +19,26 @@ type markerEvent struct {
 	arrival int64 // REALTIME: the kernel's stamp of the datagram, else its read
 }
 
-// markerSeries is a marker's InfluxDB series (its name and tags; the host
-// is the agent's).
-type markerSeries struct {
-	name string
-	tags [marker.MaxTags]marker.Tag
-}
-
 // markerSource is the decoder of the application-marker event source.
 type markerSource struct {
-	path      string
-	mode      os.FileMode
-	maxSeries int
-	log       *slog.Logger
-	toRT      *timebase.Route // MONOTONIC -> REALTIME (collection goroutine)
+	log  *slog.Logger
+	toRT *timebase.Route // MONOTONIC -> REALTIME (collection goroutine)
 	// The global timeline (nil without the hca section) and the routes to
 	// its MONOTONIC_RAW (collection goroutine).
 	global         *GlobalClock
 	rtRaw, monoRaw *timebase.Route
 
-	// The socket: opened by newMarkerSource, reopened by the producer after
-	// a read failure, closed by Close (after Run returned).
-	l *marker.Listener
-
-	dec           marker.Decoder // producer
-	malformed     atomic.Uint64
-	lastMalformed atomic.Pointer[string]
-	kernelStamped atomic.Uint64
-	readStamped   atomic.Uint64
+	// The socket's reader: bound by newMarkerSource, again by the producer
+	// after a read failure closed it, closed by Close (after Run
+	// returned); its counts are anyone's.
+	r *marker.Reader
 
 	// Written on the collection goroutine only.
-	series        map[markerSeries]*seriesTime // the times of each series
-	times         timeCounts
-	untranslated  uint64
-	unplaced      uint64
-	seriesDropped uint64
-	events        uint64
+	series       *marker.SeriesTable[seriesTime] // the times of each series
+	times        timeCounts
+	untranslated uint64
+	unplaced     uint64
+	events       uint64
 }
 
 func buildMarkerSource(env *Env) ([]Source, error) {
@@ -79,7 +62,7 @@ func buildMarkerSource(env *Env) ([]Source, error) {
 	d.global = env.Global
 	s, err := d.eventSource(c.Interval, c.Ring)
 	if err != nil {
-		d.close()
+		d.r.Close()
 		return nil, keyErr("marker", "%v", err)
 	}
 	return []Source{s}, nil
@@ -87,11 +70,11 @@ func buildMarkerSource(env *Env) ([]Source, error) {
 
 // newMarkerSource binds the socket at path.
 func newMarkerSource(path string, mode os.FileMode, maxSeries int, tr *timebase.Translators, log *slog.Logger) (*markerSource, error) {
-	d := &markerSource{path: path, mode: mode, maxSeries: maxSeries, log: log,
+	d := &markerSource{r: marker.NewReader(path, mode), log: log,
 		toRT:    tr.Route(timebase.DomainMonotonic, timebase.DomainRealtime),
 		rtRaw:   tr.Route(timebase.DomainRealtime, timebase.DomainMonotonicRaw),
 		monoRaw: tr.Route(timebase.DomainMonotonic, timebase.DomainMonotonicRaw),
-		series:  map[markerSeries]*seriesTime{}}
+		series:  marker.NewSeriesTable[seriesTime](maxSeries)}
 	if err := d.listen(); err != nil {
 		return nil, err
 	}
@@ -101,66 +84,45 @@ func newMarkerSource(path string, mode os.FileMode, maxSeries int, tr *timebase.
 func (d *markerSource) eventSource(interval time.Duration, ringSize int) (*EventSource[markerEvent], error) {
 	return NewEventSource(EventSourceConfig[markerEvent]{
 		Name: "marker", Interval: interval, Ring: ringSize,
-		Producer: ProducerFunc[markerEvent](d.produce), Emit: d.emit, Self: d.self, Close: d.close,
+		Producer: ProducerFunc[markerEvent](d.produce), Emit: d.emit, Self: d.self, Close: d.r.Close,
 	})
 }
 
-// listen binds the socket (marker.Listen).
+// listen binds the socket (marker.Reader.Listen).
 func (d *markerSource) listen() error {
-	l, err := marker.Listen(d.path, d.mode)
-	if err != nil {
+	if err := d.r.Listen(); err != nil {
 		return err
 	}
-	d.l = l
-	d.log.Debug("marker socket", "path", d.path, "mode", fmt.Sprintf("%04o", d.mode), "kernel_stamps", l.Stamps())
+	d.log.Debug("marker socket", "path", d.r.Path(), "mode", fmt.Sprintf("%04o", d.r.Mode()), "kernel_stamps", d.r.Stamps())
 	return nil
 }
 
 // produce reads datagrams until ctx is done: each is stamped, parsed and
-// queued; a malformed one is dropped and counted. A read failure closes the
-// socket and ends it; the event source backs off and calls it again, and it
-// binds the socket again.
+// queued; a malformed one is dropped and counted (marker.Reader). A read
+// failure closes the socket and ends it; the event source backs off and
+// calls it again, and it binds the socket again.
 func (d *markerSource) produce(ctx context.Context, q *EventQueue[markerEvent]) error {
-	if d.l == nil {
+	if !d.r.Listening() {
 		if err := d.listen(); err != nil {
 			return err
 		}
 	}
-	buf := make([]byte, marker.MaxLen+3) // a line, its "\r\n", and one more byte shows a longer one
 	for {
-		n, arrival, kernel, err := d.l.Read(ctx, buf)
+		m, arrival, err := d.r.Next(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err != nil && !errors.Is(err, marker.ErrTooLong) {
-			d.close()
-			return err
-		}
-		if kernel {
-			d.kernelStamped.Add(1)
-		} else {
-			d.readStamped.Add(1)
-		}
-		if err != nil {
-			d.bad(fmt.Errorf("marker: line: longer than %d bytes", marker.MaxLen))
+		if errors.Is(err, marker.ErrSyntax) {
+			if d.r.Malformed() == 1 {
+				d.log.Warn("malformed marker dropped (the next are only counted)", "socket", d.r.Path(), "err", err)
+			}
 			continue
 		}
-		m, err := d.dec.Parse(buf[:n])
 		if err != nil {
-			d.bad(err)
-			continue
+			return err // the socket is closed: bound again on the next run
 		}
 		q.Put1(markerEvent{m: m, arrival: arrival})
 	}
-}
-
-// bad counts a malformed datagram and keeps its error.
-func (d *markerSource) bad(err error) {
-	if d.malformed.Add(1) == 1 {
-		d.log.Warn("malformed marker dropped (the next are only counted)", "socket", d.path, "err", err)
-	}
-	s := err.Error()
-	d.lastMalformed.Store(&s)
 }
 
 // emit ships one marker at its time: the sender's stamp (REALTIME as it is,
@@ -174,43 +136,34 @@ func (d *markerSource) bad(err error) {
 // not check); markers of a series beyond max_series are dropped.
 func (d *markerSource) emit(b *Batch, e *markerEvent) {
 	m := &e.m
-	key := markerSeries{name: m.Name, tags: m.Tags}
-	st := d.series[key]
+	st := d.series.Get(m)
 	if st == nil {
-		if len(d.series) >= d.maxSeries {
-			d.seriesDropped++
-			return
-		}
-		st = &seriesTime{}
-		d.series[key] = st
+		return
 	}
 	d.events++
-	t := e.arrival
+	when := m.When(e.arrival)
+	t, route := when.NS, d.rtRaw
 	f := make([]record.Field, 0, 8)
 	if m.HasValue {
 		f = append(f, record.Float("value", m.Value))
 	}
 	f = append(f, record.Int("arrival_ns", e.arrival))
-	switch m.Clock {
-	case marker.ClockRealtime:
-		t = m.StampNS
+	if m.Clock != marker.ClockNone {
 		f = append(f, record.Int("sender_ns", m.StampNS), record.String("sender_clock", m.Clock.String()))
-	case marker.ClockMonotonic:
-		f = append(f, record.Int("sender_ns", m.StampNS), record.String("sender_clock", m.Clock.String()))
-		if rt, err := d.toRT.Move(timebase.Timestamp{NS: m.StampNS, Domain: timebase.DomainMonotonic}); err == nil {
+	}
+	if when.Domain == timebase.DomainMonotonic {
+		route = d.monoRaw
+		if rt, err := d.toRT.Move(when); err == nil {
 			t = rt.NS
 			f = append(f, record.Int("uncertainty_ns", rt.UncertaintyNS))
 		} else {
+			t = e.arrival
 			d.untranslated++
 		}
 	}
 	if d.global != nil {
-		at, route := timebase.Timestamp{NS: t, Domain: timebase.DomainRealtime}, d.rtRaw
-		if m.Clock == marker.ClockMonotonic {
-			at, route = timebase.Timestamp{NS: m.StampNS, Domain: timebase.DomainMonotonic}, d.monoRaw
-		}
 		var placed bool
-		if f, placed = d.global.appendGlobal(f, route, at); !placed {
+		if f, placed = d.global.appendGlobal(f, route, when); !placed {
 			d.unplaced++
 		}
 	}
@@ -226,30 +179,20 @@ func (d *markerSource) emit(b *Batch, e *markerEvent) {
 func (d *markerSource) self() []record.Field {
 	f := []record.Field{
 		record.Uint("markers", d.events),
-		record.Uint("malformed", d.malformed.Load()),
-		record.Uint("kernel_stamped", d.kernelStamped.Load()),
-		record.Uint("read_stamped", d.readStamped.Load()),
+		record.Uint("malformed", d.r.Malformed()),
+		record.Uint("kernel_stamped", d.r.KernelStamped()),
+		record.Uint("read_stamped", d.r.ReadStamped()),
 		record.Uint("untranslated", d.untranslated),
 		record.Uint("unplaced", d.unplaced),
 		record.Uint("time_bumps", d.times.bumps),
 		record.Uint("time_unchecked", d.times.unchecked),
-		record.Uint("series", uint64(len(d.series))),
-		record.Uint("series_dropped", d.seriesDropped),
+		record.Uint("series", uint64(d.series.Len())),
+		record.Uint("series_dropped", d.series.Dropped()),
 	}
-	if p := d.lastMalformed.Load(); p != nil {
-		f = append(f, record.String("malformed_last_error", *p))
+	if e := d.r.LastMalformed(); e != "" {
+		f = append(f, record.String("malformed_last_error", e))
 	}
 	return f
-}
-
-// close closes the socket and removes its file, if it is still ours.
-func (d *markerSource) close() error {
-	if d.l == nil {
-		return nil
-	}
-	err := d.l.Close()
-	d.l = nil
-	return err
 }
 
 // markerSection is the marker section's entry in the table (config.go).

@@ -17,6 +17,10 @@ import (
 	"github.com/monagent/monagent/timebase"
 )
 
+// markerSeries is what a marker series holds as a map key (measured
+// against its memory budget in config_memory_linux_test.go).
+type markerSeries = marker.Series
+
 // markerFixture is a marker source on a socket in a temporary directory,
 // its event source running.
 type markerFixture struct {
@@ -60,7 +64,7 @@ func newMarkerFixture(t *testing.T, tr *timebase.Translators, maxSeries int) *ma
 // (queued, or counted malformed).
 func (f *markerFixture) send(lines ...string) {
 	f.t.Helper()
-	want := f.s.Queue().Received() + f.d.malformed.Load() + uint64(len(lines))
+	want := f.s.Queue().Received() + f.d.r.Malformed() + uint64(len(lines))
 	for _, l := range lines {
 		if _, err := f.raw.Write([]byte(l)); err != nil {
 			f.t.Fatal(err)
@@ -71,7 +75,7 @@ func (f *markerFixture) send(lines ...string) {
 
 func (f *markerFixture) wait(want uint64) {
 	f.t.Helper()
-	waitReceived(f.t, func() uint64 { return f.s.Queue().Received() + f.d.malformed.Load() }, want)
+	waitReceived(f.t, func() uint64 { return f.s.Queue().Received() + f.d.r.Malformed() }, want)
 }
 
 func intField(t *testing.T, r record.Record, key string) int64 {
@@ -183,10 +187,10 @@ func TestMarkerSourceShipsEachMarkerAtItsTime(t *testing.T) {
 	if e := selfOf(t, f.s, "malformed_last_error").S; !strings.Contains(e, "line") || !strings.Contains(e, "512") {
 		t.Errorf("malformed_last_error %q", e)
 	}
-	if f.d.l.Stamps() != "" && selfOf(t, f.s, "kernel_stamped").U != 8 {
-		t.Errorf("%s is on but %d of 8 datagrams had the kernel's stamp", f.d.l.Stamps(), selfOf(t, f.s, "kernel_stamped").U)
+	if f.d.r.Stamps() != "" && selfOf(t, f.s, "kernel_stamped").U != 8 {
+		t.Errorf("%s is on but %d of 8 datagrams had the kernel's stamp", f.d.r.Stamps(), selfOf(t, f.s, "kernel_stamped").U)
 	}
-	t.Logf("kernel stamps: %q; kernel_stamped %d, read_stamped %d", f.d.l.Stamps(),
+	t.Logf("kernel stamps: %q; kernel_stamped %d, read_stamped %d", f.d.r.Stamps(),
 		selfOf(t, f.s, "kernel_stamped").U, selfOf(t, f.s, "read_stamped").U)
 }
 
@@ -315,7 +319,7 @@ func TestMarkerSocketFile(t *testing.T) {
 	if _, err := open(); !errors.Is(err, marker.ErrInUse) {
 		t.Fatalf("second source on a live socket: %v", err)
 	}
-	if err := d.close(); err != nil {
+	if err := d.r.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
@@ -347,7 +351,7 @@ func TestMarkerSocketFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer succ.Close()
-	d.close()
+	d.r.Close()
 	if _, err := os.Lstat(path); err != nil {
 		t.Errorf("close removed another's socket: %v", err)
 	}

@@ -14,16 +14,7 @@ import (
 )
 
 // scan is one buffered sample as the reader hands it to the shipper.
-type scan struct {
-	// ns is the kernel's timestamp of the sample (the buffer's clock; 0
-	// when the driver gave none). From a buffer without a timestamp
-	// channel it is instead REALTIME when the sample's read window opened.
-	ns int64
-	// read is the sample's time from its read (REALTIME): the middle of the
-	// read's window plus the sample's index in the read.
-	read int64
-	vals [maxBufferChannels]int64 // per channel, the timestamp left out
-}
+type scan = sensors.Scan
 
 // sensorBuffer is the decoder of an IIO buffer event source: its producer
 // drains the character device in batches into the ring, and each collection
@@ -32,16 +23,10 @@ type scan struct {
 // without one, at the time its read gives it, which it says
 // (time_source=read) with its bound (uncertainty_ns).
 type sensorBuffer struct {
-	buf     *sensors.Buffer
-	tr      *timebase.Translators
-	tags    []record.Tag
-	fields  []string // per value of a scan: the channel's field name
-	stamped bool     // the buffer has a timestamp channel
-
-	// opened is the producer's: REALTIME before the read after which every
-	// record not yet read reached the buffer (the latest read that drained
-	// it, else the buffer's start).
-	opened int64
+	buf    *sensors.Buffer
+	tr     *timebase.Translators
+	tags   []record.Tag
+	fields []string // per value of a scan: the channel's field name
 
 	untranslated atomic.Uint64
 	unstamped    atomic.Uint64
@@ -73,25 +58,14 @@ func buildSensorBuffers(env *Env) ([]Source, error) {
 }
 
 func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Translators, global *GlobalClock) (*EventSource[scan], error) {
-	devs, err := fs.IIODevices()
+	dev, err := fs.FindIIODevice(bc.Device)
 	if err != nil {
 		return nil, err
-	}
-	var dev *sensors.IIODevice
-	for i := range devs {
-		if devs[i].Name == bc.Device || devs[i].Node == bc.Device {
-			dev = &devs[i]
-			break
-		}
-	}
-	if dev == nil {
-		return nil, fmt.Errorf("no IIO device %q under %s (%d devices)", bc.Device, fs.Sys, len(devs))
 	}
 	if bc.Ring < 1 || bc.Ring&(bc.Ring-1) != 0 {
 		return nil, fmt.Errorf("ring: %d is not a power of two", bc.Ring)
 	}
-	opened, _ := timebase.Realtime.Now() // no record reached the buffer before it started
-	b, err := fs.OpenBuffer(*dev, bc.Channels, bc.Length)
+	b, err := fs.OpenBuffer(dev, bc.Channels, bc.Length)
 	if err != nil {
 		return nil, err
 	}
@@ -99,13 +73,8 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Tr
 		tr = timebase.NewTranslators()
 	}
 	d := &sensorBuffer{buf: b, tr: tr, global: global, toRaw: tr.Route(b.Clock, timebase.DomainMonotonicRaw),
-		stamped: b.TimestampIndex() >= 0, opened: opened,
-		tags: []record.Tag{{Key: "device", Value: dev.Name}, {Key: "node", Value: dev.Node}, {Key: "clock", Value: b.Clock.String()}}}
-	for i, ch := range b.Layout.Channels {
-		if i != b.TimestampIndex() {
-			d.fields = append(d.fields, ch.Name) // values in the kind's unit; raw for types without one
-		}
-	}
+		fields: b.ValueChannels(), // values in the kind's unit; raw for types without one
+		tags:   []record.Tag{{Key: "device", Value: dev.Name}, {Key: "node", Value: dev.Node}, {Key: "clock", Value: b.Clock.String()}}}
 	s, err := NewEventSource(EventSourceConfig[scan]{
 		Name: "sensor_buffer:" + dev.Node, Interval: time.Second, Ring: bc.Ring,
 		Producer: ProducerFunc[scan](d.produce), Emit: d.emit, Close: b.Close,
@@ -122,27 +91,14 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Tr
 	return s, nil
 }
 
-// produce drains the buffer into the queue until ctx is done; a device error
-// ends it (the event source counts it and runs it again after a back-off).
-//
-// Each sample also gets a time from its read, for when it has no usable
-// kernel stamp: it reached the buffer after the last read that drained the
-// buffer began (opened) and before this read returned, so the middle of that
-// window is within half of it of the event; the sample's index in the read
-// in ns keeps a read's samples in their order.
+// produce drains the buffer into the queue until ctx is done, each sample
+// decoded with its kernel stamp and the time its read gives it
+// (sensors.Buffer.ReadScans); a device error ends it (the event source
+// counts it and runs it again after a back-off).
 func (d *sensorBuffer) produce(ctx context.Context, q *EventQueue[scan]) error {
-	per := len(d.buf.Layout.Channels)
-	vals := make([]int64, 64*per)
 	batch := make([]scan, 64)
-	ts := d.buf.TimestampIndex()
 	for ctx.Err() == nil {
-		before, _ := timebase.Realtime.Now()
-		n, err := d.buf.Read(vals, 100*time.Millisecond)
-		now, _ := timebase.Realtime.Now()
-		opened := d.opened
-		if d.buf.Drained() {
-			d.opened = before
-		}
+		n, err := d.buf.ReadScans(batch, 100*time.Millisecond)
 		if errors.Is(err, io.EOF) { // nothing more now (a file at its end): wait, not spin
 			select {
 			case <-ctx.Done():
@@ -153,34 +109,9 @@ func (d *sensorBuffer) produce(ctx context.Context, q *EventQueue[scan]) error {
 		if err != nil {
 			return err
 		}
-		mid := opened + (now-opened+1)/2 // no nearer to opened than to now
-		for r := 0; r < n; r++ {
-			sc := scan{read: mid + int64(r)}
-			j := 0
-			for i, v := range vals[r*per : (r+1)*per] {
-				if i == ts {
-					sc.ns = v
-					continue
-				}
-				sc.vals[j], _ = d.buf.Value(i, v)
-				j++
-			}
-			if ts < 0 {
-				sc.ns = opened
-			}
-			batch[r] = sc
-		}
 		q.Put(batch[:n])
 	}
 	return nil
-}
-
-// realtime moves a kernel timestamp to REALTIME: directly, through the
-// clock source's model of its clock, or through monotonic_raw (the clock
-// source's reference) in two steps (Translators.Realtime).
-func (d *sensorBuffer) realtime(ns int64) (int64, bool) {
-	ts, err := d.tr.Realtime(timebase.Timestamp{NS: ns, Domain: d.buf.Clock})
-	return ts.NS, err == nil
 }
 
 // emit ships one sample at its kernel timestamp moved to REALTIME
@@ -194,18 +125,20 @@ func (d *sensorBuffer) realtime(ns int64) (int64, bool) {
 func (d *sensorBuffer) emit(b *Batch, sc *scan) {
 	f := make([]record.Field, 0, len(d.fields)+6)
 	for i, name := range d.fields {
-		f = append(f, record.Int(name, sc.vals[i]))
+		f = append(f, record.Int(name, sc.Values[i]))
 	}
-	stamp := sc.ns
-	if !d.stamped {
+	stamp := sc.Stamp
+	if !d.buf.Stamped() {
 		stamp = 0
 	}
-	t, source, keep := sc.read, "read", false
+	t, source, keep := sc.Read, "read", false
 	if stamp == 0 {
 		d.unstamped.Add(1)
 	} else {
-		if rt, ok := d.realtime(stamp); ok {
-			t, source = rt, "kernel"
+		// Directly, through the clock source's model of the buffer's clock,
+		// or through monotonic_raw (its reference) in two steps.
+		if rt, err := d.tr.Realtime(timebase.Timestamp{NS: stamp, Domain: d.buf.Clock}); err == nil {
+			t, source = rt.NS, "kernel"
 		} else {
 			d.untranslated.Add(1)
 			keep = true
@@ -222,11 +155,11 @@ func (d *sensorBuffer) emit(b *Batch, sc *scan) {
 		f = append(f, record.Int("kernel_ns", stamp))
 	}
 	f = append(f, record.String("time_source", source))
-	if !d.stamped {
-		// The sample reached the buffer after sc.ns, its window's opening,
-		// and before its read returned; at is at least the window's
-		// middle, so it is within at-sc.ns of the sample.
-		f = append(f, record.Int("uncertainty_ns", at-sc.ns))
+	if !d.buf.Stamped() {
+		// The sample reached the buffer after sc.Stamp, its window's
+		// opening, and before its read returned; at is at least the
+		// window's middle, so it is within at-sc.Stamp of the sample.
+		f = append(f, record.Int("uncertainty_ns", at-sc.Stamp))
 	}
 	b.Add("sensor_scan", at, d.tags, f...)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"sync/atomic"
 	"time"
 
@@ -49,67 +48,30 @@ func (s *sensorsSource) Name() string            { return "sensors" }
 func (s *sensorsSource) Interval() time.Duration { return s.cfg.Interval }
 func (s *sensorsSource) Close() error            { return sensors.CloseAll(s.sensors) }
 
-// scan lists the sensors again (keeping none of the old files open).
+// scan lists the sensors again (keeping none of the old files open); a
+// chip whose name another chip shares is told apart by its node tag.
 func (s *sensorsSource) scan() error {
 	sensors.CloseAll(s.sensors)
-	s.sensors, s.tags = s.sensors[:0], s.tags[:0]
-	var errs []error
-	for _, f := range []struct {
-		on   bool
-		find func() ([]*sensors.Sensor, error)
-	}{{s.cfg.Hwmon, s.fs.Hwmon}, {s.cfg.Thermal, s.fs.Thermal}, {s.cfg.IIO, s.fs.IIO}} {
-		if !f.on {
-			continue
-		}
-		found, err := f.find()
-		if err != nil {
-			s.scanErrors.Add(1)
-			errs = append(errs, err) // keep what the others found
-		}
-		for _, x := range found {
-			if !s.included(x) {
-				x.Close()
-				continue
-			}
-			s.sensors = append(s.sensors, x)
-		}
-	}
-	// Chips that share a name (two NVMe drives) are told apart by their sysfs
-	// node; a unique name goes without it, so its series survive a reboot
-	// that numbers the nodes differently.
-	nodes := map[[2]string]map[string]bool{}
-	for _, x := range s.sensors {
-		k := [2]string{x.Source, x.Device}
-		if nodes[k] == nil {
-			nodes[k] = map[string]bool{}
-		}
-		nodes[k][x.Node] = true
-	}
-	for _, x := range s.sensors {
+	found, failed, err := s.fs.List(sensors.Trees{Hwmon: s.cfg.Hwmon, Thermal: s.cfg.Thermal, IIO: s.cfg.IIO}, s.included)
+	s.scanErrors.Add(uint64(failed))
+	s.sensors, s.tags = found, s.tags[:0]
+	for i, shared := range sensors.SharedDevices(found) {
+		x := found[i]
 		tags := []record.Tag{{Key: "source", Value: x.Source}, {Key: "device", Value: x.Device}, {Key: "sensor", Value: x.Name},
 			{Key: "kind", Value: x.Kind.String()}, {Key: "unit", Value: x.Kind.Unit()}}
 		if x.Label != "" {
 			tags = append(tags, record.Tag{Key: "label", Value: x.Label})
 		}
-		if len(nodes[[2]string{x.Source, x.Device}]) > 1 {
+		if shared {
 			tags = append(tags, record.Tag{Key: "node", Value: x.Node})
 		}
 		s.tags = append(s.tags, tags)
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 func (s *sensorsSource) included(x *sensors.Sensor) bool {
-	if len(s.cfg.Include) == 0 {
-		return true
-	}
-	id := x.Source + "/" + x.Device + "/" + x.Name
-	for _, p := range s.cfg.Include {
-		if ok, _ := path.Match(p, id); ok {
-			return true
-		}
-	}
-	return false
+	return len(s.cfg.Include) == 0 || x.Matches(s.cfg.Include)
 }
 
 // Collect reads every sensor; a sensor that fails is reported in the error

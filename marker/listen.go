@@ -28,6 +28,11 @@ func (l *Listener) Path() string { return l.path }
 // SO_TIMESTAMPNS), "" when the reader stamps on receipt.
 func (l *Listener) Stamps() string { return l.stamps }
 
+// MaxPathLen is the longest socket path Listen takes: sun_path holds 107
+// bytes and a NUL, and the socket is bound under a temporary name 16 bytes
+// longer.
+const MaxPathLen = 107 - 16
+
 // MaxSkewNS bounds how far a kernel stamp may be from the read that brought
 // it; a stamp further off (a mangled control message) is replaced by the
 // read's time.

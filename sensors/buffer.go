@@ -26,12 +26,37 @@ type Buffer struct {
 	kinds   []Kind
 	scale   []float64
 	offset  []float64
-	tsIndex int // the timestamp channel's index in Layout.Channels, -1 none
+	tsIndex int      // the timestamp channel's index in Layout.Channels, -1 none
+	names   []string // the channels of a Scan's Values
 
 	f       *os.File
 	buf     []byte
 	pend    int  // bytes of a partial record at the start of buf
 	drained bool // the last Read took every record there was
+
+	vals []int64 // ReadScans' decoded records
+	// opened is ReadScans': REALTIME before the read after which every
+	// record not yet read reached the buffer (the latest read that drained
+	// it, else the buffer's start).
+	opened int64
+}
+
+// MaxScanChannels bounds the channels of a buffer, its timestamp aside
+// (the AM335x ADC has 8 inputs).
+const MaxScanChannels = 8
+
+// Scan is one record of a buffer decoded: its channels' values and its
+// times.
+type Scan struct {
+	// Stamp is the kernel's timestamp of the record (the buffer's Clock; 0
+	// when the driver gave none). From a buffer without a timestamp channel
+	// it is instead REALTIME when the record's read window opened: the
+	// record reached the buffer after it.
+	Stamp int64
+	// Read is the record's time from its read (REALTIME): the middle of the
+	// read's window plus the record's index in the read.
+	Read   int64
+	Values [MaxScanChannels]int64 // per channel of ValueChannels, in its kind's unit
 }
 
 // timestampClocks maps current_timestamp_clock to domains (the coarse
@@ -107,6 +132,13 @@ func (fs FS) OpenBuffer(dev IIODevice, channels []string, length int) (*Buffer, 
 	if err != nil {
 		return nil, fmt.Errorf("sensors: %s: %w", dev.Node, err)
 	}
+	values := len(l.Channels)
+	if found["timestamp"] {
+		values--
+	}
+	if values > MaxScanChannels {
+		return nil, fmt.Errorf("sensors: %s: %d channels, a scan holds at most %d", dev.Node, values, MaxScanChannels)
+	}
 	b := &Buffer{Device: dev, Layout: l, Clock: timebase.DomainRealtime, tsIndex: -1}
 	if s, err := readString(filepath.Join(dev.Dir, "current_timestamp_clock")); err == nil {
 		d, ok := timestampClocks[s]
@@ -120,7 +152,10 @@ func (fs FS) OpenBuffer(dev IIODevice, channels []string, length int) (*Buffer, 
 		scale, off := 1.0, 0.0
 		if c.Name == "timestamp" {
 			b.tsIndex = i
-		} else if t, ok := iioTypes[iioType(c.Name)]; ok {
+		} else {
+			b.names = append(b.names, c.Name)
+		}
+		if t, ok := iioTypes[iioType(c.Name)]; ok && i != b.tsIndex {
 			k = t.kind
 			if scale, err = iioAttr(dev.Dir, c.Name, iioType(c.Name), "scale", 1); err != nil {
 				return nil, err
@@ -141,11 +176,13 @@ func (fs FS) OpenBuffer(dev IIODevice, channels []string, length int) (*Buffer, 
 	if b.f, err = os.Open(node); err != nil {
 		return nil, fmt.Errorf("sensors: %w", err)
 	}
+	b.opened, _ = timebase.Realtime.Now() // no record reached the buffer before it started
 	if err := writeAttr(enable, "1"); err != nil {
 		b.f.Close()
 		return nil, err
 	}
 	b.buf = make([]byte, 64*l.Size)
+	b.vals = make([]int64, 64*len(l.Channels))
 	return b, nil
 }
 
@@ -224,6 +261,59 @@ func (b *Buffer) Read(vals []int64, timeout time.Duration) (int, error) {
 // a record reached the buffer (its conversion came before that, by the
 // driver's latency).
 func (b *Buffer) Drained() bool { return b.drained }
+
+// Stamped says whether the buffer has a timestamp channel.
+func (b *Buffer) Stamped() bool { return b.tsIndex >= 0 }
+
+// ValueChannels names the channels of a Scan's Values, in their order.
+func (b *Buffer) ValueChannels() []string { return b.names }
+
+// ReadScans is Read into scans: it waits up to timeout for records and
+// decodes as many whole ones as fit (up to 64), each with its channels'
+// values in their kinds' units and its kernel timestamp, and returns how
+// many. Its io.EOF is Read's.
+//
+// Each record also gets a time from its read, for when it has no usable
+// kernel stamp: it reached the buffer after the last read that drained the
+// buffer began (or the buffer started) and before this read returned, so
+// the middle of that window is within half of it of the record; the
+// record's index in the read in ns keeps a read's records in their order.
+func (b *Buffer) ReadScans(scans []Scan, timeout time.Duration) (int, error) {
+	per := len(b.Layout.Channels)
+	before, _ := timebase.Realtime.Now()
+	n, err := b.Read(b.vals[:min(len(scans)*per, len(b.vals))], timeout)
+	now, _ := timebase.Realtime.Now()
+	opened := b.opened
+	if b.drained {
+		b.opened = before
+	}
+	if err != nil {
+		return 0, err
+	}
+	mid := opened + (now-opened+1)/2 // no nearer to opened than to now
+	for r := range n {
+		b.decodeScan(b.vals[r*per:(r+1)*per], &scans[r])
+		scans[r].Read = mid + int64(r)
+		if b.tsIndex < 0 {
+			scans[r].Stamp = opened
+		}
+	}
+	return n, nil
+}
+
+// decodeScan fills sc's values and stamp from a record's raw values.
+func (b *Buffer) decodeScan(raw []int64, sc *Scan) {
+	sc.Stamp = 0
+	j := 0
+	for i, v := range raw {
+		if i == b.tsIndex {
+			sc.Stamp = v
+			continue
+		}
+		sc.Values[j], _ = b.Value(i, v)
+		j++
+	}
+}
 
 // Close stops the buffer and closes the device.
 func (b *Buffer) Close() error {

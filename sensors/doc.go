@@ -4,7 +4,10 @@
 // (Documentation/ABI/testing/sysfs-class-thermal) and IIO ADCs
 // (Documentation/ABI/testing/sysfs-bus-iio), one-shot through the *_raw
 // attributes or buffered through the character device /dev/iio:deviceN,
-// whose records it decodes with the channels' scan element types.
+// whose records it decodes with the channels' scan element types into
+// scans: the values in their kinds' units, the kernel's timestamp, and the
+// time the record's read gives it (for a device without a timestamp
+// channel).
 //
 // Every path goes through FS, whose roots default to /sys and /dev, so tests
 // run against fixture trees. Values are int64 in fixed units converted at the

@@ -128,3 +128,30 @@ func iioAttr(dir, ch, typ, attr string, def float64) (float64, error) {
 	}
 	return def, nil
 }
+
+// NoDeviceError is an IIO device that FindIIODevice did not find.
+type NoDeviceError struct {
+	Device  string // the name or node asked for
+	Sys     string // the sysfs root looked under
+	Devices int    // how many IIO devices there are
+}
+
+func (e *NoDeviceError) Error() string {
+	return fmt.Sprintf("no IIO device %q under %s (%d devices)", e.Device, e.Sys, e.Devices)
+}
+
+// FindIIODevice returns the IIO device of that name (TI-am335x-adc.0.auto)
+// or node (iio:device0), the first in IIODevices' order; a device not
+// there is a *NoDeviceError, and a listing that fails is IIODevices' error.
+func (fs FS) FindIIODevice(device string) (IIODevice, error) {
+	devs, err := fs.IIODevices()
+	if err != nil {
+		return IIODevice{}, err
+	}
+	for _, d := range devs {
+		if d.Name == device || d.Node == device {
+			return d, nil
+		}
+	}
+	return IIODevice{}, &NoDeviceError{Device: device, Sys: fs.Sys, Devices: len(devs)}
+}

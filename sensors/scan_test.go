@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"testing"
+
+	"github.com/monagent/monagent/sensors/sensorstest"
 )
 
 func TestParseScanType(t *testing.T) {
@@ -133,6 +135,54 @@ func FuzzScanElements(f *testing.F) {
 			}
 		} else if err := l.Decode(rec, out); err == nil {
 			t.Fatal("a short record decoded")
+		}
+	})
+}
+
+// FuzzDecodeScan: any two channel types, with or without the timestamp,
+// any scale and offset, any record bytes: a record decodes into a scan
+// without panicking, the timestamp in Stamp and the others, converted, in
+// Values in their order.
+func FuzzDecodeScan(f *testing.F) {
+	recs, _ := hex.DecodeString(sensorstest.ADCRecords)
+	f.Add("le:u12/16>>0", "le:u12/16>>0", true, 0.439453125, 0.0, recs[:16])
+	f.Add("le:u12/16>>0", "le:u12/16>>0", false, 0.439453125, 0.0, recs[:4])
+	f.Add("be:s24/32>>8", "le:u16/16X3>>0", true, -1.5, 20.0, make([]byte, 24))
+	f.Fuzz(func(t *testing.T, a, c string, stamped bool, scale, offset float64, rec []byte) {
+		ta, errA := ParseScanType(a)
+		tc, errC := ParseScanType(c)
+		if errA != nil || errC != nil {
+			return
+		}
+		chs := []ScanChannel{{Name: "voltage0", Index: 0, Type: ta}, {Name: "temp", Index: 1, Type: tc}}
+		if stamped {
+			ts, _ := ParseScanType("le:s64/64>>0")
+			chs = append(chs, ScanChannel{Name: "timestamp", Index: 2, Type: ts})
+		}
+		l, err := NewLayout(chs)
+		if err != nil || len(rec) < l.Size {
+			return
+		}
+		b := &Buffer{Layout: l, tsIndex: -1, kinds: []Kind{KindVoltage, KindTemperature, 0},
+			scale: []float64{scale, scale * 1e3, 1}, offset: []float64{offset, 0, 0}}
+		if stamped {
+			b.tsIndex = 2
+		}
+		raw := make([]int64, len(l.Channels))
+		if err := l.Decode(rec[:l.Size], raw); err != nil {
+			t.Fatal(err)
+		}
+		sc := Scan{Stamp: -1, Values: [MaxScanChannels]int64{7, 7, 7}}
+		b.decodeScan(raw, &sc)
+		want := Scan{}
+		if stamped {
+			want.Stamp = raw[2]
+		}
+		want.Values[0], _ = b.Value(0, raw[0])
+		want.Values[1], _ = b.Value(1, raw[1])
+		want.Values[2] = 7 // not a channel: left alone
+		if sc != want {
+			t.Fatalf("scan %+v, want %+v", sc, want)
 		}
 	})
 }

@@ -263,6 +263,155 @@ func TestOpenBufferErrors(t *testing.T) {
 	}
 }
 
+// openADC opens the fixture ADC's buffer of voltage0 and voltage1.
+func openADC(t *testing.T, fs FS) *Buffer {
+	t.Helper()
+	dev, err := fs.FindIIODevice("TI-am335x-adc.0.auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := fs.OpenBuffer(dev, []string{"voltage1", "voltage0"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// TestReadScans: the ADC's three records as scans, two per read here: the
+// values converted in channel order, the timestamp apart in Stamp, and a
+// read time per scan, its index in ns after the read's middle.
+func TestReadScans(t *testing.T) {
+	b := openADC(t, board(t))
+	if got := fmt.Sprint(b.ValueChannels(), b.Stamped()); got != "[voltage0 voltage1] true" {
+		t.Fatalf("value channels, stamped: %s", got)
+	}
+	scans := make([]Scan, 2)
+	var got []string
+	for i := 0; ; i++ {
+		before, _ := timebase.Realtime.Now()
+		n, err := b.ReadScans(scans, time.Second)
+		after, _ := timebase.Realtime.Now()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil || i > 2 {
+			t.Fatal(n, err)
+		}
+		for r, sc := range scans[:n] {
+			if r > 0 && sc.Read != scans[0].Read+int64(r) || sc.Read > after+int64(r) || sc.Read < before-int64(time.Second) {
+				t.Errorf("read %d scan %d at %d, the read from %d to %d", i, r, sc.Read, before, after)
+			}
+			got = append(got, fmt.Sprint(sc.Stamp, sc.Values[:2]))
+		}
+	}
+	want := []string{
+		"1700000000000000000 [900000000 1799560547]",
+		"1700000000010000000 [0 439453]",
+		"1700000000020000000 [1799560547 899560547]",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("scans\n%v\nwant\n%v", got, want)
+	}
+}
+
+// TestReadScansWithoutTimestamp: a scan of a buffer without a timestamp
+// channel has in Stamp its read window's opening, REALTIME: the buffer's
+// start until a read drained the buffer, then the start of that read.
+func TestReadScansWithoutTimestamp(t *testing.T) {
+	fs := NewFS(sensorstest.BoardWithoutTimestamp(t))
+	start, _ := timebase.Realtime.Now()
+	b := openADC(t, fs)
+	if b.Stamped() {
+		t.Fatal("stamped without a timestamp channel")
+	}
+	scans := make([]Scan, 2)
+	var opened []int64
+	read := func(want int) {
+		t.Helper()
+		n, err := b.ReadScans(scans, time.Second)
+		now, _ := timebase.Realtime.Now()
+		if n != want || err != nil {
+			t.Fatalf("%d scans, %v; want %d", n, err, want)
+		}
+		for _, sc := range scans[:n] {
+			if sc.Stamp < start || sc.Read < sc.Stamp || sc.Read > now+1 {
+				t.Errorf("scan opened at %d, read at %d: want %d <= opened <= read <= %d", sc.Stamp, sc.Read, start, now)
+			}
+		}
+		opened = append(opened, scans[0].Stamp)
+	}
+	read(2) // not drained: the buffer may hold more
+	read(1) // drained: the next records came after this read began
+	recs, _ := hex.DecodeString(sensorstest.ADCRecordsUnstamped)
+	f, err := os.OpenFile(filepath.Join(fs.Dev, "iio:device0"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(recs[:4])
+	f.Close()
+	read(1)
+	if opened[0] != opened[1] || opened[2] <= opened[1] {
+		t.Errorf("windows opened at %v: want the first two at the start, the third later", opened)
+	}
+	if scans[0].Values[1] != 1799560547 {
+		t.Errorf("voltage1 %d", scans[0].Values[1])
+	}
+}
+
+// A read of the ADC's three records, decoded into scans, allocates nothing.
+func TestReadScansDoesNotAllocate(t *testing.T) {
+	b := openADC(t, board(t))
+	scans := make([]Scan, 64)
+	if n := testing.AllocsPerRun(100, func() {
+		b.f.Seek(0, io.SeekStart) // the fixture's records again
+		if n, err := b.ReadScans(scans, time.Second); n != 3 || err != nil {
+			t.Fatal(n, err)
+		}
+	}); n != 0 {
+		t.Errorf("ReadScans allocates %v times", n)
+	}
+}
+
+func TestFindIIODevice(t *testing.T) {
+	fs := board(t)
+	for _, name := range []string{"bmp280", "iio:device1"} {
+		if d, err := fs.FindIIODevice(name); err != nil || d.Node != "iio:device1" || d.Name != "bmp280" {
+			t.Errorf("%s: %+v, %v", name, d, err)
+		}
+	}
+	_, err := fs.FindIIODevice("ads1115")
+	var missing *NoDeviceError
+	if !errors.As(err, &missing) || err.Error() != fmt.Sprintf(`no IIO device "ads1115" under %s (2 devices)`, fs.Sys) {
+		t.Errorf("a device not there: %v", err)
+	}
+}
+
+// A buffer of more channels than a scan holds is refused.
+func TestOpenBufferTooManyChannels(t *testing.T) {
+	fs := board(t)
+	dev, _ := fs.FindIIODevice("iio:device0")
+	scan := filepath.Join(dev.Dir, "scan_elements")
+	var chs []string
+	for i := range MaxScanChannels + 1 {
+		ch := fmt.Sprintf("voltage%d", 10+i)
+		chs = append(chs, ch)
+		for attr, v := range map[string]string{"en": "0", "index": fmt.Sprint(10 + i), "type": "le:u12/16>>0"} {
+			if err := os.WriteFile(filepath.Join(scan, "in_"+ch+"_"+attr), []byte(v+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := fs.OpenBuffer(dev, chs, 0); err == nil || !strings.Contains(err.Error(), "9 channels, a scan holds at most 8") {
+		t.Errorf("nine channels: %v", err)
+	}
+	if b, err := fs.OpenBuffer(dev, chs[:MaxScanChannels], 0); err != nil {
+		t.Errorf("eight channels and the timestamp: %v", err)
+	} else {
+		b.Close()
+	}
+}
+
 // TestRealSysfs discovers and reads this machine's sensors: whatever the
 // kernel has must list and read without a discovery error (a single value
 // may fail: a disabled thermal zone refuses reads).
