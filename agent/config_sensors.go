@@ -85,7 +85,7 @@ func (s *SensorsConfig) check(p *problems) {
 		p.add("sensors", "enable hwmon, thermal or iio")
 	}
 	for i, pat := range s.Include {
-		if err := sensors.CheckPattern(pat); err != nil {
+		if err := sensors.CheckGlob(pat); err != nil {
 			p.add(fmt.Sprintf("sensors.include[%d]", i), "%q: %v", pat, err)
 		}
 	}

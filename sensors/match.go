@@ -48,27 +48,12 @@ type Matched struct {
 // whatever it did list, and the other sources' sensors, are still matched.
 func (fs FS) Match(patterns []string) (Matched, error) {
 	var m Matched
-	var errs []error
-	for _, src := range []struct {
-		name string
-		list func() ([]*Sensor, error)
-	}{{"hwmon", fs.Hwmon}, {"thermal", fs.Thermal}, {"iio", fs.IIO}} {
-		if !slices.ContainsFunc(patterns, func(p string) bool { return matchesSource(p, src.name) }) {
-			continue
-		}
-		found, err := src.list()
-		if err != nil {
-			m.Failed++
-			errs = append(errs, err)
-		}
-		for _, x := range found {
-			if id := x.ID(); slices.ContainsFunc(patterns, func(p string) bool { ok, _ := path.Match(p, id); return ok }) {
-				m.Sensors = append(m.Sensors, x)
-			} else {
-				x.Close()
-			}
-		}
+	has := func(src string) bool {
+		return slices.ContainsFunc(patterns, func(p string) bool { return matchesSource(p, src) })
 	}
+	found, failed, err := fs.List(Trees{Hwmon: has("hwmon"), Thermal: has("thermal"), IIO: has("iio")},
+		func(x *Sensor) bool { return x.Matches(patterns) })
+	m.Sensors, m.Failed = found, failed
 	slices.SortStableFunc(m.Sensors, func(a, b *Sensor) int { return strings.Compare(a.ID(), b.ID()) })
 	count := map[string]int{}
 	for _, x := range m.Sensors {
@@ -81,7 +66,7 @@ func (fs FS) Match(patterns []string) (Matched, error) {
 		}
 		m.Keys = append(m.Keys, k)
 	}
-	return m, errors.Join(errs...)
+	return m, err
 }
 
 // matchesSource says whether pattern p can match a sensor of source.

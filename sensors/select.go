@@ -36,10 +36,6 @@ func (fs FS) List(trees Trees, keep func(*Sensor) bool) (found []*Sensor, failed
 	return found, failed, errors.Join(errs...)
 }
 
-// ID is what selection patterns match: source/device/name
-// (hwmon/ina226/power1, iio/TI-am335x-adc.0.auto/voltage3).
-func (s *Sensor) ID() string { return s.Source + "/" + s.Device + "/" + s.Name }
-
 // Matches says whether the sensor's ID matches one of the patterns
 // (path.Match: "hwmon/ina226/*", "iio/*/voltage[0-3]"); a malformed pattern
 // matches nothing (CheckPattern).
@@ -53,9 +49,9 @@ func (s *Sensor) Matches(patterns []string) bool {
 	return false
 }
 
-// CheckPattern is the error of a malformed selection pattern, nil for a
-// good one.
-func CheckPattern(pattern string) error {
+// CheckGlob is the error of a malformed selection pattern (path.Match's
+// syntax), nil for a good one; CheckPattern checks a trigger's stricter one.
+func CheckGlob(pattern string) error {
 	_, err := path.Match(pattern, "")
 	return err
 }

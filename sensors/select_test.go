@@ -48,7 +48,7 @@ func TestList(t *testing.T) {
 	}
 }
 
-func TestMatchesAndCheckPattern(t *testing.T) {
+func TestMatchesAndCheckGlob(t *testing.T) {
 	s := &Sensor{Source: "hwmon", Device: "ina226", Name: "power1"}
 	for _, tc := range []struct {
 		patterns []string
@@ -64,7 +64,7 @@ func TestMatchesAndCheckPattern(t *testing.T) {
 			t.Errorf("%v: %v, want %v", tc.patterns, got, tc.want)
 		}
 	}
-	if CheckPattern("hwmon/*/temp[1-3]") != nil || CheckPattern("hwmon/[") == nil {
+	if CheckGlob("hwmon/*/temp[1-3]") != nil || CheckGlob("hwmon/[") == nil {
 		t.Error("CheckPattern")
 	}
 }
