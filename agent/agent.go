@@ -75,7 +75,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 	a := &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: host, queue: newRecordQueue(cfg.Memory.QueueBytes)}
 	env := &Env{Config: &a.cfg, Log: log, Translators: a.translators}
 	if cfg.HCA.Enabled {
-		env.Global = NewGlobalClock(cfg.HCA)
+		env.Global = newGlobal(cfg.HCA)
 	}
 	for _, sec := range sections() {
 		for _, k := range sec.sources {

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"math"
 	"testing"
 
 	"github.com/monagent/monagent/gpio"
@@ -11,45 +10,10 @@ import (
 
 // testGlobal is a global clock with a test clock 5 ms ahead and 20 ppm fast
 // over MONOTONIC_RAW, and a model 3 ms and 7 ppm off the root.
-func testGlobal() (*GlobalClock, timebase.LinearModel) {
-	g := NewGlobalClock(HCAConfig{TestClock: &HCATestClock{Offset: 5_000_000, DriftPPM: 20}})
+func testGlobal() (*hca.Global, timebase.LinearModel) {
+	g := newGlobal(HCAConfig{TestClock: &HCATestClock{Offset: 5_000_000, DriftPPM: 20}})
 	m := timebase.LinearModel{Origin: 1e9, Intercept: 3_000_000, Slope: 7e-6, N: 20, MeanX: 1.5e9, ResidualNS: 40, SlopeErr: 2e-9, FloorNS: 100}
 	return g, m
-}
-
-func TestGlobalClockPlacesThroughMonotonicRaw(t *testing.T) {
-	g, m := testGlobal()
-	tr := fakeModels(false) // monotonic = raw + 1000 ns, realtime = raw + epoch
-	r := tr.Route(timebase.DomainMonotonic, timebase.DomainMonotonicRaw)
-	mono := int64(2_000_001_000)
-	if _, _, _, ok := g.Place(r, timebase.Timestamp{NS: mono, Domain: timebase.DomainMonotonic}); ok {
-		t.Fatal("placed before any model was set")
-	}
-	var none *GlobalClock
-	if _, _, _, ok := none.Place(r, timebase.Timestamp{NS: mono, Domain: timebase.DomainMonotonic}); ok {
-		t.Fatal("a nil GlobalClock placed a stamp")
-	}
-	g.Set(m, 4)
-	local, global, bound, ok := g.Place(r, timebase.Timestamp{NS: mono, Domain: timebase.DomainMonotonic, UncertaintyNS: 5})
-	if !ok {
-		t.Fatal("not placed with a model")
-	}
-	raw := mono - 1000
-	wantLocal := raw + int64(math.Round(20e-6*float64(raw))) + 5_000_000
-	if local != wantLocal {
-		t.Errorf("local %d, want %d (the test clock at raw %d)", local, wantLocal, raw)
-	}
-	if want := wantLocal - m.Offset(wantLocal); global != want {
-		t.Errorf("global %d, want %d", global, want)
-	}
-	// The bound is the model's published bound plus the stamp's and the
-	// move's uncertainty: more than the model's alone.
-	if mb := hca.Bound(m, wantLocal); bound <= mb+5 {
-		t.Errorf("bound %d, want more than the model's %d plus the stamp's 5", bound, mb)
-	}
-	if _, round, _ := g.Model(); round != 4 {
-		t.Errorf("round %d, want 4", round)
-	}
 }
 
 func TestGPIOEdgesOnTheGlobalTimeline(t *testing.T) {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"github.com/monagent/monagent/hca"
 	"log/slog"
 	"time"
 
@@ -55,5 +56,5 @@ type Env struct {
 	Translators *timebase.Translators
 	// Global places event times on the cluster's HCA timeline; nil when the
 	// hca section is off.
-	Global *GlobalClock
+	Global *hca.Global
 }

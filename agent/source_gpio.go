@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/hca"
 	"io"
 	"path/filepath"
 	"slices"
@@ -66,7 +67,7 @@ type gpioSource struct {
 	toRT, toPHC *timebase.Route
 	// The global timeline (nil without the hca section) and the route
 	// from the event clock to its MONOTONIC_RAW.
-	global *GlobalClock
+	global *hca.Global
 	toRaw  *timebase.Route
 	lines  []*gpioLine
 	irqs   *gpio.IRQAccount // the lines' IRQ counts (nil for a replay)
@@ -282,7 +283,7 @@ func (d *gpioSource) emit(b *Batch, e *gpioEdge) {
 	}
 	if d.global != nil {
 		var placed bool
-		if f, placed = d.global.appendGlobal(f, d.toRaw, timebase.Timestamp{NS: e.ev.TimestampNS, Domain: e.ev.Domain()}); !placed {
+		if f, placed = appendGlobal(d.global, f, d.toRaw, timebase.Timestamp{NS: e.ev.TimestampNS, Domain: e.ev.Domain()}); !placed {
 			d.unplaced++
 		}
 	}

@@ -34,7 +34,7 @@ type hcaSource struct {
 	log    *slog.Logger
 	ep     *hca.Endpoint
 	driver *hca.Driver // rank 0's
-	global *GlobalClock
+	global *hca.Global
 	n      int
 	tags   []record.Tag // algorithm and rank
 
@@ -90,7 +90,7 @@ func buildHCASource(env *Env) ([]Source, error) {
 	}
 	g := env.Global
 	if g == nil {
-		g = NewGlobalClock(c)
+		g = newGlobal(c)
 	}
 	log = log.With("source", "hca", "rank", c.Rank)
 	s := &hcaSource{cfg: c, log: log, global: g, n: len(addrs),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/hca"
 	"log/slog"
 	"os"
 	"time"
@@ -25,7 +26,7 @@ type markerSource struct {
 	toRT *timebase.Route // MONOTONIC -> REALTIME (collection goroutine)
 	// The global timeline (nil without the hca section) and the routes to
 	// its MONOTONIC_RAW (collection goroutine).
-	global         *GlobalClock
+	global         *hca.Global
 	rtRaw, monoRaw *timebase.Route
 
 	// The socket's reader: bound by newMarkerSource, again by the producer
@@ -163,7 +164,7 @@ func (d *markerSource) emit(b *Batch, e *markerEvent) {
 	}
 	if d.global != nil {
 		var placed bool
-		if f, placed = d.global.appendGlobal(f, route, when); !placed {
+		if f, placed = appendGlobal(d.global, f, route, when); !placed {
 			d.unplaced++
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/hca"
 	"io"
 	"sync/atomic"
 	"time"
@@ -32,7 +33,7 @@ type sensorBuffer struct {
 	unstamped    atomic.Uint64
 	// The global timeline (nil without the hca section); toRaw is the
 	// collection goroutine's route from the buffer's clock to MONOTONIC_RAW.
-	global   *GlobalClock
+	global   *hca.Global
 	toRaw    *timebase.Route
 	unplaced atomic.Uint64
 	times    seriesTime // the collection goroutine's: no two records share a time
@@ -57,7 +58,7 @@ func buildSensorBuffers(env *Env) ([]Source, error) {
 	return out, nil
 }
 
-func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Translators, global *GlobalClock) (*EventSource[scan], error) {
+func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Translators, global *hca.Global) (*EventSource[scan], error) {
 	dev, err := fs.FindIIODevice(bc.Device)
 	if err != nil {
 		return nil, err
@@ -145,7 +146,7 @@ func (d *sensorBuffer) emit(b *Batch, sc *scan) {
 		}
 		if d.global != nil {
 			var placed bool
-			if f, placed = d.global.appendGlobal(f, d.toRaw, timebase.Timestamp{NS: stamp, Domain: d.buf.Clock}); !placed {
+			if f, placed = appendGlobal(d.global, f, d.toRaw, timebase.Timestamp{NS: stamp, Domain: d.buf.Clock}); !placed {
 				d.unplaced.Add(1)
 			}
 		}
