@@ -12,7 +12,10 @@ import (
 
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/status"
 	"github.com/monagent/monagent/timebase"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // Agent runs the configured sources and hands their records to a sink.
@@ -34,6 +37,10 @@ type Agent struct {
 	writeErrors  atomic.Uint64
 	writeLog     changeLog   // the outputs' failures (writer goroutine only)
 	draining     atomic.Bool // the sources have stopped: the last batches wait for room
+
+	judges *judging       // the judged clocks
+	http   *status.Server // /metrics and /status; nil when http.listen is ""
+	prom   status.Records // the latest self-metrics, for /metrics
 }
 
 // running is a source with its self-metrics.
@@ -64,7 +71,29 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 		return nil, cfg.Place(err)
 	}
 	a.outputs = out
+	if cfg.HTTP.Listen != "" {
+		if a.http, err = status.Listen(cfg.HTTP.Listen, a.registry(), a.status); err != nil {
+			a.closeSources()
+			out.Close()
+			return nil, cfg.Place(&KeyError{Key: "http.listen", Reason: err.Error(), Err: err})
+		}
+	}
 	return a, nil
+}
+
+// registry is what /metrics serves: the judged clocks, the self-metrics,
+// and the process's own (memory, CPU, descriptors, Go runtime).
+func (a *Agent) registry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(status.Judged{Set: &a.judges.set, Now: func() int64 { t, _ := timebase.Realtime.Now(); return t }}, &a.prom,
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+	return reg
+}
+
+// status is the /status document now.
+func (a *Agent) status() status.Doc {
+	now, _ := timebase.Realtime.Now()
+	return a.judges.status(now)
 }
 
 func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
@@ -72,8 +101,13 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	a := &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: host, queue: newRecordQueue(cfg.Memory.QueueBytes)}
-	env := &Env{Config: &a.cfg, Log: log, Translators: a.translators}
+	a := &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: host, queue: newRecordQueue(cfg.Memory.QueueBytes),
+		judges: &judging{host: host, log: log}}
+	var err error
+	if a.judges.notify, err = cfg.Notify.sender(); err != nil {
+		return nil, &KeyError{Key: "notify", Reason: err.Error(), Err: err}
+	}
+	env := &Env{Config: &a.cfg, Log: log, Translators: a.translators, judges: a.judges}
 	if cfg.HCA.Enabled {
 		env.Global = newGlobal(cfg.HCA)
 	}
@@ -97,7 +131,8 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 
 // newWithSources is New with given sources, for tests.
 func newWithSources(cfg Config, log *slog.Logger, out sink.Sink, srcs ...Source) *Agent {
-	a := &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: cfg.Host, queue: newRecordQueue(cfg.Memory.QueueBytes)}
+	a := &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: cfg.Host, queue: newRecordQueue(cfg.Memory.QueueBytes),
+		judges: &judging{host: cfg.Host, log: log}}
 	for _, s := range srcs {
 		a.sources = append(a.sources, &running{src: s})
 	}
@@ -161,6 +196,11 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.judges.serve(ctx, a.http, a.host, a.enqueue)
+	}()
 	shipped := make(chan struct{})
 	if a.outputs != nil && a.outputs.Shipper != nil {
 		go func() {
@@ -327,6 +367,7 @@ func (a *Agent) selfMetrics() []record.Record {
 	if a.outputs != nil {
 		a.outputs.selfRecords(b, now)
 	}
+	a.judges.records(b, now)
 	queued, queuedBytes := a.queue.state()
 	b.Add("monagent", now, nil,
 		record.Int("uptime_ns", now-a.start),
@@ -338,6 +379,7 @@ func (a *Agent) selfMetrics() []record.Record {
 		record.Int("queued_bytes", queuedBytes),
 		record.Uint("output_errors", a.writeErrors.Load()),
 	)
+	a.prom.Set(b.Records)
 	return b.Records
 }
 

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"sync"
@@ -10,6 +11,8 @@ import (
 	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/notify"
 	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/status"
+	"github.com/monagent/monagent/timebase"
 )
 
 // JudgeConfig is a source's judge: subsection: how the clock it measures is
@@ -127,20 +130,80 @@ func (g *judging) transition(m *judgement, tr judge.Transition, t int64) {
 		Subject: m.j.Clock() + "/" + m.j.Source(), Time: time.Unix(0, t).UTC(), Data: data})
 }
 
-// records judges the passing of time up to now (a holdover that ended, a
-// source gone quiet: dated when it happened) and adds every judged clock's
-// clock_state at now.
-func (g *judging) records(b *Batch, now int64) {
-	g.mu.Lock()
-	list := g.list
-	g.mu.Unlock()
-	for _, m := range list {
+// advance judges the passing of time up to now for every judged clock: a
+// holdover that ended, a source gone quiet, each dated when it happened.
+func (g *judging) advance(b *Batch, now int64) {
+	for _, m := range g.judged() {
 		if tr, ok := m.j.Advance(now); ok {
 			m.emit(b, []judge.Transition{tr})
 		}
+	}
+}
+
+// records adds every judged clock's clock_state at now, and the webhooks'
+// counters.
+func (g *judging) records(b *Batch, now int64) {
+	for _, m := range g.judged() {
 		v := m.j.View(now)
 		b.Add("clock_state", now, m.tags, record.String("state", v.State.String()), record.Int("since_ns", v.SinceNS),
 			record.Int("offset_ns", v.OffsetNS), record.Int("bound_ns", v.BoundNS), record.Int("last_sample_ns", v.LastSampleNS),
 			record.Uint("state_changes", v.Changes))
 	}
+	if g.notify != nil {
+		for _, st := range g.notify.Stats() {
+			b.Add("monagent_notify", now, []record.Tag{{Key: "url", Value: st.URL}}, record.Uint("queued", st.Queued),
+				record.Uint("delivered", st.Delivered), record.Uint("retries", st.Retries), record.Uint("dropped", st.Dropped))
+		}
+	}
 }
+
+func (g *judging) judged() []*judgement {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.list
+}
+
+// status is the /status document at now.
+func (g *judging) status(now int64) status.Doc {
+	return status.Doc{Host: g.host, TimeNS: now, Clocks: status.FromViews(g.set.Views(now, nil))}
+}
+
+// serve runs what the judged clocks are shown and sent through until ctx
+// ends: the HTTP endpoint (srv, nil when off), the webhooks, and a tick that
+// judges the passing of time, whose transitions go to enqueue.
+func (g *judging) serve(ctx context.Context, srv *status.Server, host string, enqueue func([]record.Record)) {
+	var wg sync.WaitGroup
+	if srv != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ctx); err != nil {
+				g.log.Error("http endpoint stopped", "err", err)
+			}
+		}()
+	}
+	if g.notify != nil {
+		g.notify.Run(ctx)
+	}
+	t := time.NewTicker(judgeTick)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+			b := &Batch{host: host}
+			now, _ := timebase.Realtime.Now()
+			if g.advance(b, now); len(b.Records) > 0 {
+				enqueue(b.Records)
+			}
+		}
+	}
+	wg.Wait()
+	if g.notify != nil {
+		g.notify.Close(time.Second) // what the last transitions sent gets a second
+	}
+}
+
+// judgeTick is how often the passing of time is judged: the latency of a
+// transition no sample brings (a holdover's end), never its time.
+const judgeTick = 200 * time.Millisecond

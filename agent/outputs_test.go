@@ -75,6 +75,7 @@ func TestAgentLogsAnUnreachableInfluxOnce(t *testing.T) {
 	cfg.Influx.TokenEnv = ""
 	cfg.Influx.BatchInterval = 50 * time.Millisecond // the first attempt comes early in the run
 	var logs syncBuffer
+	cfg.HTTP.Listen = "127.0.0.1:0"
 	a, err := New(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +98,7 @@ func TestBuildingTheAgentStartsNothing(t *testing.T) {
 	cfg.Clock.Interval = 20 * time.Millisecond
 	cfg.Spool.Dir = t.TempDir()
 	before := runtime.NumGoroutine()
+	cfg.HTTP.Listen = "127.0.0.1:0"
 	a, err := New(cfg, quietLog())
 	if err != nil {
 		t.Fatal(err)

@@ -57,4 +57,5 @@ type Env struct {
 	// Global places event times on the cluster's HCA timeline; nil when the
 	// hca section is off.
 	Global *hca.Global
+	judges *judging // where a source's judged clocks are registered
 }

@@ -39,6 +39,9 @@ func (r *Records) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, rec := range *p {
+		if !strings.HasPrefix(rec.Measurement, "monagent") {
+			continue // measurements, not the agent's counters
+		}
 		var keys, vals []string
 		for _, t := range rec.Tags {
 			if t.Key != "host" {

@@ -32,6 +32,18 @@ var allowedModules = map[string]bool{
 	"github.com/mdlayher/ethernet": true,
 	"github.com/mdlayher/socket":   true,
 	"golang.org/x/sync":            true,
+	// /metrics (issue 23): client_golang, the one Prometheus client every
+	// exporter in the field uses, and what it brings (its data model in
+	// protobuf, the text formats, content negotiation, /proc for the
+	// process metrics, its hashing and summaries).
+	"github.com/prometheus/client_golang": true,
+	"github.com/prometheus/client_model":  true,
+	"github.com/prometheus/common":        true,
+	"github.com/prometheus/procfs":        true,
+	"github.com/beorn7/perks":             true,
+	"github.com/cespare/xxhash/v2":        true,
+	"github.com/munnerz/goautoneg":        true,
+	"google.golang.org/protobuf":          true,
 }
 
 func TestBinaryDependencies(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,6 +65,11 @@ func run(t *testing.T, dir string, args ...string) (stdout, stderr string, code 
 }
 
 func command(args ...string) *exec.Cmd {
+	if len(args) > 0 && args[0] == "run" && !slices.Contains(args, "--http") {
+		// Agents of tests running side by side must not share the default
+		// port: each takes a free one.
+		args = append(slices.Clone(args), "--http", "127.0.0.1:0")
+	}
 	argv := append(append(append([]string{}, prefix...), bin), args...)
 	return exec.Command(argv[0], argv[1:]...)
 }

@@ -74,7 +74,7 @@ func TestRunL2WithoutCapNetRaw(t *testing.T) {
     interface: `+h.If+`
     transport: l2
 `))
-	argv := append(append([]string{"--reuid=65534", "--regid=65534", "--clear-groups"}, prefix...), bin, "run", "--config", cfg, "--duration", "1s")
+	argv := append(append([]string{"--reuid=65534", "--regid=65534", "--clear-groups"}, prefix...), bin, "run", "--config", cfg, "--duration", "1s", "--http", "127.0.0.1:0")
 	cmd := h.Command(setpriv, argv...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()

@@ -16,6 +16,7 @@ import (
 
 type runOpts struct {
 	path, logLevel string
+	http           optString
 	duration       time.Duration
 	stdout         bool
 }
@@ -27,6 +28,7 @@ func runFlags() (*flag.FlagSet, *runOpts) {
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long, e.g. 10s (0: run until SIGINT/SIGTERM)")
 	fs.BoolVar(&o.stdout, "stdout", false, "also write records to standard output")
 	fs.StringVar(&o.logLevel, "log-level", "", "override log.level with `LEVEL`: debug, info, warn or error")
+	fs.Var(&o.http, "http", "override http.listen with `ADDR` (host:port; \"\" turns /metrics and /status off)")
 	return fs, &o
 }
 
@@ -48,6 +50,12 @@ func runCmd(args []string) error {
 	}
 	if o.stdout {
 		cfg.Output.Stdout = true
+	}
+	if o.http.set {
+		cfg.HTTP.Listen = o.http.v
+		if err := cfg.Validate(); err != nil {
+			return usageError(fmt.Sprintf("run: --http %q: want host:port, or \"\" for none", o.http.v))
+		}
 	}
 	if o.logLevel != "" {
 		cfg.Log.Level = o.logLevel
@@ -133,3 +141,13 @@ func stopOnSignals(a *agent.Agent, log *slog.Logger) (context.Context, func()) {
 		cancel()
 	}
 }
+
+// optString is a string flag that knows whether it was given (so that "" can
+// be given).
+type optString struct {
+	v   string
+	set bool
+}
+
+func (o *optString) String() string     { return o.v }
+func (o *optString) Set(s string) error { o.v, o.set = s, true; return nil }
