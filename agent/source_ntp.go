@@ -3,9 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
-	"sync/atomic"
 	"time"
 
 	"github.com/monagent/monagent/ntp"
@@ -15,117 +13,27 @@ import (
 	"github.com/monagent/monagent/timebase"
 )
 
-// ntpSource probes one NTP server with kernel (or hardware) timestamps. It
-// polls every interval, stretched by the server's RATE kisses and backed off
-// exponentially while the server does not answer. Every sample is shipped at
-// its own T4 (CLOCK_REALTIME; a hardware stamp is translated by the prober).
-//
-// A server given by name is resolved when it is first polled, and again after
-// resolveAfter failed polls in a row (it may have moved): a board that boots
-// before its DNS answers starts all the same, and the failures are counted
-// (resolve_errors) and logged when they start and end, never fatal.
+// ntpSource ships the probe of one NTP server (ntp.ServerProbe: a name is
+// resolved when first polled and again after failures, never fatal; its
+// failures counted in resolve_errors). It polls every interval, stretched by
+// the server's RATE kisses and backed off while the server does not answer.
+// Every sample is shipped at its own T4 (CLOCK_REALTIME; a hardware stamp is
+// translated by the prober).
 type ntpSource struct {
 	cfg      NTPServerConfig
-	srv      ntpServer
-	server   netip.AddrPort // the address polled; invalid until a name resolves
-	conn     ntpConn        // nil until the first address of a name is known
-	prober   *ntp.Prober    // nil likewise
+	p        *ntp.ServerProbe
 	tags     []record.Tag
 	start    time.Time
 	lastPoll time.Time
-	failures atomic.Int64 // consecutive failed polls
-
-	resolve       func(ctx context.Context, host string) (netip.Addr, error)
-	open          func(addr netip.AddrPort) (ntpConn, error)
-	toRealtime    func(int64) (int64, error)
-	timeout       time.Duration
-	resolveErrors atomic.Uint64
-	resolves      atomic.Uint64 // names resolved (the first and each re-resolution)
 }
 
-// resolveAfter is how many polls in a row may fail before a server given by
-// name is resolved again.
-const resolveAfter = 4
-
-// ntpConn is the probe's socket (a sockts.Conn; ntptest.Server in tests).
-type ntpConn interface {
-	ntp.Conn
-	Option() (string, error)
-	Close() error
-}
-
-// newNTPSource probes srv; a server given by address is polled over conn at
-// once, one given by name over a socket open makes for its first address.
+// newNTPSource ships the probe of srv (see ntp.NewServerProbe).
 // toRealtime moves hardware timestamps to REALTIME (nil without them).
-func newNTPSource(sc NTPServerConfig, srv ntpServer, timeout time.Duration, conn ntpConn,
-	open func(netip.AddrPort) (ntpConn, error), toRealtime func(int64) (int64, error)) *ntpSource {
-	s := &ntpSource{cfg: sc, srv: srv, tags: []record.Tag{{Key: "server", Value: srv.String()}}, start: time.Now(),
-		open: open, toRealtime: toRealtime, timeout: timeout, resolve: resolveHost}
-	if srv.host == "" {
-		s.attach(netip.AddrPortFrom(srv.addr, srv.port), conn)
-	}
-	return s
-}
-
-// attach polls addr over conn from now on.
-func (s *ntpSource) attach(addr netip.AddrPort, conn ntpConn) {
-	s.server, s.conn = addr, conn
-	if s.prober == nil {
-		s.prober = ntp.NewProber(ntp.ProbeConfig{Server: addr, Burst: s.cfg.Burst, BurstSpacing: s.cfg.BurstSpacing, Timeout: s.timeout,
-			Basic: s.cfg.Basic, MaxDelayDevRatio: s.cfg.MaxDelayDevRatio, ToRealtime: s.toRealtime}, conn)
-		return
-	}
-	s.prober.Retarget(addr, conn)
-}
-
-// resolveHost looks a host name up (its first address, in the resolver's
-// order).
-func resolveHost(ctx context.Context, host string) (netip.Addr, error) {
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	if len(addrs) == 0 {
-		return netip.Addr{}, fmt.Errorf("%s: no address", host)
-	}
-	return addrs[0].Unmap(), nil
-}
-
-// ensureServer resolves a server given by name when it has no address yet or
-// has failed resolveAfter polls in a row, and opens a socket of the address's
-// family when it needs one.
-func (s *ntpSource) ensureServer(ctx context.Context) error {
-	if s.srv.host == "" || (s.server.IsValid() && s.failures.Load() < resolveAfter) {
-		return nil
-	}
-	rctx, cancel := context.WithTimeout(ctx, s.timeout)
-	a, err := s.resolve(rctx, s.srv.host)
-	cancel()
-	if err != nil {
-		s.resolveErrors.Add(1)
-		if s.server.IsValid() {
-			return nil // keep polling the address it had
-		}
-		return fmt.Errorf("ntp %s: resolving %s: %w", s.srv, s.srv.host, err)
-	}
-	s.resolves.Add(1)
-	addr := netip.AddrPortFrom(a, s.srv.port)
-	if addr == s.server {
-		return nil
-	}
-	conn := s.conn
-	if conn == nil || a.Is4() != s.server.Addr().Is4() {
-		c, err := s.open(addr)
-		if err != nil {
-			return fmt.Errorf("ntp %s: %w", s.srv, err)
-		}
-		if conn != nil {
-			conn.Close()
-		}
-		conn = c
-	}
-	s.attach(addr, conn)
-	return nil
+func newNTPSource(sc NTPServerConfig, srv ntp.Server, timeout time.Duration, conn ntp.Socket,
+	open func(netip.AddrPort) (ntp.Socket, error), toRealtime func(int64) (int64, error)) *ntpSource {
+	p := ntp.NewServerProbe(srv, ntp.ProbeConfig{Burst: sc.Burst, BurstSpacing: sc.BurstSpacing, Timeout: timeout,
+		Basic: sc.Basic, MaxDelayDevRatio: sc.MaxDelayDevRatio, ToRealtime: toRealtime}, conn, open)
+	return &ntpSource{cfg: sc, p: p, tags: []record.Tag{{Key: "server", Value: srv.String()}}, start: time.Now()}
 }
 
 func buildNTPSources(env *Env) ([]Source, error) {
@@ -142,12 +50,8 @@ func buildNTPSources(env *Env) ([]Source, error) {
 		}
 		toRealtime = env.Translators.ToRealtime(timebase.PHC(idx))
 	}
-	open := func(addr netip.AddrPort) (ntpConn, error) {
-		laddr := netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
-		if addr.Addr().Is6() && !addr.Addr().Is4In6() {
-			laddr = netip.AddrPortFrom(netip.IPv6Unspecified(), 0)
-		}
-		conn, err := sockts.ListenUDP(laddr, sockts.Options{Hardware: n.Timestamping == "hardware", Interface: n.Interface, TxWait: n.TxWait})
+	open := func(addr netip.AddrPort) (ntp.Socket, error) {
+		conn, err := ntp.Listen(addr, sockts.Options{Hardware: n.Timestamping == "hardware", Interface: n.Interface, TxWait: n.TxWait})
 		if err != nil {
 			return nil, err
 		}
@@ -157,13 +61,13 @@ func buildNTPSources(env *Env) ([]Source, error) {
 		return conn, nil
 	}
 	for i, sc := range n.Servers {
-		srv, err := parseNTPServer(sc.Address) // config check refused what does not parse
+		srv, err := ntp.ParseServer(sc.Address) // config check refused what does not parse
 		if err != nil {
 			return nil, keyErr(fmt.Sprintf("ntp.servers[%d].address", i), "%v", err)
 		}
-		var conn ntpConn
-		if srv.host == "" {
-			if conn, err = open(netip.AddrPortFrom(srv.addr, srv.port)); err != nil {
+		var conn ntp.Socket
+		if srv.Host == "" {
+			if conn, err = open(netip.AddrPortFrom(srv.Addr, srv.Port)); err != nil {
 				closeSources(out)
 				return nil, keyErr(fmt.Sprintf("ntp.servers[%d]", i), "%v", err)
 			}
@@ -180,42 +84,27 @@ func closeSources(srcs []Source) {
 	}
 }
 
-func (s *ntpSource) Name() string            { return "ntp:" + s.srv.String() }
+func (s *ntpSource) Name() string            { return "ntp:" + s.p.Server().String() }
 func (s *ntpSource) Interval() time.Duration { return time.Second }
-func (s *ntpSource) Close() error {
-	if s.conn == nil {
-		return nil
-	}
-	return s.conn.Close()
-}
+func (s *ntpSource) Close() error            { return s.p.Close() }
 
 // Collect polls when the (stretched) interval has passed. Each sample is one
 // ntp_sample record at its own T4; ntp_probe is at the kept sample's T4 (at
 // the time of the failure when the poll got none).
 func (s *ntpSource) Collect(ctx context.Context, b *Batch) error {
-	wait := s.cfg.Interval
-	if s.prober != nil {
-		wait *= time.Duration(s.prober.RateFactor())
-	}
-	if f := s.failures.Load(); f > 0 {
-		wait *= time.Duration(1 << min(f, 6)) // up to 64x while unreachable
-	}
-	if !s.lastPoll.IsZero() && time.Since(s.lastPoll) < wait {
+	if !s.lastPoll.IsZero() && time.Since(s.lastPoll) < s.p.Wait(s.cfg.Interval) {
 		return ErrNoData
 	}
 	s.lastPoll = time.Now()
-	if err := s.ensureServer(ctx); err != nil {
-		s.failures.Add(1)
+	if err := s.p.Prepare(ctx); err != nil {
 		return err // no address yet: no probe to record
 	}
-	res, err := s.prober.Poll(ctx)
+	res, err := s.p.Poll(ctx)
 	if err != nil {
-		s.failures.Add(1)
 		now, _ := timebase.Realtime.Now()
 		s.probeRecord(b, now, nil)
 		return err
 	}
-	s.failures.Store(0)
 	for i, smp := range res.Samples {
 		b.Add("ntp_sample", smp.T4, s.sampleTags(smp),
 			record.Int("offset_ns", smp.OffsetNS), record.Int("delay_ns", smp.DelayNS),
@@ -238,7 +127,7 @@ func (s *ntpSource) sampleTags(smp ntp.Sample) []record.Tag {
 
 // probeRecord ships the poll's kept sample (if any) with the probe's counters.
 func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
-	c := &s.prober.C
+	c := &s.p.Prober().C
 	elapsed := time.Since(s.start).Seconds()
 	fields := []record.Field{
 		record.Uint("requests", c.Requests.Load()), record.Uint("replies", c.Replies.Load()), record.Uint("timeouts", c.Timeouts.Load()),
@@ -247,8 +136,8 @@ func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
 		record.Uint("interleaved", c.Interleaved.Load()), record.Uint("delay_outliers", c.DelayOutliers.Load()),
 		record.Uint("kiss_rate", c.KissRate.Load()), record.Uint("kiss_deny", c.KissDeny.Load()),
 		record.Uint("repeats", c.Repeats.Load()), record.Uint("untranslated", c.Untranslated.Load()),
-		record.Int("rate_factor", int64(s.prober.RateFactor())),
-		record.String("address", s.server.String()),
+		record.Int("rate_factor", int64(s.p.Prober().RateFactor())),
+		record.String("address", s.p.Addr().String()),
 	}
 	for r := ntp.RejectShort; r < ntp.NumRejects; r++ {
 		fields = append(fields, record.Uint("rejected_"+r.String(), c.Rejects[r].Load()))
@@ -271,12 +160,12 @@ func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
 // SelfFields implements SelfReporter.
 func (s *ntpSource) SelfFields() []record.Field {
 	opt, untranslated := "none", uint64(0)
-	if s.conn != nil {
-		opt, _ = s.conn.Option()
-		untranslated = s.prober.C.Untranslated.Load()
+	if conn := s.p.Socket(); conn != nil {
+		opt, _ = conn.Option()
+		untranslated = s.p.Prober().C.Untranslated.Load()
 	}
-	return []record.Field{record.String("timestamping", opt), record.Int("consecutive_failures", s.failures.Load()),
-		record.Uint("untranslated", untranslated), record.Uint("resolves", s.resolves.Load()), record.Uint("resolve_errors", s.resolveErrors.Load())}
+	return []record.Field{record.String("timestamping", opt), record.Int("consecutive_failures", s.p.Failures()),
+		record.Uint("untranslated", untranslated), record.Uint("resolves", s.p.Resolves.Load()), record.Uint("resolve_errors", s.p.ResolveErrors.Load())}
 }
 
 // chronySource ships chronyd's tracking, sources and (over the command socket)
