@@ -187,68 +187,48 @@ func (s *chronySource) Name() string            { return "chrony" }
 func (s *chronySource) Interval() time.Duration { return s.cfg.Interval }
 func (s *chronySource) Close() error            { return s.m.Close() }
 
-func secNS(v float64) int64  { return int64(v * 1e9) }
-func ppmPPB(v float64) int64 { return int64(v * 1e3) }
-
 // Collect ships chronyd's state as it answers: each record is a snapshot at
 // the time its reply arrived. chrony_source records of one collection share
 // that time and differ by their source tag (chronyd holds one source per
 // address).
 func (s *chronySource) Collect(ctx context.Context, b *Batch) error {
-	tr, err := s.m.Tracking(ctx)
-	if err != nil {
-		return err
+	st, err := s.m.Status(ctx)
+	if tr := st.Tracking; tr != nil {
+		b.Add("chrony_tracking", st.TrackingNS, nil,
+			record.String("reference_id", fmt.Sprintf("%08X", tr.RefID)), record.String("reference", tr.Reference.String()),
+			record.Int("stratum", int64(tr.Stratum)), record.Int("leap_status", int64(tr.LeapStatus)), record.Int("ref_time_ns", tr.RefTimeNS),
+			record.Int("system_time_ns", tr.SystemTimeNS), record.Int("last_offset_ns", tr.LastOffsetNS), record.Int("rms_offset_ns", tr.RMSOffsetNS),
+			record.Int("freq_ppb", tr.FreqPPB), record.Int("residual_freq_ppb", tr.ResidualFreqPPB), record.Int("skew_ppb", tr.SkewPPB),
+			record.Int("root_delay_ns", tr.RootDelayNS), record.Int("root_dispersion_ns", tr.RootDispersionNS),
+			record.Int("update_interval_ns", tr.UpdateIntervalNS))
 	}
-	now, _ := timebase.Realtime.Now()
-	b.Add("chrony_tracking", now, nil,
-		record.String("reference_id", fmt.Sprintf("%08X", tr.RefID)), record.String("reference", tr.IPAddr.String()),
-		record.Int("stratum", int64(tr.Stratum)), record.Int("leap_status", int64(tr.LeapStatus)),
-		record.Int("ref_time_ns", tr.RefTime.UnixNano()),
-		record.Int("system_time_ns", secNS(tr.CurrentCorrection)),
-		record.Int("last_offset_ns", secNS(tr.LastOffset)), record.Int("rms_offset_ns", secNS(tr.RMSOffset)),
-		record.Int("freq_ppb", ppmPPB(tr.FreqPPM)), record.Int("residual_freq_ppb", ppmPPB(tr.ResidFreqPPM)), record.Int("skew_ppb", ppmPPB(tr.SkewPPM)),
-		record.Int("root_delay_ns", secNS(tr.RootDelay)), record.Int("root_dispersion_ns", secNS(tr.RootDispersion)),
-		record.Int("update_interval_ns", secNS(tr.LastUpdateInterval)),
-	)
-	srcs, err := s.m.Sources(ctx)
-	now, _ = timebase.Realtime.Now()
-	for _, src := range srcs {
-		d := src.Data
+	for _, src := range st.Sources {
 		f := []record.Field{
-			record.Int("poll", int64(d.Poll)), record.Int("stratum", int64(d.Stratum)), record.Int("reachability", int64(d.Reachability)),
-			record.Int("since_sample_s", int64(d.SinceSample)), record.Int("orig_latest_meas_ns", secNS(d.OrigLatestMeas)),
-			record.Int("latest_meas_ns", secNS(d.LatestMeas)), record.Int("latest_meas_err_ns", secNS(d.LatestMeasErr)),
+			record.Int("poll", int64(src.Poll)), record.Int("stratum", int64(src.Stratum)), record.Int("reachability", int64(src.Reachability)),
+			record.Int("since_sample_s", src.SinceSampleS), record.Int("orig_latest_meas_ns", src.OrigLatestMeasNS),
+			record.Int("latest_meas_ns", src.LatestMeasNS), record.Int("latest_meas_err_ns", src.LatestMeasErrNS),
 		}
-		if st := src.Stats; st != nil {
-			f = append(f, record.Int("samples", int64(st.NSamples)), record.Int("runs", int64(st.NRuns)), record.Int("span_s", int64(st.SpanSeconds)),
-				record.Int("std_dev_ns", secNS(st.StandardDeviation)), record.Int("est_offset_ns", secNS(st.EstimatedOffset)),
-				record.Int("est_offset_err_ns", secNS(st.EstimatedOffsetErr)), record.Int("residual_freq_ppb", ppmPPB(st.ResidFreqPPM)),
-				record.Int("skew_ppb", ppmPPB(st.SkewPPM)))
+		if ss := src.Stats; ss != nil {
+			f = append(f, record.Int("samples", ss.Samples), record.Int("runs", ss.Runs), record.Int("span_s", ss.SpanS),
+				record.Int("std_dev_ns", ss.StdDevNS), record.Int("est_offset_ns", ss.EstOffsetNS), record.Int("est_offset_err_ns", ss.EstOffsetErrNS),
+				record.Int("residual_freq_ppb", ss.ResidualFreqPPB), record.Int("skew_ppb", ss.SkewPPB))
 		}
-		if nd := src.NTPData; nd != nil {
-			f = append(f, record.Int("offset_ns", secNS(nd.Offset)), record.Int("peer_delay_ns", secNS(nd.PeerDelay)),
-				record.Int("peer_dispersion_ns", secNS(nd.PeerDispersion)), record.Int("response_time_ns", secNS(nd.ResponseTime)),
-				record.Float("jitter_asymmetry", nd.JitterAsymmetry), record.Int("total_tx", int64(nd.TotalTXCount)),
-				record.Int("total_rx", int64(nd.TotalRXCount)), record.Int("total_valid", int64(nd.TotalValidCount)),
-				record.String("tx_timestamping", string(rune(nd.TXTssChar))), record.String("rx_timestamping", string(rune(nd.RXTssChar))))
+		if nd := src.NTP; nd != nil {
+			f = append(f, record.Int("offset_ns", nd.OffsetNS), record.Int("peer_delay_ns", nd.PeerDelayNS),
+				record.Int("peer_dispersion_ns", nd.PeerDispersionNS), record.Int("response_time_ns", nd.ResponseTimeNS),
+				record.Float("jitter_asymmetry", nd.JitterAsymmetry), record.Int("total_tx", nd.TotalTX), record.Int("total_rx", nd.TotalRX),
+				record.Int("total_valid", nd.TotalValid), record.String("tx_timestamping", string(rune(nd.TxTimestamping))),
+				record.String("rx_timestamping", string(rune(nd.RxTimestamping))))
 		}
-		b.Add("chrony_source", now, []record.Tag{{Key: "source", Value: d.IPAddr.String()}, {Key: "state", Value: d.State.String()}, {Key: "mode", Value: d.Mode.String()}}, f...)
+		b.Add("chrony_source", st.SourcesNS, []record.Tag{{Key: "source", Value: src.Address}, {Key: "state", Value: src.State}, {Key: "mode", Value: src.Mode}}, f...)
 	}
-	if err != nil {
-		return err
+	if ss := st.ServerStats; ss != nil {
+		b.Add("chrony_serverstats", st.ServerStatsNS, nil,
+			record.Uint("ntp_hits", ss.NTPHits), record.Uint("ntp_drops", ss.NTPDrops), record.Uint("cmd_hits", ss.CMDHits), record.Uint("cmd_drops", ss.CMDDrops),
+			record.Uint("log_drops", ss.LogDrops), record.Uint("nke_hits", ss.NKEHits), record.Uint("ntp_auth_hits", ss.NTPAuthHits),
+			record.Uint("ntp_interleaved_hits", ss.NTPInterleavedHits), record.Uint("ntp_timestamps", ss.NTPTimestamps))
 	}
-	if s.m.Unix() {
-		st, err := s.m.ServerStats(ctx)
-		if err != nil {
-			return err
-		}
-		now, _ := timebase.Realtime.Now()
-		b.Add("chrony_serverstats", now, nil,
-			record.Uint("ntp_hits", st.NTPHits), record.Uint("ntp_drops", st.NTPDrops), record.Uint("cmd_hits", st.CMDHits), record.Uint("cmd_drops", st.CMDDrops),
-			record.Uint("log_drops", st.LogDrops), record.Uint("nke_hits", st.NKEHits), record.Uint("ntp_auth_hits", st.NTPAuthHits),
-			record.Uint("ntp_interleaved_hits", st.NTPInterleavedHits), record.Uint("ntp_timestamps", st.NTPTimestamps))
-	}
-	return nil
+	return err
 }
 
 // SelfFields implements SelfReporter.
