@@ -29,11 +29,27 @@ type ntpSource struct {
 
 // newNTPSource ships the probe of srv (see ntp.NewServerProbe).
 // toRealtime moves hardware timestamps to REALTIME (nil without them).
-func newNTPSource(sc NTPServerConfig, srv ntp.Server, timeout time.Duration, conn ntp.Socket,
-	open func(netip.AddrPort) (ntp.Socket, error), toRealtime func(int64) (int64, error)) *ntpSource {
-	p := ntp.NewServerProbe(srv, ntp.ProbeConfig{Burst: sc.Burst, BurstSpacing: sc.BurstSpacing, Timeout: timeout,
-		Basic: sc.Basic, MaxDelayDevRatio: sc.MaxDelayDevRatio, ToRealtime: toRealtime}, conn, open)
-	return &ntpSource{cfg: sc, p: p, tags: []record.Tag{{Key: "server", Value: srv.String()}}, start: time.Now()}
+func newNTPSource(sc NTPServerConfig, srv ntp.Server, timeout time.Duration,
+	open func(netip.AddrPort) (ntp.Socket, error), toRealtime func(int64) (int64, error)) (*ntpSource, error) {
+	p, err := ntp.NewServerProbe(srv, ntp.ProbeConfig{Burst: sc.Burst, BurstSpacing: sc.BurstSpacing, Timeout: timeout,
+		Basic: sc.Basic, MaxDelayDevRatio: sc.MaxDelayDevRatio, ToRealtime: toRealtime}, open)
+	if err != nil {
+		return nil, err
+	}
+	return &ntpSource{cfg: sc, p: p, tags: []record.Tag{{Key: "server", Value: srv.String()}}, start: time.Now()}, nil
+}
+
+// hardwarePHC is the clock domain of the PTP hardware clock of iface, the
+// interface at key whose hardware timestamps a source uses.
+func hardwarePHC(key, iface string) (timebase.Domain, error) {
+	idx, err := phc.InterfacePHC(iface)
+	if err != nil {
+		return 0, keyErr(key, "%s: %v", iface, err)
+	}
+	if idx < 0 {
+		return 0, keyErr(key, "%s has no PTP hardware clock for hardware timestamps", iface)
+	}
+	return timebase.PHC(idx), nil
 }
 
 func buildNTPSources(env *Env) ([]Source, error) {
@@ -41,14 +57,11 @@ func buildNTPSources(env *Env) ([]Source, error) {
 	var out []Source
 	var toRealtime func(int64) (int64, error)
 	if n.Timestamping == "hardware" {
-		idx, err := phc.InterfacePHC(n.Interface)
+		dom, err := hardwarePHC("ntp.interface", n.Interface)
 		if err != nil {
-			return nil, keyErr("ntp.interface", "%s: %v", n.Interface, err)
+			return nil, err
 		}
-		if idx < 0 {
-			return nil, keyErr("ntp.interface", "%s has no PTP hardware clock for hardware timestamps", n.Interface)
-		}
-		toRealtime = env.Translators.ToRealtime(timebase.PHC(idx))
+		toRealtime = env.Translators.ToRealtime(dom)
 	}
 	open := func(addr netip.AddrPort) (ntp.Socket, error) {
 		conn, err := ntp.Listen(addr, sockts.Options{Hardware: n.Timestamping == "hardware", Interface: n.Interface, TxWait: n.TxWait})
@@ -65,14 +78,12 @@ func buildNTPSources(env *Env) ([]Source, error) {
 		if err != nil {
 			return nil, keyErr(fmt.Sprintf("ntp.servers[%d].address", i), "%v", err)
 		}
-		var conn ntp.Socket
-		if srv.Host == "" {
-			if conn, err = open(netip.AddrPortFrom(srv.Addr, srv.Port)); err != nil {
-				closeSources(out)
-				return nil, keyErr(fmt.Sprintf("ntp.servers[%d]", i), "%v", err)
-			}
+		s, err := newNTPSource(sc, srv, n.Timeout, open, toRealtime)
+		if err != nil {
+			closeSources(out)
+			return nil, keyErr(fmt.Sprintf("ntp.servers[%d]", i), "%v", err)
 		}
-		out = append(out, newNTPSource(sc, srv, n.Timeout, conn, open, toRealtime))
+		out = append(out, s)
 	}
 	return out, nil
 }
@@ -117,11 +128,7 @@ func (s *ntpSource) Collect(ctx context.Context, b *Batch) error {
 }
 
 func (s *ntpSource) sampleTags(smp ntp.Sample) []record.Tag {
-	mode := "basic"
-	if smp.Interleaved {
-		mode = "interleaved"
-	}
-	return append(append([]record.Tag{}, s.tags...), record.Tag{Key: "mode", Value: mode},
+	return append(append([]record.Tag{}, s.tags...), record.Tag{Key: "mode", Value: smp.Mode()},
 		record.Tag{Key: "timestamps", Value: smp.TxSource.String() + "/" + smp.RxSource.String()})
 }
 

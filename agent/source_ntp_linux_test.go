@@ -35,7 +35,7 @@ func TestNTPNameResolvedWhenPolled(t *testing.T) {
 	}
 	answers := 0
 	opened := 0
-	s := newNTPSource(NTPServerConfig{Interval: time.Second, Burst: 1, Basic: true}, name, 20*time.Millisecond, nil,
+	s, _ := newNTPSource(NTPServerConfig{Interval: time.Second, Burst: 1, Basic: true}, name, 20*time.Millisecond,
 		func(netip.AddrPort) (ntp.Socket, error) { opened++; return srv, nil }, nil)
 	s.p.Resolve = func(_ context.Context, host string) (netip.Addr, error) {
 		if host != "ntp.example.org" {
@@ -94,6 +94,11 @@ func TestNTPNameResolvedWhenPolled(t *testing.T) {
 	}
 }
 
+// ntptestOpen opens srv as the socket of any address.
+func ntptestOpen(srv *ntptest.Server) func(netip.AddrPort) (ntp.Socket, error) {
+	return func(netip.AddrPort) (ntp.Socket, error) { return srv, nil }
+}
+
 // ntpRecordKey is what InfluxDB keeps one point of: measurement + tags + time.
 func ntpRecordKey(r record.Record) string {
 	var b strings.Builder
@@ -141,7 +146,7 @@ func TestNTPBurstRecordsAtTheirOwnT4(t *testing.T) {
 		OffsetNS: 4_000, DelayNS: 30_000, ProcessingNS: 5_000, KernelTxLagNS: 2_000,
 		TxSource: sockts.SourceSoftware, RxSource: sockts.SourceSoftware}
 	sc := NTPServerConfig{Interval: time.Second, Burst: burst, BurstSpacing: time.Nanosecond}
-	s := newNTPSource(sc, ntp.Server{Addr: srv.Addr.Addr(), Port: srv.Addr.Port()}, time.Second, srv, nil, nil)
+	s, _ := newNTPSource(sc, ntp.Server{Addr: srv.Addr.Addr(), Port: srv.Addr.Port()}, time.Second, ntptestOpen(srv), nil)
 	b := &Batch{host: "h"}
 	for poll := 0; poll < 3; poll++ {
 		s.lastPoll = time.Time{}
@@ -199,7 +204,7 @@ func TestNTPMixedExchangeTranslatedPerStamp(t *testing.T) {
 	srv := &ntptest.Server{Addr: netip.MustParseAddrPort("10.0.0.1:123"), Now: 1_795_000_004_000_000_000, Step: 1_000_000,
 		OffsetNS: 4_000, DelayNS: 30_000, ProcessingNS: 5_000, PHCOffsetNS: phcAhead,
 		TxSource: sockts.SourceUser, RxSource: sockts.SourceHardware}
-	s := newNTPSource(NTPServerConfig{Interval: time.Second, Burst: 1, Basic: true}, ntp.Server{Addr: srv.Addr.Addr(), Port: srv.Addr.Port()}, time.Second, srv, nil, trs.ToRealtime(dom))
+	s, _ := newNTPSource(NTPServerConfig{Interval: time.Second, Burst: 1, Basic: true}, ntp.Server{Addr: srv.Addr.Addr(), Port: srv.Addr.Port()}, time.Second, ntptestOpen(srv), trs.ToRealtime(dom))
 	b := &Batch{host: "h"}
 	if err := s.Collect(context.Background(), b); err != nil {
 		t.Fatal(err)

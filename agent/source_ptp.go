@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/ptp"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sockts"
@@ -102,14 +101,10 @@ func buildPTPProbe(env *Env) ([]Source, error) {
 	hw := c.Timestamping == "hardware"
 	var dom timebase.Domain
 	if hw {
-		idx, err := phc.InterfacePHC(c.Interface)
-		if err != nil {
-			return nil, keyErr("ptp.probe.interface", "%s: %v", c.Interface, err)
+		var err error
+		if dom, err = hardwarePHC("ptp.probe.interface", c.Interface); err != nil {
+			return nil, err
 		}
-		if idx < 0 {
-			return nil, keyErr("ptp.probe.interface", "%s has no PTP hardware clock for hardware timestamps", c.Interface)
-		}
-		dom = timebase.PHC(idx)
 	}
 	var p *ptp.Probe
 	var err error

@@ -105,15 +105,21 @@ type ServerProbe struct {
 }
 
 // NewServerProbe probes srv with cfg (cfg.Server is set to each address the
-// server has). A server given by address is polled over conn at once; one
-// given by name over a socket open makes for its first address, and for a
-// later address of the other family. cfg.Timeout bounds each lookup too.
-func NewServerProbe(srv Server, cfg ProbeConfig, conn Socket, open func(netip.AddrPort) (Socket, error)) *ServerProbe {
+// server has), over sockets open makes: one given by address is polled over
+// the socket opened here (its error is NewServerProbe's), one given by name
+// over a socket opened for its first address, and for a later address of the
+// other family. cfg.Timeout bounds each lookup too.
+func NewServerProbe(srv Server, cfg ProbeConfig, open func(netip.AddrPort) (Socket, error)) (*ServerProbe, error) {
 	p := &ServerProbe{srv: srv, cfg: cfg, open: open, Resolve: LookupHost}
 	if srv.Host == "" {
-		p.attach(netip.AddrPortFrom(srv.Addr, srv.Port), conn)
+		addr := netip.AddrPortFrom(srv.Addr, srv.Port)
+		conn, err := open(addr)
+		if err != nil {
+			return nil, err
+		}
+		p.attach(addr, conn)
 	}
-	return p
+	return p, nil
 }
 
 // LookupHost is a host name's first address, in the resolver's order.

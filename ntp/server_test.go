@@ -55,8 +55,11 @@ func TestServerProbeResolvesWhenPolled(t *testing.T) {
 		t.Fatal(err)
 	}
 	opened := 0
-	p := NewServerProbe(name, ProbeConfig{Burst: 1, Basic: true, Timeout: 20 * time.Millisecond}, nil,
+	p, err := NewServerProbe(name, ProbeConfig{Burst: 1, Basic: true, Timeout: 20 * time.Millisecond},
 		func(netip.AddrPort) (Socket, error) { opened++; return srv, nil })
+	if err != nil || opened != 0 {
+		t.Fatalf("%v, %d sockets opened before the name resolved", err, opened)
+	}
 	answers := 0
 	p.Resolve = func(_ context.Context, host string) (netip.Addr, error) {
 		if host != "ntp.example.org" {
@@ -129,7 +132,7 @@ func TestServerProbeChangesFamily(t *testing.T) {
 	addrs := []string{"10.0.0.7", "10.0.0.8", "2001:db8::7"}
 	var opened []netip.AddrPort
 	closed := 0
-	p := NewServerProbe(Server{Host: "ntp.example.org", Port: 123}, ProbeConfig{Timeout: time.Second}, nil,
+	p, _ := NewServerProbe(Server{Host: "ntp.example.org", Port: 123}, ProbeConfig{Timeout: time.Second},
 		func(a netip.AddrPort) (Socket, error) {
 			opened = append(opened, a)
 			return closeCount{&ntptest.Server{Addr: a}, &closed}, nil
@@ -153,12 +156,25 @@ func TestServerProbeChangesFamily(t *testing.T) {
 	}
 }
 
-// TestServerProbeByAddress: a server given by address is polled at once over
-// the socket given, never looked up.
+// TestServerProbeByAddress: a server given by address has its socket at once
+// (or its error), and is polled without being looked up.
 func TestServerProbeByAddress(t *testing.T) {
 	srv := &ntptest.Server{Addr: netip.MustParseAddrPort("192.0.2.1:123"), Now: 1_795_000_000_000_000_000, Step: 7_000_000,
 		DelayNS: 30_000, TxSource: sockts.SourceSoftware, RxSource: sockts.SourceSoftware}
-	p := NewServerProbe(Server{Addr: srv.Addr.Addr(), Port: 123}, ProbeConfig{Basic: true, Timeout: time.Second}, srv, nil)
+	a := Server{Addr: srv.Addr.Addr(), Port: 123}
+	refused := errors.New("no socket")
+	if _, err := NewServerProbe(a, ProbeConfig{}, func(netip.AddrPort) (Socket, error) { return nil, refused }); err != refused {
+		t.Fatalf("socket error %v", err)
+	}
+	p, err := NewServerProbe(a, ProbeConfig{Basic: true, Timeout: time.Second}, func(to netip.AddrPort) (Socket, error) {
+		if to != srv.Addr {
+			t.Errorf("socket for %s", to)
+		}
+		return srv, nil
+	})
+	if err != nil || p.Socket() == nil {
+		t.Fatal(err)
+	}
 	p.Resolve = func(context.Context, string) (netip.Addr, error) { t.Fatal("looked up"); return netip.Addr{}, nil }
 	p.failures.Store(ResolveAfter)
 	if err := p.Prepare(context.Background()); err != nil {
@@ -166,5 +182,15 @@ func TestServerProbeByAddress(t *testing.T) {
 	}
 	if _, err := p.Poll(context.Background()); err != nil || p.Failures() != 0 {
 		t.Fatalf("poll: %v, %d failures", err, p.Failures())
+	}
+}
+
+// TestSampleMode names the two ways an exchange is made (the mode tag).
+func TestSampleMode(t *testing.T) {
+	if m := (Sample{}).Mode(); m != "basic" {
+		t.Errorf("basic sample: %q", m)
+	}
+	if m := (Sample{Interleaved: true}).Mode(); m != "interleaved" {
+		t.Errorf("interleaved sample: %q", m)
 	}
 }
