@@ -2,15 +2,12 @@ package agent
 
 import (
 	"fmt"
-	"net"
-	"net/netip"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/monagent/monagent/ntp"
 	"github.com/monagent/monagent/phc"
 )
 
@@ -117,7 +114,7 @@ func (n *NTPConfig) check(p *problems) {
 		key := fmt.Sprintf("ntp.servers[%d]", i)
 		if s.Address == "" {
 			p.add(key+".address", "must be set")
-		} else if srv, err := parseNTPServer(s.Address); err != nil {
+		} else if srv, err := ntp.ParseServer(s.Address); err != nil {
 			p.add(key+".address", "%v", err)
 		} else if j, dup := seen[srv.String()]; dup {
 			p.dup(key+".address", fmt.Sprintf("ntp.servers[%d].address", j), "%q is %s again: two probes of one server would mix their series", s.Address, srv)
@@ -171,45 +168,4 @@ func ifaceHasPHC(paths PathsConfig, key, name string, p *problems) {
 	if _, ok := phc.SysfsInterfacePHC(paths.Sys, name); !ok {
 		p.add(key, "%s has no PTP hardware clock for hardware timestamps (nothing in %s)", name, filepath.Join(paths.Sys, "class/net", name, "device/ptp"))
 	}
-}
-
-// ntpServer is a configured server address: an IP address or a host name
-// (resolved when it is polled, so that a board may start before its DNS),
-// and a port.
-type ntpServer struct {
-	host string     // a lower-case host name, "" for an address
-	addr netip.Addr // the address, when the entry is one
-	port uint16
-}
-
-// String is the server's canonical form, host:port (the server tag).
-func (s ntpServer) String() string {
-	if s.host == "" {
-		return netip.AddrPortFrom(s.addr, s.port).String()
-	}
-	return net.JoinHostPort(s.host, strconv.Itoa(int(s.port)))
-}
-
-// parseNTPServer parses "host", "host:port", "address", "address:port" or
-// "[v6 address]:port"; the port defaults to 123.
-func parseNTPServer(s string) (ntpServer, error) {
-	host, port := s, "123"
-	if strings.HasPrefix(s, "[") || strings.Count(s, ":") == 1 {
-		h, p, err := net.SplitHostPort(s)
-		if err != nil {
-			return ntpServer{}, fmt.Errorf("%q is not host, host:port or [address]:port: %v", s, err)
-		}
-		host, port = h, p
-	}
-	pn, err := strconv.ParseUint(port, 10, 16)
-	if err != nil || pn == 0 {
-		return ntpServer{}, fmt.Errorf("%q: port %q is not a number within 1..65535", s, port)
-	}
-	if a, err := netip.ParseAddr(host); err == nil {
-		return ntpServer{addr: a.Unmap(), port: uint16(pn)}, nil
-	}
-	if host == "" || len(host) > 253 || strings.ContainsAny(host, " /\\@[]") {
-		return ntpServer{}, fmt.Errorf("%q: %q is not a host name or address", s, host)
-	}
-	return ntpServer{host: strings.ToLower(strings.TrimSuffix(host, ".")), port: uint16(pn)}, nil
 }

@@ -3,9 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
-	"sync/atomic"
 	"time"
 
 	"github.com/monagent/monagent/ntp"
@@ -15,117 +13,43 @@ import (
 	"github.com/monagent/monagent/timebase"
 )
 
-// ntpSource probes one NTP server with kernel (or hardware) timestamps. It
-// polls every interval, stretched by the server's RATE kisses and backed off
-// exponentially while the server does not answer. Every sample is shipped at
-// its own T4 (CLOCK_REALTIME; a hardware stamp is translated by the prober).
-//
-// A server given by name is resolved when it is first polled, and again after
-// resolveAfter failed polls in a row (it may have moved): a board that boots
-// before its DNS answers starts all the same, and the failures are counted
-// (resolve_errors) and logged when they start and end, never fatal.
+// ntpSource ships the probe of one NTP server (ntp.ServerProbe: a name is
+// resolved when first polled and again after failures, never fatal; its
+// failures counted in resolve_errors). It polls every interval, stretched by
+// the server's RATE kisses and backed off while the server does not answer.
+// Every sample is shipped at its own T4 (CLOCK_REALTIME; a hardware stamp is
+// translated by the prober).
 type ntpSource struct {
 	cfg      NTPServerConfig
-	srv      ntpServer
-	server   netip.AddrPort // the address polled; invalid until a name resolves
-	conn     ntpConn        // nil until the first address of a name is known
-	prober   *ntp.Prober    // nil likewise
+	p        *ntp.ServerProbe
 	tags     []record.Tag
 	start    time.Time
 	lastPoll time.Time
-	failures atomic.Int64 // consecutive failed polls
-
-	resolve       func(ctx context.Context, host string) (netip.Addr, error)
-	open          func(addr netip.AddrPort) (ntpConn, error)
-	toRealtime    func(int64) (int64, error)
-	timeout       time.Duration
-	resolveErrors atomic.Uint64
-	resolves      atomic.Uint64 // names resolved (the first and each re-resolution)
 }
 
-// resolveAfter is how many polls in a row may fail before a server given by
-// name is resolved again.
-const resolveAfter = 4
-
-// ntpConn is the probe's socket (a sockts.Conn; ntptest.Server in tests).
-type ntpConn interface {
-	ntp.Conn
-	Option() (string, error)
-	Close() error
-}
-
-// newNTPSource probes srv; a server given by address is polled over conn at
-// once, one given by name over a socket open makes for its first address.
+// newNTPSource ships the probe of srv (see ntp.NewServerProbe).
 // toRealtime moves hardware timestamps to REALTIME (nil without them).
-func newNTPSource(sc NTPServerConfig, srv ntpServer, timeout time.Duration, conn ntpConn,
-	open func(netip.AddrPort) (ntpConn, error), toRealtime func(int64) (int64, error)) *ntpSource {
-	s := &ntpSource{cfg: sc, srv: srv, tags: []record.Tag{{Key: "server", Value: srv.String()}}, start: time.Now(),
-		open: open, toRealtime: toRealtime, timeout: timeout, resolve: resolveHost}
-	if srv.host == "" {
-		s.attach(netip.AddrPortFrom(srv.addr, srv.port), conn)
-	}
-	return s
-}
-
-// attach polls addr over conn from now on.
-func (s *ntpSource) attach(addr netip.AddrPort, conn ntpConn) {
-	s.server, s.conn = addr, conn
-	if s.prober == nil {
-		s.prober = ntp.NewProber(ntp.ProbeConfig{Server: addr, Burst: s.cfg.Burst, BurstSpacing: s.cfg.BurstSpacing, Timeout: s.timeout,
-			Basic: s.cfg.Basic, MaxDelayDevRatio: s.cfg.MaxDelayDevRatio, ToRealtime: s.toRealtime}, conn)
-		return
-	}
-	s.prober.Retarget(addr, conn)
-}
-
-// resolveHost looks a host name up (its first address, in the resolver's
-// order).
-func resolveHost(ctx context.Context, host string) (netip.Addr, error) {
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+func newNTPSource(sc NTPServerConfig, srv ntp.Server, timeout time.Duration,
+	open func(netip.AddrPort) (ntp.Socket, error), toRealtime func(int64) (int64, error)) (*ntpSource, error) {
+	p, err := ntp.NewServerProbe(srv, ntp.ProbeConfig{Burst: sc.Burst, BurstSpacing: sc.BurstSpacing, Timeout: timeout,
+		Basic: sc.Basic, MaxDelayDevRatio: sc.MaxDelayDevRatio, ToRealtime: toRealtime}, open)
 	if err != nil {
-		return netip.Addr{}, err
+		return nil, err
 	}
-	if len(addrs) == 0 {
-		return netip.Addr{}, fmt.Errorf("%s: no address", host)
-	}
-	return addrs[0].Unmap(), nil
+	return &ntpSource{cfg: sc, p: p, tags: []record.Tag{{Key: "server", Value: srv.String()}}, start: time.Now()}, nil
 }
 
-// ensureServer resolves a server given by name when it has no address yet or
-// has failed resolveAfter polls in a row, and opens a socket of the address's
-// family when it needs one.
-func (s *ntpSource) ensureServer(ctx context.Context) error {
-	if s.srv.host == "" || (s.server.IsValid() && s.failures.Load() < resolveAfter) {
-		return nil
-	}
-	rctx, cancel := context.WithTimeout(ctx, s.timeout)
-	a, err := s.resolve(rctx, s.srv.host)
-	cancel()
+// hardwarePHC is the clock domain of the PTP hardware clock of iface, the
+// interface at key whose hardware timestamps a source uses.
+func hardwarePHC(key, iface string) (timebase.Domain, error) {
+	idx, err := phc.InterfacePHC(iface)
 	if err != nil {
-		s.resolveErrors.Add(1)
-		if s.server.IsValid() {
-			return nil // keep polling the address it had
-		}
-		return fmt.Errorf("ntp %s: resolving %s: %w", s.srv, s.srv.host, err)
+		return 0, keyErr(key, "%s: %v", iface, err)
 	}
-	s.resolves.Add(1)
-	addr := netip.AddrPortFrom(a, s.srv.port)
-	if addr == s.server {
-		return nil
+	if idx < 0 {
+		return 0, keyErr(key, "%s has no PTP hardware clock for hardware timestamps", iface)
 	}
-	conn := s.conn
-	if conn == nil || a.Is4() != s.server.Addr().Is4() {
-		c, err := s.open(addr)
-		if err != nil {
-			return fmt.Errorf("ntp %s: %w", s.srv, err)
-		}
-		if conn != nil {
-			conn.Close()
-		}
-		conn = c
-	}
-	s.attach(addr, conn)
-	return nil
+	return timebase.PHC(idx), nil
 }
 
 func buildNTPSources(env *Env) ([]Source, error) {
@@ -133,21 +57,14 @@ func buildNTPSources(env *Env) ([]Source, error) {
 	var out []Source
 	var toRealtime func(int64) (int64, error)
 	if n.Timestamping == "hardware" {
-		idx, err := phc.InterfacePHC(n.Interface)
+		dom, err := hardwarePHC("ntp.interface", n.Interface)
 		if err != nil {
-			return nil, keyErr("ntp.interface", "%s: %v", n.Interface, err)
+			return nil, err
 		}
-		if idx < 0 {
-			return nil, keyErr("ntp.interface", "%s has no PTP hardware clock for hardware timestamps", n.Interface)
-		}
-		toRealtime = env.Translators.ToRealtime(timebase.PHC(idx))
+		toRealtime = env.Translators.ToRealtime(dom)
 	}
-	open := func(addr netip.AddrPort) (ntpConn, error) {
-		laddr := netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
-		if addr.Addr().Is6() && !addr.Addr().Is4In6() {
-			laddr = netip.AddrPortFrom(netip.IPv6Unspecified(), 0)
-		}
-		conn, err := sockts.ListenUDP(laddr, sockts.Options{Hardware: n.Timestamping == "hardware", Interface: n.Interface, TxWait: n.TxWait})
+	open := func(addr netip.AddrPort) (ntp.Socket, error) {
+		conn, err := ntp.Listen(addr, sockts.Options{Hardware: n.Timestamping == "hardware", Interface: n.Interface, TxWait: n.TxWait})
 		if err != nil {
 			return nil, err
 		}
@@ -157,18 +74,16 @@ func buildNTPSources(env *Env) ([]Source, error) {
 		return conn, nil
 	}
 	for i, sc := range n.Servers {
-		srv, err := parseNTPServer(sc.Address) // config check refused what does not parse
+		srv, err := ntp.ParseServer(sc.Address) // config check refused what does not parse
 		if err != nil {
 			return nil, keyErr(fmt.Sprintf("ntp.servers[%d].address", i), "%v", err)
 		}
-		var conn ntpConn
-		if srv.host == "" {
-			if conn, err = open(netip.AddrPortFrom(srv.addr, srv.port)); err != nil {
-				closeSources(out)
-				return nil, keyErr(fmt.Sprintf("ntp.servers[%d]", i), "%v", err)
-			}
+		s, err := newNTPSource(sc, srv, n.Timeout, open, toRealtime)
+		if err != nil {
+			closeSources(out)
+			return nil, keyErr(fmt.Sprintf("ntp.servers[%d]", i), "%v", err)
 		}
-		out = append(out, newNTPSource(sc, srv, n.Timeout, conn, open, toRealtime))
+		out = append(out, s)
 	}
 	return out, nil
 }
@@ -180,42 +95,27 @@ func closeSources(srcs []Source) {
 	}
 }
 
-func (s *ntpSource) Name() string            { return "ntp:" + s.srv.String() }
+func (s *ntpSource) Name() string            { return "ntp:" + s.p.Server().String() }
 func (s *ntpSource) Interval() time.Duration { return time.Second }
-func (s *ntpSource) Close() error {
-	if s.conn == nil {
-		return nil
-	}
-	return s.conn.Close()
-}
+func (s *ntpSource) Close() error            { return s.p.Close() }
 
 // Collect polls when the (stretched) interval has passed. Each sample is one
 // ntp_sample record at its own T4; ntp_probe is at the kept sample's T4 (at
 // the time of the failure when the poll got none).
 func (s *ntpSource) Collect(ctx context.Context, b *Batch) error {
-	wait := s.cfg.Interval
-	if s.prober != nil {
-		wait *= time.Duration(s.prober.RateFactor())
-	}
-	if f := s.failures.Load(); f > 0 {
-		wait *= time.Duration(1 << min(f, 6)) // up to 64x while unreachable
-	}
-	if !s.lastPoll.IsZero() && time.Since(s.lastPoll) < wait {
+	if !s.lastPoll.IsZero() && time.Since(s.lastPoll) < s.p.Wait(s.cfg.Interval) {
 		return ErrNoData
 	}
 	s.lastPoll = time.Now()
-	if err := s.ensureServer(ctx); err != nil {
-		s.failures.Add(1)
+	if err := s.p.Prepare(ctx); err != nil {
 		return err // no address yet: no probe to record
 	}
-	res, err := s.prober.Poll(ctx)
+	res, err := s.p.Poll(ctx)
 	if err != nil {
-		s.failures.Add(1)
 		now, _ := timebase.Realtime.Now()
 		s.probeRecord(b, now, nil)
 		return err
 	}
-	s.failures.Store(0)
 	for i, smp := range res.Samples {
 		b.Add("ntp_sample", smp.T4, s.sampleTags(smp),
 			record.Int("offset_ns", smp.OffsetNS), record.Int("delay_ns", smp.DelayNS),
@@ -228,17 +128,13 @@ func (s *ntpSource) Collect(ctx context.Context, b *Batch) error {
 }
 
 func (s *ntpSource) sampleTags(smp ntp.Sample) []record.Tag {
-	mode := "basic"
-	if smp.Interleaved {
-		mode = "interleaved"
-	}
-	return append(append([]record.Tag{}, s.tags...), record.Tag{Key: "mode", Value: mode},
+	return append(append([]record.Tag{}, s.tags...), record.Tag{Key: "mode", Value: smp.Mode()},
 		record.Tag{Key: "timestamps", Value: smp.TxSource.String() + "/" + smp.RxSource.String()})
 }
 
 // probeRecord ships the poll's kept sample (if any) with the probe's counters.
 func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
-	c := &s.prober.C
+	c := &s.p.Prober().C
 	elapsed := time.Since(s.start).Seconds()
 	fields := []record.Field{
 		record.Uint("requests", c.Requests.Load()), record.Uint("replies", c.Replies.Load()), record.Uint("timeouts", c.Timeouts.Load()),
@@ -247,8 +143,8 @@ func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
 		record.Uint("interleaved", c.Interleaved.Load()), record.Uint("delay_outliers", c.DelayOutliers.Load()),
 		record.Uint("kiss_rate", c.KissRate.Load()), record.Uint("kiss_deny", c.KissDeny.Load()),
 		record.Uint("repeats", c.Repeats.Load()), record.Uint("untranslated", c.Untranslated.Load()),
-		record.Int("rate_factor", int64(s.prober.RateFactor())),
-		record.String("address", s.server.String()),
+		record.Int("rate_factor", int64(s.p.Prober().RateFactor())),
+		record.String("address", s.p.Addr().String()),
 	}
 	for r := ntp.RejectShort; r < ntp.NumRejects; r++ {
 		fields = append(fields, record.Uint("rejected_"+r.String(), c.Rejects[r].Load()))
@@ -271,12 +167,12 @@ func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
 // SelfFields implements SelfReporter.
 func (s *ntpSource) SelfFields() []record.Field {
 	opt, untranslated := "none", uint64(0)
-	if s.conn != nil {
-		opt, _ = s.conn.Option()
-		untranslated = s.prober.C.Untranslated.Load()
+	if conn := s.p.Socket(); conn != nil {
+		opt, _ = conn.Option()
+		untranslated = s.p.Prober().C.Untranslated.Load()
 	}
-	return []record.Field{record.String("timestamping", opt), record.Int("consecutive_failures", s.failures.Load()),
-		record.Uint("untranslated", untranslated), record.Uint("resolves", s.resolves.Load()), record.Uint("resolve_errors", s.resolveErrors.Load())}
+	return []record.Field{record.String("timestamping", opt), record.Int("consecutive_failures", s.p.Failures()),
+		record.Uint("untranslated", untranslated), record.Uint("resolves", s.p.Resolves.Load()), record.Uint("resolve_errors", s.p.ResolveErrors.Load())}
 }
 
 // chronySource ships chronyd's tracking, sources and (over the command socket)
@@ -298,68 +194,48 @@ func (s *chronySource) Name() string            { return "chrony" }
 func (s *chronySource) Interval() time.Duration { return s.cfg.Interval }
 func (s *chronySource) Close() error            { return s.m.Close() }
 
-func secNS(v float64) int64  { return int64(v * 1e9) }
-func ppmPPB(v float64) int64 { return int64(v * 1e3) }
-
 // Collect ships chronyd's state as it answers: each record is a snapshot at
 // the time its reply arrived. chrony_source records of one collection share
 // that time and differ by their source tag (chronyd holds one source per
 // address).
 func (s *chronySource) Collect(ctx context.Context, b *Batch) error {
-	tr, err := s.m.Tracking(ctx)
-	if err != nil {
-		return err
+	st, err := s.m.Status(ctx)
+	if tr := st.Tracking; tr != nil {
+		b.Add("chrony_tracking", st.TrackingNS, nil,
+			record.String("reference_id", fmt.Sprintf("%08X", tr.RefID)), record.String("reference", tr.Reference.String()),
+			record.Int("stratum", int64(tr.Stratum)), record.Int("leap_status", int64(tr.LeapStatus)), record.Int("ref_time_ns", tr.RefTimeNS),
+			record.Int("system_time_ns", tr.SystemTimeNS), record.Int("last_offset_ns", tr.LastOffsetNS), record.Int("rms_offset_ns", tr.RMSOffsetNS),
+			record.Int("freq_ppb", tr.FreqPPB), record.Int("residual_freq_ppb", tr.ResidualFreqPPB), record.Int("skew_ppb", tr.SkewPPB),
+			record.Int("root_delay_ns", tr.RootDelayNS), record.Int("root_dispersion_ns", tr.RootDispersionNS),
+			record.Int("update_interval_ns", tr.UpdateIntervalNS))
 	}
-	now, _ := timebase.Realtime.Now()
-	b.Add("chrony_tracking", now, nil,
-		record.String("reference_id", fmt.Sprintf("%08X", tr.RefID)), record.String("reference", tr.IPAddr.String()),
-		record.Int("stratum", int64(tr.Stratum)), record.Int("leap_status", int64(tr.LeapStatus)),
-		record.Int("ref_time_ns", tr.RefTime.UnixNano()),
-		record.Int("system_time_ns", secNS(tr.CurrentCorrection)),
-		record.Int("last_offset_ns", secNS(tr.LastOffset)), record.Int("rms_offset_ns", secNS(tr.RMSOffset)),
-		record.Int("freq_ppb", ppmPPB(tr.FreqPPM)), record.Int("residual_freq_ppb", ppmPPB(tr.ResidFreqPPM)), record.Int("skew_ppb", ppmPPB(tr.SkewPPM)),
-		record.Int("root_delay_ns", secNS(tr.RootDelay)), record.Int("root_dispersion_ns", secNS(tr.RootDispersion)),
-		record.Int("update_interval_ns", secNS(tr.LastUpdateInterval)),
-	)
-	srcs, err := s.m.Sources(ctx)
-	now, _ = timebase.Realtime.Now()
-	for _, src := range srcs {
-		d := src.Data
+	for _, src := range st.Sources {
 		f := []record.Field{
-			record.Int("poll", int64(d.Poll)), record.Int("stratum", int64(d.Stratum)), record.Int("reachability", int64(d.Reachability)),
-			record.Int("since_sample_s", int64(d.SinceSample)), record.Int("orig_latest_meas_ns", secNS(d.OrigLatestMeas)),
-			record.Int("latest_meas_ns", secNS(d.LatestMeas)), record.Int("latest_meas_err_ns", secNS(d.LatestMeasErr)),
+			record.Int("poll", int64(src.Poll)), record.Int("stratum", int64(src.Stratum)), record.Int("reachability", int64(src.Reachability)),
+			record.Int("since_sample_s", src.SinceSampleS), record.Int("orig_latest_meas_ns", src.OrigLatestMeasNS),
+			record.Int("latest_meas_ns", src.LatestMeasNS), record.Int("latest_meas_err_ns", src.LatestMeasErrNS),
 		}
-		if st := src.Stats; st != nil {
-			f = append(f, record.Int("samples", int64(st.NSamples)), record.Int("runs", int64(st.NRuns)), record.Int("span_s", int64(st.SpanSeconds)),
-				record.Int("std_dev_ns", secNS(st.StandardDeviation)), record.Int("est_offset_ns", secNS(st.EstimatedOffset)),
-				record.Int("est_offset_err_ns", secNS(st.EstimatedOffsetErr)), record.Int("residual_freq_ppb", ppmPPB(st.ResidFreqPPM)),
-				record.Int("skew_ppb", ppmPPB(st.SkewPPM)))
+		if ss := src.Stats; ss != nil {
+			f = append(f, record.Int("samples", ss.Samples), record.Int("runs", ss.Runs), record.Int("span_s", ss.SpanS),
+				record.Int("std_dev_ns", ss.StdDevNS), record.Int("est_offset_ns", ss.EstOffsetNS), record.Int("est_offset_err_ns", ss.EstOffsetErrNS),
+				record.Int("residual_freq_ppb", ss.ResidualFreqPPB), record.Int("skew_ppb", ss.SkewPPB))
 		}
-		if nd := src.NTPData; nd != nil {
-			f = append(f, record.Int("offset_ns", secNS(nd.Offset)), record.Int("peer_delay_ns", secNS(nd.PeerDelay)),
-				record.Int("peer_dispersion_ns", secNS(nd.PeerDispersion)), record.Int("response_time_ns", secNS(nd.ResponseTime)),
-				record.Float("jitter_asymmetry", nd.JitterAsymmetry), record.Int("total_tx", int64(nd.TotalTXCount)),
-				record.Int("total_rx", int64(nd.TotalRXCount)), record.Int("total_valid", int64(nd.TotalValidCount)),
-				record.String("tx_timestamping", string(rune(nd.TXTssChar))), record.String("rx_timestamping", string(rune(nd.RXTssChar))))
+		if nd := src.NTP; nd != nil {
+			f = append(f, record.Int("offset_ns", nd.OffsetNS), record.Int("peer_delay_ns", nd.PeerDelayNS),
+				record.Int("peer_dispersion_ns", nd.PeerDispersionNS), record.Int("response_time_ns", nd.ResponseTimeNS),
+				record.Float("jitter_asymmetry", nd.JitterAsymmetry), record.Int("total_tx", nd.TotalTX), record.Int("total_rx", nd.TotalRX),
+				record.Int("total_valid", nd.TotalValid), record.String("tx_timestamping", string(rune(nd.TxTimestamping))),
+				record.String("rx_timestamping", string(rune(nd.RxTimestamping))))
 		}
-		b.Add("chrony_source", now, []record.Tag{{Key: "source", Value: d.IPAddr.String()}, {Key: "state", Value: d.State.String()}, {Key: "mode", Value: d.Mode.String()}}, f...)
+		b.Add("chrony_source", st.SourcesNS, []record.Tag{{Key: "source", Value: src.Address}, {Key: "state", Value: src.State}, {Key: "mode", Value: src.Mode}}, f...)
 	}
-	if err != nil {
-		return err
+	if ss := st.ServerStats; ss != nil {
+		b.Add("chrony_serverstats", st.ServerStatsNS, nil,
+			record.Uint("ntp_hits", ss.NTPHits), record.Uint("ntp_drops", ss.NTPDrops), record.Uint("cmd_hits", ss.CMDHits), record.Uint("cmd_drops", ss.CMDDrops),
+			record.Uint("log_drops", ss.LogDrops), record.Uint("nke_hits", ss.NKEHits), record.Uint("ntp_auth_hits", ss.NTPAuthHits),
+			record.Uint("ntp_interleaved_hits", ss.NTPInterleavedHits), record.Uint("ntp_timestamps", ss.NTPTimestamps))
 	}
-	if s.m.Unix() {
-		st, err := s.m.ServerStats(ctx)
-		if err != nil {
-			return err
-		}
-		now, _ := timebase.Realtime.Now()
-		b.Add("chrony_serverstats", now, nil,
-			record.Uint("ntp_hits", st.NTPHits), record.Uint("ntp_drops", st.NTPDrops), record.Uint("cmd_hits", st.CMDHits), record.Uint("cmd_drops", st.CMDDrops),
-			record.Uint("log_drops", st.LogDrops), record.Uint("nke_hits", st.NKEHits), record.Uint("ntp_auth_hits", st.NTPAuthHits),
-			record.Uint("ntp_interleaved_hits", st.NTPInterleavedHits), record.Uint("ntp_timestamps", st.NTPTimestamps))
-	}
-	return nil
+	return err
 }
 
 // SelfFields implements SelfReporter.

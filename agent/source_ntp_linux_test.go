@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/ntp"
 	"github.com/monagent/monagent/ntp/ntptest"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sockts"
@@ -23,19 +24,20 @@ import (
 // starts: while the name does not resolve (a board up before its DNS) each
 // poll fails, counted, and the source goes on; once it resolves the samples
 // come, tagged with the name, and the address is a field. After
-// resolveAfter failed polls in a row the name is resolved again.
+// ntp.ResolveAfter failed polls in a row the name is resolved again (ntp's
+// TestServerProbeResolvesWhenPolled tests the probe itself).
 func TestNTPNameResolvedWhenPolled(t *testing.T) {
 	srv := &ntptest.Server{Addr: netip.MustParseAddrPort("10.0.0.7:123"), Now: 1_795_000_000_000_000_000, Step: 7_000_000,
 		OffsetNS: 4_000, DelayNS: 30_000, TxSource: sockts.SourceSoftware, RxSource: sockts.SourceSoftware}
-	name, err := parseNTPServer("NTP.example.org")
+	name, err := ntp.ParseServer("NTP.example.org")
 	if err != nil {
 		t.Fatal(err)
 	}
 	answers := 0
 	opened := 0
-	s := newNTPSource(NTPServerConfig{Interval: time.Second, Burst: 1, Basic: true}, name, 20*time.Millisecond, nil,
-		func(netip.AddrPort) (ntpConn, error) { opened++; return srv, nil }, nil)
-	s.resolve = func(_ context.Context, host string) (netip.Addr, error) {
+	s, _ := newNTPSource(NTPServerConfig{Interval: time.Second, Burst: 1, Basic: true}, name, 20*time.Millisecond,
+		func(netip.AddrPort) (ntp.Socket, error) { opened++; return srv, nil }, nil)
+	s.p.Resolve = func(_ context.Context, host string) (netip.Addr, error) {
 		if host != "ntp.example.org" {
 			t.Errorf("resolving %q", host)
 		}
@@ -58,8 +60,12 @@ func TestNTPNameResolvedWhenPolled(t *testing.T) {
 			t.Fatalf("poll %d: %v", poll, err)
 		}
 	}
-	if s.resolveErrors.Load() != 3 || s.resolves.Load() != 1 || opened != 1 {
-		t.Fatalf("resolve_errors %d, resolves %d, sockets %d; want 3, 1, 1", s.resolveErrors.Load(), s.resolves.Load(), opened)
+	self := record.Record{Fields: s.SelfFields()}
+	if f, _ := ntpField(self, "resolve_errors"); f.U != 3 || opened != 1 {
+		t.Fatalf("resolve_errors %d, sockets %d; want 3, 1", f.U, opened)
+	}
+	if f, _ := ntpField(self, "resolves"); f.U != 1 {
+		t.Fatalf("resolves %d, want 1", f.U)
 	}
 	probes := 0
 	for _, r := range b.Records {
@@ -76,16 +82,21 @@ func TestNTPNameResolvedWhenPolled(t *testing.T) {
 	if probes != 2 {
 		t.Fatalf("%d ntp_probe records, want 2 (none while the name did not resolve)", probes)
 	}
-	// The server stops answering: after resolveAfter failures the name is
+	// The server stops answering: after ntp.ResolveAfter failures the name is
 	// looked up again.
 	srv.Silent = true
-	for poll := 0; poll < resolveAfter+1; poll++ {
+	for poll := 0; poll < ntp.ResolveAfter+1; poll++ {
 		s.lastPoll = time.Time{}
 		s.Collect(context.Background(), b)
 	}
-	if s.resolves.Load() != 2 {
-		t.Fatalf("resolves %d after %d failed polls, want 2", s.resolves.Load(), resolveAfter+1)
+	if f, _ := ntpField(record.Record{Fields: s.SelfFields()}, "resolves"); f.U != 2 {
+		t.Fatalf("resolves %d after %d failed polls, want 2", f.U, ntp.ResolveAfter+1)
 	}
+}
+
+// ntptestOpen opens srv as the socket of any address.
+func ntptestOpen(srv *ntptest.Server) func(netip.AddrPort) (ntp.Socket, error) {
+	return func(netip.AddrPort) (ntp.Socket, error) { return srv, nil }
 }
 
 // ntpRecordKey is what InfluxDB keeps one point of: measurement + tags + time.
@@ -135,7 +146,7 @@ func TestNTPBurstRecordsAtTheirOwnT4(t *testing.T) {
 		OffsetNS: 4_000, DelayNS: 30_000, ProcessingNS: 5_000, KernelTxLagNS: 2_000,
 		TxSource: sockts.SourceSoftware, RxSource: sockts.SourceSoftware}
 	sc := NTPServerConfig{Interval: time.Second, Burst: burst, BurstSpacing: time.Nanosecond}
-	s := newNTPSource(sc, ntpServer{addr: srv.Addr.Addr(), port: srv.Addr.Port()}, time.Second, srv, nil, nil)
+	s, _ := newNTPSource(sc, ntp.Server{Addr: srv.Addr.Addr(), Port: srv.Addr.Port()}, time.Second, ntptestOpen(srv), nil)
 	b := &Batch{host: "h"}
 	for poll := 0; poll < 3; poll++ {
 		s.lastPoll = time.Time{}
@@ -193,7 +204,7 @@ func TestNTPMixedExchangeTranslatedPerStamp(t *testing.T) {
 	srv := &ntptest.Server{Addr: netip.MustParseAddrPort("10.0.0.1:123"), Now: 1_795_000_004_000_000_000, Step: 1_000_000,
 		OffsetNS: 4_000, DelayNS: 30_000, ProcessingNS: 5_000, PHCOffsetNS: phcAhead,
 		TxSource: sockts.SourceUser, RxSource: sockts.SourceHardware}
-	s := newNTPSource(NTPServerConfig{Interval: time.Second, Burst: 1, Basic: true}, ntpServer{addr: srv.Addr.Addr(), port: srv.Addr.Port()}, time.Second, srv, nil, trs.ToRealtime(dom))
+	s, _ := newNTPSource(NTPServerConfig{Interval: time.Second, Burst: 1, Basic: true}, ntp.Server{Addr: srv.Addr.Addr(), Port: srv.Addr.Port()}, time.Second, ntptestOpen(srv), trs.ToRealtime(dom))
 	b := &Batch{host: "h"}
 	if err := s.Collect(context.Background(), b); err != nil {
 		t.Fatal(err)

@@ -2,27 +2,21 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
-	"sync/atomic"
 	"time"
 
-	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/ptp"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sockts"
 	"github.com/monagent/monagent/timebase"
 )
 
-// ptp4lSource ships ptp4l's datasets through its management socket.
+// ptp4lSource ships ptp4l's datasets through its management socket, each at
+// the time they were asked for.
 type ptp4lSource struct {
 	cfg Ptp4lConfig
 	m   *ptp.Monitor
-	// serviceUnsupported is set by Collect and read by SelfFields; the
-	// agent calls both on one goroutine, but self-metrics stay race-free
-	// whoever reads them.
-	serviceUnsupported atomic.Bool
 }
 
 func buildPtp4lSource(env *Env) ([]Source, error) {
@@ -36,74 +30,53 @@ func (s *ptp4lSource) Close() error            { return s.m.Close() }
 
 func (s *ptp4lSource) Collect(ctx context.Context, b *Batch) error {
 	now, _ := timebase.Realtime.Now()
-	cur, err := s.m.CurrentDataSet(ctx)
-	if err != nil {
-		return err
+	st, err := s.m.Status(ctx)
+	if cur := st.Current; cur != nil {
+		b.Add("ptp4l_current", now, nil, record.Int("offset_from_master_ns", cur.OffsetFromMasterNS),
+			record.Int("mean_path_delay_ns", cur.MeanPathDelayNS), record.Int("steps_removed", int64(cur.StepsRemoved)))
 	}
-	b.Add("ptp4l_current", now, nil,
-		record.Int("offset_from_master_ns", int64(cur.OffsetFromMaster.Nanoseconds())),
-		record.Int("mean_path_delay_ns", int64(cur.MeanPathDelay.Nanoseconds())),
-		record.Int("steps_removed", int64(cur.StepsRemoved)))
-	var errs []error
-	if par, err := s.m.ParentDataSet(ctx); err == nil {
+	if par := st.Parent; par != nil {
 		q := par.GrandmasterClockQuality
 		b.Add("ptp4l_parent", now, nil,
 			record.String("parent_port", par.ParentPortIdentity.String()), record.String("grandmaster", par.GrandmasterIdentity.String()),
 			record.Int("gm_priority1", int64(par.GrandmasterPriority1)), record.Int("gm_priority2", int64(par.GrandmasterPriority2)),
 			record.Int("gm_clock_class", int64(q.ClockClass)), record.Int("gm_clock_accuracy", int64(q.ClockAccuracy)),
 			record.Int("gm_offset_scaled_log_variance", int64(q.OffsetScaledLogVariance)))
-	} else {
-		errs = append(errs, err)
 	}
-	if ts, err := s.m.TimeStatusNP(ctx); err == nil {
+	if ts := st.TimeStatus; ts != nil {
 		b.Add("ptp4l_time_status", now, nil,
 			record.Int("master_offset_ns", ts.MasterOffsetNS), record.Int("ingress_time_ns", ts.IngressTimeNS),
 			record.Int("cumulative_scaled_rate_offset", int64(ts.CumulativeScaledRateOffset)),
 			record.Bool("gm_present", ts.GMPresent != 0), record.String("gm_identity", ts.GMIdentity.String()))
-	} else {
-		errs = append(errs, err)
 	}
-	if pd, err := s.m.PortDataSet(ctx); err == nil {
+	if pd := st.Port; pd != nil {
 		b.Add("ptp4l_port", now, []record.Tag{{Key: "port", Value: pd.PortIdentity.String()}},
 			record.String("port_state", pd.PortState.String()), record.Int("port_state_code", int64(pd.PortState)),
 			record.Int("log_sync_interval", int64(pd.LogSyncInterval)), record.Int("log_announce_interval", int64(pd.LogAnnounceInterval)),
 			record.Int("log_min_delay_req_interval", int64(pd.LogMinDelayReqInterval)), record.Int("delay_mechanism", int64(pd.DelayMechanism)),
 			record.Int("peer_mean_path_delay_ns", pd.PeerMeanPathDelayNS))
-	} else {
-		errs = append(errs, err)
 	}
-	if st, err := s.m.PortStatsNP(ctx); err == nil {
-		f := make([]record.Field, 0, 20)
-		for i, name := range []string{"sync", "delay_req", "pdelay_req", "pdelay_resp"} {
-			f = append(f, record.Uint("rx_"+name, st.PortStats.RXMsgType[i]), record.Uint("tx_"+name, st.PortStats.TXMsgType[i]))
+	if ps := st.PortStats; ps != nil {
+		f := make([]record.Field, 0, 2*len(ps.Messages))
+		for _, c := range ps.Messages {
+			f = append(f, record.Uint("rx_"+c.Type, c.RX), record.Uint("tx_"+c.Type, c.TX))
 		}
-		for i, name := range map[int]string{8: "follow_up", 9: "delay_resp", 10: "pdelay_resp_follow_up", 11: "announce", 12: "signaling", 13: "management"} {
-			f = append(f, record.Uint("rx_"+name, st.PortStats.RXMsgType[i]), record.Uint("tx_"+name, st.PortStats.TXMsgType[i]))
-		}
-		b.Add("ptp4l_port_stats", now, []record.Tag{{Key: "port", Value: st.PortIdentity.String()}}, f...)
-	} else {
-		errs = append(errs, err)
+		b.Add("ptp4l_port_stats", now, []record.Tag{{Key: "port", Value: ps.Port.String()}}, f...)
 	}
-	if !s.serviceUnsupported.Load() {
-		if ss, err := s.m.PortServiceStatsNP(ctx); err == nil {
-			v := ss.PortServiceStats
-			b.Add("ptp4l_port_service_stats", now, []record.Tag{{Key: "port", Value: ss.PortIdentity.String()}},
-				record.Uint("announce_timeout", v.AnnounceTimeout), record.Uint("sync_timeout", v.SyncTimeout),
-				record.Uint("delay_timeout", v.DelayTimeout), record.Uint("sync_mismatch", v.SyncMismatch),
-				record.Uint("followup_mismatch", v.FollowupMismatch))
-		} else if errors.Is(err, ptp.ErrUnsupported) {
-			s.serviceUnsupported.Store(true) // linuxptp 3.x: degrade, once
-		} else {
-			errs = append(errs, err)
-		}
+	if ss := st.PortServiceStats; ss != nil {
+		v := ss.PortServiceStats
+		b.Add("ptp4l_port_service_stats", now, []record.Tag{{Key: "port", Value: ss.PortIdentity.String()}},
+			record.Uint("announce_timeout", v.AnnounceTimeout), record.Uint("sync_timeout", v.SyncTimeout),
+			record.Uint("delay_timeout", v.DelayTimeout), record.Uint("sync_mismatch", v.SyncMismatch),
+			record.Uint("followup_mismatch", v.FollowupMismatch))
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 // SelfFields implements SelfReporter.
 func (s *ptp4lSource) SelfFields() []record.Field {
 	return []record.Field{record.Uint("foreign_replies", s.m.Foreign.Load()), record.Uint("management_errors", s.m.Errors.Load()),
-		record.Uint("reconnects", s.m.Reconnects.Load()), record.Bool("port_service_stats_unsupported", s.serviceUnsupported.Load())}
+		record.Uint("reconnects", s.m.Reconnects.Load()), record.Bool("port_service_stats_unsupported", s.m.ServiceStatsUnsupported.Load())}
 }
 
 // ptpProbe is the decoder of the PTP delay-request probe's event source: the
@@ -128,14 +101,10 @@ func buildPTPProbe(env *Env) ([]Source, error) {
 	hw := c.Timestamping == "hardware"
 	var dom timebase.Domain
 	if hw {
-		idx, err := phc.InterfacePHC(c.Interface)
-		if err != nil {
-			return nil, keyErr("ptp.probe.interface", "%s: %v", c.Interface, err)
+		var err error
+		if dom, err = hardwarePHC("ptp.probe.interface", c.Interface); err != nil {
+			return nil, err
 		}
-		if idx < 0 {
-			return nil, keyErr("ptp.probe.interface", "%s has no PTP hardware clock for hardware timestamps", c.Interface)
-		}
-		dom = timebase.PHC(idx)
 	}
 	var p *ptp.Probe
 	var err error
@@ -232,13 +201,9 @@ func (d *ptpProbe) stats(b *Batch, events int) error {
 func (d *ptpProbe) self() []record.Field {
 	p := d.p
 	st := p.Stats()
-	var rejected uint64
-	for _, n := range st.Rejects {
-		rejected += n
-	}
 	return []record.Field{
 		record.Uint("exchanges", p.Exchanges.Load()), record.Uint("dropped_frames", p.Dropped.Load()),
-		record.Uint("untranslated", p.Untranslated.Load()), record.Uint("rejected", rejected),
+		record.Uint("untranslated", p.Untranslated.Load()), record.Uint("rejected", st.Rejected()),
 		record.Uint("delay_req_timeouts", st.DelayTimeouts), record.Uint("delay_req_no_t3", st.DelayNoT3),
 		record.Uint("send_errors", p.SendErrors.Load()), record.Uint("socket_read_errors", p.ReadErrors.Load()),
 		record.Uint("time_bumps", d.bumps),

@@ -13,6 +13,7 @@ import (
 	"github.com/facebook/time/ntp/chrony"
 
 	"github.com/monagent/monagent/internal/testbed"
+	"github.com/monagent/monagent/timebase"
 )
 
 // chronycTracking parses `chronyc -n tracking` into the fields it prints.
@@ -129,6 +130,19 @@ func TestChronyMonitorMatchesChronyc(t *testing.T) {
 	}
 	if nd := srcs[0].NTPData; nd.TotalValidCount == 0 || nd.Stratum != 1 {
 		t.Fatalf("ntpdata %+v", nd)
+	}
+	// The same in integer units, each part at the time it was answered.
+	before, _ := timebase.Realtime.Now()
+	cs, err := m.Status(t.Context())
+	if err != nil || cs.Tracking == nil || cs.Tracking.Stratum != 2 || cs.ServerStats == nil {
+		t.Fatalf("status %+v: %v", cs, err)
+	}
+	if len(cs.Sources) != 1 || cs.Sources[0].Address != srv.Addr.String() || cs.Sources[0].Stats == nil ||
+		cs.Sources[0].NTP == nil || cs.Sources[0].NTP.TotalValid == 0 || cs.Sources[0].NTP.RxTimestamping == 0 {
+		t.Fatalf("status sources %+v", cs.Sources)
+	}
+	if end, _ := timebase.Realtime.Now(); cs.TrackingNS < before || cs.SourcesNS < cs.TrackingNS || cs.ServerStatsNS < cs.SourcesNS || end < cs.ServerStatsNS {
+		t.Fatalf("status times %d %d %d not within %d..%d in order", cs.TrackingNS, cs.SourcesNS, cs.ServerStatsNS, before, end)
 	}
 
 	// Server statistics, and a restart of that chronyd.

@@ -68,6 +68,15 @@ type Sample struct {
 	Header       Header
 }
 
+// Mode is how the exchange was made: "interleaved" (T3 from the server's
+// next reply) or "basic".
+func (s Sample) Mode() string {
+	if s.Interleaved {
+		return "interleaved"
+	}
+	return "basic"
+}
+
 // phi is RFC 5905's frequency tolerance, 15 ppm.
 const phi = 15e-6
 

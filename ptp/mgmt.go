@@ -39,6 +39,9 @@ type Monitor struct {
 	Foreign    atomic.Uint64 // replies to other requests, discarded
 	Errors     atomic.Uint64 // management error status replies
 	Reconnects atomic.Uint64
+	// ServiceStatsUnsupported: ptp4l answered that it has no
+	// PORT_SERVICE_STATS_NP (linuxptp 3.x); Status no longer asks for it.
+	ServiceStatsUnsupported atomic.Bool
 }
 
 var monSeq atomic.Uint64

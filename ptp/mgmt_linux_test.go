@@ -99,9 +99,25 @@ func TestMonitorAgainstPtp4l(t *testing.T) {
 	}
 	t.Logf("PORT_DATA_SET %+v", pds)
 	// linuxptp 3.1 has no PORT_SERVICE_STATS_NP: degrade, do not fail.
-	if _, err := mon.PortServiceStatsNP(t.Context()); err != nil && !errors.Is(err, ErrUnsupported) {
-		t.Fatalf("PORT_SERVICE_STATS_NP: %v", err)
-	} else if err != nil {
-		t.Logf("PORT_SERVICE_STATS_NP: %v", err)
+	_, serr := mon.PortServiceStatsNP(t.Context())
+	if serr != nil && !errors.Is(serr, ErrUnsupported) {
+		t.Fatalf("PORT_SERVICE_STATS_NP: %v", serr)
+	} else if serr != nil {
+		t.Logf("PORT_SERVICE_STATS_NP: %v", serr)
+	}
+	// Status: every dataset at once; one ptp4l does not have is asked for
+	// once, and no error.
+	for i := range 2 {
+		errs := mon.Errors.Load()
+		st, err := mon.Status(t.Context())
+		if err != nil || st.Current == nil || st.Current.StepsRemoved != 1 || st.Parent == nil || st.TimeStatus == nil || st.Port == nil ||
+			st.PortStats == nil || st.PortStats.Messages[0].Type != "sync" || st.PortStats.Messages[0].RX == 0 {
+			t.Fatalf("status %d: %+v %v", i, st, err)
+		}
+		if unsupported := errors.Is(serr, ErrUnsupported); (st.PortServiceStats == nil) != unsupported ||
+			mon.ServiceStatsUnsupported.Load() != unsupported || unsupported && i == 1 && mon.Errors.Load() != errs {
+			t.Fatalf("status %d: service stats %+v, unsupported %v, errors %d then %d; PORT_SERVICE_STATS_NP said %v",
+				i, st.PortServiceStats, mon.ServiceStatsUnsupported.Load(), errs, mon.Errors.Load(), serr)
+		}
 	}
 }

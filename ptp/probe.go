@@ -74,6 +74,15 @@ type ProbeStats struct {
 	HaveMaster               bool
 }
 
+// Rejected is how many messages were refused, whatever the reason.
+func (s ProbeStats) Rejected() uint64 {
+	var n uint64
+	for _, r := range s.Rejects {
+		n += r
+	}
+	return n
+}
+
 // Stats returns the latest snapshot.
 func (p *Probe) Stats() ProbeStats {
 	p.mu.Lock()
