@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"os"
 	"sync"
@@ -45,7 +46,7 @@ type Agent struct {
 
 // running is a source with its self-metrics.
 type running struct {
-	src         Source
+	src         collect.Source
 	collections atomic.Uint64
 	records     atomic.Uint64
 	errors      atomic.Uint64
@@ -130,7 +131,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 }
 
 // newWithSources is New with given sources, for tests.
-func newWithSources(cfg Config, log *slog.Logger, out sink.Sink, srcs ...Source) *Agent {
+func newWithSources(cfg Config, log *slog.Logger, out sink.Sink, srcs ...collect.Source) *Agent {
 	a := &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: cfg.Host, queue: newRecordQueue(cfg.Memory.QueueBytes),
 		judges: &judging{host: cfg.Host, log: log}}
 	for _, s := range srcs {
@@ -164,7 +165,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	var readers sync.WaitGroup
 	for _, r := range a.sources {
-		if rn, ok := r.src.(Runner); ok {
+		if rn, ok := r.src.(collect.Runner); ok {
 			readers.Add(1)
 			go func() {
 				defer readers.Done()
@@ -231,7 +232,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.draining.Store(true)
 	final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	for _, r := range a.sources {
-		if _, ok := r.src.(Runner); ok {
+		if _, ok := r.src.(collect.Runner); ok {
 			a.collect(final, r)
 		}
 	}
@@ -281,7 +282,7 @@ func (a *Agent) loop(ctx context.Context, r *running) {
 }
 
 func (a *Agent) collect(ctx context.Context, r *running) {
-	b := &Batch{host: a.host}
+	b := &collect.Batch{Host: a.host}
 	start := time.Now()
 	err := r.src.Collect(ctx, b)
 	r.lastDur.Store(int64(time.Since(start)))
@@ -289,7 +290,7 @@ func (a *Agent) collect(ctx context.Context, r *running) {
 	r.records.Add(uint64(len(b.Records)))
 	switch {
 	case err == nil:
-	case errors.Is(err, ErrNoData):
+	case errors.Is(err, collect.ErrNoData):
 		r.nodata.Add(1)
 	default:
 		r.errors.Add(1)
@@ -297,7 +298,7 @@ func (a *Agent) collect(ctx context.Context, r *running) {
 		r.lastErr = err.Error()
 		r.mu.Unlock()
 	}
-	if !errors.Is(err, ErrNoData) {
+	if !errors.Is(err, collect.ErrNoData) {
 		r.log.note(a.log, time.Now(), err, "collection", "source", r.src.Name())
 	}
 	if len(b.Records) > 0 {
@@ -306,7 +307,7 @@ func (a *Agent) collect(ctx context.Context, r *running) {
 	// Self-metrics are taken here, on the goroutine that collects, and handed
 	// over under the lock: a source's counters need no synchronisation of
 	// their own unless a reader goroutine writes them (those are atomics).
-	if sr, ok := r.src.(SelfReporter); ok {
+	if sr, ok := r.src.(collect.SelfReporter); ok {
 		f := sr.SelfFields()
 		r.mu.Lock()
 		r.self = f
@@ -347,7 +348,7 @@ func (a *Agent) write(recs []record.Record) {
 // selfMetrics returns the agent's own records: one per source and one overall.
 func (a *Agent) selfMetrics() []record.Record {
 	now, _ := timebase.Realtime.Now()
-	b := &Batch{host: a.host}
+	b := &collect.Batch{Host: a.host}
 	for _, r := range a.sources {
 		r.mu.Lock()
 		lastErr := r.lastErr

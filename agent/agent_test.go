@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"github.com/monagent/monagent/collect"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -52,13 +53,13 @@ type countingSource struct {
 func (c *countingSource) Name() string            { return c.name }
 func (c *countingSource) Interval() time.Duration { return 10 * time.Millisecond }
 func (c *countingSource) Close() error            { c.close = true; return nil }
-func (c *countingSource) Collect(ctx context.Context, b *Batch) error {
+func (c *countingSource) Collect(ctx context.Context, b *collect.Batch) error {
 	c.n++
 	switch c.mode {
 	case "fail":
 		return errors.New("sensor on fire")
 	case "nodata":
-		return ErrNoData
+		return collect.ErrNoData
 	}
 	b.Add("tick", int64(c.n), []record.Tag{{Key: "source", Value: c.name}}, record.Int("n", int64(c.n)))
 	return nil
@@ -137,7 +138,7 @@ func TestAgentRunsSourcesAndStopsCleanly(t *testing.T) {
 func TestSelfMetricsRaceFree(t *testing.T) {
 	cfg := Default()
 	cfg.SelfMetrics.Interval = time.Millisecond
-	srcs := []Source{&countingSource{name: "a"}, &countingSource{name: "b", mode: "fail"}}
+	srcs := []collect.Source{&countingSource{name: "a"}, &countingSource{name: "b", mode: "fail"}}
 	out := &memSink{}
 	a := newWithSources(cfg, quietLog(), out, srcs...)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -170,7 +171,7 @@ func TestAgentCountsDropsInsteadOfBlocking(t *testing.T) {
 	a := newWithSources(cfg, quietLog(), out, src)
 	// Fill the queue beyond its bound in bytes without a writer: each batch
 	// is one record of one size, so exactly the batches beyond it drop.
-	b := &Batch{}
+	b := &collect.Batch{}
 	b.Add("tick", 1, []record.Tag{{Key: "source", Value: "fast"}}, record.Int("n", 1))
 	fit := int(cfg.Memory.QueueBytes / batchBytes(b.Records))
 	for i := 0; i < fit+50; i++ {

@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"time"
 
 	"github.com/monagent/monagent/conf"
@@ -82,7 +83,7 @@ type section struct {
 type sourceKind struct {
 	name    string
 	enabled func(*Config) bool
-	build   func(*Env) ([]Source, error)
+	build   func(*Env) ([]collect.Source, error)
 }
 
 // sections is the table, in the order the sections are checked and their

@@ -41,7 +41,7 @@ func hcaRecordSize() uintptr {
 // A marker series' memory, its map key and time guard, is within what the
 // memory check counts per marker.max_series.
 func TestMarkerSeriesWithinItsBudget(t *testing.T) {
-	size := unsafe.Sizeof(markerSeries{}) + unsafe.Sizeof(seriesTime{}) + 2*unsafe.Sizeof(uintptr(0)) + // key, guard, map slot and pointer
+	size := unsafe.Sizeof(markerSeries{}) + unsafe.Sizeof(record.SeriesTime{}) + 2*unsafe.Sizeof(uintptr(0)) + // key, guard, map slot and pointer
 		marker.MaxNameLen + marker.MaxTags*(marker.MaxTagKeyLen+marker.MaxTagValueLen) // the strings
 	if size > markerSeriesBytes {
 		t.Errorf("a marker series holds %d bytes, the memory check counts %d", size, markerSeriesBytes)

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -78,7 +79,7 @@ func (g *judging) add(clock, source string, cfg JudgeConfig, stale time.Duration
 }
 
 // observe judges a sample; its transitions go into b.
-func (m *judgement) observe(b *Batch, s judge.Sample) {
+func (m *judgement) observe(b *collect.Batch, s judge.Sample) {
 	if m != nil {
 		ch := m.j.Observe(s)
 		m.emit(b, ch.All())
@@ -86,14 +87,14 @@ func (m *judgement) observe(b *Batch, s judge.Sample) {
 }
 
 // missed says the sample due by deadline (REALTIME ns) did not come.
-func (m *judgement) missed(b *Batch, deadline int64) {
+func (m *judgement) missed(b *collect.Batch, deadline int64) {
 	if m != nil {
 		ch := m.j.Missed(deadline)
 		m.emit(b, ch.All())
 	}
 }
 
-func (m *judgement) emit(b *Batch, trs []judge.Transition) {
+func (m *judgement) emit(b *collect.Batch, trs []judge.Transition) {
 	for _, tr := range trs {
 		m.mu.Lock()
 		t := max(tr.TimeNS, m.last+1)
@@ -132,7 +133,7 @@ func (g *judging) transition(m *judgement, tr judge.Transition, t int64) {
 
 // advance judges the passing of time up to now for every judged clock: a
 // holdover that ended, a source gone quiet, each dated when it happened.
-func (g *judging) advance(b *Batch, now int64) {
+func (g *judging) advance(b *collect.Batch, now int64) {
 	for _, m := range g.judged() {
 		if tr, ok := m.j.Advance(now); ok {
 			m.emit(b, []judge.Transition{tr})
@@ -142,7 +143,7 @@ func (g *judging) advance(b *Batch, now int64) {
 
 // records adds every judged clock's clock_state at now, and the webhooks'
 // counters.
-func (g *judging) records(b *Batch, now int64) {
+func (g *judging) records(b *collect.Batch, now int64) {
 	for _, m := range g.judged() {
 		v := m.j.View(now)
 		b.Add("clock_state", now, m.tags, record.String("state", v.State.String()), record.Int("since_ns", v.SinceNS),
@@ -191,7 +192,7 @@ func (g *judging) serve(ctx context.Context, srv *status.Server, host string, en
 		select {
 		case <-ctx.Done():
 		case <-t.C:
-			b := &Batch{host: host}
+			b := &collect.Batch{Host: host}
 			now, _ := timebase.Realtime.Now()
 			if g.advance(b, now); len(b.Records) > 0 {
 				enqueue(b.Records)

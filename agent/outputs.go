@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"sync"
 	"time"
@@ -168,7 +169,7 @@ func (o *Outputs) Summary() []string {
 func (o *Outputs) Close() error { return o.Sink.Close() }
 
 // selfRecords are the outputs' own counters.
-func (o *Outputs) selfRecords(b *Batch, now int64) {
+func (o *Outputs) selfRecords(b *collect.Batch, now int64) {
 	if o.Spool != nil {
 		st := o.Spool.Stats()
 		if o.log != nil { // a failing disk is logged when it starts, changes and ends

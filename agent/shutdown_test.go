@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"github.com/monagent/monagent/collect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ type busySource struct {
 func (*busySource) Name() string            { return "busy" }
 func (*busySource) Interval() time.Duration { return time.Millisecond }
 func (*busySource) Close() error            { return nil }
-func (s *busySource) Collect(ctx context.Context, b *Batch) error {
+func (s *busySource) Collect(ctx context.Context, b *collect.Batch) error {
 	if s.doneAtExit {
 		s.late.Add(1)
 	}
@@ -37,7 +38,7 @@ func TestNoCollectionAfterCancellation(t *testing.T) {
 	cfg := Default()
 	cfg.SelfMetrics.Enabled = false
 	for round := range 5 {
-		var srcs []Source
+		var srcs []collect.Source
 		for range 40 {
 			srcs = append(srcs, &busySource{late: &late})
 		}

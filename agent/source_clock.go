@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"time"
 
 	"github.com/monagent/monagent/record"
@@ -30,12 +31,12 @@ type clockTrack struct {
 	n     uint64               // steps seen
 }
 
-func buildClockSource(env *Env) ([]Source, error) {
+func buildClockSource(env *Env) ([]collect.Source, error) {
 	s, err := newClockSource(env.Config.Clock, func(c timebase.SystemClock) (int64, error) { return c.Now() }, timebase.ReadKernelState, env.Translators)
 	if err != nil {
 		return nil, err
 	}
-	return []Source{s}, nil
+	return []collect.Source{s}, nil
 }
 
 func newClockSource(cfg ClockConfig, read func(timebase.SystemClock) (int64, error), timex func() (timebase.KernelState, error), tr *timebase.Translators) (*clockSource, error) {
@@ -68,7 +69,7 @@ func (s *clockSource) Close() error            { return nil }
 // read preempted by the scheduler has a wide window and loses.
 const bracketReads = 5
 
-func (s *clockSource) Collect(ctx context.Context, b *Batch) error {
+func (s *clockSource) Collect(ctx context.Context, b *collect.Batch) error {
 	now, err := s.read(timebase.Realtime)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"github.com/monagent/monagent/collect"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func testClockConfig() ClockConfig {
 	return c
 }
 
-func records(b *Batch, meas string) []record.Record {
+func records(b *collect.Batch, meas string) []record.Record {
 	var out []record.Record
 	for _, r := range b.Records {
 		if r.Measurement == meas {
@@ -85,7 +86,7 @@ func TestClockSourceDetectsStepsNotSlews(t *testing.T) {
 		if i == 100 {
 			sc.rtOffset -= 2.5e6 // and 2.5 ms back
 		}
-		b := &Batch{host: "h"}
+		b := &collect.Batch{Host: "h"}
 		if err := s.Collect(ctx, b); err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +135,7 @@ func TestClockSourceRateIsTheFittedSlope(t *testing.T) {
 	s, _ := newClockSource(testClockConfig(), sc.read, nil, nil)
 	var last record.Record
 	for i := 0; i < 20; i++ {
-		b := &Batch{}
+		b := &collect.Batch{}
 		if err := s.Collect(context.Background(), b); err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +151,7 @@ func TestClockSourceRateIsTheFittedSlope(t *testing.T) {
 func TestClockSourceErrorKeepsOtherClocks(t *testing.T) {
 	sc := &scriptedClocks{raw: 1e12, fail: true}
 	s, _ := newClockSource(testClockConfig(), sc.read, kernelState, nil)
-	b := &Batch{}
+	b := &collect.Batch{}
 	err := s.Collect(context.Background(), b)
 	if err == nil || !strings.Contains(err.Error(), "clock boottime: boottime exploded") {
 		t.Fatalf("error %v", err)

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"time"
 
 	"github.com/monagent/monagent/phc"
@@ -40,9 +41,9 @@ type exttsChan struct {
 	tags map[phc.Edge][]record.Tag // by the edge tag's value: rising, falling, unknown
 
 	// Written on the collection goroutine only.
-	times  seriesTime // no two records of the channel share a time
+	times  record.SeriesTime // no two records of the channel share a time
 	events uint64
-	lat    latencyStats // stamp (moved to REALTIME) -> the read that brought it
+	lat    collect.Latency // stamp (moved to REALTIME) -> the read that brought it
 }
 
 // exttsSource is the decoder of one PHC's extts event source.
@@ -57,10 +58,10 @@ type exttsSource struct {
 
 	// Written on the collection goroutine only.
 	untranslated, bumps, unlisted uint64
-	scratch                       [latencyCap]int64
+	scratch                       [collect.LatencyCap]int64
 }
 
-func buildExttsSources(env *Env) ([]Source, error) {
+func buildExttsSources(env *Env) ([]collect.Source, error) {
 	c := env.Config
 	x := c.Extts
 	dom, err := phc.DeviceDomain(x.PHC)
@@ -82,7 +83,7 @@ func buildExttsSources(env *Env) ([]Source, error) {
 	if err != nil {
 		return nil, keyErr("extts", "%v", err)
 	}
-	return []Source{s}, nil
+	return []collect.Source{s}, nil
 }
 
 // newExttsSource reads the channels of x.PHC, whose time is dom; open, when
@@ -105,10 +106,10 @@ func newExttsSource(x ExttsConfig, dom timebase.Domain, tr *timebase.Translators
 	return d
 }
 
-func (d *exttsSource) eventSource(name string, interval time.Duration, ringSize int) (*EventSource[exttsStamp], error) {
-	return NewEventSource(EventSourceConfig[exttsStamp]{
+func (d *exttsSource) eventSource(name string, interval time.Duration, ringSize int) (*collect.EventSource[exttsStamp], error) {
+	return collect.NewEventSource(collect.EventSourceConfig[exttsStamp]{
 		Name: name, Interval: interval, Ring: ringSize,
-		Producer: ProducerFunc[exttsStamp](d.produce), Emit: d.emit, After: d.after, Self: d.self,
+		Producer: collect.ProducerFunc[exttsStamp](d.produce), Emit: d.emit, After: d.after, Self: d.self,
 	})
 }
 
@@ -117,7 +118,7 @@ func (d *exttsSource) eventSource(name string, interval time.Duration, ringSize 
 // calls it again, which enables the channels again). The edges missing
 // between two stamps of a channel with a period are the losses counted: the
 // kernel keeps no drop counter of its extts queue (see phc.ExttsStats).
-func (d *exttsSource) produce(ctx context.Context, q *EventQueue[exttsStamp]) error {
+func (d *exttsSource) produce(ctx context.Context, q *collect.EventQueue[exttsStamp]) error {
 	rd, err := d.open()
 	if err != nil {
 		return err
@@ -168,7 +169,7 @@ func (d *exttsSource) channel(ch uint32) *exttsChan {
 // one is moved to 1 ns after it and counted (time_bumps). Stamps of channels
 // not configured (another reader's, where open files share the queue) are
 // counted as unlisted, not shipped.
-func (d *exttsSource) emit(b *Batch, e *exttsStamp) {
+func (d *exttsSource) emit(b *collect.Batch, e *exttsStamp) {
 	c := d.channel(e.ev.Channel)
 	if c == nil {
 		d.unlisted++
@@ -185,12 +186,12 @@ func (d *exttsSource) emit(b *Batch, e *exttsStamp) {
 	if rt, err := d.toRT.Move(timebase.Timestamp{NS: e.ev.PHCNS, Domain: dom}); err == nil {
 		t = rt.NS
 		f = append(f, record.Int("uncertainty_ns", rt.UncertaintyNS))
-		c.lat.add(e.read - rt.NS)
+		c.lat.Add(e.read - rt.NS)
 	} else {
 		t = e.readRT
 		d.untranslated++
 	}
-	t = c.times.next(t, &d.bumps)
+	t = c.times.Next(t, &d.bumps)
 	b.Add("extts_event", t, c.tags[c.req.EdgeOf(&e.ev)], f...)
 }
 
@@ -206,15 +207,15 @@ func (d *exttsSource) self() []record.Field {
 	for _, c := range d.chans {
 		pfx := fmt.Sprintf("channel%d_", c.req.Channel)
 		f = append(f, record.Uint(pfx+"events", c.events))
-		f = c.lat.fields(f, pfx)
+		f = c.lat.Fields(f, pfx)
 	}
 	return f
 }
 
 // after closes the interval's read-latency statistics of each channel.
-func (d *exttsSource) after(b *Batch, events int) error {
+func (d *exttsSource) after(b *collect.Batch, events int) error {
 	for _, c := range d.chans {
-		c.lat.close(&d.scratch)
+		c.lat.Close(&d.scratch)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"github.com/monagent/monagent/collect"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -55,7 +56,7 @@ type exttsFixture struct {
 	p  *pipeExtts
 	w  *os.File
 	d  *exttsSource
-	s  *EventSource[exttsStamp]
+	s  *collect.EventSource[exttsStamp]
 	tr *timebase.Translators
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/hca"
 	"io"
 	"path/filepath"
@@ -45,9 +46,9 @@ type gpioLine struct {
 	triggers []*gpioTrigger // gpio.triggers rules of this line (collection goroutine)
 
 	// Written on the collection goroutine only.
-	times  seriesTime // no two records of the line share a time
+	times  record.SeriesTime // no two records of the line share a time
 	events uint64
-	lat    latencyStats
+	lat    collect.Latency
 }
 
 // gpioSource is the decoder of one line request's event source (or of one
@@ -79,10 +80,10 @@ type gpioSource struct {
 	// Written on the collection goroutine only (Emit, After, Self).
 	untranslated, phcUntranslated, bumps, unplaced uint64
 	slab                                           []record.Field
-	scratch                                        [latencyCap]int64
+	scratch                                        [collect.LatencyCap]int64
 }
 
-func buildGPIOSources(env *Env) ([]Source, error) {
+func buildGPIOSources(env *Env) ([]collect.Source, error) {
 	c := env.Config
 	phcDom := timebase.DomainUnknown
 	if c.GPIO.PHC != "" {
@@ -102,7 +103,7 @@ func buildGPIOSources(env *Env) ([]Source, error) {
 	if tr == nil {
 		tr = timebase.NewTranslators()
 	}
-	var out []Source
+	var out []collect.Source
 	for i, cc := range c.GPIO.Chips {
 		for _, group := range groupGPIOLines(cc) {
 			name := "gpio:" + cc.Chip
@@ -110,7 +111,7 @@ func buildGPIOSources(env *Env) ([]Source, error) {
 				name += ":" + offsetsString(group)
 			}
 			d, err := newGPIOSource(cc, group, gpio.DevicePath(c.Paths.Dev, cc.Chip), tr, phcDom)
-			var s Source
+			var s collect.Source
 			if err == nil {
 				d.global = env.Global
 				d.attachTriggers(c.GPIO.Triggers, sensors.NewFS(c.Paths.Sys, c.Paths.Dev), env.Log)
@@ -164,10 +165,10 @@ func gpioConsumer(path string) string {
 	return c
 }
 
-func (d *gpioSource) eventSource(name string, interval time.Duration, ringSize int) (*EventSource[gpioEdge], error) {
-	return NewEventSource(EventSourceConfig[gpioEdge]{
+func (d *gpioSource) eventSource(name string, interval time.Duration, ringSize int) (*collect.EventSource[gpioEdge], error) {
+	return collect.NewEventSource(collect.EventSourceConfig[gpioEdge]{
 		Name: name, Interval: interval, Ring: ringSize,
-		Producer: ProducerFunc[gpioEdge](d.produce), Emit: d.emit, After: d.after, Self: d.self,
+		Producer: collect.ProducerFunc[gpioEdge](d.produce), Emit: d.emit, After: d.after, Self: d.self,
 		Close: d.closeTriggers,
 	})
 }
@@ -194,7 +195,7 @@ func (d *gpioSource) open() (*gpio.Reader, error) {
 // ends it (the event source counts it, backs off and calls it again, which
 // requests the lines again). A replay is read once: at its end (or at a
 // malformed record) the producer idles until ctx is done.
-func (d *gpioSource) produce(ctx context.Context, q *EventQueue[gpioEdge]) error {
+func (d *gpioSource) produce(ctx context.Context, q *collect.EventQueue[gpioEdge]) error {
 	if d.replay != "" && d.replayDone.Load() {
 		<-ctx.Done()
 		return nil
@@ -257,7 +258,7 @@ func (d *gpioSource) produce(ctx context.Context, q *EventQueue[gpioEdge]) error
 // emit ships one edge at its kernel stamp moved to REALTIME (place). An
 // edge of a line that is not configured (only a replay has them) is counted
 // as unlisted, not shipped.
-func (d *gpioSource) emit(b *Batch, e *gpioEdge) {
+func (d *gpioSource) emit(b *collect.Batch, e *gpioEdge) {
 	l, t, unc, ok := d.place(e)
 	if l == nil {
 		return
@@ -288,7 +289,7 @@ func (d *gpioSource) emit(b *Batch, e *gpioEdge) {
 		}
 	}
 	d.slab = d.slab[:len(d.slab)+len(f)]
-	b.Records = append(b.Records, record.Record{Measurement: "gpio_event", Tags: l.tags.of(b.host, e.ev.Edge), Fields: f, TimeNS: t})
+	b.Records = append(b.Records, record.Record{Measurement: "gpio_event", Tags: l.tags.of(b.Host, e.ev.Edge), Fields: f, TimeNS: t})
 	for _, tr := range l.triggers {
 		tr.fire(b, e, t)
 	}
@@ -296,7 +297,7 @@ func (d *gpioSource) emit(b *Batch, e *gpioEdge) {
 
 // edgeTags are the tags of a series' records per edge (rising, falling):
 // base and the edge tag, then with the host tag and sorted by key (as
-// Batch.Add would make them) once the host is known, shared by the
+// collect.Batch.Add would make them) once the host is known, shared by the
 // records: the encoder leaves sorted tags as they are.
 type edgeTags struct {
 	base [2][]record.Tag
@@ -337,7 +338,7 @@ func (d *gpioSource) place(e *gpioEdge) (l *gpioLine, t, unc int64, ok bool) {
 		return nil, 0, 0, false
 	}
 	l.events++
-	l.lat.add(e.read - e.ev.TimestampNS)
+	l.lat.Add(e.read - e.ev.TimestampNS)
 
 	// A REALTIME stamp stays as it is (uncertainty 0); the route does not
 	// allocate when the models exist.
@@ -347,7 +348,7 @@ func (d *gpioSource) place(e *gpioEdge) (l *gpioLine, t, unc int64, ok bool) {
 		t = e.readRT
 		d.untranslated++
 	}
-	t = l.times.next(t, &d.bumps)
+	t = l.times.Next(t, &d.bumps)
 	return l, t, unc, ok
 }
 
@@ -355,12 +356,12 @@ func (d *gpioSource) place(e *gpioEdge) (l *gpioLine, t, unc int64, ok bool) {
 // edges in it; a line without edges keeps those of its last interval with
 // edges (latency_samples says how many edges they cover), so that the
 // self-metrics shipped less often than the edges still show them.
-func (d *gpioSource) after(b *Batch, events int) error {
+func (d *gpioSource) after(b *collect.Batch, events int) error {
 	if d.irqs != nil {
 		d.irqs.Check()
 	}
 	for _, l := range d.lines {
-		l.lat.close(&d.scratch)
+		l.lat.Close(&d.scratch)
 	}
 	return nil
 }
@@ -386,7 +387,7 @@ func (d *gpioSource) self() []record.Field {
 	}
 	for _, l := range d.lines {
 		f = append(f, record.Uint(l.fieldPfx+"events", l.events), record.Uint(l.fieldPfx+"lost", l.lost.Load()))
-		f = l.lat.fields(f, l.fieldPfx)
+		f = l.lat.Fields(f, l.fieldPfx)
 		if d.irqs != nil {
 			if irqs, merged, ok := d.irqs.Counts(int(l.offset)); ok {
 				f = append(f, record.Uint(l.fieldPfx+"irqs", irqs), record.Uint(l.fieldPfx+"merged", merged))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"testing"
 	"time"
 
@@ -45,9 +46,9 @@ func TestGPIOSourceOnPowerButton(t *testing.T) {
 		time.Sleep(400 * time.Millisecond)
 	}
 	time.Sleep(300 * time.Millisecond)
-	b := &Batch{host: "h"}
+	b := &collect.Batch{Host: "h"}
 	for range 2 {
-		if err := s.Collect(context.Background(), b); err != nil && !errors.Is(err, ErrNoData) {
+		if err := s.Collect(context.Background(), b); err != nil && !errors.Is(err, collect.ErrNoData) {
 			t.Fatal(err)
 		}
 	}

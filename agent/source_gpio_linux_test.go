@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"github.com/monagent/monagent/collect"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -39,7 +40,7 @@ func fakeModels(phc bool) *timebase.Translators {
 type gpioFixture struct {
 	t    *testing.T
 	d    *gpioSource
-	s    *EventSource[gpioEdge]
+	s    *collect.EventSource[gpioEdge]
 	w    *os.File
 	stop func()
 }
@@ -94,7 +95,7 @@ func (f *gpioFixture) write(evs ...gpio.Event) {
 
 func (f *gpioFixture) collect() []record.Record {
 	f.t.Helper()
-	b := &Batch{host: "h"}
+	b := &collect.Batch{Host: "h"}
 	if err := f.s.Collect(context.Background(), b); err != nil {
 		f.t.Fatalf("Collect: %v", err)
 	}
@@ -169,7 +170,7 @@ func TestGPIOSourceShipsEdgesAtTheirTranslatedTimes(t *testing.T) {
 		t.Errorf("line 17 latency p50 %d p99 %d max %d, want p50 ≈ 3 ms < p99 = max ≈ 5 ms", p50, p99, mx)
 	}
 	// An interval without edges keeps them; the next with edges replaces them.
-	f.s.Collect(context.Background(), &Batch{})
+	f.s.Collect(context.Background(), &collect.Batch{})
 	if got := selfOf(t, f.s, "line17_latency_max_ns").I; got != mx {
 		t.Errorf("latency max %d after an empty interval, want %d kept", got, mx)
 	}
@@ -269,7 +270,7 @@ func TestGPIOReplayIsReadOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.cfg.MaxBackoff = time.Millisecond
+	s.SetMaxBackoff(time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
 	s.Run(ctx) // returns when ctx is done
@@ -287,7 +288,7 @@ func TestGPIOReplayIsReadOnce(t *testing.T) {
 // REALTIME).
 type gpioPipeline struct {
 	d     *gpioSource
-	s     *EventSource[gpioEdge]
+	s     *collect.EventSource[gpioEdge]
 	raw   []byte
 	evs   []gpio.Event
 	batch []gpioEdge
@@ -324,7 +325,7 @@ func (p *gpioPipeline) run(tb testing.TB, each func(e *gpioEdge)) {
 		p.batch[i] = gpioEdge{ev: p.evs[i], read: p.evs[i].TimestampNS + 1000, readRT: int64(i)}
 	}
 	p.s.Queue().Put(p.batch[:n])
-	got := p.s.q.ring.Get(p.out)
+	got := p.s.Queue().Get(p.out)
 	for i := range p.out[:got] {
 		if each != nil {
 			each(&p.out[i])
@@ -364,7 +365,7 @@ func BenchmarkGPIOEdges(b *testing.B) {
 	})
 	b.Run("decode+ring+translate+lineprotocol", func(b *testing.B) {
 		p := newGPIOPipeline(b, batch)
-		bt := &Batch{host: "bbb"}
+		bt := &collect.Batch{Host: "bbb"}
 		var enc record.Encoder
 		var buf []byte
 		emit := func(e *gpioEdge) { p.d.emit(bt, e) }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"github.com/monagent/monagent/collect"
 	"testing"
 	"time"
 
@@ -41,9 +42,9 @@ func TestGPIOSourceCountsEveryEdgeOnGPIOSim(t *testing.T) {
 	// Quiet: every IRQ handled and every queued edge read; then two checks
 	// (the collection's After hook), the second judging the first's IRQs.
 	time.Sleep(500 * time.Millisecond)
-	b := &Batch{host: "h"}
+	b := &collect.Batch{Host: "h"}
 	for range 2 {
-		if err := s.Collect(context.Background(), b); err != nil && !errors.Is(err, ErrNoData) {
+		if err := s.Collect(context.Background(), b); err != nil && !errors.Is(err, collect.ErrNoData) {
 			t.Fatal(err)
 		}
 	}

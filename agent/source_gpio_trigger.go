@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"strconv"
 	"time"
@@ -92,7 +93,7 @@ func (tr *gpioTrigger) scan() error {
 // kernel stamp) of the last edge that triggered a reading is skipped and
 // counted; otherwise the sensors are read and one gpio_trigger record is
 // added at t. A sensor that fails is left out of the record and counted.
-func (tr *gpioTrigger) fire(b *Batch, e *gpioEdge, t int64) {
+func (tr *gpioTrigger) fire(b *collect.Batch, e *gpioEdge, t int64) {
 	if !tr.edge.Detects(e.ev.Edge) {
 		return
 	}
@@ -116,7 +117,7 @@ func (tr *gpioTrigger) fire(b *Batch, e *gpioEdge, t int64) {
 	read, _ := timebase.Realtime.Now()
 	f = append(f, record.Int("read_delay_ns", read-t), record.Int("kernel_ns", e.ev.TimestampNS))
 	tr.readings++
-	b.Records = append(b.Records, record.Record{Measurement: "gpio_trigger", Tags: tr.tags.of(b.host, e.ev.Edge), Fields: f, TimeNS: t})
+	b.Records = append(b.Records, record.Record{Measurement: "gpio_trigger", Tags: tr.tags.of(b.Host, e.ev.Edge), Fields: f, TimeNS: t})
 }
 
 // self is the trigger's self-metrics: trigger_<name>_readings, _skipped

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"os"
 	"path/filepath"
 	"slices"
@@ -126,7 +127,7 @@ func TestGPIOTriggerWithoutSensorsRescans(t *testing.T) {
 	if err := tr.scan(); err != nil || len(tr.found.Sensors) != 0 {
 		t.Fatalf("scan: %v, %d sensors; want none", err, len(tr.found.Sensors))
 	}
-	b := &Batch{host: "h"}
+	b := &collect.Batch{Host: "h"}
 	rt, _ := timebase.Realtime.Now()
 	tr.fire(b, &gpioEdge{ev: gpio.Event{TimestampNS: rt, Edge: gpio.EdgeFalling}}, rt)
 	if len(b.Records) != 1 || len(b.Records[0].Fields) != 2 || b.Records[0].Tag("edge") != "falling" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -23,13 +24,13 @@ import (
 // (hca_model) and each round's figures (hca_sync). Failures are logged
 // when they start, when they change and when they end, not every round.
 //
-// It is an EventSource: the endpoint and the driver are its producer, run
+// It is a collect.EventSource: the endpoint and the driver are its producer, run
 // by Run and returned from before Run returns, and its records wait in the
 // event source's ring (counted when it overflows) for the next collection,
 // the agent's last one at shutdown included. Building it binds the socket
 // and starts nothing.
 type hcaSource struct {
-	*EventSource[pendingRecord]
+	*collect.EventSource[pendingRecord]
 	cfg    HCAConfig
 	log    *slog.Logger
 	ep     *hca.Endpoint
@@ -39,7 +40,7 @@ type hcaSource struct {
 	tags   []record.Tag // algorithm and rank
 
 	qmu sync.Mutex // serialises the ring's two producers: the endpoint's goroutine (onModel) and the driver's (onRound)
-	q   *EventQueue[pendingRecord]
+	q   *collect.EventQueue[pendingRecord]
 
 	roundLog, giveLog changeLog // what of the failing rounds and deliveries is logged (the driver's goroutine)
 
@@ -70,7 +71,7 @@ func hcaRingSize(n int) int {
 	return ring
 }
 
-func buildHCASource(env *Env) ([]Source, error) {
+func buildHCASource(env *Env) ([]collect.Source, error) {
 	c := env.Config.HCA
 	addrs, err := hca.ParsePeers(c.Peers)
 	if err != nil {
@@ -96,8 +97,8 @@ func buildHCASource(env *Env) ([]Source, error) {
 	s := &hcaSource{cfg: c, log: log, global: g, n: len(addrs),
 		tags: []record.Tag{{Key: "algorithm", Value: alg.Name()}, {Key: "rank", Value: strconv.Itoa(c.Rank)}},
 	}
-	s.EventSource, err = NewEventSource(EventSourceConfig[pendingRecord]{Name: "hca", Interval: c.Interval, Ring: hcaRingSize(s.n),
-		Producer: ProducerFunc[pendingRecord](s.produce), Emit: emitPending, Self: s.selfFields,
+	s.EventSource, err = collect.NewEventSource(collect.EventSourceConfig[pendingRecord]{Name: "hca", Interval: c.Interval, Ring: hcaRingSize(s.n),
+		Producer: collect.ProducerFunc[pendingRecord](s.produce), Emit: emitPending, Self: s.selfFields,
 		Close: func() error { return s.ep.Close() }})
 	if err != nil {
 		return nil, err
@@ -120,16 +121,16 @@ func buildHCASource(env *Env) ([]Source, error) {
 		}
 	}
 	s.log.Info("hca endpoint", "listen", s.ep.LocalAddr(), "ranks", s.n, "algorithm", alg.Name(), "test_clock", c.TestClock != nil)
-	return []Source{s}, nil
+	return []collect.Source{s}, nil
 }
 
-func emitPending(b *Batch, r *pendingRecord) { b.Add(r.measurement, r.t, r.tags, r.fields...) }
+func emitPending(b *collect.Batch, r *pendingRecord) { b.Add(r.measurement, r.t, r.tags, r.fields...) }
 
 // produce serves the endpoint and, on rank 0, drives the rounds, until ctx
 // ends; it returns once both have (the endpoint's runs too). A failed
 // socket ends it with the error; the event source counts it and runs it
 // again.
-func (s *hcaSource) produce(ctx context.Context, _ *EventQueue[pendingRecord]) error {
+func (s *hcaSource) produce(ctx context.Context, _ *collect.EventQueue[pendingRecord]) error {
 	serve := s.ep.Serve
 	if s.driver != nil {
 		serve = s.driver.Serve

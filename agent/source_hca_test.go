@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -90,7 +91,7 @@ func runHCA(t *testing.T, s *hcaSource) *hcaRunning {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if r, ok := Source(s).(Runner); ok {
+		if r, ok := collect.Source(s).(collect.Runner); ok {
 			r.Run(ctx)
 		} else {
 			<-ctx.Done()
@@ -172,7 +173,7 @@ func TestHCASourceBadPeers(t *testing.T) {
 	if e := roundErr(); e != "" {
 		t.Errorf("round_error %q after a successful round, want it empty", e)
 	}
-	b := &Batch{host: "h"}
+	b := &collect.Batch{Host: "h"}
 	if err := root.Collect(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +343,7 @@ func TestHCASourceQueueBounded(t *testing.T) {
 	for i := range capacity + extra {
 		s.add(pendingRecord{"hca_model", int64(i + 1), s.tags, []record.Field{record.Int("round", int64(i))}})
 	}
-	b := &Batch{host: "h"}
+	b := &collect.Batch{Host: "h"}
 	if err := s.Collect(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}

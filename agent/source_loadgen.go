@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"github.com/monagent/monagent/collect"
 	"strconv"
 	"time"
 
@@ -21,10 +22,10 @@ type loadgenSource struct {
 	tags   []record.Tag
 }
 
-func buildLoadgen(env *Env) ([]Source, error) {
+func buildLoadgen(env *Env) ([]collect.Source, error) {
 	now, _ := timebase.Realtime.Now()
 	run := strconv.FormatInt(now, 10)
-	return []Source{&loadgenSource{cfg: env.Config.Loadgen, run: run, start: time.Now(), tags: []record.Tag{{Key: "run", Value: run}}}}, nil
+	return []collect.Source{&loadgenSource{cfg: env.Config.Loadgen, run: run, start: time.Now(), tags: []record.Tag{{Key: "run", Value: run}}}}, nil
 }
 
 func (l *loadgenSource) Name() string            { return "loadgen" }
@@ -33,7 +34,7 @@ func (l *loadgenSource) Close() error            { return nil }
 
 // Collect emits the points due since the start, so the rate holds whatever the
 // ticker's jitter.
-func (l *loadgenSource) Collect(ctx context.Context, b *Batch) error {
+func (l *loadgenSource) Collect(ctx context.Context, b *collect.Batch) error {
 	due := int64(time.Since(l.start).Seconds()*float64(l.cfg.Rate)) + 1
 	now, _ := timebase.Realtime.Now()
 	for ; l.seq < due; l.seq++ {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/hca"
 	"log/slog"
 	"os"
@@ -35,14 +36,14 @@ type markerSource struct {
 	r *marker.Reader
 
 	// Written on the collection goroutine only.
-	series       *marker.SeriesTable[seriesTime] // the times of each series
-	times        timeCounts
+	series       *marker.SeriesTable[record.SeriesTime] // the times of each series
+	times        record.TimeCounts
 	untranslated uint64
 	unplaced     uint64
 	events       uint64
 }
 
-func buildMarkerSource(env *Env) ([]Source, error) {
+func buildMarkerSource(env *Env) ([]collect.Source, error) {
 	c := env.Config.Marker
 	mode, err := c.fileMode()
 	if err != nil {
@@ -66,7 +67,7 @@ func buildMarkerSource(env *Env) ([]Source, error) {
 		d.r.Close()
 		return nil, keyErr("marker", "%v", err)
 	}
-	return []Source{s}, nil
+	return []collect.Source{s}, nil
 }
 
 // newMarkerSource binds the socket at path.
@@ -75,17 +76,17 @@ func newMarkerSource(path string, mode os.FileMode, maxSeries int, tr *timebase.
 		toRT:    tr.Route(timebase.DomainMonotonic, timebase.DomainRealtime),
 		rtRaw:   tr.Route(timebase.DomainRealtime, timebase.DomainMonotonicRaw),
 		monoRaw: tr.Route(timebase.DomainMonotonic, timebase.DomainMonotonicRaw),
-		series:  marker.NewSeriesTable[seriesTime](maxSeries)}
+		series:  marker.NewSeriesTable[record.SeriesTime](maxSeries)}
 	if err := d.listen(); err != nil {
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *markerSource) eventSource(interval time.Duration, ringSize int) (*EventSource[markerEvent], error) {
-	return NewEventSource(EventSourceConfig[markerEvent]{
+func (d *markerSource) eventSource(interval time.Duration, ringSize int) (*collect.EventSource[markerEvent], error) {
+	return collect.NewEventSource(collect.EventSourceConfig[markerEvent]{
 		Name: "marker", Interval: interval, Ring: ringSize,
-		Producer: ProducerFunc[markerEvent](d.produce), Emit: d.emit, Self: d.self, Close: d.r.Close,
+		Producer: collect.ProducerFunc[markerEvent](d.produce), Emit: d.emit, Self: d.self, Close: d.r.Close,
 	})
 }
 
@@ -102,7 +103,7 @@ func (d *markerSource) listen() error {
 // queued; a malformed one is dropped and counted (marker.Reader). A read
 // failure closes the socket and ends it; the event source backs off and
 // calls it again, and it binds the socket again.
-func (d *markerSource) produce(ctx context.Context, q *EventQueue[markerEvent]) error {
+func (d *markerSource) produce(ctx context.Context, q *collect.EventQueue[markerEvent]) error {
 	if !d.r.Listening() {
 		if err := d.listen(); err != nil {
 			return err
@@ -133,9 +134,9 @@ func (d *markerSource) produce(ctx context.Context, q *EventQueue[markerEvent]) 
 // before the first model).
 // Markers of one series (name and tags) never share a time: one with a
 // time its series already has moves to the first free nanosecond after it
-// (seriesTime, counted in time_bumps; time_unchecked counts those it could
+// (record.SeriesTime, counted in time_bumps; time_unchecked counts those it could
 // not check); markers of a series beyond max_series are dropped.
-func (d *markerSource) emit(b *Batch, e *markerEvent) {
+func (d *markerSource) emit(b *collect.Batch, e *markerEvent) {
 	m := &e.m
 	st := d.series.Get(m)
 	if st == nil {
@@ -173,7 +174,7 @@ func (d *markerSource) emit(b *Batch, e *markerEvent) {
 	for _, tg := range m.TagList() {
 		tags = append(tags, record.Tag{Key: tg.Key, Value: tg.Value})
 	}
-	b.Add("marker", st.place(t, &d.times), tags, f...)
+	b.Add("marker", st.Place(t, &d.times), tags, f...)
 }
 
 // self is the decoder's counts beside the event source's.
@@ -185,8 +186,8 @@ func (d *markerSource) self() []record.Field {
 		record.Uint("read_stamped", d.r.ReadStamped()),
 		record.Uint("untranslated", d.untranslated),
 		record.Uint("unplaced", d.unplaced),
-		record.Uint("time_bumps", d.times.bumps),
-		record.Uint("time_unchecked", d.times.unchecked),
+		record.Uint("time_bumps", d.times.Bumps),
+		record.Uint("time_unchecked", d.times.Unchecked),
 		record.Uint("series", uint64(d.series.Len())),
 		record.Uint("series_dropped", d.series.Dropped()),
 	}

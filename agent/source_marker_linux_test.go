@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"net"
 	"os"
@@ -27,7 +28,7 @@ type markerFixture struct {
 	t    *testing.T
 	path string
 	d    *markerSource
-	s    *EventSource[markerEvent]
+	s    *collect.EventSource[markerEvent]
 	raw  *net.UnixConn
 }
 
@@ -269,13 +270,13 @@ func TestMarkerSourceCountsUncheckedTimes(t *testing.T) {
 	f := newMarkerFixture(t, timebase.NewTranslators(), 100)
 	const t0 = int64(1_700_000_000_000_000_000)
 	var lines []string
-	for i := range int64(seriesRecent + 1) {
+	for i := range int64(record.SeriesRecent + 1) {
 		lines = append(lines, fmt.Sprintf("tick rt=%d", t0+i*1000))
 	}
 	f.send(append(lines, fmt.Sprintf("tick rt=%d", t0))...)
 	recs := collectAll(t, f.s)
-	if len(recs) != seriesRecent+2 || recs[len(recs)-1].TimeNS != t0 {
-		t.Fatalf("%d records, the last at %d: want %d, the last at its stamp %d", len(recs), recs[len(recs)-1].TimeNS, seriesRecent+2, t0)
+	if len(recs) != record.SeriesRecent+2 || recs[len(recs)-1].TimeNS != t0 {
+		t.Fatalf("%d records, the last at %d: want %d, the last at its stamp %d", len(recs), recs[len(recs)-1].TimeNS, record.SeriesRecent+2, t0)
 	}
 	if b, u := selfOf(t, f.s, "time_bumps").U, selfOf(t, f.s, "time_unchecked").U; b != 0 || u != 1 {
 		t.Errorf("time_bumps %d, time_unchecked %d; want 0 and 1", b, u)

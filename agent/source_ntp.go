@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"net/netip"
 	"time"
 
@@ -52,9 +53,9 @@ func hardwarePHC(key, iface string) (timebase.Domain, error) {
 	return timebase.PHC(idx), nil
 }
 
-func buildNTPSources(env *Env) ([]Source, error) {
+func buildNTPSources(env *Env) ([]collect.Source, error) {
 	n := env.Config.NTP
-	var out []Source
+	var out []collect.Source
 	var toRealtime func(int64) (int64, error)
 	if n.Timestamping == "hardware" {
 		dom, err := hardwarePHC("ntp.interface", n.Interface)
@@ -89,7 +90,7 @@ func buildNTPSources(env *Env) ([]Source, error) {
 }
 
 // closeSources closes sources built before a later one failed.
-func closeSources(srcs []Source) {
+func closeSources(srcs []collect.Source) {
 	for _, s := range srcs {
 		s.Close()
 	}
@@ -102,9 +103,9 @@ func (s *ntpSource) Close() error            { return s.p.Close() }
 // Collect polls when the (stretched) interval has passed. Each sample is one
 // ntp_sample record at its own T4; ntp_probe is at the kept sample's T4 (at
 // the time of the failure when the poll got none).
-func (s *ntpSource) Collect(ctx context.Context, b *Batch) error {
+func (s *ntpSource) Collect(ctx context.Context, b *collect.Batch) error {
 	if !s.lastPoll.IsZero() && time.Since(s.lastPoll) < s.p.Wait(s.cfg.Interval) {
-		return ErrNoData
+		return collect.ErrNoData
 	}
 	s.lastPoll = time.Now()
 	if err := s.p.Prepare(ctx); err != nil {
@@ -133,7 +134,7 @@ func (s *ntpSource) sampleTags(smp ntp.Sample) []record.Tag {
 }
 
 // probeRecord ships the poll's kept sample (if any) with the probe's counters.
-func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
+func (s *ntpSource) probeRecord(b *collect.Batch, now int64, best *ntp.Sample) {
 	c := &s.p.Prober().C
 	elapsed := time.Since(s.start).Seconds()
 	fields := []record.Field{
@@ -164,7 +165,7 @@ func (s *ntpSource) probeRecord(b *Batch, now int64, best *ntp.Sample) {
 	b.Add("ntp_probe", now, tags, fields...)
 }
 
-// SelfFields implements SelfReporter.
+// SelfFields implements collect.SelfReporter.
 func (s *ntpSource) SelfFields() []record.Field {
 	opt, untranslated := "none", uint64(0)
 	if conn := s.p.Socket(); conn != nil {
@@ -182,12 +183,12 @@ type chronySource struct {
 	m   *ntp.Chrony
 }
 
-func buildChronySource(env *Env) ([]Source, error) {
+func buildChronySource(env *Env) ([]collect.Source, error) {
 	c := env.Config.NTP.Chrony
 	addr := c.target()
 	// The client socket goes in the agent's runtime directory: chronyd must be
 	// able to answer into it (see ntp.Chrony).
-	return []Source{&chronySource{cfg: c, m: ntp.NewChrony(addr, env.Config.Paths.Runtime(), env.Config.NTP.Timeout)}}, nil
+	return []collect.Source{&chronySource{cfg: c, m: ntp.NewChrony(addr, env.Config.Paths.Runtime(), env.Config.NTP.Timeout)}}, nil
 }
 
 func (s *chronySource) Name() string            { return "chrony" }
@@ -198,7 +199,7 @@ func (s *chronySource) Close() error            { return s.m.Close() }
 // the time its reply arrived. chrony_source records of one collection share
 // that time and differ by their source tag (chronyd holds one source per
 // address).
-func (s *chronySource) Collect(ctx context.Context, b *Batch) error {
+func (s *chronySource) Collect(ctx context.Context, b *collect.Batch) error {
 	st, err := s.m.Status(ctx)
 	if tr := st.Tracking; tr != nil {
 		b.Add("chrony_tracking", st.TrackingNS, nil,
@@ -238,7 +239,7 @@ func (s *chronySource) Collect(ctx context.Context, b *Batch) error {
 	return err
 }
 
-// SelfFields implements SelfReporter.
+// SelfFields implements collect.SelfReporter.
 func (s *chronySource) SelfFields() []record.Field {
 	return []record.Field{record.Uint("reconnects", s.m.Reconnects.Load())}
 }

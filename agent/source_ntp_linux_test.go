@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -49,7 +50,7 @@ func TestNTPNameResolvedWhenPolled(t *testing.T) {
 	if s.Name() != "ntp:ntp.example.org:123" {
 		t.Fatalf("name %q", s.Name())
 	}
-	b := &Batch{host: "h"}
+	b := &collect.Batch{Host: "h"}
 	for poll := 0; poll < 5; poll++ {
 		s.lastPoll = time.Time{}
 		err := s.Collect(context.Background(), b)
@@ -147,7 +148,7 @@ func TestNTPBurstRecordsAtTheirOwnT4(t *testing.T) {
 		TxSource: sockts.SourceSoftware, RxSource: sockts.SourceSoftware}
 	sc := NTPServerConfig{Interval: time.Second, Burst: burst, BurstSpacing: time.Nanosecond}
 	s, _ := newNTPSource(sc, ntp.Server{Addr: srv.Addr.Addr(), Port: srv.Addr.Port()}, time.Second, ntptestOpen(srv), nil)
-	b := &Batch{host: "h"}
+	b := &collect.Batch{Host: "h"}
 	for poll := 0; poll < 3; poll++ {
 		s.lastPoll = time.Time{}
 		if err := s.Collect(context.Background(), b); err != nil {
@@ -205,7 +206,7 @@ func TestNTPMixedExchangeTranslatedPerStamp(t *testing.T) {
 		OffsetNS: 4_000, DelayNS: 30_000, ProcessingNS: 5_000, PHCOffsetNS: phcAhead,
 		TxSource: sockts.SourceUser, RxSource: sockts.SourceHardware}
 	s, _ := newNTPSource(NTPServerConfig{Interval: time.Second, Burst: 1, Basic: true}, ntp.Server{Addr: srv.Addr.Addr(), Port: srv.Addr.Port()}, time.Second, ntptestOpen(srv), trs.ToRealtime(dom))
-	b := &Batch{host: "h"}
+	b := &collect.Batch{Host: "h"}
 	if err := s.Collect(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}

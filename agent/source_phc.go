@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"math"
 	"time"
@@ -54,7 +55,7 @@ func openPHC(path string, samples int, m phc.Method) (phcClock, error) {
 	return d, nil
 }
 
-func buildPHCSources(env *Env) ([]Source, error) {
+func buildPHCSources(env *Env) ([]collect.Source, error) {
 	cfg := env.Config.PHC
 	sel, err := resolvePHCs(env.Config, phc.Discover, phc.InterfacePHC)
 	if err != nil {
@@ -64,7 +65,7 @@ func buildPHCSources(env *Env) ([]Source, error) {
 		env.Log.Info("no PTP hardware clock found; phc source idle", "sysfs", env.Config.Paths.Sys+"/class/ptp")
 		return nil, nil
 	}
-	var out []Source
+	var out []collect.Source
 	for _, in := range sel {
 		s := newPHCSource(cfg, in.Device, openPHC, timebase.SystemClock.Now, env.Translators, env.Log)
 		s.name = in.Name
@@ -109,7 +110,7 @@ func (s *phcSource) Close() error {
 	return err
 }
 
-func (s *phcSource) Collect(ctx context.Context, b *Batch) error {
+func (s *phcSource) Collect(ctx context.Context, b *collect.Batch) error {
 	if s.dev == nil {
 		d, err := s.open(s.path, s.cfg.Samples, s.method)
 		if err != nil {

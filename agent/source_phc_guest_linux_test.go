@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"github.com/monagent/monagent/collect"
 	"io"
 	"log/slog"
 	"os"
@@ -40,7 +41,7 @@ func TestPHCSourceOnAFrozenPHC(t *testing.T) {
 		if i > 0 {
 			time.Sleep(200 * time.Millisecond)
 		}
-		b := &Batch{host: "h"}
+		b := &collect.Batch{Host: "h"}
 		errs = append(errs, s.Collect(context.Background(), b))
 		records += len(b.Records)
 	}
@@ -104,8 +105,8 @@ func TestPHCSourceSeesTheGuestPHCSet(t *testing.T) {
 		}
 	}
 	const interval = 200 * time.Millisecond
-	collect := func() *Batch {
-		b := &Batch{host: "h"}
+	collect := func() *collect.Batch {
+		b := &collect.Batch{Host: "h"}
 		err := s.Collect(context.Background(), b)
 		t.Logf("collection: %d records, %v", len(b.Records), err)
 		if err != nil && !errors.Is(err, phc.ErrNotAdvancing) {

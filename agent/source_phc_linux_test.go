@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"math/rand/v2"
 	"reflect"
@@ -88,7 +89,7 @@ func TestPHCSourceRestartsItsModelAfterAStep(t *testing.T) {
 				if i == at {
 					p.PHCNS += tc.step
 				}
-				b := &Batch{host: "h"}
+				b := &collect.Batch{Host: "h"}
 				if err := s.Collect(context.Background(), b); err != nil {
 					t.Fatalf("collection %d: %v", i, err)
 				}
@@ -154,7 +155,7 @@ func TestPHCSourceTakesNoSlewOrRealtimeStepForAStep(t *testing.T) {
 		if i == 50 {
 			p.RealtimeOffsetNS += 5e9
 		}
-		b := &Batch{host: "h"}
+		b := &collect.Batch{Host: "h"}
 		if err := s.Collect(context.Background(), b); err != nil {
 			t.Fatalf("collection %d: %v", i, err)
 		}
@@ -192,8 +193,8 @@ func TestPHCSourceKeepsAStepSeenBeforeAFailedReading(t *testing.T) {
 	m, tr, cfg := phctest.New(), timebase.NewTranslators(), Default().PHC
 	p := &failingPHC{Machine: m, against: timebase.DomainMonotonicRaw}
 	s := newPHCSource(cfg, "/dev/ptp3", func(string, int, phc.Method) (phcClock, error) { return p, nil }, m.Read, tr, slog.New(slog.DiscardHandler))
-	collect := func(i int) (*Batch, error) {
-		b := &Batch{host: "h"}
+	collect := func(i int) (*collect.Batch, error) {
+		b := &collect.Batch{Host: "h"}
 		err := s.Collect(context.Background(), b)
 		m.Advance(int64(cfg.Interval))
 		return b, err

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"sync/atomic"
 	"time"
 
@@ -40,16 +41,16 @@ type ppsSource struct {
 	ignored atomic.Uint64    // new edges of a kind not shipped (producer)
 
 	// Written on the collection goroutine only.
-	times   [2]seriesTime // per edge kind: no two records share a time
+	times   [2]record.SeriesTime // per edge kind: no two records share a time
 	events  [2]uint64
 	bumps   uint64
-	lat     [2]latencyStats // per edge kind: kernel stamp -> fetch returned
-	scratch [latencyCap]int64
+	lat     [2]collect.Latency // per edge kind: kernel stamp -> fetch returned
+	scratch [collect.LatencyCap]int64
 }
 
-func buildPPSSources(env *Env) ([]Source, error) {
+func buildPPSSources(env *Env) ([]collect.Source, error) {
 	c := env.Config
-	var out []Source
+	var out []collect.Source
 	for i, dc := range c.PPS.Devices {
 		d := newPPSSource(dc, gpio.DevicePath(c.Paths.Dev, dc.Device), nil)
 		s, err := d.eventSource("pps:"+dc.tagName(), c.PPS.Interval, dc.Ring)
@@ -78,10 +79,10 @@ func newPPSSource(dc PPSDeviceConfig, path string, open func() (ppsFetcher, erro
 	return d
 }
 
-func (d *ppsSource) eventSource(name string, interval time.Duration, ringSize int) (*EventSource[ppsEdge], error) {
-	return NewEventSource(EventSourceConfig[ppsEdge]{
+func (d *ppsSource) eventSource(name string, interval time.Duration, ringSize int) (*collect.EventSource[ppsEdge], error) {
+	return collect.NewEventSource(collect.EventSourceConfig[ppsEdge]{
 		Name: name, Interval: interval, Ring: ringSize,
-		Producer: ProducerFunc[ppsEdge](d.produce), Emit: d.emit, After: d.after, Self: d.self,
+		Producer: collect.ProducerFunc[ppsEdge](d.produce), Emit: d.emit, After: d.after, Self: d.self,
 	})
 }
 
@@ -90,7 +91,7 @@ func (d *ppsSource) eventSource(name string, interval time.Duration, ringSize in
 // (the device keeps only its latest edge of each kind). A failure ends it:
 // the event source counts it, backs off and opens the device again (a new
 // baseline: edges between the two opens are not counted).
-func (d *ppsSource) produce(ctx context.Context, q *EventQueue[ppsEdge]) error {
+func (d *ppsSource) produce(ctx context.Context, q *collect.EventQueue[ppsEdge]) error {
 	dev, err := d.open()
 	if err != nil {
 		return err
@@ -125,14 +126,14 @@ func (d *ppsSource) produce(ctx context.Context, q *EventQueue[ppsEdge]) error {
 // emit ships one edge at its stamp (REALTIME). Two edges of one kind never
 // share a time: a stamp not after the kind's previous one (a stale fetch,
 // a clock step back) is moved to 1 ns after it and counted (time_bumps).
-func (d *ppsSource) emit(b *Batch, e *ppsEdge) {
+func (d *ppsSource) emit(b *collect.Batch, e *ppsEdge) {
 	k := 0
 	if e.clear {
 		k = 1
 	}
 	d.events[k]++
-	d.lat[k].add(e.read - e.ns)
-	t := d.times[k].next(e.ns, &d.bumps)
+	d.lat[k].Add(e.read - e.ns)
+	t := d.times[k].Next(e.ns, &d.bumps)
 	b.Add("pps_event", t, d.tags[k], record.Uint("sequence", uint64(e.seq)), record.Int("kernel_ns", e.ns))
 }
 
@@ -144,18 +145,18 @@ func (d *ppsSource) self() []record.Field {
 		record.Uint("ignored_edges", d.ignored.Load()), record.Uint("time_bumps", d.bumps),
 	}
 	if d.ship[0] {
-		f = d.lat[0].fields(f, "assert_")
+		f = d.lat[0].Fields(f, "assert_")
 	}
 	if d.ship[1] {
-		f = d.lat[1].fields(f, "clear_")
+		f = d.lat[1].Fields(f, "clear_")
 	}
 	return f
 }
 
 // after closes the interval's read-latency statistics of each edge kind.
-func (d *ppsSource) after(b *Batch, events int) error {
-	d.lat[0].close(&d.scratch)
-	d.lat[1].close(&d.scratch)
+func (d *ppsSource) after(b *collect.Batch, events int) error {
+	d.lat[0].Close(&d.scratch)
+	d.lat[1].Close(&d.scratch)
 	return nil
 }
 

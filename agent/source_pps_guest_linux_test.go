@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"github.com/monagent/monagent/collect"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,7 +41,7 @@ func TestPPSSourceOnKtimer(t *testing.T) {
 	}
 	runEvents(t, s)
 	time.Sleep(4500 * time.Millisecond)
-	b := &Batch{host: "guest"}
+	b := &collect.Batch{Host: "guest"}
 	if err := s.Collect(context.Background(), b); err != nil {
 		t.Fatalf("Collect: %v", err)
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"github.com/monagent/monagent/collect"
 	"os"
 	"strings"
 	"testing"
@@ -46,7 +47,7 @@ type ppsFixture struct {
 	t   *testing.T
 	dev *fakePPS
 	d   *ppsSource
-	s   *EventSource[ppsEdge]
+	s   *collect.EventSource[ppsEdge]
 }
 
 func newPPSFixture(t *testing.T, assert, clear bool, baseline gpio.PPSEvent) *ppsFixture {
@@ -93,9 +94,9 @@ func waitReceived(t *testing.T, received func() uint64, want uint64) {
 	}
 }
 
-func collectAll[E any](t *testing.T, s *EventSource[E]) []record.Record {
+func collectAll[E any](t *testing.T, s *collect.EventSource[E]) []record.Record {
 	t.Helper()
-	b := &Batch{host: "h"}
+	b := &collect.Batch{Host: "h"}
 	if err := s.Collect(context.Background(), b); err != nil {
 		t.Fatalf("Collect: %v", err)
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"net/netip"
 	"time"
 
@@ -19,16 +20,16 @@ type ptp4lSource struct {
 	m   *ptp.Monitor
 }
 
-func buildPtp4lSource(env *Env) ([]Source, error) {
+func buildPtp4lSource(env *Env) ([]collect.Source, error) {
 	c := env.Config.PTP.Ptp4l
-	return []Source{&ptp4lSource{cfg: c, m: ptp.NewMonitor(c.Socket, uint8(c.Domain), c.Timeout)}}, nil
+	return []collect.Source{&ptp4lSource{cfg: c, m: ptp.NewMonitor(c.Socket, uint8(c.Domain), c.Timeout)}}, nil
 }
 
 func (s *ptp4lSource) Name() string            { return "ptp4l" }
 func (s *ptp4lSource) Interval() time.Duration { return s.cfg.Interval }
 func (s *ptp4lSource) Close() error            { return s.m.Close() }
 
-func (s *ptp4lSource) Collect(ctx context.Context, b *Batch) error {
+func (s *ptp4lSource) Collect(ctx context.Context, b *collect.Batch) error {
 	now, _ := timebase.Realtime.Now()
 	st, err := s.m.Status(ctx)
 	if cur := st.Current; cur != nil {
@@ -73,7 +74,7 @@ func (s *ptp4lSource) Collect(ctx context.Context, b *Batch) error {
 	return err
 }
 
-// SelfFields implements SelfReporter.
+// SelfFields implements collect.SelfReporter.
 func (s *ptp4lSource) SelfFields() []record.Field {
 	return []record.Field{record.Uint("foreign_replies", s.m.Foreign.Load()), record.Uint("management_errors", s.m.Errors.Load()),
 		record.Uint("reconnects", s.m.Reconnects.Load()), record.Bool("port_service_stats_unsupported", s.m.ServiceStatsUnsupported.Load())}
@@ -88,11 +89,11 @@ type ptpProbe struct {
 	start time.Time
 	// times keeps ptp_probe records apart (collection goroutine only),
 	// bumps counts how often an exchange was moved by a nanosecond.
-	times seriesTime
+	times record.SeriesTime
 	bumps uint64
 }
 
-func buildPTPProbe(env *Env) ([]Source, error) {
+func buildPTPProbe(env *Env) ([]collect.Source, error) {
 	c := env.Config.PTP.Probe
 	var master netip.Addr
 	if c.Master != "" {
@@ -124,22 +125,22 @@ func buildPTPProbe(env *Env) ([]Source, error) {
 		p.Close()
 		return nil, err
 	}
-	return []Source{s}, nil
+	return []collect.Source{s}, nil
 }
 
 // newPTPProbeSource is the probe's event source; nothing runs until its Run.
 // The producer is the probe's Run unless one is given (tests), the ring
 // holds ring exchanges (0: the event source's default).
-func newPTPProbeSource(p *ptp.Probe, ring int, prod Producer[ptp.Exchange]) (*EventSource[ptp.Exchange], error) {
+func newPTPProbeSource(p *ptp.Probe, ring int, prod collect.Producer[ptp.Exchange]) (*collect.EventSource[ptp.Exchange], error) {
 	d := &ptpProbe{p: p, start: time.Now()}
 	if prod == nil {
-		prod = ProducerFunc[ptp.Exchange](func(ctx context.Context, q *EventQueue[ptp.Exchange]) error {
+		prod = collect.ProducerFunc[ptp.Exchange](func(ctx context.Context, q *collect.EventQueue[ptp.Exchange]) error {
 			// The ring counts what it cannot take (ring_dropped): the probe
 			// never waits on the shipper.
 			return p.Run(ctx, func(ex *ptp.Exchange) { q.Put1(*ex) })
 		})
 	}
-	return NewEventSource(EventSourceConfig[ptp.Exchange]{
+	return collect.NewEventSource(collect.EventSourceConfig[ptp.Exchange]{
 		Name: "ptp_probe", Interval: time.Second, Ring: ring,
 		Producer: prod, Emit: d.emit, After: d.stats, Close: p.Close, Self: d.self,
 	})
@@ -153,8 +154,8 @@ func newPTPProbeSource(p *ptp.Probe, ring int, prod Producer[ptp.Exchange]) (*Ev
 // nanosecond, Syncs a sync interval apart. Should a clock coarser than a
 // nanosecond ever stamp two alike, the later is moved by one nanosecond
 // (counted in time_bumps); t2_ns keeps the stamp as it was.
-func (d *ptpProbe) emit(b *Batch, ex *ptp.Exchange) {
-	t := d.times.next(ex.T2, &d.bumps)
+func (d *ptpProbe) emit(b *collect.Batch, ex *ptp.Exchange) {
+	t := d.times.Next(ex.T2, &d.bumps)
 	b.Add("ptp_probe", t, []record.Tag{{Key: "master", Value: ex.Master.String()}, {Key: "timestamps", Value: ex.SyncSource.String() + "/" + ex.DelaySource.String()}},
 		record.Int("offset_ns", ex.OffsetNS), record.Int("path_delay_ns", ex.PathDelayNS), record.Int("delay_ns", ex.DelayNS),
 		record.Int("seq", int64(ex.Seq)), record.Int("t1_ns", ex.T1), record.Int("t2_ns", ex.T2),
@@ -164,7 +165,7 @@ func (d *ptpProbe) emit(b *Batch, ex *ptp.Exchange) {
 // stats ships the probe's state once per collection, at the collection's
 // time: it describes that moment (one record per collection, so none
 // collides).
-func (d *ptpProbe) stats(b *Batch, events int) error {
+func (d *ptpProbe) stats(b *collect.Batch, events int) error {
 	now, err := timebase.Realtime.Now()
 	if err != nil {
 		return fmt.Errorf("ptp probe: %w", err)

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"github.com/monagent/monagent/collect"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -57,8 +58,8 @@ func TestPTPProbeHardwareNeedsAPHC(t *testing.T) {
 
 // fakeExchanges is a producer that puts exchanges into the queue, then
 // waits for the end of the run.
-func fakeExchanges(exs []ptp.Exchange) Producer[ptp.Exchange] {
-	return ProducerFunc[ptp.Exchange](func(ctx context.Context, q *EventQueue[ptp.Exchange]) error {
+func fakeExchanges(exs []ptp.Exchange) collect.Producer[ptp.Exchange] {
+	return collect.ProducerFunc[ptp.Exchange](func(ctx context.Context, q *collect.EventQueue[ptp.Exchange]) error {
 		for i := range exs {
 			q.Put1(exs[i])
 		}
@@ -68,7 +69,7 @@ func fakeExchanges(exs []ptp.Exchange) Producer[ptp.Exchange] {
 }
 
 // runFor runs an event source's reader until the test ends.
-func runFor(t *testing.T, s Runner) {
+func runFor(t *testing.T, s collect.Runner) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx) }()
@@ -119,7 +120,7 @@ func TestPTPProbeRecordsAtTheirOwnTime(t *testing.T) {
 	}
 	runFor(t, s)
 	waitFor(t, "the exchanges", func() bool { return s.Queue().Received() == uint64(len(exs)) })
-	b := &Batch{}
+	b := &collect.Batch{}
 	before, _ := timebase.Realtime.Now()
 	if err := s.Collect(context.Background(), b); err != nil {
 		t.Fatal(err)
@@ -174,7 +175,7 @@ func TestPTPProbeCountsRingDrops(t *testing.T) {
 	}
 	runFor(t, s)
 	waitFor(t, "the exchanges", func() bool { return s.Queue().Received() == put })
-	b := &Batch{}
+	b := &collect.Batch{}
 	if err := s.Collect(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestPTPProbeSourceAgainstPtp4l(t *testing.T) {
 	testbed.StartPtp4l(t, master, testbed.Ptp4lOptions{Master: true})
 	c := Default()
 	c.PTP.Enabled, c.PTP.Probe.Enabled, c.PTP.Probe.Interface = true, true, host.If
-	var srcs []Source
+	var srcs []collect.Source
 	goroutines := runtime.NumGoroutine()
 	if err := host.Do(func() (err error) {
 		srcs, err = buildPTPProbe(&Env{Config: &c, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Translators: timebase.NewTranslators()})
@@ -222,7 +223,7 @@ func TestPTPProbeSourceAgainstPtp4l(t *testing.T) {
 	}
 	s := srcs[0]
 	defer s.Close()
-	rn, ok := s.(Runner)
+	rn, ok := s.(collect.Runner)
 	if !ok {
 		t.Fatal("the probe source has no Run for the agent to start")
 	}
@@ -232,7 +233,7 @@ func TestPTPProbeSourceAgainstPtp4l(t *testing.T) {
 	deadline := time.Now().Add(40 * time.Second)
 	for len(recs) < 8 && time.Now().Before(deadline) {
 		time.Sleep(time.Second)
-		b := &Batch{}
+		b := &collect.Batch{}
 		s.Collect(context.Background(), b)
 		all = append(all, b.Records...)
 		for _, r := range b.Records {
@@ -256,7 +257,7 @@ func TestPTPProbeSourceAgainstPtp4l(t *testing.T) {
 		seen[r.TimeNS] = true
 		t.Logf("ptp_probe at %d = t2, offset %d ns", r.TimeNS, off)
 	}
-	self := record.Record{Fields: s.(SelfReporter).SelfFields()}
+	self := record.Record{Fields: s.(collect.SelfReporter).SelfFields()}
 	events, _ := fieldInt(self, "events")
 	exchanges, _ := fieldInt(self, "exchanges")
 	dropped, _ := fieldInt(self, "ring_dropped")
@@ -296,7 +297,7 @@ func TestPtp4lSelfFieldsRaceFree(t *testing.T) {
 		}
 	}()
 	for range 3 {
-		if err := s.Collect(context.Background(), &Batch{}); err != nil {
+		if err := s.Collect(context.Background(), &collect.Batch{}); err != nil {
 			t.Error(err)
 		}
 	}

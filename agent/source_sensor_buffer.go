@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/hca"
 	"io"
 	"sync/atomic"
@@ -36,14 +37,14 @@ type sensorBuffer struct {
 	global   *hca.Global
 	toRaw    *timebase.Route
 	unplaced atomic.Uint64
-	times    seriesTime // the collection goroutine's: no two records share a time
-	counts   timeCounts
+	times    record.SeriesTime // the collection goroutine's: no two records share a time
+	counts   record.TimeCounts
 }
 
-func buildSensorBuffers(env *Env) ([]Source, error) {
+func buildSensorBuffers(env *Env) ([]collect.Source, error) {
 	c := env.Config
 	fs := sensors.NewFS(c.Paths.Sys, c.Paths.Dev)
-	var out []Source
+	var out []collect.Source
 	for i, bc := range c.Sensors.Buffers {
 		key := fmt.Sprintf("sensors.buffers[%d]", i)
 		s, err := newSensorBufferSource(fs, bc, env.Translators, env.Global)
@@ -58,7 +59,7 @@ func buildSensorBuffers(env *Env) ([]Source, error) {
 	return out, nil
 }
 
-func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Translators, global *hca.Global) (*EventSource[scan], error) {
+func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Translators, global *hca.Global) (*collect.EventSource[scan], error) {
 	dev, err := fs.FindIIODevice(bc.Device)
 	if err != nil {
 		return nil, err
@@ -76,13 +77,13 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Tr
 	d := &sensorBuffer{buf: b, tr: tr, global: global, toRaw: tr.Route(b.Clock, timebase.DomainMonotonicRaw),
 		fields: b.ValueChannels(), // values in the kind's unit; raw for types without one
 		tags:   []record.Tag{{Key: "device", Value: dev.Name}, {Key: "node", Value: dev.Node}, {Key: "clock", Value: b.Clock.String()}}}
-	s, err := NewEventSource(EventSourceConfig[scan]{
+	s, err := collect.NewEventSource(collect.EventSourceConfig[scan]{
 		Name: "sensor_buffer:" + dev.Node, Interval: time.Second, Ring: bc.Ring,
-		Producer: ProducerFunc[scan](d.produce), Emit: d.emit, Close: b.Close,
+		Producer: collect.ProducerFunc[scan](d.produce), Emit: d.emit, Close: b.Close,
 		Self: func() []record.Field {
 			return []record.Field{record.Uint("untranslated", d.untranslated.Load()), record.Uint("unplaced", d.unplaced.Load()),
-				record.Uint("unstamped", d.unstamped.Load()), record.Uint("time_bumps", d.counts.bumps),
-				record.Uint("time_unchecked", d.counts.unchecked)}
+				record.Uint("unstamped", d.unstamped.Load()), record.Uint("time_bumps", d.counts.Bumps),
+				record.Uint("time_unchecked", d.counts.Unchecked)}
 		},
 	})
 	if err != nil {
@@ -96,7 +97,7 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Tr
 // decoded with its kernel stamp and the time its read gives it
 // (sensors.Buffer.ReadScans); a device error ends it (the event source
 // counts it and runs it again after a back-off).
-func (d *sensorBuffer) produce(ctx context.Context, q *EventQueue[scan]) error {
+func (d *sensorBuffer) produce(ctx context.Context, q *collect.EventQueue[scan]) error {
 	batch := make([]scan, 64)
 	for ctx.Err() == nil {
 		n, err := d.buf.ReadScans(batch, 100*time.Millisecond)
@@ -123,7 +124,7 @@ func (d *sensorBuffer) produce(ctx context.Context, q *EventQueue[scan]) error {
 // from a buffer without a timestamp channel with that time's bound in
 // uncertainty_ns. A time the series already has moves to the first free
 // nanosecond after it (counted in time_bumps, the stamp kept in kernel_ns).
-func (d *sensorBuffer) emit(b *Batch, sc *scan) {
+func (d *sensorBuffer) emit(b *collect.Batch, sc *scan) {
 	f := make([]record.Field, 0, len(d.fields)+6)
 	for i, name := range d.fields {
 		f = append(f, record.Int(name, sc.Values[i]))
@@ -151,7 +152,7 @@ func (d *sensorBuffer) emit(b *Batch, sc *scan) {
 			}
 		}
 	}
-	at := d.times.place(t, &d.counts)
+	at := d.times.Place(t, &d.counts)
 	if stamp != 0 && (keep || at != t) {
 		f = append(f, record.Int("kernel_ns", stamp))
 	}

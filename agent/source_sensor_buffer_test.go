@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"math"
 	"os"
 	"path/filepath"
@@ -20,13 +21,13 @@ import (
 )
 
 // runEvents runs an event source's reader until the test ends.
-func runEvents[E any](t *testing.T, s *EventSource[E]) {
+func runEvents[E any](t *testing.T, s *collect.EventSource[E]) {
 	t.Helper()
 	stop := startEvents(s)
 	t.Cleanup(func() { stop(); s.Close() })
 }
 
-func waitRing(t *testing.T, s *EventSource[scan], n int) {
+func waitRing(t *testing.T, s *collect.EventSource[scan], n int) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); s.Queue().Waiting() < n; {
 		if time.Now().After(deadline) {
@@ -67,7 +68,7 @@ func TestSensorBufferSource(t *testing.T) {
 			}
 			runEvents(t, s)
 			waitRing(t, s, 3)
-			b := &Batch{}
+			b := &collect.Batch{}
 			if err := s.Collect(t.Context(), b); err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +103,7 @@ func TestSensorBufferSource(t *testing.T) {
 			if f, _ := field(s.SelfFields(), "untranslated"); (f.U == 3) == model {
 				t.Errorf("untranslated %d", f.U)
 			}
-			if err := s.Collect(t.Context(), &Batch{}); !errors.Is(err, ErrNoData) {
+			if err := s.Collect(t.Context(), &collect.Batch{}); !errors.Is(err, collect.ErrNoData) {
 				t.Errorf("an empty ring: %v", err)
 			}
 		})
@@ -144,11 +145,11 @@ func writeADC(t *testing.T, dev string, recs ...[]byte) {
 
 // collectScans runs the source until n samples wait in its ring and
 // collects them.
-func collectScans(t *testing.T, s *EventSource[scan], n int) []record.Record {
+func collectScans(t *testing.T, s *collect.EventSource[scan], n int) []record.Record {
 	t.Helper()
 	runEvents(t, s)
 	waitRing(t, s, n)
-	b := &Batch{}
+	b := &collect.Batch{}
 	if err := s.Collect(t.Context(), b); err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestSensorBufferRingOverflowIsCounted(t *testing.T) {
 	for deadline := time.Now().Add(5 * time.Second); s.Queue().RingDropped() == 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	b := &Batch{}
+	b := &collect.Batch{}
 	s.Collect(t.Context(), b)
 	var self []string
 	for _, f := range s.SelfFields() {

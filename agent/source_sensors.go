@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"sync/atomic"
 	"time"
 
@@ -26,7 +27,7 @@ type sensorsSource struct {
 	scanErrors atomic.Uint64
 }
 
-func buildSensorsSource(env *Env) ([]Source, error) {
+func buildSensorsSource(env *Env) ([]collect.Source, error) {
 	c := env.Config
 	s := newSensorsSource(c.Sensors, sensors.NewFS(c.Paths.Sys, c.Paths.Dev), time.Now)
 	s.lastScan = s.now()
@@ -37,7 +38,7 @@ func buildSensorsSource(env *Env) ([]Source, error) {
 	} else {
 		env.Log.Info("sensors found", "count", len(s.sensors))
 	}
-	return []Source{s}, nil
+	return []collect.Source{s}, nil
 }
 
 func newSensorsSource(cfg SensorsConfig, fs sensors.FS, now func() time.Time) *sensorsSource {
@@ -76,7 +77,7 @@ func (s *sensorsSource) included(x *sensors.Sensor) bool {
 
 // Collect reads every sensor; a sensor that fails is reported in the error
 // and the others are shipped.
-func (s *sensorsSource) Collect(ctx context.Context, b *Batch) error {
+func (s *sensorsSource) Collect(ctx context.Context, b *collect.Batch) error {
 	var errs []error
 	if t := s.now(); s.lastScan.IsZero() || t.Sub(s.lastScan) >= s.cfg.Rescan {
 		s.lastScan = t
@@ -88,7 +89,7 @@ func (s *sensorsSource) Collect(ctx context.Context, b *Batch) error {
 		if len(errs) > 0 {
 			return errors.Join(errs...)
 		}
-		return fmt.Errorf("sensors: none under %s: %w", s.fs.Sys, ErrNoData)
+		return fmt.Errorf("sensors: none under %s: %w", s.fs.Sys, collect.ErrNoData)
 	}
 	for i, x := range s.sensors {
 		v, err := x.Read()
@@ -103,7 +104,7 @@ func (s *sensorsSource) Collect(ctx context.Context, b *Batch) error {
 	return errors.Join(errs...)
 }
 
-// SelfFields implements SelfReporter.
+// SelfFields implements collect.SelfReporter.
 func (s *sensorsSource) SelfFields() []record.Field {
 	return []record.Field{record.Int("sensors", int64(len(s.sensors))), record.Uint("read_errors", s.readErrors.Load()),
 		record.Uint("scan_errors", s.scanErrors.Load())}

@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"github.com/monagent/monagent/collect"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,7 +15,7 @@ import (
 	"github.com/monagent/monagent/sensors/sensorstest"
 )
 
-func sensorLines(b *Batch) []string {
+func sensorLines(b *collect.Batch) []string {
 	var out []string
 	for _, r := range b.Records {
 		tags := map[string]string{}
@@ -37,7 +38,7 @@ func TestSensorsSource(t *testing.T) {
 	cfg.Include = []string{"hwmon/ina226/*", "thermal/*/*", "iio/*/voltage0"}
 	s := newSensorsSource(cfg, sensors.NewFS(sys, dev), func() time.Time { return clock })
 	defer s.Close()
-	b := &Batch{}
+	b := &collect.Batch{}
 	err := s.Collect(t.Context(), b)
 	if err == nil || !strings.Contains(err.Error(), "thermal_zone1/temp") {
 		t.Errorf("the unreadable zone: %v", err)
@@ -59,7 +60,7 @@ func TestSensorsSource(t *testing.T) {
 		n     int
 	}{{time.Second, 5}, {cfg.Rescan, 6}} {
 		clock = clock.Add(tc.after)
-		b = &Batch{}
+		b = &collect.Batch{}
 		s.Collect(t.Context(), b)
 		if len(b.Records) != tc.n {
 			t.Errorf("after %v: %d records, want %d", tc.after, len(b.Records), tc.n)
@@ -76,12 +77,12 @@ func TestSensorsSource(t *testing.T) {
 
 func TestSensorsSourceWithoutSensorsHasNoData(t *testing.T) {
 	s := newSensorsSource(Default().Sensors, sensors.NewFS(t.TempDir(), t.TempDir()), time.Now)
-	if err := s.Collect(t.Context(), &Batch{}); !errors.Is(err, ErrNoData) {
+	if err := s.Collect(t.Context(), &collect.Batch{}); !errors.Is(err, collect.ErrNoData) {
 		t.Fatalf("no sensors: %v", err)
 	}
 }
 
-var _ SelfReporter = (*sensorsSource)(nil)
+var _ collect.SelfReporter = (*sensorsSource)(nil)
 
 // Two hwmon chips of one name (two NVMe drives) read in one collection must
 // not share a key: InfluxDB would keep one of them.
@@ -102,7 +103,7 @@ func TestSensorsOfTwoChipsWithOneNameStayApart(t *testing.T) {
 	cfg.Thermal, cfg.IIO = false, false
 	s := newSensorsSource(cfg, sensors.NewFS(sys, t.TempDir()), time.Now)
 	defer s.Close()
-	b := &Batch{}
+	b := &collect.Batch{}
 	if err := s.Collect(t.Context(), b); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package agent
+package collect
 
 import (
 	"testing"
@@ -36,7 +36,7 @@ func BenchmarkEventSourceCollect(b *testing.B) {
 		b.Fatal(err)
 	}
 	batch := ticks(0, 256)
-	bt := &Batch{host: "bench", Records: make([]record.Record, 0, 256)}
+	bt := &Batch{Host: "bench", Records: make([]record.Record, 0, 256)}
 	b.ReportAllocs()
 	for b.Loop() {
 		s.Queue().Put(batch)

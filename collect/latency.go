@@ -1,4 +1,4 @@
-package agent
+package collect
 
 import (
 	"slices"
@@ -6,33 +6,35 @@ import (
 	"github.com/monagent/monagent/record"
 )
 
-// latencyCap bounds the latency samples kept per series and interval (the
+// LatencyCap bounds the latency samples kept per series and interval (the
 // latest ones); the maximum counts every event.
-const latencyCap = 1024
+const LatencyCap = 1024
 
-// latencyStats is the read latency of one event series — the time from the
+// Latency is the read latency of one event series — the time from the
 // kernel's stamp of an event to the read that brought it to user space —
 // over the last collection interval that had events: p50, p99 (of its
 // latest 1,024 events), the maximum and the number of events.
-type latencyStats struct {
-	lat  [latencyCap]int64
-	n    int // samples this interval (may exceed latencyCap: it wraps)
+// Add counts one event's latency; Fields appends the statistics of the
+// last interval that had events, named pfx+latency_p50_ns and so on.
+type Latency struct {
+	lat  [LatencyCap]int64
+	n    int // samples this interval (may exceed LatencyCap: it wraps)
 	max  int64
 	snap [4]int64 // p50, p99, max, samples of the last interval with events
 }
 
-func (l *latencyStats) add(ns int64) {
-	l.lat[l.n%latencyCap] = ns
+func (l *Latency) Add(ns int64) {
+	l.lat[l.n%LatencyCap] = ns
 	if l.n == 0 || ns > l.max {
 		l.max = ns
 	}
 	l.n++
 }
 
-// close ends an interval: one that had events replaces the statistics; one
+// Close ends an interval: one that had events replaces the statistics; one
 // without keeps the last (latency_samples says how many events they cover).
-func (l *latencyStats) close(scratch *[latencyCap]int64) {
-	n := min(l.n, latencyCap)
+func (l *Latency) Close(scratch *[LatencyCap]int64) {
+	n := min(l.n, LatencyCap)
 	if n == 0 {
 		return
 	}
@@ -43,7 +45,7 @@ func (l *latencyStats) close(scratch *[latencyCap]int64) {
 	l.n, l.max = 0, 0
 }
 
-func (l *latencyStats) fields(f []record.Field, pfx string) []record.Field {
+func (l *Latency) Fields(f []record.Field, pfx string) []record.Field {
 	return append(f, record.Int(pfx+"latency_p50_ns", l.snap[0]), record.Int(pfx+"latency_p99_ns", l.snap[1]),
 		record.Int(pfx+"latency_max_ns", l.snap[2]), record.Int(pfx+"latency_samples", l.snap[3]))
 }

@@ -1,4 +1,4 @@
-package agent
+package collect
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"github.com/monagent/monagent/ring"
 )
 
-// Runner is a source with a reader of its own. Agent.Run calls Run under the
-// agent's context before the first collection, and waits for it to return
+// Runner is a source with a reader of its own. The agent calls Run under its
+// context before the first collection, and waits for it to return
 // (when that context is done) before it closes the source. Nothing a source
 // builds runs before Agent.Run, and nothing outlives it.
 type Runner interface {
@@ -74,6 +74,10 @@ func (q *EventQueue[E]) KernelLost() uint64 { return q.lost.Load() }
 
 // RingDropped is how many read events the ring could not hold.
 func (q *EventQueue[E]) RingDropped() uint64 { return q.ring.Dropped() }
+
+// Get takes up to len(out) waiting events, oldest first (the collection's
+// side: one consumer only), and returns how many.
+func (q *EventQueue[E]) Get(out []E) int { return q.ring.Get(out) }
 
 // Waiting is how many events wait for the next collection.
 func (q *EventQueue[E]) Waiting() int { return q.ring.Len() }
@@ -137,6 +141,10 @@ func NewEventSource[E any](cfg EventSourceConfig[E]) (*EventSource[E], error) {
 	return &EventSource[E]{cfg: cfg, q: EventQueue[E]{ring: r}, out: make([]E, min(256, cfg.Ring))}, nil
 }
 
+// SetMaxBackoff caps the wait before a failed producer runs again, for a
+// device known to recover at once (a replayed capture).
+func (s *EventSource[E]) SetMaxBackoff(d time.Duration) { s.cfg.MaxBackoff = d }
+
 // Queue is the source's queue (for tests and stats).
 func (s *EventSource[E]) Queue() *EventQueue[E] { return &s.q }
 
@@ -181,7 +189,7 @@ func (s *EventSource[E]) Run(ctx context.Context) {
 func (s *EventSource[E]) Collect(ctx context.Context, b *Batch) error {
 	total := 0
 	for {
-		n := s.q.ring.Get(s.out)
+		n := s.q.Get(s.out)
 		for i := range s.out[:n] {
 			s.cfg.Emit(b, &s.out[i])
 		}
@@ -233,82 +241,4 @@ func (s *EventSource[E]) SelfFields() []record.Field {
 		f = append(f, s.cfg.Self()...)
 	}
 	return f
-}
-
-// seriesRecent is how many of its latest record times a seriesTime holds:
-// a record's time is checked against these exactly, and against the rest
-// only as far as "after all of them" goes.
-const seriesRecent = 16
-
-// timeCounts is what a source's seriesTimes did: records moved off a time
-// their series already had (bumps), and records whose time could not be
-// checked (unchecked: not after every time the series no longer holds, so
-// it may equal one of those).
-type timeCounts struct{ bumps, unchecked uint64 }
-
-// seriesTime keeps the record times of one series (one measurement and tag
-// set) apart, so that InfluxDB keeps every record: a time that a record of
-// the series still held has already moves to the first free nanosecond
-// after it and is counted; any other time is kept as it is, whatever the
-// order (a later stamp of a stepped clock, senders out of order). It holds
-// the series' last seriesRecent times and the latest of those it let go: a
-// time after that one is checked exactly, an earlier one against the held
-// times only (counted unchecked). Its zero value is ready; placing a time
-// does not allocate.
-type seriesTime struct {
-	recent  [seriesRecent]int64 // the latest placed times, a ring in placing order
-	n, pos  int                 // times held; the oldest one's index once full
-	hi      int64               // the latest time placed
-	gone    int64               // the latest time no longer held (once let go)
-	letGone bool
-}
-
-// place returns the time for a record stamped t and keeps it, counting a
-// move or an unchecked time in c.
-func (s *seriesTime) place(t int64, c *timeCounts) int64 {
-	at := t
-	if s.n > 0 && at <= s.hi { // at or before a held time: look for it
-		for s.holds(at) {
-			at++
-		}
-	}
-	if at != t {
-		c.bumps++
-	}
-	if s.letGone && at <= s.gone {
-		c.unchecked++
-	}
-	if s.n == 0 || at > s.hi {
-		s.hi = at
-	}
-	if s.n < seriesRecent {
-		s.recent[s.n] = at
-		s.n++
-		return at
-	}
-	if old := s.recent[s.pos]; !s.letGone || old > s.gone {
-		s.gone, s.letGone = old, true
-	}
-	s.recent[s.pos] = at
-	s.pos = (s.pos + 1) % seriesRecent
-	return at
-}
-
-// holds says whether t is one of the held times.
-func (s *seriesTime) holds(t int64) bool {
-	for _, r := range s.recent[:s.n] {
-		if r == t {
-			return true
-		}
-	}
-	return false
-}
-
-// next is place for a source that counts only the moves (its stamps come in
-// order, so a time before those let go is a clock stepped back).
-func (s *seriesTime) next(t int64, bumps *uint64) int64 {
-	var c timeCounts
-	t = s.place(t, &c)
-	*bumps += c.bumps
-	return t
 }

@@ -1,4 +1,4 @@
-package agent
+package collect
 
 import (
 	"context"
@@ -86,7 +86,7 @@ func TestEventSourceAccountsForEveryEvent(t *testing.T) {
 	for s.Queue().Received() < 80 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	b := &Batch{host: "h"}
+	b := &Batch{Host: "h"}
 	if err := s.Collect(ctx, b); err != nil {
 		t.Fatal(err)
 	}
@@ -156,47 +156,6 @@ func TestEventSourceSurvivesProducerFailures(t *testing.T) {
 	}
 }
 
-// closeCheck is an event source whose Close checks that its reader stopped.
-type closeCheck struct {
-	*EventSource[tick]
-	p      *scriptedProducer
-	closed bool
-	early  bool
-}
-
-func (c *closeCheck) Close() error {
-	c.closed = true
-	c.early = !c.p.stopped.Load()
-	return nil
-}
-
-// The agent runs a source's reader under its own context, ships what the
-// reader queued after the last collection, and closes the source only after
-// the reader returned.
-func TestAgentRunsReadersUnderItsContext(t *testing.T) {
-	// The events come after the first collection and before the next (1 s).
-	p := &scriptedProducer{bursts: [][]tick{ticks(0, 3)}, delay: 100 * time.Millisecond}
-	src := &closeCheck{EventSource: newTickSource(t, p, 16), p: p}
-	cfg := Default()
-	cfg.SelfMetrics.Enabled = false
-	out := &memSink{}
-	a := newWithSources(cfg, quietLog(), out, src)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	if err := a.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if p.runs.Load() != 1 {
-		t.Fatalf("producer ran %d times, want 1", p.runs.Load())
-	}
-	if !src.closed || src.early {
-		t.Fatalf("closed %v, before its reader stopped %v", src.closed, src.early)
-	}
-	if got := out.count("tick"); got != 3 {
-		t.Fatalf("%d tick records, want 3", got)
-	}
-}
-
 func TestEventQueuePutDoesNotAllocate(t *testing.T) {
 	s := newTickSource(t, &scriptedProducer{}, 1024)
 	batch := ticks(0, 16)
@@ -204,74 +163,11 @@ func TestEventQueuePutDoesNotAllocate(t *testing.T) {
 	allocs := testing.AllocsPerRun(1000, func() {
 		s.Queue().Put(batch)
 		s.Queue().Put1(batch[0])
-		s.q.ring.Get(out)
-		s.q.ring.Get(out[:1])
+		s.q.Get(out)
+		s.q.Get(out[:1])
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per put", allocs)
-	}
-}
-
-// seriesTime moves a time its series already has to the first free
-// nanosecond after it, counted; a time that collides with nothing stays,
-// however it stands to the others (barely before the last, long before it,
-// equal to a record of another series).
-func TestSeriesTime(t *testing.T) {
-	var st seriesTime
-	var c timeCounts
-	for i, tc := range []struct{ in, want int64 }{
-		{1000, 1000}, {1000, 1001}, {1000, 1002}, {1500, 1500},
-		{1499, 1499},        // before the last, but free: kept (it moved to 1501 before)
-		{1001, 1003},        // equal to a moved one: past 1002 too
-		{1000, 1004},        // equal to an earlier, not the last
-		{1500 - 2000, -500}, // a clock stepped back: kept
-		{-500, -499},
-	} {
-		if got := st.place(tc.in, &c); got != tc.want {
-			t.Fatalf("step %d: %d -> %d, want %d", i, tc.in, got, tc.want)
-		}
-	}
-	if c.bumps != 5 || c.unchecked != 0 {
-		t.Fatalf("%+v, want 5 bumps and nothing unchecked", c)
-	}
-}
-
-// Past seriesRecent times a series lets its oldest go: a time after every
-// one let go is still checked exactly; one at or before the latest let go
-// cannot be, and is shipped as it is and counted.
-func TestSeriesTimeLetsGoAndCounts(t *testing.T) {
-	last := int64(100 + 10*seriesRecent) // 100, 110, ... last placed: 100 let go
-	for _, tc := range []struct {
-		in, want         int64
-		bumps, unchecked uint64
-	}{
-		{110, 111, 1, 0},       // held: moved, and 111 is after 100
-		{100, 100, 0, 1},       // the one let go: not seen, counted
-		{95, 95, 0, 1},         // before it: unknown, counted
-		{105, 105, 0, 0},       // after every time let go, free
-		{last, last + 1, 1, 0}, // the last
-	} {
-		var st seriesTime
-		var c timeCounts
-		for ns := int64(100); ns <= last; ns += 10 {
-			st.place(ns, &c)
-		}
-		if c != (timeCounts{}) || !st.letGone || st.gone != 100 {
-			t.Fatalf("placing %d in order: %+v, let go %v (%d)", seriesRecent+1, c, st.letGone, st.gone)
-		}
-		if got := st.place(tc.in, &c); got != tc.want || c != (timeCounts{tc.bumps, tc.unchecked}) {
-			t.Errorf("%d -> %d %+v, want %d (%d bumps, %d unchecked)", tc.in, got, c, tc.want, tc.bumps, tc.unchecked)
-		}
-	}
-}
-
-// Placing a time allocates nothing: it runs for every event.
-func TestSeriesTimeDoesNotAllocate(t *testing.T) {
-	var st seriesTime
-	var c timeCounts
-	var ns int64
-	if a := testing.AllocsPerRun(1000, func() { ns++; st.place(ns/2, &c) }); a != 0 {
-		t.Fatalf("%v allocations per record", a)
 	}
 }
 
