@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"errors"
-	"fmt"
 	"github.com/monagent/monagent/collect"
 	"time"
 
@@ -117,7 +115,7 @@ func (c *Config) Validate() error {
 	for _, s := range sections() {
 		s.of(c).check(&p)
 	}
-	return c.src.Locate(p.list).Err()
+	return c.src.Locate(p.Problems).Err()
 }
 
 // Preflight checks the configuration against the machine: devices and
@@ -131,7 +129,7 @@ func (c *Config) Preflight() error {
 			b.board(c.Paths, &p)
 		}
 	}
-	return c.src.Locate(p.list).Err()
+	return c.src.Locate(p.Problems).Err()
 }
 
 // Board returns, as warnings, every setting this machine cannot confirm: the
@@ -145,7 +143,7 @@ func (c *Config) Board() Problems {
 			b.board(c.Paths, &p)
 		}
 	}
-	for _, ke := range p.list {
+	for _, ke := range p.Problems {
 		ke.Warning = true
 		ke.Reason = "needs the board: " + ke.Reason
 	}
@@ -155,10 +153,10 @@ func (c *Config) Board() Problems {
 			ad.advise(&a)
 		}
 	}
-	for _, ke := range a.list {
+	for _, ke := range a.Problems {
 		ke.Warning = true
 	}
-	return c.src.Locate(append(p.list, a.list...))
+	return c.src.Locate(append(p.Problems, a.Problems...))
 }
 
 // KeyError is a configuration problem at one key; Problems every problem
@@ -174,45 +172,7 @@ func positive(key string, d time.Duration) error { return conf.Positive(key, d) 
 
 // problems collects the problems of a configuration; the checks append to it
 // rather than stop at the first.
-type problems struct{ list Problems }
-
-// add records a problem at key.
-func (p *problems) add(key, format string, a ...any) {
-	p.list = append(p.list, &KeyError{Key: key, Reason: fmt.Sprintf(format, a...)})
-}
-
-// dup records that the entry at key repeats the one at other: the message
-// names both, and from a file both lines.
-func (p *problems) dup(key, other, format string, a ...any) {
-	p.list = append(p.list, &KeyError{Key: key, Reason: fmt.Sprintf(format, a...), Also: other})
-}
-
-// put records a problem built by the caller.
-func (p *problems) put(ke *KeyError) { p.list = append(p.list, ke) }
-
-// addErr records err, a *KeyError (or Problems) from keyErr, positive or a
-// section's Validate; other errors are recorded without a key.
-func (p *problems) addErr(err error) {
-	var ps Problems
-	var ke *KeyError
-	switch {
-	case err == nil:
-	case errors.As(err, &ps):
-		p.list = append(p.list, ps...)
-	case errors.As(err, &ke):
-		p.list = append(p.list, ke)
-	default:
-		p.list = append(p.list, &KeyError{Reason: err.Error(), Err: err})
-	}
-}
-
-// positive records a problem when d is not positive.
-func (p *problems) positive(key string, d time.Duration) {
-	p.addErr(positive(key, d))
-}
-
-// err is the collected problems, nil for none.
-func (p *problems) err() error { return p.list.Err() }
+type problems = conf.List
 
 // Place gives a problem found while building the agent from this
 // configuration (a *KeyError, or Problems, perhaps wrapped) its file and

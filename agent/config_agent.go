@@ -39,13 +39,13 @@ func (p PathsConfig) Runtime() string {
 func (p *PathsConfig) Validate() error {
 	var ps problems
 	p.check(&ps)
-	return ps.err()
+	return ps.Err()
 }
 
 func (p *PathsConfig) check(ps *problems) {
 	for _, kv := range [][2]string{{"paths.sys", p.Sys}, {"paths.dev", p.Dev}, {"paths.run", p.Run}} {
 		if kv[1] == "" {
-			ps.add(kv[0], "must not be empty")
+			ps.Add(kv[0], "must not be empty")
 		}
 	}
 }
@@ -64,17 +64,17 @@ func (l *LogConfig) defaults() {
 func (l *LogConfig) Validate() error {
 	var p problems
 	l.check(&p)
-	return p.err()
+	return p.Err()
 }
 
 func (l *LogConfig) check(p *problems) {
 	switch l.Level {
 	case "debug", "info", "warn", "error":
 	default:
-		p.add("log.level", "%q is not one of debug, info, warn, error", l.Level)
+		p.Add("log.level", "%q is not one of debug, info, warn, error", l.Level)
 	}
 	if l.Format != "text" && l.Format != "json" {
-		p.add("log.format", "%q is not text or json", l.Format)
+		p.Add("log.format", "%q is not text or json", l.Format)
 	}
 }
 
@@ -92,11 +92,11 @@ func (s *SelfMetricsConfig) defaults() {
 func (s *SelfMetricsConfig) Validate() error {
 	var p problems
 	s.check(&p)
-	return p.err()
+	return p.Err()
 }
 
 func (s *SelfMetricsConfig) check(p *problems) {
-	p.positive("self_metrics.interval", s.Interval)
+	p.Positive("self_metrics.interval", s.Interval)
 }
 
 // The agent's own sections' entries in the table (config.go): they build no

@@ -35,33 +35,33 @@ func (c *ClockConfig) defaults() {
 func (c *ClockConfig) Validate() error {
 	var p problems
 	c.check(&p)
-	return p.err()
+	return p.Err()
 }
 
 func (c *ClockConfig) check(p *problems) {
-	p.positive("clock.interval", c.Interval)
+	p.Positive("clock.interval", c.Interval)
 	ref, err := timebase.ParseDomain(c.Reference)
 	if _, sys := timebase.SystemClockFor(ref); err != nil || !sys {
-		p.add("clock.reference", "%q is not a system clock (realtime, tai, monotonic, monotonic_raw, boottime)", c.Reference)
+		p.Add("clock.reference", "%q is not a system clock (realtime, tai, monotonic, monotonic_raw, boottime)", c.Reference)
 	}
 	seen := map[timebase.Domain]int{}
 	for i, name := range c.Clocks {
 		key := fmt.Sprintf("clock.clocks[%d]", i)
 		d, err := timebase.ParseDomain(name)
 		if _, sys := timebase.SystemClockFor(d); err != nil || !sys {
-			p.add(key, "%q is not a system clock (realtime, tai, monotonic, monotonic_raw, boottime)", name)
+			p.Add(key, "%q is not a system clock (realtime, tai, monotonic, monotonic_raw, boottime)", name)
 		} else if d == ref {
-			p.add(key, "%q is the reference clock itself", name)
+			p.Add(key, "%q is the reference clock itself", name)
 		} else if j, dup := seen[d]; dup {
-			p.dup(key, fmt.Sprintf("clock.clocks[%d]", j), "%q is listed twice: two identical clock_offset points each collection", name)
+			p.Dup(key, fmt.Sprintf("clock.clocks[%d]", j), "%q is listed twice: two identical clock_offset points each collection", name)
 		} else {
 			seen[d] = i
 		}
 	}
 	if c.StepThreshold <= 0 {
-		p.add("clock.step_threshold", "must be positive, got %s", c.StepThreshold)
+		p.Add("clock.step_threshold", "must be positive, got %s", c.StepThreshold)
 	}
 	if c.MaxSlewPPM < 0 || c.MaxSlewPPM > 1e6 {
-		p.add("clock.max_slew_ppm", "must be within 0..1000000, got %g", c.MaxSlewPPM)
+		p.Add("clock.max_slew_ppm", "must be within 0..1000000, got %g", c.MaxSlewPPM)
 	}
 }

@@ -69,45 +69,45 @@ func (c *ExttsChannelConfig) request() phc.ExttsChannel {
 func (x *ExttsConfig) Validate() error {
 	var p problems
 	x.check(&p)
-	return p.err()
+	return p.Err()
 }
 
 func (x *ExttsConfig) check(p *problems) {
 	if !x.Enabled {
 		return
 	}
-	p.positive("extts.interval", x.Interval)
+	p.Positive("extts.interval", x.Interval)
 	if _, err := phc.DeviceDomain(x.PHC); err != nil {
-		p.add("extts.phc", "%q is not a PHC device (/dev/ptpN)", x.PHC)
+		p.Add("extts.phc", "%q is not a PHC device (/dev/ptpN)", x.PHC)
 	}
 	if len(x.Channels) == 0 {
-		p.add("extts.channels", "list at least one channel")
+		p.Add("extts.channels", "list at least one channel")
 	}
-	p.ring("extts.ring", x.Ring)
+	checkRing(p, "extts.ring", x.Ring)
 	chans, pins := map[int]int{}, map[int]int{}
 	for i, c := range x.Channels {
 		key := fmt.Sprintf("extts.channels[%d]", i)
 		if c.Channel < 0 {
-			p.add(key+".channel", "must not be negative, got %d", c.Channel)
+			p.Add(key+".channel", "must not be negative, got %d", c.Channel)
 		} else if j, dup := chans[c.Channel]; dup {
-			p.add(key+".channel", "channel %d is also extts.channels[%d]", c.Channel, j)
+			p.Add(key+".channel", "channel %d is also extts.channels[%d]", c.Channel, j)
 		} else {
 			chans[c.Channel] = i
 		}
 		if c.Pin < phc.NoPin {
-			p.add(key+".pin", "%d: a pin index, or -1 to leave the pins alone", c.Pin)
+			p.Add(key+".pin", "%d: a pin index, or -1 to leave the pins alone", c.Pin)
 		} else if c.Pin != phc.NoPin {
 			if j, dup := pins[c.Pin]; dup {
-				p.add(key+".pin", "pin %d is also extts.channels[%d]'s: a pin feeds one channel", c.Pin, j)
+				p.Add(key+".pin", "pin %d is also extts.channels[%d]'s: a pin feeds one channel", c.Pin, j)
 			} else {
 				pins[c.Pin] = i
 			}
 		}
 		if _, err := phc.ParseEdges(c.Edges); err != nil {
-			p.add(key+".edges", "%q: want both, falling, rising", c.Edges)
+			p.Add(key+".edges", "%q: want both, falling, rising", c.Edges)
 		}
 		if c.Period < 0 {
-			p.add(key+".period", "must not be negative, got %s", c.Period)
+			p.Add(key+".period", "must not be negative, got %s", c.Period)
 		}
 	}
 }
@@ -118,6 +118,6 @@ func (x *ExttsConfig) board(paths PathsConfig, p *problems) {
 		return
 	}
 	if _, err := os.Stat(x.PHC); err != nil {
-		p.put(&KeyError{Key: "extts.phc", Reason: fmt.Sprintf("no PHC: %v", err), Err: err})
+		p.Put(&KeyError{Key: "extts.phc", Reason: fmt.Sprintf("no PHC: %v", err), Err: err})
 	}
 }

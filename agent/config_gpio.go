@@ -151,7 +151,7 @@ func offsetsString(lines []GPIOLineConfig) string {
 func (g *GPIOConfig) Validate() error {
 	var p problems
 	g.check(&p)
-	return p.err()
+	return p.Err()
 }
 
 func keysOf[V any](m map[string]V) string {
@@ -167,60 +167,60 @@ func (g *GPIOConfig) check(p *problems) {
 	if !g.Enabled {
 		return
 	}
-	p.positive("gpio.interval", g.Interval)
+	p.Positive("gpio.interval", g.Interval)
 	if len(g.Chips) == 0 {
-		p.add("gpio.chips", "list at least one chip with its lines")
+		p.Add("gpio.chips", "list at least one chip with its lines")
 	}
 	if g.PHC != "" && !strings.HasPrefix(filepath.Base(g.PHC), "ptp") {
-		p.add("gpio.phc", "%q is not a PHC device (/dev/ptpN)", g.PHC)
+		p.Add("gpio.phc", "%q is not a PHC device (/dev/ptpN)", g.PHC)
 	}
 	chips := map[string]int{}
 	for i, c := range g.Chips {
 		key := fmt.Sprintf("gpio.chips[%d]", i)
 		if c.Chip == "" {
-			p.add(key+".chip", "must be set (gpiochipN or a device path)")
+			p.Add(key+".chip", "must be set (gpiochipN or a device path)")
 		} else if j, dup := chips[c.Chip]; dup {
-			p.add(key+".chip", "%s is also gpio.chips[%d]: list its lines in one entry", c.Chip, j)
+			p.Add(key+".chip", "%s is also gpio.chips[%d]: list its lines in one entry", c.Chip, j)
 		} else {
 			chips[c.Chip] = i
 		}
 		if len(c.Lines) == 0 {
-			p.add(key+".lines", "list at least one line")
+			p.Add(key+".lines", "list at least one line")
 		}
 		if c.Buffer < 1 || c.Buffer > gpio.MaxEventBufferSize {
-			p.add(key+".buffer", "%d events: 1 to %d (the kernel's limit)", c.Buffer, gpio.MaxEventBufferSize)
+			p.Add(key+".buffer", "%d events: 1 to %d (the kernel's limit)", c.Buffer, gpio.MaxEventBufferSize)
 		}
-		p.ring(key+".ring", c.Ring)
+		checkRing(p, key+".ring", c.Ring)
 		offsets := map[int]int{}
 		for j, l := range c.Lines {
 			lk := fmt.Sprintf("%s.lines[%d]", key, j)
 			if l.Offset < 0 {
-				p.add(lk+".offset", "must not be negative, got %d", l.Offset)
+				p.Add(lk+".offset", "must not be negative, got %d", l.Offset)
 			} else if k, dup := offsets[l.Offset]; dup {
-				p.add(lk+".offset", "offset %d is also %s.lines[%d]", l.Offset, key, k)
+				p.Add(lk+".offset", "offset %d is also %s.lines[%d]", l.Offset, key, k)
 			} else {
 				offsets[l.Offset] = j
 			}
 			if _, ok := gpioEdges[l.Edge]; !ok {
-				p.add(lk+".edge", "%q: want %s", l.Edge, keysOf(gpioEdges))
+				p.Add(lk+".edge", "%q: want %s", l.Edge, keysOf(gpioEdges))
 			}
 			if _, ok := gpioBiases[l.Bias]; !ok {
-				p.add(lk+".bias", "%q: want %s", l.Bias, keysOf(gpioBiases))
+				p.Add(lk+".bias", "%q: want %s", l.Bias, keysOf(gpioBiases))
 			}
 			if _, ok := gpioClocks[l.Clock]; !ok {
-				p.add(lk+".clock", "%q: want %s", l.Clock, keysOf(gpioClocks))
+				p.Add(lk+".clock", "%q: want %s", l.Clock, keysOf(gpioClocks))
 			} else if l.Clock == "hte" {
-				p.add(lk+".clock", "hte stamps count in the engine's own timebase, which monagent cannot move to REALTIME yet")
+				p.Add(lk+".clock", "hte stamps count in the engine's own timebase, which monagent cannot move to REALTIME yet")
 			}
 			if l.Debounce < 0 || l.Debounce%time.Microsecond != 0 {
-				p.add(lk+".debounce", "%v: whole microseconds, not negative", l.Debounce)
+				p.Add(lk+".debounce", "%v: whole microseconds, not negative", l.Debounce)
 			}
 			if c.Replay != "" && l.Clock != c.Lines[0].Clock {
-				p.add(lk+".clock", "%q differs from lines[0]'s %q: a replay has one clock", l.Clock, c.Lines[0].Clock)
+				p.Add(lk+".clock", "%q differs from lines[0]'s %q: a replay has one clock", l.Clock, c.Lines[0].Clock)
 			}
 		}
 		if len(c.Lines) > gpio.MaxLines {
-			p.add(key+".lines", "%d lines: at most %d per chip", len(c.Lines), gpio.MaxLines)
+			p.Add(key+".lines", "%d lines: at most %d per chip", len(c.Lines), gpio.MaxLines)
 		}
 	}
 	g.checkTriggers(p)
@@ -231,37 +231,37 @@ func (g *GPIOConfig) checkTriggers(p *problems) {
 	for i, tr := range g.Triggers {
 		key := fmt.Sprintf("gpio.triggers[%d]", i)
 		if !validTriggerName(tr.Name) {
-			p.add(key+".name", "%q: want letters, digits and _ (it names the self-metrics trigger_<name>_*)", tr.Name)
+			p.Add(key+".name", "%q: want letters, digits and _ (it names the self-metrics trigger_<name>_*)", tr.Name)
 		} else if j, dup := names[tr.Name]; dup {
-			p.add(key+".name", "%q is also gpio.triggers[%d]", tr.Name, j)
+			p.Add(key+".name", "%q is also gpio.triggers[%d]", tr.Name, j)
 		} else {
 			names[tr.Name] = i
 		}
 		edge, okEdge := gpioEdges[tr.Edge]
 		if !okEdge {
-			p.add(key+".edge", "%q: want %s", tr.Edge, keysOf(gpioEdges))
+			p.Add(key+".edge", "%q: want %s", tr.Edge, keysOf(gpioEdges))
 		}
 		if tr.MinInterval < 0 {
-			p.add(key+".min_interval", "%v is negative", tr.MinInterval)
+			p.Add(key+".min_interval", "%v is negative", tr.MinInterval)
 		}
 		if len(tr.Sensors) == 0 {
-			p.add(key+".sensors", "list at least one sensor pattern (source/device/name)")
+			p.Add(key+".sensors", "list at least one sensor pattern (source/device/name)")
 		}
 		for j, pat := range tr.Sensors {
 			if err := sensors.CheckPattern(pat); err != nil {
-				p.add(fmt.Sprintf("%s.sensors[%d]", key, j), "%q: %v", pat, err)
+				p.Add(fmt.Sprintf("%s.sensors[%d]", key, j), "%q: %v", pat, err)
 			}
 		}
 		line, chip := g.triggerLine(tr)
 		switch {
 		case tr.Chip == "":
-			p.add(key+".chip", "must be set: a chip of gpio.chips")
+			p.Add(key+".chip", "must be set: a chip of gpio.chips")
 		case !chip:
-			p.add(key+".chip", "%s is not in gpio.chips", tr.Chip)
+			p.Add(key+".chip", "%s is not in gpio.chips", tr.Chip)
 		case line == nil:
-			p.add(key+".line", "%d is not a line of %s in gpio.chips", tr.Line, tr.Chip)
+			p.Add(key+".line", "%d is not a line of %s in gpio.chips", tr.Line, tr.Chip)
 		case okEdge && gpioEdges[line.Edge]&edge == 0:
-			p.add(key+".edge", "%s: line %d of %s detects %s edges only: the trigger would never fire", tr.Edge, tr.Line, tr.Chip, line.Edge)
+			p.Add(key+".edge", "%s: line %d of %s detects %s edges only: the trigger would never fire", tr.Edge, tr.Line, tr.Chip, line.Edge)
 		}
 	}
 }
@@ -295,7 +295,7 @@ func (g *GPIOConfig) board(paths PathsConfig, p *problems) {
 		key := fmt.Sprintf("gpio.chips[%d]", i)
 		if c.Replay != "" {
 			if _, err := os.Stat(c.Replay); err != nil {
-				p.put(&KeyError{Key: key + ".replay", Reason: fmt.Sprintf("replay file: %v", err), Err: err})
+				p.Put(&KeyError{Key: key + ".replay", Reason: fmt.Sprintf("replay file: %v", err), Err: err})
 			}
 			continue
 		}
@@ -303,12 +303,12 @@ func (g *GPIOConfig) board(paths PathsConfig, p *problems) {
 			continue
 		}
 		if _, err := os.Stat(gpio.DevicePath(paths.Dev, c.Chip)); err != nil {
-			p.put(&KeyError{Key: key + ".chip", Reason: fmt.Sprintf("no GPIO chip: %v", err), Err: err})
+			p.Put(&KeyError{Key: key + ".chip", Reason: fmt.Sprintf("no GPIO chip: %v", err), Err: err})
 		}
 	}
 	if g.PHC != "" {
 		if _, err := os.Stat(g.PHC); err != nil {
-			p.put(&KeyError{Key: "gpio.phc", Reason: fmt.Sprintf("no PHC: %v", err), Err: err})
+			p.Put(&KeyError{Key: "gpio.phc", Reason: fmt.Sprintf("no PHC: %v", err), Err: err})
 		}
 	}
 }

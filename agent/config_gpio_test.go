@@ -115,7 +115,7 @@ func TestGPIOConfigBoard(t *testing.T) {
 	var p problems
 	g.board(PathsConfig{Dev: dir}, &p)
 	var keys []string
-	for _, ke := range p.list {
+	for _, ke := range p.Problems {
 		keys = append(keys, ke.Key)
 	}
 	if want := []string{"gpio.chips[0].chip", "gpio.phc"}; !reflect.DeepEqual(keys, want) {

@@ -64,7 +64,7 @@ func (h *HCAConfig) defaults() {
 func (h *HCAConfig) Validate() error {
 	var ps problems
 	h.check(&ps)
-	return ps.err()
+	return ps.Err()
 }
 
 func (h *HCAConfig) check(ps *problems) {
@@ -76,31 +76,31 @@ func (h *HCAConfig) check(ps *problems) {
 		v   time.Duration
 	}{{"hca.spacing", h.Spacing + 1}, {"hca.timeout", h.Timeout}, {"hca.resync", h.Resync},
 		{"hca.max_bound", h.MaxBound}, {"hca.retry_after", h.RetryAfter}, {"hca.interval", h.Interval}} {
-		ps.positive(d.key, d.v)
+		ps.Positive(d.key, d.v)
 	}
 	if _, err := hca.AlgorithmByName(h.Algorithm); err != nil {
-		ps.add("hca.algorithm", "%q: want one of %s", h.Algorithm, strings.Join(hca.AlgorithmNames(), ", "))
+		ps.Add("hca.algorithm", "%q: want one of %s", h.Algorithm, strings.Join(hca.AlgorithmNames(), ", "))
 	}
 	if h.PingPongs < 1 {
-		ps.add("hca.pingpongs", "%d: want at least 1", h.PingPongs)
+		ps.Add("hca.pingpongs", "%d: want at least 1", h.PingPongs)
 	} else if err := h.params().Validate(); err != nil {
-		ps.add("hca", "%v", err)
+		ps.Add("hca", "%v", err)
 	}
 	if _, err := hca.ParsePeers(h.Peers); err != nil {
-		ps.add("hca.peers", "%v", err)
+		ps.Add("hca.peers", "%v", err)
 	} else if _, ok := h.Peers[h.Rank]; !ok {
-		ps.add("hca.rank", "%d is not among the peers' ranks 0..%d", h.Rank, len(h.Peers)-1)
+		ps.Add("hca.rank", "%d is not among the peers' ranks 0..%d", h.Rank, len(h.Peers)-1)
 	}
 	if h.Listen != "" {
 		if _, err := netip.ParseAddrPort(h.Listen); err != nil {
-			ps.add("hca.listen", "%q: want IP:port (0.0.0.0:7400): %v", h.Listen, err)
+			ps.Add("hca.listen", "%q: want IP:port (0.0.0.0:7400): %v", h.Listen, err)
 		}
 	}
 	if h.KeyFile == "" {
-		ps.add("hca.key_file", "must be set: the cluster key authenticates every message")
+		ps.Add("hca.key_file", "must be set: the cluster key authenticates every message")
 	}
 	if tc := h.TestClock; tc != nil && (tc.DriftPPM < -500 || tc.DriftPPM > 500) {
-		ps.add("hca.test_clock.drift_ppm", "%g: at most ±500 ppm", tc.DriftPPM)
+		ps.Add("hca.test_clock.drift_ppm", "%g: at most ±500 ppm", tc.DriftPPM)
 	}
 }
 
@@ -110,7 +110,7 @@ func (h *HCAConfig) board(_ PathsConfig, ps *problems) {
 		return
 	}
 	if err := hca.CheckKeyFile(h.KeyFile); err != nil {
-		ps.put(&KeyError{Key: "hca.key_file", Reason: err.Error(), Err: err})
+		ps.Put(&KeyError{Key: "hca.key_file", Reason: err.Error(), Err: err})
 	}
 }
 

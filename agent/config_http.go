@@ -29,14 +29,14 @@ func (h *HTTPConfig) check(p *problems) {
 	}
 	host, port, err := net.SplitHostPort(h.Listen)
 	if err != nil {
-		p.add("http.listen", "%q is not host:port (127.0.0.1:9469, :9469; \"\" turns the endpoint off)", h.Listen)
+		p.Add("http.listen", "%q is not host:port (127.0.0.1:9469, :9469; \"\" turns the endpoint off)", h.Listen)
 		return
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		p.add("http.listen", "port %q is not a number from 0 to 65535", port)
+		p.Add("http.listen", "port %q is not a number from 0 to 65535", port)
 	}
 	if host != "" && net.ParseIP(host) == nil && host != "localhost" {
-		p.add("http.listen", "host %q is not an IP address (or localhost)", host)
+		p.Add("http.listen", "host %q is not an IP address (or localhost)", host)
 	}
 }
 
@@ -57,15 +57,15 @@ func (n *NotifyConfig) defaults() {
 func (n *NotifyConfig) check(p *problems) {
 	for i, u := range n.Webhooks {
 		if err := notify.CheckURL(u); err != nil {
-			p.add("notify.webhooks["+strconv.Itoa(i)+"]", "%v", err)
+			p.Add("notify.webhooks["+strconv.Itoa(i)+"]", "%v", err)
 		}
 	}
 	if n.Queue < 1 {
-		p.add("notify.queue", "must be at least 1, got %d", n.Queue)
+		p.Add("notify.queue", "must be at least 1, got %d", n.Queue)
 	}
-	p.positive("notify.timeout", n.Timeout)
+	p.Positive("notify.timeout", n.Timeout)
 	if n.MaxBackoff < 100*time.Millisecond {
-		p.add("notify.max_backoff", "must be at least 100ms, got %s", n.MaxBackoff)
+		p.Add("notify.max_backoff", "must be at least 100ms, got %s", n.MaxBackoff)
 	}
 }
 

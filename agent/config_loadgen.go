@@ -19,7 +19,7 @@ func (l *LoadgenConfig) defaults() {
 func (l *LoadgenConfig) Validate() error {
 	var p problems
 	l.check(&p)
-	return p.err()
+	return p.Err()
 }
 
 func (l *LoadgenConfig) check(p *problems) {
@@ -27,7 +27,7 @@ func (l *LoadgenConfig) check(p *problems) {
 		return
 	}
 	if l.Rate < 1 || l.Rate > 10_000_000 {
-		p.add("loadgen.rate", "must be within 1..10000000 points/s, got %d", l.Rate)
+		p.Add("loadgen.rate", "must be within 1..10000000 points/s, got %d", l.Rate)
 	}
-	p.positive("loadgen.interval", l.Interval)
+	p.Positive("loadgen.interval", l.Interval)
 }

@@ -52,28 +52,28 @@ func (m *MarkerConfig) fileMode() (os.FileMode, error) {
 func (m *MarkerConfig) Validate() error {
 	var ps problems
 	m.check(&ps)
-	return ps.err()
+	return ps.Err()
 }
 
 func (m *MarkerConfig) check(ps *problems) {
 	if !m.Enabled {
 		return
 	}
-	ps.positive("marker.interval", m.Interval)
+	ps.Positive("marker.interval", m.Interval)
 	switch {
 	case m.Socket == "":
-		ps.add("marker.socket", "must be set (a path, or a name under paths.runtime_dir)")
+		ps.Add("marker.socket", "must be set (a path, or a name under paths.runtime_dir)")
 	case len(m.Socket) > marker.MaxPathLen:
-		ps.add("marker.socket", "%d bytes, at most %d (a Unix socket's path is short)", len(m.Socket), marker.MaxPathLen)
+		ps.Add("marker.socket", "%d bytes, at most %d (a Unix socket's path is short)", len(m.Socket), marker.MaxPathLen)
 	}
 	if mode, err := m.fileMode(); err != nil {
-		ps.add("marker.mode", "%v", err)
+		ps.Add("marker.mode", "%v", err)
 	} else if mode&0o200 == 0 {
-		ps.add("marker.mode", "%s: the owner (the agent) cannot write it: no one could send markers", m.Mode)
+		ps.Add("marker.mode", "%s: the owner (the agent) cannot write it: no one could send markers", m.Mode)
 	}
-	ps.ring("marker.ring", m.Ring)
+	checkRing(ps, "marker.ring", m.Ring)
 	if m.MaxSeries < 1 {
-		ps.add("marker.max_series", "must be at least 1, got %d", m.MaxSeries)
+		ps.Add("marker.max_series", "must be at least 1, got %d", m.MaxSeries)
 	}
 }
 
@@ -84,10 +84,10 @@ func (m *MarkerConfig) board(paths PathsConfig, ps *problems) {
 	}
 	p := m.path(paths)
 	if len(p) > marker.MaxPathLen {
-		ps.add("marker.socket", "%s: %d bytes, at most %d (a Unix socket's path is short)", p, len(p), marker.MaxPathLen)
+		ps.Add("marker.socket", "%s: %d bytes, at most %d (a Unix socket's path is short)", p, len(p), marker.MaxPathLen)
 		return
 	}
 	if _, err := os.Stat(filepath.Dir(p)); err != nil {
-		ps.put(&KeyError{Key: "marker.socket", Reason: fmt.Sprintf("no directory for the socket: %v", err), Err: err})
+		ps.Put(&KeyError{Key: "marker.socket", Reason: fmt.Sprintf("no directory for the socket: %v", err), Err: err})
 	}
 }

@@ -169,13 +169,13 @@ func (m *memoryCheck) defaults() { m.c.Memory.defaults() }
 func (m *memoryCheck) check(p *problems) {
 	mc := m.c.Memory
 	if mc.QueueBytes < 1<<20 {
-		p.add("memory.queue_bytes", "%d is less than 1 MiB: a collection's batch would not fit", mc.QueueBytes)
+		p.Add("memory.queue_bytes", "%d is less than 1 MiB: a collection's batch would not fit", mc.QueueBytes)
 	}
 	if mc.OutputQueueBytes < 64<<10 {
-		p.add("memory.output_queue_bytes", "%d is less than 64 KiB: a collection's batch would not fit", mc.OutputQueueBytes)
+		p.Add("memory.output_queue_bytes", "%d is less than 64 KiB: a collection's batch would not fit", mc.OutputQueueBytes)
 	}
 	if mc.Limit < baseMemory {
-		p.add("memory.limit", "%d is less than the runtime alone needs (%s)", mc.Limit, mib(baseMemory))
+		p.Add("memory.limit", "%d is less than the runtime alone needs (%s)", mc.Limit, mib(baseMemory))
 		return
 	}
 	need := m.c.MemoryNeed()
@@ -185,17 +185,17 @@ func (m *memoryCheck) check(p *problems) {
 		if key == "runtime" && len(need) > 1 {
 			key = need[1].Key
 		}
-		p.add(key, "the configuration's memory %s, more than memory.limit %s: lower it or raise the limit if the board has the memory", need, mib(mc.Limit))
+		p.Add(key, "the configuration's memory %s, more than memory.limit %s: lower it or raise the limit if the board has the memory", need, mib(mc.Limit))
 	}
 }
 
 // ring checks a ring's size: a power of two, at most MaxRing.
-func (p *problems) ring(key string, n int) {
+func checkRing(p *problems, key string, n int) {
 	switch {
 	case n < 1 || n&(n-1) != 0:
-		p.add(key, "%d is not a power of two", n)
+		p.Add(key, "%d is not a power of two", n)
 	case n > MaxRing:
-		p.add(key, "%d entries is more than the largest ring, %d", n, MaxRing)
+		p.Add(key, "%d entries is more than the largest ring, %d", n, MaxRing)
 	}
 }
 

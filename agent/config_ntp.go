@@ -99,7 +99,7 @@ func (s *NTPServerConfig) UnmarshalYAML(n *yaml.Node) error {
 func (n *NTPConfig) Validate() error {
 	var p problems
 	n.check(&p)
-	return p.err()
+	return p.Err()
 }
 
 func (n *NTPConfig) check(p *problems) {
@@ -107,45 +107,45 @@ func (n *NTPConfig) check(p *problems) {
 		return
 	}
 	if len(n.Servers) == 0 && !n.Chrony.Enabled {
-		p.add("ntp.servers", "no server to probe and the chrony monitor is off")
+		p.Add("ntp.servers", "no server to probe and the chrony monitor is off")
 	}
 	seen := map[string]int{}
 	for i, s := range n.Servers {
 		key := fmt.Sprintf("ntp.servers[%d]", i)
 		if s.Address == "" {
-			p.add(key+".address", "must be set")
+			p.Add(key+".address", "must be set")
 		} else if srv, err := ntp.ParseServer(s.Address); err != nil {
-			p.add(key+".address", "%v", err)
+			p.Add(key+".address", "%v", err)
 		} else if j, dup := seen[srv.String()]; dup {
-			p.dup(key+".address", fmt.Sprintf("ntp.servers[%d].address", j), "%q is %s again: two probes of one server would mix their series", s.Address, srv)
+			p.Dup(key+".address", fmt.Sprintf("ntp.servers[%d].address", j), "%q is %s again: two probes of one server would mix their series", s.Address, srv)
 		} else {
 			seen[srv.String()] = i
 		}
 		if s.Interval < time.Second {
-			p.add(key+".interval", "must be at least 1s (servers rate-limit faster clients), got %s", s.Interval)
+			p.Add(key+".interval", "must be at least 1s (servers rate-limit faster clients), got %s", s.Interval)
 		}
 		if s.Burst < 1 || s.Burst > 16 {
-			p.add(key+".burst", "must be within 1..16, got %d", s.Burst)
+			p.Add(key+".burst", "must be within 1..16, got %d", s.Burst)
 		} else if s.Burst > 1 && (s.BurstSpacing <= 0 || time.Duration(s.Burst-1)*s.BurstSpacing >= s.Interval) {
-			p.add(key+".burst_spacing", "a burst of %d spaced %s does not fit the %s interval", s.Burst, s.BurstSpacing, s.Interval)
+			p.Add(key+".burst_spacing", "a burst of %d spaced %s does not fit the %s interval", s.Burst, s.BurstSpacing, s.Interval)
 		}
 	}
-	p.positive("ntp.timeout", n.Timeout)
-	p.positive("ntp.tx_wait", n.TxWait)
+	p.Positive("ntp.timeout", n.Timeout)
+	p.Positive("ntp.tx_wait", n.TxWait)
 	switch n.Timestamping {
 	case "software":
 	case "hardware":
 		if n.Interface == "" {
-			p.add("ntp.interface", "hardware timestamping needs the interface")
+			p.Add("ntp.interface", "hardware timestamping needs the interface")
 		}
 	default:
-		p.add("ntp.timestamping", "%q is not software or hardware", n.Timestamping)
+		p.Add("ntp.timestamping", "%q is not software or hardware", n.Timestamping)
 	}
 	if n.Chrony.Enabled {
 		if n.Chrony.Socket != "" && n.Chrony.Address != "" {
-			p.dup("ntp.chrony.address", "ntp.chrony.socket", "set one of the command socket and the UDP address, not both (the socket gives ntpdata and serverstats too)")
+			p.Dup("ntp.chrony.address", "ntp.chrony.socket", "set one of the command socket and the UDP address, not both (the socket gives ntpdata and serverstats too)")
 		}
-		p.positive("ntp.chrony.interval", n.Chrony.Interval)
+		p.Positive("ntp.chrony.interval", n.Chrony.Interval)
 	}
 }
 
@@ -161,11 +161,11 @@ func (n *NTPConfig) board(paths PathsConfig, p *problems) {
 // has no PTP hardware clock (sysfs's class/net/NAME/device/ptp/ptpN), which
 // hardware timestamps need.
 func ifaceHasPHC(paths PathsConfig, key, name string, p *problems) {
-	n := len(p.list)
-	if ifaceExists(paths, key, name, p); len(p.list) > n {
+	n := len(p.Problems)
+	if ifaceExists(paths, key, name, p); len(p.Problems) > n {
 		return
 	}
 	if _, ok := phc.SysfsInterfacePHC(paths.Sys, name); !ok {
-		p.add(key, "%s has no PTP hardware clock for hardware timestamps (nothing in %s)", name, filepath.Join(paths.Sys, "class/net", name, "device/ptp"))
+		p.Add(key, "%s has no PTP hardware clock for hardware timestamps (nothing in %s)", name, filepath.Join(paths.Sys, "class/net", name, "device/ptp"))
 	}
 }

@@ -29,10 +29,10 @@ func (o *outputs) defaults() { o.c.Output = OutputConfig{} }
 func (o *outputs) check(p *problems) {
 	c := o.c
 	if !c.Output.Stdout && c.Output.File == "" && !c.Spool.Enabled {
-		p.add("output", "nowhere to write: enable the spool, stdout or a file")
+		p.Add("output", "nowhere to write: enable the spool, stdout or a file")
 	}
 	if c.Influx.Enabled && !c.Spool.Enabled {
-		p.add("influx.enabled", "InfluxDB is fed from the spool: set spool.enabled: true")
+		p.Add("influx.enabled", "InfluxDB is fed from the spool: set spool.enabled: true")
 	}
 }
 
@@ -63,7 +63,7 @@ func (s *SpoolConfig) defaults() {
 func (s *SpoolConfig) Validate() error {
 	var p problems
 	s.check(&p)
-	return p.err()
+	return p.Err()
 }
 
 func (s *SpoolConfig) check(p *problems) {
@@ -71,17 +71,17 @@ func (s *SpoolConfig) check(p *problems) {
 		return
 	}
 	if s.Dir == "" {
-		p.add("spool.dir", "must not be empty")
+		p.Add("spool.dir", "must not be empty")
 	}
 	if s.SegmentBytes < 4096 {
-		p.add("spool.segment_bytes", "must be at least 4096, got %d", s.SegmentBytes)
+		p.Add("spool.segment_bytes", "must be at least 4096, got %d", s.SegmentBytes)
 	} else if s.MaxBytes < 2*s.SegmentBytes {
-		p.add("spool.max_bytes", "must hold at least two segments (%d), got %d", 2*s.SegmentBytes, s.MaxBytes)
+		p.Add("spool.max_bytes", "must hold at least two segments (%d), got %d", 2*s.SegmentBytes, s.MaxBytes)
 	}
-	p.positive("spool.flush_interval", s.FlushInterval)
-	p.positive("spool.fsync_interval", s.FsyncInterval)
+	p.Positive("spool.flush_interval", s.FlushInterval)
+	p.Positive("spool.fsync_interval", s.FsyncInterval)
 	if s.BufferBytes < 1<<20 {
-		p.add("spool.buffer_bytes", "must be at least 1 MiB (1048576), got %d", s.BufferBytes)
+		p.Add("spool.buffer_bytes", "must be at least 1 MiB (1048576), got %d", s.BufferBytes)
 	}
 }
 
@@ -123,7 +123,7 @@ func (i *InfluxConfig) defaults() {
 func (i *InfluxConfig) Validate() error {
 	var p problems
 	i.check(&p)
-	return p.err()
+	return p.Err()
 }
 
 func (i *InfluxConfig) check(p *problems) {
@@ -133,28 +133,28 @@ func (i *InfluxConfig) check(p *problems) {
 	// The URL is quoted redacted: a password in it must not reach a log.
 	switch u, err := url.Parse(i.URL); {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		p.add("influx.url", "%q is not an http:// or https:// URL", influx.RedactURL(i.URL))
+		p.Add("influx.url", "%q is not an http:// or https:// URL", influx.RedactURL(i.URL))
 	case u.User != nil:
-		p.add("influx.url", "%q holds credentials (user:password@), which would be logged: put InfluxDB's token (1.8: \"user:password\") "+
+		p.Add("influx.url", "%q holds credentials (user:password@), which would be logged: put InfluxDB's token (1.8: \"user:password\") "+
 			"in a file named by influx.token_file or in an environment variable named by influx.token_env, and take them out of the URL",
 			influx.RedactURL(i.URL))
 	}
 	if i.Bucket == "" {
-		p.add("influx.bucket", `must be set ("db/rp" for InfluxDB 1.8)`)
+		p.Add("influx.bucket", `must be set ("db/rp" for InfluxDB 1.8)`)
 	}
 	if i.BatchPoints < 1 {
-		p.add("influx.batch_points", "must be positive, got %d", i.BatchPoints)
+		p.Add("influx.batch_points", "must be positive, got %d", i.BatchPoints)
 	}
-	p.positive("influx.batch_interval", i.BatchInterval)
-	p.positive("influx.timeout", i.Timeout)
-	p.positive("influx.max_backoff", i.MaxBackoff)
+	p.Positive("influx.batch_interval", i.BatchInterval)
+	p.Positive("influx.timeout", i.Timeout)
+	p.Positive("influx.max_backoff", i.MaxBackoff)
 }
 
 // board checks that the token file is readable.
 func (i *InfluxConfig) board(_ PathsConfig, p *problems) {
 	if i.Enabled {
 		_, err := i.Token()
-		p.addErr(err)
+		p.AddErr(err)
 	}
 }
 
@@ -171,7 +171,7 @@ func (i *InfluxConfig) advise(p *problems) {
 		} else if i.TokenEnv == "" {
 			where = "neither token_file nor token_env is set"
 		}
-		p.add(key, "no token: %s, so writes go unauthenticated (fine for an InfluxDB without authentication; otherwise every write is refused with 401)", where)
+		p.Add(key, "no token: %s, so writes go unauthenticated (fine for an InfluxDB without authentication; otherwise every write is refused with 401)", where)
 	}
 }
 

@@ -44,42 +44,42 @@ func (p *PHCConfig) defaults() {
 func (p *PHCConfig) Validate() error {
 	var ps problems
 	p.check(&ps)
-	return ps.err()
+	return ps.Err()
 }
 
 func (p *PHCConfig) check(ps *problems) {
-	ps.positive("phc.interval", p.Interval)
+	ps.Positive("phc.interval", p.Interval)
 	if p.Samples < 1 || p.Samples > phc.MaxSamples {
-		ps.add("phc.samples", "must be within 1..%d (PTP_MAX_SAMPLES), got %d", phc.MaxSamples, p.Samples)
+		ps.Add("phc.samples", "must be within 1..%d (PTP_MAX_SAMPLES), got %d", phc.MaxSamples, p.Samples)
 	}
 	if _, err := phc.ParseMethod(p.Method); err != nil {
-		ps.add("phc.method", "%v", err)
+		ps.Add("phc.method", "%v", err)
 	}
 	if len(p.Against) == 0 {
-		ps.add("phc.against", "needs at least one system clock")
+		ps.Add("phc.against", "needs at least one system clock")
 	}
 	against := map[timebase.Domain]int{}
 	for i, name := range p.Against {
 		key := fmt.Sprintf("phc.against[%d]", i)
 		d, err := timebase.ParseDomain(name)
 		if err != nil || !phc.ReadsAgainst(d) {
-			ps.add(key, "%q: a PHC is read against realtime, monotonic or monotonic_raw", name)
+			ps.Add(key, "%q: a PHC is read against realtime, monotonic or monotonic_raw", name)
 		} else if j, dup := against[d]; dup {
-			ps.dup(key, fmt.Sprintf("phc.against[%d]", j), "%q is listed twice: two identical phc_offset points each collection", name)
+			ps.Dup(key, fmt.Sprintf("phc.against[%d]", j), "%q is listed twice: two identical phc_offset points each collection", name)
 		} else {
 			against[d] = i
 		}
 	}
 	if p.Window < 2 {
-		ps.add("phc.window", "must be at least 2 samples, got %d", p.Window)
+		ps.Add("phc.window", "must be at least 2 samples, got %d", p.Window)
 	}
 	devices := map[string]int{}
 	for i, d := range p.Devices {
 		key := fmt.Sprintf("phc.devices[%d]", i)
 		if d == "" {
-			ps.add(key, "must not be empty")
+			ps.Add(key, "must not be empty")
 		} else if j, dup := devices[filepath.Clean(d)]; dup {
-			ps.dup(key, fmt.Sprintf("phc.devices[%d]", j), "%s is listed twice: list each PHC once", d)
+			ps.Dup(key, fmt.Sprintf("phc.devices[%d]", j), "%s is listed twice: list each PHC once", d)
 		} else {
 			devices[filepath.Clean(d)] = i
 		}
@@ -87,16 +87,16 @@ func (p *PHCConfig) check(ps *problems) {
 	ifaces := map[string]int{}
 	for i, name := range p.Interfaces {
 		if j, dup := ifaces[name]; dup {
-			ps.dup(fmt.Sprintf("phc.interfaces[%d]", i), fmt.Sprintf("phc.interfaces[%d]", j), "%s is listed twice: list each PHC once", name)
+			ps.Dup(fmt.Sprintf("phc.interfaces[%d]", i), fmt.Sprintf("phc.interfaces[%d]", j), "%s is listed twice: list each PHC once", name)
 		} else {
 			ifaces[name] = i
 		}
 	}
 	if p.StepThreshold <= 0 {
-		ps.add("phc.step_threshold", "must be positive, got %s", p.StepThreshold)
+		ps.Add("phc.step_threshold", "must be positive, got %s", p.StepThreshold)
 	}
 	if !(p.MaxSlewPPM >= 0 && p.MaxSlewPPM <= 1e6) {
-		ps.add("phc.max_slew_ppm", "must be within 0..1000000, got %g", p.MaxSlewPPM)
+		ps.Add("phc.max_slew_ppm", "must be within 0..1000000, got %g", p.MaxSlewPPM)
 	}
 }
 
@@ -110,7 +110,7 @@ func (p *PHCConfig) board(paths PathsConfig, ps *problems) {
 			continue
 		}
 		if _, err := os.Stat(d); err != nil {
-			ps.put(&KeyError{Key: fmt.Sprintf("phc.devices[%d]", i), Reason: fmt.Sprintf("%s: %v", d, errors.Unwrap(err)), Err: err})
+			ps.Put(&KeyError{Key: fmt.Sprintf("phc.devices[%d]", i), Reason: fmt.Sprintf("%s: %v", d, errors.Unwrap(err)), Err: err})
 		}
 	}
 	for i, name := range p.Interfaces {
@@ -135,14 +135,14 @@ func (p *PHCConfig) boardDuplicates(paths PathsConfig, ps *problems) {
 		if sh.ByDevice {
 			also = fmt.Sprintf("phc.devices[%d]", sh.By)
 		}
-		ps.put(&KeyError{Key: fmt.Sprintf("phc.interfaces[%d]", sh.Interface), Reason: fmt.Sprintf("%s's PHC is %s, named already: list each PHC once", p.Interfaces[sh.Interface], sh.Device), Also: also})
+		ps.Put(&KeyError{Key: fmt.Sprintf("phc.interfaces[%d]", sh.Interface), Reason: fmt.Sprintf("%s's PHC is %s, named already: list each PHC once", p.Interfaces[sh.Interface], sh.Device), Also: also})
 	}
 }
 
 // ifaceExists records a problem when the network interface name is absent.
 func ifaceExists(paths PathsConfig, key, name string, ps *problems) {
 	if _, err := os.Stat(filepath.Join(paths.Sys, "class/net", name)); err != nil {
-		ps.put(&KeyError{Key: key, Reason: fmt.Sprintf("no network interface %q", name), Err: err})
+		ps.Put(&KeyError{Key: key, Reason: fmt.Sprintf("no network interface %q", name), Err: err})
 	}
 }
 

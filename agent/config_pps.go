@@ -50,16 +50,16 @@ func (d *PPSDeviceConfig) tagName() string { return cmp.Or(d.Name, filepath.Base
 func (p *PPSConfig) Validate() error {
 	var ps problems
 	p.check(&ps)
-	return ps.err()
+	return ps.Err()
 }
 
 func (p *PPSConfig) check(ps *problems) {
 	if !p.Enabled {
 		return
 	}
-	ps.positive("pps.interval", p.Interval)
+	ps.Positive("pps.interval", p.Interval)
 	if len(p.Devices) == 0 {
-		ps.add("pps.devices", "list at least one PPS device")
+		ps.Add("pps.devices", "list at least one PPS device")
 	}
 	seen, names := map[string]int{}, map[string]int{}
 	for i, d := range p.Devices {
@@ -67,12 +67,12 @@ func (p *PPSConfig) check(ps *problems) {
 		twice := false
 		switch {
 		case d.Device == "":
-			ps.add(key+".device", "must be set (/dev/ppsN or ppsN)")
+			ps.Add(key+".device", "must be set (/dev/ppsN or ppsN)")
 		case !strings.HasPrefix(filepath.Base(d.Device), "pps"):
-			ps.add(key+".device", "%q is not a PPS device (/dev/ppsN)", d.Device)
+			ps.Add(key+".device", "%q is not a PPS device (/dev/ppsN)", d.Device)
 		default:
 			if j, dup := seen[filepath.Base(d.Device)]; dup {
-				ps.dup(key+".device", fmt.Sprintf("pps.devices[%d].device", j), "%s is also pps.devices[%d]: one reader per device", d.Device, j)
+				ps.Dup(key+".device", fmt.Sprintf("pps.devices[%d].device", j), "%s is also pps.devices[%d]: one reader per device", d.Device, j)
 				twice = true
 			} else {
 				seen[filepath.Base(d.Device)] = i
@@ -80,14 +80,14 @@ func (p *PPSConfig) check(ps *problems) {
 		}
 		if j, dup := names[d.tagName()]; dup && d.Device != "" && !twice {
 			// One name tag: both devices' pps_event series would be one.
-			ps.dup(key+".name", fmt.Sprintf("pps.devices[%d]", j), "name %q is another device's too: their pps_event records would share one series", d.tagName())
+			ps.Dup(key+".name", fmt.Sprintf("pps.devices[%d]", j), "name %q is another device's too: their pps_event records would share one series", d.tagName())
 		} else {
 			names[d.tagName()] = i
 		}
 		if !d.Assert && !d.Clear {
-			ps.add(key, "neither assert nor clear: ship at least one edge")
+			ps.Add(key, "neither assert nor clear: ship at least one edge")
 		}
-		ps.ring(key+".ring", d.Ring)
+		checkRing(ps, key+".ring", d.Ring)
 	}
 }
 
@@ -101,7 +101,7 @@ func (p *PPSConfig) board(paths PathsConfig, ps *problems) {
 			continue
 		}
 		if _, err := os.Stat(gpio.DevicePath(paths.Dev, d.Device)); err != nil {
-			ps.put(&KeyError{Key: fmt.Sprintf("pps.devices[%d].device", i), Reason: fmt.Sprintf("no PPS device: %v", err), Err: err})
+			ps.Put(&KeyError{Key: fmt.Sprintf("pps.devices[%d].device", i), Reason: fmt.Sprintf("no PPS device: %v", err), Err: err})
 		}
 	}
 }

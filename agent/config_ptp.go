@@ -46,7 +46,7 @@ func (p *PTPConfig) defaults() {
 func (p *PTPConfig) Validate() error {
 	var ps problems
 	p.check(&ps)
-	return ps.err()
+	return ps.Err()
 }
 
 func (p *PTPConfig) check(ps *problems) {
@@ -54,38 +54,38 @@ func (p *PTPConfig) check(ps *problems) {
 		return
 	}
 	if !p.Ptp4l.Enabled && !p.Probe.Enabled {
-		ps.add("ptp", "enable ptp4l (the monitor) or probe")
+		ps.Add("ptp", "enable ptp4l (the monitor) or probe")
 	}
 	if l := p.Ptp4l; l.Enabled {
 		if l.Socket == "" {
-			ps.add("ptp.ptp4l.socket", "must be set (ptp4l's uds_address)")
+			ps.Add("ptp.ptp4l.socket", "must be set (ptp4l's uds_address)")
 		}
 		if l.Domain < 0 || l.Domain > 255 {
-			ps.add("ptp.ptp4l.domain", "must be within 0..255, got %d", l.Domain)
+			ps.Add("ptp.ptp4l.domain", "must be within 0..255, got %d", l.Domain)
 		}
-		ps.positive("ptp.ptp4l.interval", l.Interval)
-		ps.positive("ptp.ptp4l.timeout", l.Timeout)
+		ps.Positive("ptp.ptp4l.interval", l.Interval)
+		ps.Positive("ptp.ptp4l.timeout", l.Timeout)
 	}
 	if pr := p.Probe; pr.Enabled {
 		if pr.Interface == "" {
-			ps.add("ptp.probe.interface", "must be set")
+			ps.Add("ptp.probe.interface", "must be set")
 		}
 		if pr.Transport != "udp" && pr.Transport != "l2" {
-			ps.add("ptp.probe.transport", "%q: must be udp or l2", pr.Transport)
+			ps.Add("ptp.probe.transport", "%q: must be udp or l2", pr.Transport)
 		}
 		if pr.Domain < 0 || pr.Domain > 255 {
-			ps.add("ptp.probe.domain", "must be within 0..255, got %d", pr.Domain)
+			ps.Add("ptp.probe.domain", "must be within 0..255, got %d", pr.Domain)
 		}
 		if pr.Master != "" {
 			if pr.Transport == "l2" {
-				ps.add("ptp.probe.master", "unicast Delay_Req is for transport udp; l2 sends to 01:1b:19:00:00:00")
+				ps.Add("ptp.probe.master", "unicast Delay_Req is for transport udp; l2 sends to 01:1b:19:00:00:00")
 			} else if _, err := netip.ParseAddr(pr.Master); err != nil {
-				ps.add("ptp.probe.master", "%q is not an IP address", pr.Master)
+				ps.Add("ptp.probe.master", "%q is not an IP address", pr.Master)
 			}
 		}
-		ps.positive("ptp.probe.tx_wait", pr.TxWait)
+		ps.Positive("ptp.probe.tx_wait", pr.TxWait)
 		if pr.Timestamping != "software" && pr.Timestamping != "hardware" {
-			ps.add("ptp.probe.timestamping", "%q is not software or hardware", pr.Timestamping)
+			ps.Add("ptp.probe.timestamping", "%q is not software or hardware", pr.Timestamping)
 		}
 	}
 }

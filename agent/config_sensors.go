@@ -72,35 +72,35 @@ func (b *SensorBufferConfig) UnmarshalYAML(n *yaml.Node) error {
 func (s *SensorsConfig) Validate() error {
 	var p problems
 	s.check(&p)
-	return p.err()
+	return p.Err()
 }
 
 func (s *SensorsConfig) check(p *problems) {
 	if !s.Enabled {
 		return
 	}
-	p.positive("sensors.interval", s.Interval)
-	p.positive("sensors.rescan", s.Rescan)
+	p.Positive("sensors.interval", s.Interval)
+	p.Positive("sensors.rescan", s.Rescan)
 	if !s.Hwmon && !s.Thermal && !s.IIO {
-		p.add("sensors", "enable hwmon, thermal or iio")
+		p.Add("sensors", "enable hwmon, thermal or iio")
 	}
 	for i, pat := range s.Include {
 		if err := sensors.CheckGlob(pat); err != nil {
-			p.add(fmt.Sprintf("sensors.include[%d]", i), "%q: %v", pat, err)
+			p.Add(fmt.Sprintf("sensors.include[%d]", i), "%q: %v", pat, err)
 		}
 	}
 	for i, b := range s.Buffers {
 		key := fmt.Sprintf("sensors.buffers[%d]", i)
 		if b.Device == "" {
-			p.add(key+".device", "must be set (the IIO device's name or iio:deviceN)")
+			p.Add(key+".device", "must be set (the IIO device's name or iio:deviceN)")
 		}
 		if len(b.Channels) == 0 || len(b.Channels) > sensors.MaxScanChannels {
-			p.add(key+".channels", "%d channels: 1 to %d", len(b.Channels), sensors.MaxScanChannels)
+			p.Add(key+".channels", "%d channels: 1 to %d", len(b.Channels), sensors.MaxScanChannels)
 		}
 		if b.Length < 1 {
-			p.add(key+".length", "must be positive, got %d", b.Length)
+			p.Add(key+".length", "must be positive, got %d", b.Length)
 		}
-		p.ring(key+".ring", b.Ring)
+		checkRing(p, key+".ring", b.Ring)
 	}
 }
 
@@ -120,7 +120,7 @@ func (s *SensorsConfig) board(paths PathsConfig, p *problems) {
 			if !errors.As(err, &missing) { // the listing failed
 				ke.Reason, ke.Err = fmt.Sprintf("no IIO device %q: %v", b.Device, err), err
 			}
-			p.put(ke)
+			p.Put(ke)
 		}
 	}
 }

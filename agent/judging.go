@@ -29,10 +29,10 @@ func (j *JudgeConfig) check(key string, p *problems) {
 	if !j.Enabled {
 		return
 	}
-	p.positive(key+".threshold", j.Threshold)
-	p.positive(key+".holdover", j.Holdover)
+	p.Positive(key+".threshold", j.Threshold)
+	p.Positive(key+".holdover", j.Holdover)
 	if j.MinSamples < 1 {
-		p.add(key+".min_samples", "must be at least 1, got %d", j.MinSamples)
+		p.Add(key+".min_samples", "must be at least 1, got %d", j.MinSamples)
 	}
 }
 
