@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/ntp"
 	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/record"
@@ -26,6 +27,7 @@ type ntpSource struct {
 	tags     []record.Tag
 	start    time.Time
 	lastPoll time.Time
+	judged   *judgement // the system clock against this server; nil when not judged
 }
 
 // newNTPSource ships the probe of srv (see ntp.NewServerProbe).
@@ -80,6 +82,12 @@ func buildNTPSources(env *Env) ([]collect.Source, error) {
 			return nil, keyErr(fmt.Sprintf("ntp.servers[%d].address", i), "%v", err)
 		}
 		s, err := newNTPSource(sc, srv, n.Timeout, open, toRealtime)
+		if err == nil {
+			// A failed poll says the reference is lost; a source quiet for
+			// four intervals (an interleaved sample completes a poll late)
+			// has lost it too.
+			s.judged, err = env.judges.add("system", s.Name(), n.Judge, 4*sc.Interval+2*n.Timeout)
+		}
 		if err != nil {
 			closeSources(out)
 			return nil, keyErr(fmt.Sprintf("ntp.servers[%d]", i), "%v", err)
@@ -104,7 +112,9 @@ func (s *ntpSource) Close() error            { return s.p.Close() }
 // ntp_sample record at its own T4; ntp_probe is at the kept sample's T4 (at
 // the time of the failure when the poll got none).
 func (s *ntpSource) Collect(ctx context.Context, b *collect.Batch) error {
-	if !s.lastPoll.IsZero() && time.Since(s.lastPoll) < s.p.Wait(s.cfg.Interval) {
+	// Half a tick of slack: a tick that comes a little early must not
+	// push the poll a whole tick later.
+	if !s.lastPoll.IsZero() && time.Since(s.lastPoll) < s.p.Wait(s.cfg.Interval)-s.Interval()/2 {
 		return collect.ErrNoData
 	}
 	s.lastPoll = time.Now()
@@ -115,6 +125,7 @@ func (s *ntpSource) Collect(ctx context.Context, b *collect.Batch) error {
 	if err != nil {
 		now, _ := timebase.Realtime.Now()
 		s.probeRecord(b, now, nil)
+		s.judged.missed(b, now)
 		return err
 	}
 	for i, smp := range res.Samples {
@@ -125,6 +136,11 @@ func (s *ntpSource) Collect(ctx context.Context, b *collect.Batch) error {
 	}
 	best := res.Samples[res.Best]
 	s.probeRecord(b, best.T4, &best)
+	// A delay outlier is judged too: its larger bound still holds.
+	h := best.Header
+	s.judged.observe(b, judge.Sample{TimeNS: best.T4, Synced: h.Leap != 3 && h.Stratum >= 1 && h.Stratum <= 15,
+		OffsetNS: best.OffsetNS, BoundNS: judge.Exchange(best.OffsetNS, best.DelayNS, h.RootDelayNS, h.RootDispNS, best.DispersionNS),
+		FreqErrPPB: -1})
 	return nil
 }
 
@@ -179,8 +195,9 @@ func (s *ntpSource) SelfFields() []record.Field {
 // chronySource ships chronyd's tracking, sources and (over the command socket)
 // server statistics.
 type chronySource struct {
-	cfg ChronyConfig
-	m   *ntp.Chrony
+	cfg    ChronyConfig
+	m      *ntp.Chrony
+	judged *judgement // the system clock as chronyd disciplines it
 }
 
 func buildChronySource(env *Env) ([]collect.Source, error) {
@@ -188,7 +205,12 @@ func buildChronySource(env *Env) ([]collect.Source, error) {
 	addr := c.target()
 	// The client socket goes in the agent's runtime directory: chronyd must be
 	// able to answer into it (see ntp.Chrony).
-	return []collect.Source{&chronySource{cfg: c, m: ntp.NewChrony(addr, env.Config.Paths.Runtime(), env.Config.NTP.Timeout)}}, nil
+	s := &chronySource{cfg: c, m: ntp.NewChrony(addr, env.Config.Paths.Runtime(), env.Config.NTP.Timeout)}
+	var err error
+	if s.judged, err = env.judges.add("system", "chrony", c.Judge, 2*c.Interval+env.Config.NTP.Timeout); err != nil {
+		return nil, keyErr("ntp.chrony.judge", "%v", err)
+	}
+	return []collect.Source{s}, nil
 }
 
 func (s *chronySource) Name() string            { return "chrony" }
@@ -209,6 +231,15 @@ func (s *chronySource) Collect(ctx context.Context, b *collect.Batch) error {
 			record.Int("freq_ppb", tr.FreqPPB), record.Int("residual_freq_ppb", tr.ResidualFreqPPB), record.Int("skew_ppb", tr.SkewPPB),
 			record.Int("root_delay_ns", tr.RootDelayNS), record.Int("root_dispersion_ns", tr.RootDispersionNS),
 			record.Int("update_interval_ns", tr.UpdateIntervalNS))
+		// Synchronised: a reference, and leap status not 3 (unsynchronised).
+		// chronyc's tracking documentation bounds the clock's error by
+		// |system time offset| + root dispersion + ½ root delay; it grows at
+		// chronyd's skew.
+		s.judged.observe(b, judge.Sample{TimeNS: st.TrackingNS, Synced: tr.LeapStatus != 3 && tr.RefID != 0,
+			OffsetNS: tr.SystemTimeNS, BoundNS: judge.Daemon(tr.SystemTimeNS, tr.RootDelayNS, tr.RootDispersionNS), FreqErrPPB: tr.SkewPPB})
+	} else if err != nil {
+		now, _ := timebase.Realtime.Now()
+		s.judged.missed(b, now)
 	}
 	for _, src := range st.Sources {
 		f := []record.Field{

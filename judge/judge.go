@@ -86,6 +86,7 @@ type Reason string
 const (
 	ReasonLocked      Reason = "bound within threshold for min_samples samples"
 	ReasonOverBound   Reason = "bound over threshold"
+	ReasonOffset      Reason = "offset beyond threshold"
 	ReasonUnsynced    Reason = "source not synchronised"
 	ReasonLost        Reason = "reference lost"
 	ReasonStale       Reason = "no fresh sample"
@@ -193,22 +194,32 @@ func (c *Clock) observe(s Sample) (Transition, bool) {
 		return Transition{}, false
 	}
 	c.good = 0
-	reason := ReasonOverBound
 	if !s.Synced {
-		reason = ReasonUnsynced
+		switch c.state {
+		case Locked: // the reference is gone, not the clock
+			return c.lose(s.TimeNS, ReasonUnsynced)
+		case Unknown:
+			return c.to(Freerun, s.TimeNS, ReasonUnsynced, s.OffsetNS, c.Bound(s.TimeNS)), true
+		}
+		return Transition{}, false
 	}
-	switch c.state {
-	case Locked:
-		if !s.Synced { // the reference is gone, not the clock
-			return c.lose(s.TimeNS, reason)
+	// Measured, and the bound is over the threshold. The clock is shown
+	// bad only when even the least error the sample allows, |offset| less
+	// what the measurement cannot see (bound − |offset|), is over it; else
+	// the sample merely cannot confirm the clock, whose bound predicted
+	// from the last good sample still holds: HOLDOVER.
+	if lower := Abs(s.OffsetNS) - (s.BoundNS - Abs(s.OffsetNS)); lower > c.cfg.ThresholdNS || c.state == Unknown || c.state == Freerun {
+		if c.state == Freerun {
+			return Transition{}, false
 		}
-		return c.to(Freerun, s.TimeNS, reason, s.OffsetNS, s.BoundNS), true
-	case Holdover:
-		if s.Synced { // measured, and bad: no prediction keeps it
-			return c.to(Freerun, s.TimeNS, reason, s.OffsetNS, s.BoundNS), true
+		r := ReasonOffset
+		if lower <= c.cfg.ThresholdNS {
+			r = ReasonOverBound
 		}
-	case Unknown:
-		return c.to(Freerun, s.TimeNS, reason, s.OffsetNS, c.Bound(s.TimeNS)), true
+		return c.to(Freerun, s.TimeNS, r, s.OffsetNS, s.BoundNS), true
+	}
+	if c.state == Locked {
+		return c.lose(s.TimeNS, ReasonOverBound)
 	}
 	return Transition{}, false
 }

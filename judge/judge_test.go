@@ -84,8 +84,22 @@ func TestFirstBadSampleIsFreerunAndOverBoundLeavesLocked(t *testing.T) {
 	run(t, c, []step{
 		{sample: ptr(good(1*s, 5000)), want: []Transition{{TimeNS: 1 * s, From: Unknown, To: Freerun, Reason: ReasonOverBound}}},
 		{sample: ptr(good(2*s, 500)), want: []Transition{{TimeNS: 2 * s, From: Freerun, To: Locked, Reason: ReasonLocked}}},
-		// Measured and over: the clock is bad, not its reference lost.
-		{sample: ptr(good(3*s, 1001)), want: []Transition{{TimeNS: 3 * s, From: Locked, To: Freerun, Reason: ReasonOverBound}}},
+		// Measured, over the threshold, but it could be within it (offset
+		// 500 of a bound 1001): unconfirmed, not shown bad: HOLDOVER.
+		{sample: ptr(good(3*s, 1001)), want: []Transition{{TimeNS: 3 * s, From: Locked, To: Holdover, Reason: ReasonOverBound}}},
+		{sample: ptr(good(4*s, 400)), want: []Transition{{TimeNS: 4 * s, From: Holdover, To: Locked, Reason: ReasonLocked}}},
+		// Shown bad: even the least error the sample allows (3000 − 100)
+		// is over the threshold.
+		{sample: ptr(Sample{TimeNS: 5 * s, Synced: true, OffsetNS: -3000, BoundNS: 3100}), want: []Transition{{TimeNS: 5 * s, From: Locked, To: Freerun, Reason: ReasonOffset}}},
+		{sample: ptr(Sample{TimeNS: 6 * s, Synced: true, OffsetNS: -3000, BoundNS: 3100})},
+	})
+	// From HOLDOVER too.
+	c = clock(t, Config{ThresholdNS: 1000, HoldoverNS: 5 * s, MinSamples: 1})
+	run(t, c, []step{
+		{sample: ptr(good(1*s, 500)), want: []Transition{{TimeNS: 1 * s, From: Unknown, To: Locked, Reason: ReasonLocked}}},
+		{missed: 2 * s, want: []Transition{{TimeNS: 2 * s, From: Locked, To: Holdover, Reason: ReasonLost}}},
+		{sample: ptr(good(3*s, 1500))}, // unconfirmed: still holding over
+		{sample: ptr(Sample{TimeNS: 4 * s, Synced: true, OffsetNS: 2000, BoundNS: 2100}), want: []Transition{{TimeNS: 4 * s, From: Holdover, To: Freerun, Reason: ReasonOffset}}},
 	})
 }
 
