@@ -7,14 +7,14 @@ import (
 )
 
 // TestAlertRules: the shipped alert rules pass promtool's check and their
-// unit tests (configs/prometheus/monagent-rules_test.yml: each alert fires
+// unit tests (configs/prometheus/tests/monagent-rules_test.yml: each alert fires
 // when it should, and not before, with its labels and annotations).
 func TestAlertRules(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Skip("promtool not installed (Debian: prometheus): the alert rules are not checked")
 	}
-	for _, args := range [][]string{{"check", "rules", "monagent-rules.yml"}, {"test", "rules", "monagent-rules_test.yml"}} {
+	for _, args := range [][]string{{"check", "rules", "monagent-rules.yml"}, {"test", "rules", "tests/monagent-rules_test.yml"}} {
 		cmd := exec.Command(promtool, args...)
 		cmd.Dir = "../../configs/prometheus"
 		out, err := cmd.CombinedOutput()
