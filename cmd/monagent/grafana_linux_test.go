@@ -220,6 +220,8 @@ var grafanaSamplePanels = map[string]string{
 	"HCA model drift (hca_model)":                          "needs an HCA cluster",
 	"HCA sync rounds (hca_sync)":                           "needs an HCA cluster",
 	"HCA sync messages and losses (hca_sync)":              "needs an HCA cluster",
+	"Clock state (clock_state)":                            "needs a judged clock (an NTP server, chronyd)",
+	"Clock error bound (clock_state)":                      "needs a judged clock (an NTP server, chronyd)",
 }
 
 // grafanaSamples is line protocol of the documented schema for the panels
@@ -246,6 +248,7 @@ func grafanaSamples(host string, end time.Time) string {
 			`monagent_source,host=%[1]s,source=extts:/dev/ptp0 events=%[2]di,events_collected=%[2]di,kernel_lost=0i,ring_dropped=0i,read_errors=0i,missed_edges=0i,channel0_events=%[2]di %[3]d`,
 			`hca_model,host=%[1]s,algorithm=hca3,rank=1 round=%[2]di,slope=0.0000002,intercept_ns=-4200i,origin_ns=%[3]di,slope_err=0.000000001,residual_ns=45.5,points=16i,floor_ns=100i,bound_ns=350i %[3]d`,
 			`hca_sync,host=%[1]s,algorithm=hca3 round=%[2]di,nodes=2i,duration_ns=1200000i,messages=64i,exchanges=32i,lost=0i,rejected=0i,max_bound_ns=350i,models_undelivered=0i %[3]d`,
+			`clock_state,host=%[1]s,clock=system,source=ntp:192.0.2.1:123 state="LOCKED",since_ns=%[3]di,offset_ns=-12000i,bound_ns=95000i,last_sample_ns=%[3]di,state_changes=1i %[3]d`,
 		} {
 			fmt.Fprintf(&b, l+"\n", host, k, ts)
 		}
