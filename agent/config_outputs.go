@@ -28,8 +28,9 @@ func (o *outputs) defaults() { o.c.Output = OutputConfig{} }
 // check checks that records go somewhere.
 func (o *outputs) check(p *problems) {
 	c := o.c
-	if !c.Output.Stdout && c.Output.File == "" && !c.Spool.Enabled {
-		p.Add("output", "nowhere to write: enable the spool, stdout or a file")
+	// A board scraped by Prometheus alone (http.listen) keeps no records.
+	if !c.Output.Stdout && c.Output.File == "" && !c.Spool.Enabled && c.HTTP.Listen == "" {
+		p.Add("output", "nowhere to write: enable the spool, stdout, a file or http.listen")
 	}
 	if c.Influx.Enabled && !c.Spool.Enabled {
 		p.Add("influx.enabled", "InfluxDB is fed from the spool: set spool.enabled: true")

@@ -49,7 +49,7 @@ func TestConfigErrorsNameFileLineKeyAndReason(t *testing.T) {
 		{"phc step threshold 0", "phc:\n  step_threshold: 0s\n", "x.yaml:2: phc.step_threshold: must be positive, got 0s"},
 		{"phc max slew negative", "phc:\n  max_slew_ppm: -1\n", "x.yaml:2: phc.max_slew_ppm: must be within 0..1000000, got -1"},
 		{"phc max slew NaN", "phc:\n  max_slew_ppm: .nan\n", "x.yaml:2: phc.max_slew_ppm: must be within 0..1000000, got NaN"},
-		{"no output", "output:\n  stdout: false\n  file: \"\"\nspool:\n  enabled: false\n", "x.yaml:1: output: nowhere to write"},
+		{"no output", "output:\n  stdout: false\n  file: \"\"\nspool:\n  enabled: false\nhttp:\n  listen: \"\"\n", "x.yaml:1: output: nowhere to write"},
 		{"influx without spool", "output:\n  stdout: true\nspool:\n  enabled: false\ninflux:\n  enabled: true\n  url: http://127.0.0.1:8086\n  bucket: db/rp\n", "x.yaml:6: influx.enabled: InfluxDB is fed from the spool"},
 		{"influx bad url", "influx:\n  enabled: true\n  url: 127.0.0.1:8086\n  bucket: db/rp\n", `x.yaml:3: influx.url: "127.0.0.1:8086" is not an http:// or https:// URL`},
 		{"influx no bucket", "influx:\n  enabled: true\n  url: http://127.0.0.1:8086\n", `x.yaml:1: influx.bucket: must be set ("db/rp" for InfluxDB 1.8)`},

@@ -269,3 +269,70 @@ func checkPrometheus(t *testing.T, h *testbed.Host, target string) {
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// TestPrometheusOnlyBoardAndABlockedSource: with the spool, InfluxDB and
+// every output off, the agent still serves /metrics and /status; and a scrape
+// never waits for a source, here an NTP probe blocked on a server that never
+// answers (5 s timeout).
+func TestPrometheusOnlyBoardAndABlockedSource(t *testing.T) {
+	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	dir := t.TempDir()
+	addr := fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
+	cfg := writeConfig(t, dir, fmt.Sprintf(`
+clock: {enabled: true, interval: 200ms}
+phc: {enabled: false}
+ntp:
+  enabled: true
+  timeout: 5s
+  servers: [{address: "%s", interval: 1s}]
+output: {stdout: false}
+spool: {enabled: false}
+self_metrics: {interval: 500ms}
+`, silent.LocalAddr()))
+	if _, stderr, code := run(t, dir, "config", "check", cfg); code != 0 {
+		t.Fatalf("a Prometheus-only configuration is refused: %s", stderr)
+	}
+	cmd := command("run", "--config", cfg, "--duration", "20s", "--http", addr)
+	var log bytes.Buffer
+	cmd.Stderr = &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("agent log:\n%s", log.String())
+		}
+	}()
+	// The probe's first poll blocks for its 5 s timeout from the start.
+	time.Sleep(1500 * time.Millisecond)
+	for _, path := range []string{"/metrics", "/status"} {
+		start := time.Now()
+		resp, err := http.Get("http://" + addr + path)
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if took > time.Second || resp.StatusCode != 200 {
+			t.Errorf("%s took %v (HTTP %d) while a source blocks", path, took, resp.StatusCode)
+		}
+		want := []string{`monagent_sync_state{clock="system",source="ntp:` + silent.LocalAddr().String() + `",state="UNKNOWN"} 1`,
+			`monagent_source_collections_total{source="clock"}`, "process_resident_memory_bytes"}
+		if path == "/status" {
+			want = []string{`"state": "UNKNOWN"`, `"error_bound_ns": -1`}
+		}
+		for _, w := range want {
+			if !strings.Contains(string(body), w) {
+				t.Errorf("%s lacks %s", path, w)
+			}
+		}
+		t.Logf("%s answered in %v while the NTP probe waits for its server", path, took)
+	}
+}
