@@ -7,6 +7,9 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/facebook/time/ptp/protocol"
+
+	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/ptp"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sockts"
@@ -16,13 +19,19 @@ import (
 // ptp4lSource ships ptp4l's datasets through its management socket, each at
 // the time they were asked for.
 type ptp4lSource struct {
-	cfg Ptp4lConfig
-	m   *ptp.Monitor
+	cfg    Ptp4lConfig
+	m      *ptp.Monitor
+	judged *judgement // the clock ptp4l disciplines, against its grandmaster
 }
 
 func buildPtp4lSource(env *Env) ([]collect.Source, error) {
 	c := env.Config.PTP.Ptp4l
-	return []collect.Source{&ptp4lSource{cfg: c, m: ptp.NewMonitor(c.Socket, uint8(c.Domain), c.Timeout)}}, nil
+	s := &ptp4lSource{cfg: c, m: ptp.NewMonitor(c.Socket, uint8(c.Domain), c.Timeout)}
+	var err error
+	if s.judged, err = env.judges.add("ptp4l", "ptp4l:"+c.Socket, c.Judge, 2*c.Interval+c.Timeout); err != nil {
+		return nil, keyErr("ptp.ptp4l.judge", "%v", err)
+	}
+	return []collect.Source{s}, nil
 }
 
 func (s *ptp4lSource) Name() string            { return "ptp4l" }
@@ -71,7 +80,26 @@ func (s *ptp4lSource) Collect(ctx context.Context, b *collect.Batch) error {
 			record.Uint("delay_timeout", v.DelayTimeout), record.Uint("sync_mismatch", v.SyncMismatch),
 			record.Uint("followup_mismatch", v.FollowupMismatch))
 	}
+	s.judge(b, now, st)
 	return err
+}
+
+// judge feeds what ptp4l said at now: synchronised while its port follows a
+// master (SLAVE, or UNCALIBRATED: a servo not locked yet, or never, as with
+// free_running) with a grandmaster present and a path delay measured, the
+// bound then deciding; bound |master offset| + mean path delay
+// (judge.PathDelay), the offset of the last Sync as TIME_STATUS_NP gives it
+// (CURRENT_DATA_SET's stays 0 when ptp4l runs free). ptp4l
+// not answering is a missed sample.
+func (s *ptp4lSource) judge(b *collect.Batch, now int64, st ptp.Status) {
+	cur, ts, pd := st.Current, st.TimeStatus, st.Port
+	if cur == nil || ts == nil || pd == nil {
+		s.judged.missed(b, now)
+		return
+	}
+	s.judged.observe(b, judge.Sample{TimeNS: now, Synced: (pd.PortState == protocol.PortStateSlave || pd.PortState == protocol.PortStateUncalibrated) && ts.GMPresent != 0 &&
+		cur.MeanPathDelayNS > 0, // no path delay measured yet: nothing to bound the offset with
+		OffsetNS: ts.MasterOffsetNS, BoundNS: judge.PathDelay(ts.MasterOffsetNS, cur.MeanPathDelayNS, 0), FreqErrPPB: -1})
 }
 
 // SelfFields implements collect.SelfReporter.

@@ -336,3 +336,72 @@ self_metrics: {interval: 500ms}
 		t.Logf("%s answered in %v while the NTP probe waits for its server", path, took)
 	}
 }
+
+// TestJudgePtp4lThroughMasterLoss: the ptp4l source judges the clock a
+// free-running ptp4l slave follows; LOCKED while its port is SLAVE, then,
+// its master stopped, HOLDOVER once the port leaves SLAVE, FREERUN when the
+// holdover is up.
+func TestJudgePtp4lThroughMasterLoss(t *testing.T) {
+	hosts := testbed.NewBridge(t, 2)
+	master := testbed.StartPtp4l(t, hosts[0], testbed.Ptp4lOptions{Master: true})
+	slave := testbed.StartPtp4l(t, hosts[1], testbed.Ptp4lOptions{})
+	dir := t.TempDir()
+	addr := fmt.Sprintf("127.0.0.1:%d", testbed.FreePort(t))
+	out := filepath.Join(dir, "out.lp")
+	cfg := writeConfig(t, dir, fmt.Sprintf(`
+clock: {enabled: false}
+phc: {enabled: false}
+ptp:
+  enabled: true
+  ptp4l:
+    enabled: true
+    socket: %s
+    interval: 500ms
+    judge: {threshold: 1ms, holdover: 2s, min_samples: 2}
+output: {file: %s}
+spool: {enabled: false}
+`, slave.Socket, out))
+	cmd := command("run", "--config", cfg, "--duration", "60s", "--http", addr)
+	var log bytes.Buffer
+	cmd.Stderr = &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("agent log:\n%s\nslave:\n%s", log.String(), slave.LogText())
+		}
+	}()
+	wait := func(want string, within time.Duration) status.Clock {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			d, err := status.Fetch(ctx, "http://"+addr)
+			cancel()
+			if err == nil && len(d.Clocks) == 1 && d.Clocks[0].State == want {
+				return d.Clocks[0]
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("not %s within %v: %+v %v", want, within, d, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	c := wait("LOCKED", 30*time.Second)
+	if c.Clock != "ptp4l" || c.Source != "ptp4l:"+slave.Socket || c.ErrorBoundNS <= 0 {
+		t.Fatalf("locked: %+v", c)
+	}
+	t.Logf("LOCKED: offset %d ns, bound %d ns (|offset| + mean path delay)", c.OffsetNS, c.ErrorBoundNS)
+	master.Stop()
+	stopped := time.Now()
+	h := wait("HOLDOVER", 20*time.Second)
+	f := wait("FREERUN", 10*time.Second)
+	t.Logf("master stopped; HOLDOVER %v later (the slave's announce timeout), FREERUN %v after it",
+		time.Unix(0, h.SinceNS).Sub(stopped), time.Duration(f.SinceNS-h.SinceNS))
+	if d := time.Duration(f.SinceNS - h.SinceNS); d > 2*time.Second {
+		t.Errorf("FREERUN %v after HOLDOVER, want at most the 2 s holdover", d)
+	}
+}
