@@ -41,6 +41,11 @@ type HCAConfig struct {
 	MaxBound   time.Duration `yaml:"max_bound"`
 	RetryAfter time.Duration `yaml:"retry_after"`
 	Interval   time.Duration `yaml:"interval"` // how often the section's records are shipped
+	// Judge judges this rank's clock on the global timeline, by the model
+	// rank 0 gives it (clock "hca", source "hca:rank<N>"; not on rank 0,
+	// whose clock is the timeline). Default: LOCKED while the model's bound
+	// is within max_bound, holdover resync plus a retry.
+	Judge JudgeConfig `yaml:"judge"`
 	// TestClock replaces this agent's CLOCK_MONOTONIC_RAW with a virtual
 	// clock t + drift·t + offset over it, for tests of the synchronisation
 	// on one host. Never set it on a board.
@@ -57,7 +62,8 @@ func (h *HCAConfig) defaults() {
 	p := hca.DefaultParams()
 	*h = HCAConfig{Algorithm: "hca", Fitpoints: p.Fitpoints, Exchanges: p.Exchanges, Spacing: time.Duration(p.SpacingNS), PingPongs: p.MaxPingPongs,
 		Timeout: hca.DefaultPingTimeout, Resync: time.Minute, MaxBound: 50 * time.Microsecond, RetryAfter: 10 * time.Second,
-		Interval: time.Second}
+		Interval: time.Second,
+		Judge:    JudgeConfig{Enabled: true, Threshold: 50 * time.Microsecond, Holdover: 70 * time.Second, MinSamples: 1}}
 }
 
 // Validate checks the hca section.

@@ -78,8 +78,13 @@ func (g *judging) add(clock, source string, cfg JudgeConfig, stale time.Duration
 	return m, nil
 }
 
+// adder takes records: a collect.Batch, or a source's own queue.
+type adder interface {
+	Add(measurement string, timeNS int64, tags []record.Tag, fields ...record.Field)
+}
+
 // observe judges a sample; its transitions go into b.
-func (m *judgement) observe(b *collect.Batch, s judge.Sample) {
+func (m *judgement) observe(b adder, s judge.Sample) {
 	if m != nil {
 		ch := m.j.Observe(s)
 		m.emit(b, ch.All())
@@ -87,14 +92,14 @@ func (m *judgement) observe(b *collect.Batch, s judge.Sample) {
 }
 
 // missed says the sample due by deadline (REALTIME ns) did not come.
-func (m *judgement) missed(b *collect.Batch, deadline int64) {
+func (m *judgement) missed(b adder, deadline int64) {
 	if m != nil {
 		ch := m.j.Missed(deadline)
 		m.emit(b, ch.All())
 	}
 }
 
-func (m *judgement) emit(b *collect.Batch, trs []judge.Transition) {
+func (m *judgement) emit(b adder, trs []judge.Transition) {
 	for _, tr := range trs {
 		m.mu.Lock()
 		t := max(tr.TimeNS, m.last+1)

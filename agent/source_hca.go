@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/monagent/monagent/collect"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/hca"
+	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"
 )
@@ -38,6 +40,7 @@ type hcaSource struct {
 	global *hca.Global
 	n      int
 	tags   []record.Tag // algorithm and rank
+	judged *judgement   // this rank on the global timeline (not rank 0)
 
 	qmu sync.Mutex // serialises the ring's two producers: the endpoint's goroutine (onModel) and the driver's (onRound)
 	q   *collect.EventQueue[pendingRecord]
@@ -110,6 +113,12 @@ func buildHCASource(env *Env) ([]collect.Source, error) {
 	clear(key)
 	if err != nil {
 		return nil, keyErr("hca.listen", "%v", err)
+	}
+	if c.Rank != 0 { // a model is due every resync, one retry later at worst
+		if s.judged, err = env.judges.add("hca", "hca:rank"+strconv.Itoa(c.Rank), c.Judge, 2*c.Resync+c.RetryAfter); err != nil {
+			s.ep.Close()
+			return nil, keyErr("hca.judge", "%v", err)
+		}
 	}
 	if c.Rank == 0 {
 		g.Set(timebase.Identity, 0) // rank 0's clock is the global timeline
@@ -201,7 +210,18 @@ func (s *hcaSource) onModel(from int, round int64, m timebase.LinearModel) {
 	s.global.Set(m, round)
 	s.modelsTaken.Add(1)
 	rt, _ := timebase.Realtime.Now()
-	s.add(pendingRecord{"hca_model", rt, s.tags, modelFields(m, round, s.global.Now())})
+	x := s.global.Now()
+	s.add(pendingRecord{"hca_model", rt, s.tags, modelFields(m, round, x)})
+	// The model's published bound (hca.Bound), grown at its slope's error.
+	s.judged.observe((*hcaRecords)(s), judge.Sample{TimeNS: rt, Synced: true, OffsetNS: m.Offset(x), BoundNS: hca.Bound(m, x),
+		FreqErrPPB: int64(math.Ceil(math.Abs(m.SlopeErr) * 1e9))})
+}
+
+// hcaRecords puts records into the source's ring (sync_state from onModel).
+type hcaRecords hcaSource
+
+func (r *hcaRecords) Add(measurement string, t int64, tags []record.Tag, fields ...record.Field) {
+	(*hcaSource)(r).add(pendingRecord{measurement, t, tags, fields})
 }
 
 // modelFields describe a model, its bound at local time x.

@@ -202,6 +202,17 @@ hca:
 	if !outs[0].has("hca_sync,") {
 		t.Error("rank 0 shipped no hca_sync record")
 	}
+	// Each other rank judges its clock on the global timeline by its model
+	// (hca.judge): LOCKED with its first model, whose bound is µs.
+	for r := 1; r < len(outs); r++ {
+		locked := false
+		for _, l := range outs[r].lines {
+			locked = locked || strings.HasPrefix(l, "sync_state,clock=hca,") && strings.Contains(l, ",source=hca:rank"+strconv.Itoa(r)+" ") && strings.Contains(l, `to="LOCKED"`)
+		}
+		if !locked {
+			t.Errorf("agent %d shipped no sync_state of its hca clock to LOCKED", r)
+		}
+	}
 }
 
 // lpFields returns the integer fields of one line-protocol line.
