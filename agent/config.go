@@ -170,6 +170,13 @@ func keyErr(key, format string, a ...any) error { return conf.KeyErr(key, format
 
 func positive(key string, d time.Duration) error { return conf.Positive(key, d) }
 
+// validate is a section's Validate: every problem its check finds, or nil.
+func validate(c interface{ check(*problems) }) error {
+	var p problems
+	c.check(&p)
+	return p.Err()
+}
+
 // problems collects the problems of a configuration; the checks append to it
 // rather than stop at the first.
 type problems = conf.List

@@ -36,11 +36,7 @@ func (p PathsConfig) Runtime() string {
 }
 
 // Validate checks the paths section.
-func (p *PathsConfig) Validate() error {
-	var ps problems
-	p.check(&ps)
-	return ps.Err()
-}
+func (p *PathsConfig) Validate() error { return validate(p) }
 
 func (p *PathsConfig) check(ps *problems) {
 	for _, kv := range [][2]string{{"paths.sys", p.Sys}, {"paths.dev", p.Dev}, {"paths.run", p.Run}} {
@@ -61,11 +57,7 @@ func (l *LogConfig) defaults() {
 }
 
 // Validate checks the log section.
-func (l *LogConfig) Validate() error {
-	var p problems
-	l.check(&p)
-	return p.Err()
-}
+func (l *LogConfig) Validate() error { return validate(l) }
 
 func (l *LogConfig) check(p *problems) {
 	switch l.Level {
@@ -89,11 +81,7 @@ func (s *SelfMetricsConfig) defaults() {
 }
 
 // Validate checks the self_metrics section.
-func (s *SelfMetricsConfig) Validate() error {
-	var p problems
-	s.check(&p)
-	return p.Err()
-}
+func (s *SelfMetricsConfig) Validate() error { return validate(s) }
 
 func (s *SelfMetricsConfig) check(p *problems) {
 	p.Positive("self_metrics.interval", s.Interval)

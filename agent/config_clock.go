@@ -32,11 +32,7 @@ func (c *ClockConfig) defaults() {
 }
 
 // Validate checks the clock section.
-func (c *ClockConfig) Validate() error {
-	var p problems
-	c.check(&p)
-	return p.Err()
-}
+func (c *ClockConfig) Validate() error { return validate(c) }
 
 func (c *ClockConfig) check(p *problems) {
 	p.Positive("clock.interval", c.Interval)

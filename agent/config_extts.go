@@ -66,11 +66,7 @@ func (c *ExttsChannelConfig) request() phc.ExttsChannel {
 }
 
 // Validate checks the extts section.
-func (x *ExttsConfig) Validate() error {
-	var p problems
-	x.check(&p)
-	return p.Err()
-}
+func (x *ExttsConfig) Validate() error { return validate(x) }
 
 func (x *ExttsConfig) check(p *problems) {
 	if !x.Enabled {

@@ -148,11 +148,7 @@ func offsetsString(lines []GPIOLineConfig) string {
 }
 
 // Validate checks the gpio section.
-func (g *GPIOConfig) Validate() error {
-	var p problems
-	g.check(&p)
-	return p.Err()
-}
+func (g *GPIOConfig) Validate() error { return validate(g) }
 
 func keysOf[V any](m map[string]V) string {
 	var ks []string

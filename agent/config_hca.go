@@ -67,11 +67,7 @@ func (h *HCAConfig) defaults() {
 }
 
 // Validate checks the hca section.
-func (h *HCAConfig) Validate() error {
-	var ps problems
-	h.check(&ps)
-	return ps.Err()
-}
+func (h *HCAConfig) Validate() error { return validate(h) }
 
 func (h *HCAConfig) check(ps *problems) {
 	if !h.Enabled {

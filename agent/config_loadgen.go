@@ -16,11 +16,7 @@ func (l *LoadgenConfig) defaults() {
 }
 
 // Validate checks the loadgen section.
-func (l *LoadgenConfig) Validate() error {
-	var p problems
-	l.check(&p)
-	return p.Err()
-}
+func (l *LoadgenConfig) Validate() error { return validate(l) }
 
 func (l *LoadgenConfig) check(p *problems) {
 	if !l.Enabled {

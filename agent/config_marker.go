@@ -49,11 +49,7 @@ func (m *MarkerConfig) fileMode() (os.FileMode, error) {
 }
 
 // Validate checks the marker section.
-func (m *MarkerConfig) Validate() error {
-	var ps problems
-	m.check(&ps)
-	return ps.Err()
-}
+func (m *MarkerConfig) Validate() error { return validate(m) }
 
 func (m *MarkerConfig) check(ps *problems) {
 	if !m.Enabled {

@@ -116,11 +116,7 @@ func (s *NTPServerConfig) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // Validate checks the ntp section.
-func (n *NTPConfig) Validate() error {
-	var p problems
-	n.check(&p)
-	return p.Err()
-}
+func (n *NTPConfig) Validate() error { return validate(n) }
 
 func (n *NTPConfig) check(p *problems) {
 	if !n.Enabled {

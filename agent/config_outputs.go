@@ -61,11 +61,7 @@ func (s *SpoolConfig) defaults() {
 }
 
 // Validate checks the spool section.
-func (s *SpoolConfig) Validate() error {
-	var p problems
-	s.check(&p)
-	return p.Err()
-}
+func (s *SpoolConfig) Validate() error { return validate(s) }
 
 func (s *SpoolConfig) check(p *problems) {
 	if !s.Enabled {
@@ -121,11 +117,7 @@ func (i *InfluxConfig) defaults() {
 }
 
 // Validate checks the influx section.
-func (i *InfluxConfig) Validate() error {
-	var p problems
-	i.check(&p)
-	return p.Err()
-}
+func (i *InfluxConfig) Validate() error { return validate(i) }
 
 func (i *InfluxConfig) check(p *problems) {
 	if !i.Enabled {

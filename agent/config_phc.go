@@ -41,11 +41,7 @@ func (p *PHCConfig) defaults() {
 }
 
 // Validate checks the phc section.
-func (p *PHCConfig) Validate() error {
-	var ps problems
-	p.check(&ps)
-	return ps.Err()
-}
+func (p *PHCConfig) Validate() error { return validate(p) }
 
 func (p *PHCConfig) check(ps *problems) {
 	ps.Positive("phc.interval", p.Interval)

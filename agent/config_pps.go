@@ -47,11 +47,7 @@ func (d *PPSDeviceConfig) UnmarshalYAML(n *yaml.Node) error {
 func (d *PPSDeviceConfig) tagName() string { return cmp.Or(d.Name, filepath.Base(d.Device)) }
 
 // Validate checks the pps section.
-func (p *PPSConfig) Validate() error {
-	var ps problems
-	p.check(&ps)
-	return ps.Err()
-}
+func (p *PPSConfig) Validate() error { return validate(p) }
 
 func (p *PPSConfig) check(ps *problems) {
 	if !p.Enabled {

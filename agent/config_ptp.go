@@ -56,11 +56,7 @@ func (p *PTPConfig) defaults() {
 }
 
 // Validate checks the ptp section.
-func (p *PTPConfig) Validate() error {
-	var ps problems
-	p.check(&ps)
-	return ps.Err()
-}
+func (p *PTPConfig) Validate() error { return validate(p) }
 
 func (p *PTPConfig) check(ps *problems) {
 	if !p.Enabled {

@@ -69,11 +69,7 @@ func (b *SensorBufferConfig) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // Validate checks the sensors section.
-func (s *SensorsConfig) Validate() error {
-	var p problems
-	s.check(&p)
-	return p.Err()
-}
+func (s *SensorsConfig) Validate() error { return validate(s) }
 
 func (s *SensorsConfig) check(p *problems) {
 	if !s.Enabled {
