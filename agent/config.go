@@ -1,9 +1,9 @@
 package agent
 
 import (
-	"github.com/monagent/monagent/collect"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/conf"
 )
 

@@ -3,11 +3,11 @@ package agent
 import (
 	"context"
 	"errors"
-	"github.com/monagent/monagent/collect"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/record"
 )
 

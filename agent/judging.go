@@ -3,12 +3,12 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/notify"
 	"github.com/monagent/monagent/record"

@@ -2,10 +2,11 @@ package agent
 
 import (
 	"context"
-	"github.com/monagent/monagent/collect"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/monagent/monagent/collect"
 )
 
 // busySource takes about its interval to collect, so that a tick is always

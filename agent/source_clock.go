@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/monagent/monagent/collect"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"
 )

@@ -3,11 +3,11 @@ package agent
 import (
 	"context"
 	"errors"
-	"github.com/monagent/monagent/collect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"
 )

@@ -3,9 +3,9 @@ package agent
 import (
 	"context"
 	"fmt"
-	"github.com/monagent/monagent/collect"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"

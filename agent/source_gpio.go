@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/monagent/monagent/collect"
-	"github.com/monagent/monagent/hca"
 	"io"
 	"path/filepath"
 	"slices"
@@ -14,7 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/gpio"
+	"github.com/monagent/monagent/hca"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sensors"
 	"github.com/monagent/monagent/timebase"

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/monagent/monagent/collect"
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/internal/testbed/guest"
 	"github.com/monagent/monagent/timebase"
 )

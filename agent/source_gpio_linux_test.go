@@ -2,13 +2,13 @@ package agent
 
 import (
 	"context"
-	"github.com/monagent/monagent/collect"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"

@@ -3,10 +3,10 @@ package agent
 import (
 	"context"
 	"errors"
-	"github.com/monagent/monagent/collect"
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/internal/testbed"
 	"github.com/monagent/monagent/timebase"
 )

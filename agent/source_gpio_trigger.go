@@ -2,11 +2,11 @@ package agent
 
 import (
 	"errors"
-	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"strconv"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sensors"

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"github.com/monagent/monagent/collect"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sensors"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"math"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/hca"
 	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/record"

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/hca"
 	"github.com/monagent/monagent/record"
 )

@@ -2,10 +2,10 @@ package agent
 
 import (
 	"context"
-	"github.com/monagent/monagent/collect"
 	"strconv"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"
 )

@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"net"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/marker"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"

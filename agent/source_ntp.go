@@ -3,10 +3,10 @@ package agent
 import (
 	"context"
 	"fmt"
-	"github.com/monagent/monagent/collect"
 	"net/netip"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/ntp"
 	"github.com/monagent/monagent/phc"

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"github.com/monagent/monagent/collect"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/ntp"
 	"github.com/monagent/monagent/ntp/ntptest"
 	"github.com/monagent/monagent/record"

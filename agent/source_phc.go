@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"math"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"

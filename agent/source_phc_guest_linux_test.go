@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"github.com/monagent/monagent/collect"
 	"io"
 	"log/slog"
 	"os"
@@ -12,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/internal/testbed/guest"
 	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/timebase"

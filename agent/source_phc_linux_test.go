@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"math/rand/v2"
 	"reflect"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/phc/phctest"
 	"github.com/monagent/monagent/record"

@@ -3,10 +3,10 @@ package agent
 import (
 	"context"
 	"fmt"
-	"github.com/monagent/monagent/collect"
 	"sync/atomic"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"

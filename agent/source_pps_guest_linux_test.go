@@ -2,12 +2,13 @@ package agent
 
 import (
 	"context"
-	"github.com/monagent/monagent/collect"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/monagent/monagent/collect"
 )
 
 // ktimerPPS returns the device of the kernel's pps-ktimer client (a PPS

@@ -2,12 +2,12 @@ package agent
 
 import (
 	"context"
-	"github.com/monagent/monagent/collect"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/record"
 )

@@ -3,12 +3,12 @@ package agent
 import (
 	"context"
 	"fmt"
-	"github.com/monagent/monagent/collect"
 	"net/netip"
 	"time"
 
 	"github.com/facebook/time/ptp/protocol"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/ptp"
 	"github.com/monagent/monagent/record"

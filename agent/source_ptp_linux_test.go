@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"github.com/monagent/monagent/collect"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/internal/testbed"
 	"github.com/monagent/monagent/ptp"
 	"github.com/monagent/monagent/record"

@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"github.com/monagent/monagent/collect"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/sensors"
 	"github.com/monagent/monagent/sensors/sensorstest"
 )
