@@ -1,11 +1,9 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
 	"github.com/monagent/monagent/collect"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/monagent/monagent/record"
@@ -36,9 +34,8 @@ type Outputs struct {
 // OpenOutputs opens the outputs cfg asks for.
 func OpenOutputs(cfg *Config) (*Outputs, error) {
 	o := &Outputs{}
-	o.Sink = (*outputSink)(o)
 	fail := func(err error) (*Outputs, error) {
-		o.Close()
+		o.fanout().Close()
 		return nil, err
 	}
 	qb := int(cfg.Memory.OutputQueueBytes)
@@ -78,47 +75,17 @@ func OpenOutputs(cfg *Config) (*Outputs, error) {
 			o.Shipper = sh
 		}
 	}
+	o.Sink = o.fanout()
 	return o, nil
 }
 
-// outputSink writes to the outputs: the spool, then each optional output.
-type outputSink Outputs
-
-// Write implements sink.Sink. Neither the spool nor an optional output waits.
-// An error says what the spool refused or what could not be encoded; an
-// optional output's full queue is its own drop, counted in its stats and
-// logged by state (selfRecords), not an output error of every batch.
-func (s *outputSink) Write(recs []record.Record) error {
-	var errs []error
-	if s.Spool != nil {
-		errs = append(errs, s.Spool.Write(recs))
+// fanout is the outputs as one sink: the spool first, then each optional
+// output.
+func (o *Outputs) fanout() *sink.Fanout {
+	if o.Spool == nil {
+		return sink.NewFanout(nil, o.Optional...)
 	}
-	for _, q := range s.Optional {
-		if err := q.Write(recs); !errors.Is(err, sink.ErrQueueFull) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// Close implements sink.Sink: the optional outputs get their grace
-// (sink.CloseGrace) together, then the spool writes and fsyncs what it
-// holds.
-func (s *outputSink) Close() error {
-	errs := make([]error, len(s.Optional)+1)
-	var wg sync.WaitGroup
-	for i, q := range s.Optional {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = q.Close()
-		}()
-	}
-	wg.Wait()
-	if s.Spool != nil {
-		errs[len(s.Optional)] = s.Spool.Close()
-	}
-	return errors.Join(errs...)
+	return sink.NewFanout(o.Spool, o.Optional...)
 }
 
 // SetLogger gives the shipper a logger for its state changes (401, database
