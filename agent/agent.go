@@ -30,7 +30,7 @@ type Agent struct {
 	host        string
 	start       int64
 
-	queue        *recordQueue
+	queue        *sink.Batches
 	batches      atomic.Uint64
 	droppedBatch atomic.Uint64
 	droppedRecs  atomic.Uint64
@@ -102,7 +102,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	a := &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: host, queue: newRecordQueue(cfg.Memory.QueueBytes),
+	a := &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: host, queue: sink.NewBatches(cfg.Memory.QueueBytes),
 		judges: &judging{host: host, log: log}}
 	var err error
 	if a.judges.notify, err = cfg.Notify.sender(); err != nil {
@@ -132,7 +132,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 
 // newWithSources is New with given sources, for tests.
 func newWithSources(cfg Config, log *slog.Logger, out sink.Sink, srcs ...collect.Source) *Agent {
-	a := &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: cfg.Host, queue: newRecordQueue(cfg.Memory.QueueBytes),
+	a := &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: cfg.Host, queue: sink.NewBatches(cfg.Memory.QueueBytes),
 		judges: &judging{host: cfg.Host, log: log}}
 	for _, s := range srcs {
 		a.sources = append(a.sources, &running{src: s})
@@ -217,7 +217,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { // the only writer to the sink
 		defer close(done)
 		for {
-			recs, ok := a.queue.get()
+			recs, ok := a.queue.Get()
 			if !ok {
 				return
 			}
@@ -240,7 +240,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.cfg.SelfMetrics.Enabled {
 		a.enqueue(a.selfMetrics())
 	}
-	a.queue.close()
+	a.queue.Close()
 	<-done
 	<-shipped // the shipper reads the spool: stop it before the spool closes
 	return errors.Join(a.closeSources(), a.out.Close())
@@ -252,7 +252,7 @@ func (a *Agent) Run(ctx context.Context) error {
 // unacknowledged batch, which is re-sent after a restart) is said in the
 // returned lines. The process should exit after it; Run may still be running.
 func (a *Agent) Abort() []string {
-	queued, _ := a.queue.state()
+	queued, _ := a.queue.State()
 	var out []string
 	if a.outputs != nil && a.outputs.Spool != nil {
 		if err := a.outputs.Spool.Close(); err != nil {
@@ -318,9 +318,9 @@ func (a *Agent) collect(ctx context.Context, r *running) {
 // enqueue hands a batch to the writer without waiting; beyond the queue's
 // bound (memory.queue_bytes) the batch is dropped and counted.
 func (a *Agent) enqueue(recs []record.Record) {
-	put := a.queue.put
+	put := a.queue.Put
 	if a.draining.Load() {
-		put = a.queue.putWait
+		put = a.queue.PutWait
 	}
 	if put(recs) {
 		a.batches.Add(1)
@@ -369,7 +369,7 @@ func (a *Agent) selfMetrics() []record.Record {
 		a.outputs.selfRecords(b, now)
 	}
 	a.judges.records(b, now)
-	queued, queuedBytes := a.queue.state()
+	queued, queuedBytes := a.queue.State()
 	b.Add("monagent", now, nil,
 		record.Int("uptime_ns", now-a.start),
 		record.Uint("batches", a.batches.Load()),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/sink"
 )
 
 // memSink keeps what it is given.
@@ -173,7 +174,7 @@ func TestAgentCountsDropsInsteadOfBlocking(t *testing.T) {
 	// is one record of one size, so exactly the batches beyond it drop.
 	b := &collect.Batch{}
 	b.Add("tick", 1, []record.Tag{{Key: "source", Value: "fast"}}, record.Int("n", 1))
-	fit := int(cfg.Memory.QueueBytes / batchBytes(b.Records))
+	fit := int(cfg.Memory.QueueBytes / sink.BatchBytes(b.Records))
 	for i := 0; i < fit+50; i++ {
 		a.collect(context.Background(), a.sources[0])
 	}
@@ -183,7 +184,7 @@ func TestAgentCountsDropsInsteadOfBlocking(t *testing.T) {
 	if got := a.droppedRecs.Load(); got != 50 {
 		t.Fatalf("dropped %d records, want 50", got)
 	}
-	if n, bytes := a.queue.state(); n != fit || bytes > cfg.Memory.QueueBytes {
+	if n, bytes := a.queue.State(); n != fit || bytes > cfg.Memory.QueueBytes {
 		t.Fatalf("%d batches, %d bytes queued; want %d within %d", n, bytes, fit, cfg.Memory.QueueBytes)
 	}
 	close(out.release)

@@ -1,11 +1,9 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
 	"github.com/monagent/monagent/collect"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/monagent/monagent/record"
@@ -36,9 +34,8 @@ type Outputs struct {
 // OpenOutputs opens the outputs cfg asks for.
 func OpenOutputs(cfg *Config) (*Outputs, error) {
 	o := &Outputs{}
-	o.Sink = (*outputSink)(o)
 	fail := func(err error) (*Outputs, error) {
-		o.Close()
+		o.fanout().Close()
 		return nil, err
 	}
 	qb := int(cfg.Memory.OutputQueueBytes)
@@ -78,47 +75,17 @@ func OpenOutputs(cfg *Config) (*Outputs, error) {
 			o.Shipper = sh
 		}
 	}
+	o.Sink = o.fanout()
 	return o, nil
 }
 
-// outputSink writes to the outputs: the spool, then each optional output.
-type outputSink Outputs
-
-// Write implements sink.Sink. Neither the spool nor an optional output waits.
-// An error says what the spool refused or what could not be encoded; an
-// optional output's full queue is its own drop, counted in its stats and
-// logged by state (selfRecords), not an output error of every batch.
-func (s *outputSink) Write(recs []record.Record) error {
-	var errs []error
-	if s.Spool != nil {
-		errs = append(errs, s.Spool.Write(recs))
+// fanout is the outputs as one sink: the spool first, then each optional
+// output.
+func (o *Outputs) fanout() *sink.Fanout {
+	if o.Spool == nil {
+		return sink.NewFanout(nil, o.Optional...)
 	}
-	for _, q := range s.Optional {
-		if err := q.Write(recs); !errors.Is(err, sink.ErrQueueFull) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// Close implements sink.Sink: the optional outputs get their grace
-// (sink.CloseGrace) together, then the spool writes and fsyncs what it
-// holds.
-func (s *outputSink) Close() error {
-	errs := make([]error, len(s.Optional)+1)
-	var wg sync.WaitGroup
-	for i, q := range s.Optional {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = q.Close()
-		}()
-	}
-	wg.Wait()
-	if s.Spool != nil {
-		errs[len(s.Optional)] = s.Spool.Close()
-	}
-	return errors.Join(errs...)
+	return sink.NewFanout(o.Spool, o.Optional...)
 }
 
 // SetLogger gives the shipper a logger for its state changes (401, database
@@ -135,32 +102,13 @@ func (o *Outputs) SetLogger(l *slog.Logger) {
 func (o *Outputs) Summary() []string {
 	var out []string
 	for _, q := range o.Optional {
-		st := q.Stats()
-		line := fmt.Sprintf("wrote %d records (%d bytes) to %s", st.Written, st.Bytes, q.Name())
-		if lost := st.DroppedFull + st.DroppedError + st.DroppedClose; lost > 0 {
-			line += fmt.Sprintf("; %d not written (queue full %d, write errors %d, at close %d)", lost, st.DroppedFull, st.DroppedError, st.DroppedClose)
-		}
-		out = append(out, line)
+		out = append(out, q.Summary())
 	}
-	if o.Spool != nil {
-		st := o.Spool.Stats()
-		dropped := st.DroppedCap + st.DroppedBuffer + st.DroppedCorrupt + st.DroppedDisk
-		if o.Shipper == nil {
-			out = append(out, fmt.Sprintf("spool %s: %d points appended, %d dropped (cap %d, buffer %d, corrupt %d, disk %d), %d bytes on disk",
-				o.Spool.Dir(), st.Appended, dropped, st.DroppedCap, st.DroppedBuffer, st.DroppedCorrupt, st.DroppedDisk, st.Bytes))
-			return out
-		}
-		out = append(out, fmt.Sprintf("spool %s: %d points appended, %d acknowledged by InfluxDB, %d pending, %d dropped (cap %d, buffer %d, corrupt %d, disk %d), %d dead-lettered, %d bytes on disk",
-			o.Spool.Dir(), st.Appended, st.Acknowledged, st.Pending, dropped, st.DroppedCap, st.DroppedBuffer, st.DroppedCorrupt, st.DroppedDisk, st.DeadLettered, st.Bytes))
-		sh := o.Shipper.Stats()
-		line := fmt.Sprintf("InfluxDB: %d points in %d batches, %d retries, state %s", sh.Points, sh.Batches, sh.Retries, sh.State)
-		if sh.State != influx.StateOK {
-			line += fmt.Sprintf(" since %s (last HTTP status %d: %s)", time.Unix(0, sh.OutageStartNS).UTC().Format(time.RFC3339), sh.LastStatus, sh.LastError)
-		}
-		if st.DeadLettered > 0 {
-			line += fmt.Sprintf("; %d dead-lettered lines in %s ('monagent spool replay-deadletter' ships them again once fixed)", st.DeadLettered, o.Shipper.DeadLetterPath())
-		}
-		out = append(out, line)
+	switch {
+	case o.Spool != nil && o.Shipper != nil:
+		out = append(out, o.Spool.Summary("InfluxDB"), o.Shipper.Summary())
+	case o.Spool != nil:
+		out = append(out, o.Spool.Summary(""))
 	}
 	return out
 }
@@ -179,16 +127,7 @@ func (o *Outputs) selfRecords(b *collect.Batch, now int64) {
 			}
 			o.spoolLog.note(o.log, time.Unix(0, now), failed, "spool: writing to disk", "dir", o.Spool.Dir())
 		}
-		b.Add("monagent_spool", now, nil,
-			record.Uint("appended", st.Appended), record.Uint("rejected", st.Rejected), record.Uint("acknowledged", st.Acknowledged),
-			record.Uint("pending", st.Pending), record.Uint("buffered", st.Buffered),
-			record.Uint("dropped_cap", st.DroppedCap), record.Uint("dropped_buffer", st.DroppedBuffer),
-			record.Uint("dropped_disk", st.DroppedDisk), record.Uint("dropped_corrupt", st.DroppedCorrupt),
-			record.Uint("dead_lettered", st.DeadLettered), record.Uint("recovered", st.Recovered),
-			record.Uint("truncated_bytes", st.TruncatedBytes), record.Uint("write_errors", st.WriteErrors),
-			record.String("last_error", st.LastError), record.Uint("fsyncs", st.Fsyncs),
-			record.Int("spool_bytes", st.Bytes), record.Int("segments", int64(st.Segments)),
-		)
+		b.Add("monagent_spool", now, nil, st.Fields()...)
 	}
 	for i, q := range o.Optional {
 		st := q.Stats()
@@ -202,38 +141,9 @@ func (o *Outputs) selfRecords(b *collect.Batch, now int64) {
 		if o.log != nil {
 			o.optLog[i].note(o.log, time.Unix(0, now), slow, "output "+q.Name())
 		}
-		b.Add("monagent_output", now, []record.Tag{{Key: "output", Value: q.Name()}},
-			record.Uint("written", st.Written),
-			record.Uint("bytes", st.Bytes),
-			record.Uint("rejected", st.Rejected),
-			record.Uint("dropped_full", st.DroppedFull),
-			record.Uint("dropped_error", st.DroppedError),
-			record.Uint("dropped_close", st.DroppedClose),
-			record.Uint("write_errors", st.WriteErrors),
-			record.Int("queued_bytes", st.QueuedBytes),
-			record.String("last_error", st.LastError),
-		)
+		b.Add("monagent_output", now, []record.Tag{{Key: "output", Value: q.Name()}}, st.Fields()...)
 	}
 	if o.Shipper != nil {
-		st := o.Shipper.Stats()
-		b.Add("monagent_influx", now, nil,
-			record.Uint("batches", st.Batches),
-			record.Uint("points", st.Points),
-			record.Uint("bytes", st.Bytes),
-			record.Uint("requests", st.Requests),
-			record.Uint("retries", st.Retries),
-			record.Uint("dead_lettered", st.DeadLettered),
-			record.Uint("splits", st.Splits),
-			record.Int("last_latency_ns", int64(st.LastLatency)),
-			record.String("last_error", st.LastError),
-			record.String("state", st.State),
-			record.Int("last_status", int64(st.LastStatus)),
-			record.Int("outage_start_ns", st.OutageStartNS),
-			record.Uint("consecutive_failures", st.ConsecutiveFailures),
-			record.String("local_state", st.LocalState),
-			record.Uint("reader_errors", st.ReaderErrors),
-			record.Uint("ack_errors", st.AckErrors),
-			record.Uint("dead_letter_errors", st.DeadLetterErrors),
-		)
+		b.Add("monagent_influx", now, nil, o.Shipper.Stats().Fields()...)
 	}
 }

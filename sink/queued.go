@@ -216,6 +216,27 @@ func (q *Queued) Stats() QueuedStats {
 	}
 }
 
+// Fields are the counters as the fields of a monagent_output record
+// (docs/schema.md).
+func (st QueuedStats) Fields() []record.Field {
+	return []record.Field{
+		record.Uint("written", st.Written), record.Uint("bytes", st.Bytes), record.Uint("rejected", st.Rejected),
+		record.Uint("dropped_full", st.DroppedFull), record.Uint("dropped_error", st.DroppedError), record.Uint("dropped_close", st.DroppedClose),
+		record.Uint("write_errors", st.WriteErrors), record.Int("queued_bytes", st.QueuedBytes), record.String("last_error", st.LastError),
+	}
+}
+
+// Summary says what the sink wrote and what it did not, for the end of a
+// run.
+func (q *Queued) Summary() string {
+	st := q.Stats()
+	line := fmt.Sprintf("wrote %d records (%d bytes) to %s", st.Written, st.Bytes, q.name)
+	if lost := st.DroppedFull + st.DroppedError + st.DroppedClose; lost > 0 {
+		line += fmt.Sprintf("; %d not written (queue full %d, write errors %d, at close %d)", lost, st.DroppedFull, st.DroppedError, st.DroppedClose)
+	}
+	return line
+}
+
 // CloseGrace is how long Close waits for the writer to write what is queued.
 const CloseGrace = time.Second
 

@@ -152,3 +152,23 @@ func TestQueuedCountsFailedWrites(t *testing.T) {
 	}
 	accounted(t, st, 10)
 }
+
+// The summary says what was written, and what was not only when there is
+// some.
+func TestQueuedSummary(t *testing.T) {
+	out := &memOut{}
+	q := NewQueued("mem", out.open, 1<<20)
+	tiny := NewQueued("tiny", (&memOut{}).open, 16) // no batch fits
+	for _, s := range []*Queued{q, tiny} {
+		s.Write(batch(0, 10))
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := q.Summary(), "wrote 10 records ("+itoa(out.buf.Len())+" bytes) to mem"; got != want {
+		t.Fatalf("summary %q, want %q", got, want)
+	}
+	if got, want := tiny.Summary(), "wrote 0 records (0 bytes) to tiny; 10 not written (queue full 10, write errors 0, at close 0)"; got != want {
+		t.Fatalf("summary %q, want %q", got, want)
+	}
+}
