@@ -2,10 +2,10 @@ package agent
 
 import (
 	"fmt"
-	"github.com/monagent/monagent/collect"
 	"log/slog"
 	"time"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sink"
 	"github.com/monagent/monagent/sink/influx"
