@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/faultlog"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sink"
 	"github.com/monagent/monagent/status"
@@ -37,8 +38,8 @@ type Agent struct {
 	droppedRecs  atomic.Uint64
 	written      atomic.Uint64
 	writeErrors  atomic.Uint64
-	writeLog     changeLog   // the outputs' failures (writer goroutine only)
-	draining     atomic.Bool // the sources have stopped: the last batches wait for room
+	writeLog     faultlog.Log // the outputs' failures (writer goroutine only)
+	draining     atomic.Bool  // the sources have stopped: the last batches wait for room
 
 	judges *judging       // the judged clocks
 	http   *status.Server // /metrics and /status; nil when http.listen is ""
@@ -56,7 +57,7 @@ type running struct {
 	mu          sync.Mutex
 	lastErr     string
 	self        []record.Field // the source's SelfFields, taken on its own goroutine
-	log         changeLog      // what of its failures is logged (its collecting goroutine only)
+	log         faultlog.Log   // what of its failures is logged (its collecting goroutine only)
 }
 
 // New opens the outputs and builds the sources of cfg. The agent closes both
@@ -300,7 +301,7 @@ func (a *Agent) collect(ctx context.Context, r *running) {
 		r.mu.Unlock()
 	}
 	if !errors.Is(err, collect.ErrNoData) {
-		r.log.note(a.log, time.Now(), err, "collection", "source", r.src.Name())
+		r.log.Note(a.log, time.Now(), err, "collection", "source", r.src.Name())
 	}
 	if len(b.Records) > 0 {
 		a.enqueue(b.Records)
@@ -343,7 +344,7 @@ func (a *Agent) write(recs []record.Record) {
 	if err != nil {
 		a.writeErrors.Add(1)
 	}
-	a.writeLog.note(a.log, time.Now(), err, "output")
+	a.writeLog.Note(a.log, time.Now(), err, "output")
 }
 
 // selfMetrics returns the agent's own records: one per source and one overall.

@@ -1,13 +1,10 @@
 package agent
 
 import (
-	"bytes"
 	"errors"
-	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Sizes that pass the type check but no board can hold are refused, naming
@@ -75,32 +72,5 @@ func TestMemoryNeedCountsEveryBuffer(t *testing.T) {
 	}
 	if !strings.HasPrefix(need.String(), "needs at most ") {
 		t.Fatalf("String: %s", need)
-	}
-}
-
-// A failure repeated every second for an hour is logged when it starts,
-// summarised every ten minutes and logged when it ends: 8 lines, not 3,600.
-// A failure whose message carries a changing count is one failure.
-func TestChangeLogLogsChangesNotAttempts(t *testing.T) {
-	var buf bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&buf, nil))
-	var c changeLog
-	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
-	for i := range 3600 {
-		c.note(log, t0.Add(time.Duration(i)*time.Second), errors.New("write 127.0.0.1:8086: batch of "+strconv.Itoa(i)+" points refused"), "output")
-	}
-	c.note(log, t0.Add(time.Hour), nil, "output")
-	lines := strings.Count(buf.String(), "\n")
-	if lines != 1+5+1 {
-		t.Fatalf("%d lines for an hour of one failure:\n%s", lines, buf.String())
-	}
-	if !strings.Contains(buf.String(), "failures=3600") {
-		t.Fatalf("the end does not count the failures:\n%s", buf.String())
-	}
-	buf.Reset()
-	c.note(log, t0, errors.New("disk full"), "output")
-	c.note(log, t0.Add(time.Second), errors.New("permission denied"), "output")
-	if n := strings.Count(buf.String(), "\n"); n != 2 {
-		t.Fatalf("a change of failure is logged: %d lines\n%s", n, buf.String())
 	}
 }

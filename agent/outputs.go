@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/faultlog"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sink"
 	"github.com/monagent/monagent/sink/influx"
@@ -24,11 +25,11 @@ type Outputs struct {
 	Shipper  *influx.Shipper
 
 	log      *slog.Logger
-	spoolLog changeLog // the spool's flush failures (self-metrics goroutine only)
+	spoolLog faultlog.Log // the spool's flush failures (self-metrics goroutine only)
 	// Each optional output's drops seen at the last self-metrics, and what of
 	// them is logged (self-metrics goroutine only).
 	optDropped []uint64
-	optLog     []changeLog
+	optLog     []faultlog.Log
 }
 
 // OpenOutputs opens the outputs cfg asks for.
@@ -49,7 +50,7 @@ func OpenOutputs(cfg *Config) (*Outputs, error) {
 		}
 		o.Optional = append(o.Optional, f)
 	}
-	o.optDropped, o.optLog = make([]uint64, len(o.Optional)), make([]changeLog, len(o.Optional))
+	o.optDropped, o.optLog = make([]uint64, len(o.Optional)), make([]faultlog.Log, len(o.Optional))
 	if cfg.Spool.Enabled {
 		opts := cfg.Spool.options()
 		opts.DeferFlush = true // Agent.Run starts it: building the agent starts nothing
@@ -125,7 +126,7 @@ func (o *Outputs) selfRecords(b *collect.Batch, now int64) {
 			if st.LastError != "" {
 				failed = fmt.Errorf("%s (unwritten points wait in memory up to spool.buffer_bytes, beyond it they are dropped and counted in dropped_disk; writing resumes by itself once the disk takes it)", st.LastError)
 			}
-			o.spoolLog.note(o.log, time.Unix(0, now), failed, "spool: writing to disk", "dir", o.Spool.Dir())
+			o.spoolLog.Note(o.log, time.Unix(0, now), failed, "spool: writing to disk", "dir", o.Spool.Dir())
 		}
 		b.Add("monagent_spool", now, nil, st.Fields()...)
 	}
@@ -139,7 +140,7 @@ func (o *Outputs) selfRecords(b *collect.Batch, now int64) {
 			o.optDropped[i] = d
 		}
 		if o.log != nil {
-			o.optLog[i].note(o.log, time.Unix(0, now), slow, "output "+q.Name())
+			o.optLog[i].Note(o.log, time.Unix(0, now), slow, "output "+q.Name())
 		}
 		b.Add("monagent_output", now, []record.Tag{{Key: "output", Value: q.Name()}}, st.Fields()...)
 	}

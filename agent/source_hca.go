@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/faultlog"
 	"github.com/monagent/monagent/hca"
 	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/record"
@@ -45,7 +46,7 @@ type hcaSource struct {
 	qmu sync.Mutex // serialises the ring's two producers: the endpoint's goroutine (onModel) and the driver's (onRound)
 	q   *collect.EventQueue[pendingRecord]
 
-	roundLog, giveLog changeLog // what of the failing rounds and deliveries is logged (the driver's goroutine)
+	roundLog, giveLog faultlog.Log // what of the failing rounds and deliveries is logged (the driver's goroutine)
 
 	rounds, failures, failing, modelsSent, modelsUndelivered atomic.Uint64
 	modelsTaken, modelsRefused, boundExceeded                atomic.Uint64
@@ -239,7 +240,7 @@ func modelFields(m timebase.LinearModel, round, x int64) []record.Field {
 func (s *hcaSource) onRound(r hca.Round) {
 	if r.Err != nil {
 		class := hca.FailureKind(r.Err)
-		s.roundLog.noteKind(s.log, time.Now(), class, fmt.Errorf("round %d: %w", r.Number, r.Err), roundWhat, roundKeeps...)
+		s.roundLog.NoteKind(s.log, time.Now(), class, fmt.Errorf("round %d: %w", r.Number, r.Err), roundWhat, roundKeeps...)
 		s.roundErr.Store(&class)
 		s.failing.Add(1)
 		s.failures.Add(1)
@@ -259,19 +260,19 @@ func (s *hcaSource) onRound(r hca.Round) {
 	s.modelsSent.Add(uint64(s.n - 1 - len(r.Undelivered)))
 	s.modelsUndelivered.Add(uint64(len(r.Undelivered)))
 	if len(r.Undelivered) == 0 {
-		s.giveLog.noteKind(s.log, time.Now(), "", nil, giveWhat)
+		s.giveLog.NoteKind(s.log, time.Now(), "", nil, giveWhat)
 	} else {
 		var ranks []string
 		for _, rank := range r.Undelivered {
 			ranks = append(ranks, strconv.Itoa(rank))
 		}
-		s.giveLog.noteKind(s.log, time.Now(), "ranks "+strings.Join(ranks, ", ")+" do not acknowledge their models", r.DeliveryErr, giveWhat, giveKeeps...)
+		s.giveLog.NoteKind(s.log, time.Now(), "ranks "+strings.Join(ranks, ", ")+" do not acknowledge their models", r.DeliveryErr, giveWhat, giveKeeps...)
 	}
 	if r.MaxBound > int64(s.cfg.MaxBound) {
 		s.boundExceeded.Add(1)
 	}
 	s.log.Debug("hca round", "round", r.Number, "duration", time.Duration(res.DurationNS), "messages", res.Messages, "max_bound_ns", r.MaxBound)
-	s.roundLog.noteKind(s.log, time.Now(), "", nil, roundWhat)
+	s.roundLog.NoteKind(s.log, time.Now(), "", nil, roundWhat)
 	s.roundErr.Store(nil)
 	s.failing.Store(0)
 	s.rounds.Add(1)

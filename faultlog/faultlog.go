@@ -1,4 +1,4 @@
-package agent
+package faultlog
 
 import (
 	"log/slog"
@@ -6,38 +6,38 @@ import (
 	"time"
 )
 
-// summaryEvery is how often a failure that lasts is logged again, with its
+// SummaryEvery is how often a failure that lasts is logged again, with its
 // count: a board's log holds one line per change and a few per hour, not
 // one per attempt (a full disk retried 12 times a second was ~860 k lines a
 // day).
-const summaryEvery = 10 * time.Minute
+const SummaryEvery = 10 * time.Minute
 
-// changeLog logs a recurring failure when it starts, when its kind changes
-// and when it ends, and a summary at most every summaryEvery while it lasts.
+// Log logs a recurring failure when it starts, when its kind changes
+// and when it ends, and a summary at most every SummaryEvery while it lasts.
 // The caller counts every occurrence; this only decides what is logged. Not
 // safe for concurrent use: each failing thing has its own, used on one
 // goroutine.
-type changeLog struct {
-	kind    string // errorKind of the current failure, "" when all is well
+type Log struct {
+	kind    string // Kind of the current failure, "" when all is well
 	since   time.Time
 	count   uint64
 	lastLog time.Time
 }
 
-// note records the outcome of one attempt (err nil: it worked) and logs what
+// Note records the outcome of one attempt (err nil: it worked) and logs what
 // changed. what names the thing that fails ("collection", "output"). One
 // failure is told from another by its message with the numbers masked.
-func (c *changeLog) note(log *slog.Logger, now time.Time, err error, what string, attrs ...any) {
+func (c *Log) Note(log *slog.Logger, now time.Time, err error, what string, attrs ...any) {
 	kind := ""
 	if err != nil {
-		kind = errorKind(err.Error())
+		kind = Kind(err.Error())
 	}
-	c.noteKind(log, now, kind, err, what, attrs...)
+	c.NoteKind(log, now, kind, err, what, attrs...)
 }
 
-// noteKind is note with the failure's kind given by the caller (a text that
+// NoteKind is Note with the failure's kind given by the caller (a text that
 // stays the same while the same thing fails).
-func (c *changeLog) noteKind(log *slog.Logger, now time.Time, kind string, err error, what string, attrs ...any) {
+func (c *Log) NoteKind(log *slog.Logger, now time.Time, kind string, err error, what string, attrs ...any) {
 	if err == nil {
 		if c.kind != "" {
 			log.Info(what+" recovered", append(attrs, "failures", c.count, "failing_for", now.Sub(c.since).Round(time.Millisecond).String(), "last", c.kind)...)
@@ -57,15 +57,15 @@ func (c *changeLog) noteKind(log *slog.Logger, now time.Time, kind string, err e
 		return
 	}
 	c.count++
-	if now.Sub(c.lastLog) >= summaryEvery {
+	if now.Sub(c.lastLog) >= SummaryEvery {
 		c.lastLog = now
 		log.Warn(what+" still failing", append(attrs, "err", err, "failures", c.count, "since", c.since.UTC().Format(time.RFC3339))...)
 	}
 }
 
-// errorKind is an error message with its numbers masked: one fault that
+// Kind is an error message with its numbers masked: one fault that
 // carries a count, a sequence number or a port reads the same each time.
-func errorKind(msg string) string {
+func Kind(msg string) string {
 	if strings.IndexAny(msg, "0123456789") < 0 {
 		return msg
 	}
