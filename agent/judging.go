@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -122,18 +121,7 @@ func (g *judging) transition(m *judgement, tr judge.Transition, t int64) {
 	if g.notify == nil {
 		return
 	}
-	data, _ := json.Marshal(struct {
-		Clock    string `json:"clock"`
-		Source   string `json:"source"`
-		From     string `json:"from"`
-		To       string `json:"to"`
-		Reason   string `json:"reason"`
-		OffsetNS int64  `json:"offset_ns"`
-		BoundNS  int64  `json:"bound_ns"`
-		TimeNS   int64  `json:"time_ns"`
-	}{m.j.Clock(), m.j.Source(), tr.From.String(), tr.To.String(), string(tr.Reason), tr.OffsetNS, tr.BoundNS, t})
-	g.notify.Send(notify.Event{ID: notify.ID(t, g.seq.Add(1)), Source: "monagent://" + g.host, Type: "io.monagent.sync-state.v1",
-		Subject: m.j.Clock() + "/" + m.j.Source(), Time: time.Unix(0, t).UTC(), Data: data})
+	g.notify.Send(status.StateChangeEvent(g.host, g.seq.Add(1), m.j.Clock(), m.j.Source(), tr, t))
 }
 
 // advance judges the passing of time up to now for every judged clock: a

@@ -179,3 +179,13 @@ func BenchmarkScrape(b *testing.B) {
 		})
 	}
 }
+
+func TestStateChangeEvent(t *testing.T) {
+	tr := judge.Transition{TimeNS: 5, From: judge.Locked, To: judge.Holdover, Reason: judge.ReasonLost, OffsetNS: -3, BoundNS: 40}
+	e := StateChangeEvent("boarda", 7, "system", "ntp:x", tr, 1_795_000_000_000_000_001)
+	b, _ := json.Marshal(e)
+	want := `{"specversion":"1.0","datacontenttype":"application/json","id":"1795000000000000001-7","source":"monagent://boarda","type":"io.monagent.sync-state.v1","subject":"system/ntp:x","time":"2026-11-18T11:06:40.000000001Z","data":{"clock":"system","source":"ntp:x","from":"LOCKED","to":"HOLDOVER","reason":"reference lost","offset_ns":-3,"bound_ns":40,"time_ns":1795000000000000001}}`
+	if string(b) != want {
+		t.Fatalf("%s\nwant\n%s", b, want)
+	}
+}
