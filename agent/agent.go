@@ -46,18 +46,11 @@ type Agent struct {
 	prom   status.Records // the latest self-metrics, for /metrics
 }
 
-// running is a source with its self-metrics.
+// running is a source with its counts, and what of its failures is logged
+// (its collecting goroutine only).
 type running struct {
-	src         collect.Source
-	collections atomic.Uint64
-	records     atomic.Uint64
-	errors      atomic.Uint64
-	nodata      atomic.Uint64
-	lastDur     atomic.Int64
-	mu          sync.Mutex
-	lastErr     string
-	self        []record.Field // the source's SelfFields, taken on its own goroutine
-	log         faultlog.Log   // what of its failures is logged (its collecting goroutine only)
+	collect.Counted
+	log faultlog.Log
 }
 
 // New opens the outputs and builds the sources of cfg. The agent closes both
@@ -125,7 +118,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 				return nil, fmt.Errorf("source %s: %w", k.name, err)
 			}
 			for _, s := range srcs {
-				a.sources = append(a.sources, &running{src: s})
+				a.sources = append(a.sources, &running{Counted: collect.Counted{Source: s}})
 			}
 		}
 	}
@@ -137,7 +130,7 @@ func newWithSources(cfg Config, log *slog.Logger, out sink.Sink, srcs ...collect
 	a := &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: cfg.Host, queue: sink.NewBatches(cfg.Memory.QueueBytes),
 		judges: &judging{host: cfg.Host, log: log}}
 	for _, s := range srcs {
-		a.sources = append(a.sources, &running{src: s})
+		a.sources = append(a.sources, &running{Counted: collect.Counted{Source: s}})
 	}
 	return a
 }
@@ -152,7 +145,7 @@ func (a *Agent) Translators() *timebase.Translators { return a.translators }
 func (a *Agent) Sources() []string {
 	var n []string
 	for _, r := range a.sources {
-		n = append(n, r.src.Name())
+		n = append(n, r.Source.Name())
 	}
 	return n
 }
@@ -167,7 +160,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	var readers sync.WaitGroup
 	for _, r := range a.sources {
-		if rn, ok := r.src.(collect.Runner); ok {
+		if rn, ok := r.Source.(collect.Runner); ok {
 			readers.Add(1)
 			go func() {
 				defer readers.Done()
@@ -234,7 +227,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.draining.Store(true)
 	final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	for _, r := range a.sources {
-		if _, ok := r.src.(collect.Runner); ok {
+		if _, ok := r.Source.(collect.Runner); ok {
 			a.collect(final, r)
 		}
 	}
@@ -269,7 +262,7 @@ func (a *Agent) Abort() []string {
 }
 
 func (a *Agent) loop(ctx context.Context, r *running) {
-	t := time.NewTicker(r.src.Interval())
+	t := time.NewTicker(r.Source.Interval())
 	defer t.Stop()
 	// No collection starts after cancellation, although a select whose tick
 	// and ctx are both ready picks either.
@@ -285,35 +278,12 @@ func (a *Agent) loop(ctx context.Context, r *running) {
 
 func (a *Agent) collect(ctx context.Context, r *running) {
 	b := &collect.Batch{Host: a.host}
-	start := time.Now()
-	err := r.src.Collect(ctx, b)
-	r.lastDur.Store(int64(time.Since(start)))
-	r.collections.Add(1)
-	r.records.Add(uint64(len(b.Records)))
-	switch {
-	case err == nil:
-	case errors.Is(err, collect.ErrNoData):
-		r.nodata.Add(1)
-	default:
-		r.errors.Add(1)
-		r.mu.Lock()
-		r.lastErr = err.Error()
-		r.mu.Unlock()
-	}
+	err := r.Counted.Collect(ctx, b)
 	if !errors.Is(err, collect.ErrNoData) {
-		r.log.Note(a.log, time.Now(), err, "collection", "source", r.src.Name())
+		r.log.Note(a.log, time.Now(), err, "collection", "source", r.Source.Name())
 	}
 	if len(b.Records) > 0 {
 		a.enqueue(b.Records)
-	}
-	// Self-metrics are taken here, on the goroutine that collects, and handed
-	// over under the lock: a source's counters need no synchronisation of
-	// their own unless a reader goroutine writes them (those are atomics).
-	if sr, ok := r.src.(collect.SelfReporter); ok {
-		f := sr.SelfFields()
-		r.mu.Lock()
-		r.self = f
-		r.mu.Unlock()
 	}
 }
 
@@ -352,20 +322,7 @@ func (a *Agent) selfMetrics() []record.Record {
 	now, _ := timebase.Realtime.Now()
 	b := &collect.Batch{Host: a.host}
 	for _, r := range a.sources {
-		r.mu.Lock()
-		lastErr := r.lastErr
-		self := r.self
-		r.mu.Unlock()
-		f := []record.Field{
-			record.Uint("collections", r.collections.Load()),
-			record.Uint("records", r.records.Load()),
-			record.Uint("errors", r.errors.Load()),
-			record.Uint("no_data", r.nodata.Load()),
-			record.Int("last_duration_ns", r.lastDur.Load()),
-			record.String("last_error", lastErr),
-		}
-		f = append(f, self...)
-		b.Add("monagent_source", now, []record.Tag{{Key: "source", Value: r.src.Name()}}, f...)
+		b.Add("monagent_source", now, []record.Tag{{Key: "source", Value: r.Source.Name()}}, r.Fields()...)
 	}
 	if a.outputs != nil {
 		a.outputs.selfRecords(b, now)
@@ -389,7 +346,7 @@ func (a *Agent) selfMetrics() []record.Record {
 func (a *Agent) closeSources() error {
 	var errs []error
 	for _, r := range a.sources {
-		errs = append(errs, r.src.Close())
+		errs = append(errs, r.Source.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -188,4 +189,49 @@ func selfOf[E any](t *testing.T, s *EventSource[E], key string) record.Field {
 		t.Fatalf("no self-metric %s", key)
 	}
 	return f
+}
+
+// scripted is a source whose collections return the errors given, adding one
+// record each, with a self-metric of its own.
+type scripted struct {
+	errs []error
+	n    int
+}
+
+func (s *scripted) Name() string            { return "scripted" }
+func (s *scripted) Interval() time.Duration { return time.Second }
+func (s *scripted) Close() error            { return nil }
+func (s *scripted) Collect(ctx context.Context, b *Batch) error {
+	b.Add("m", int64(s.n), nil, record.Int("v", 1))
+	err := s.errs[s.n]
+	s.n++
+	return err
+}
+func (s *scripted) SelfFields() []record.Field { return []record.Field{record.Int("own", int64(s.n))} }
+
+// Counted counts every collection by its outcome and keeps the last error
+// and the source's own fields.
+func TestCountedCountsCollections(t *testing.T) {
+	c := &Counted{Source: &scripted{errs: []error{nil, ErrNoData, errors.New("device gone"), nil}}}
+	b := &Batch{}
+	for range 4 {
+		c.Collect(context.Background(), b)
+	}
+	want := map[string]string{"collections": "4", "records": "4", "errors": "1", "no_data": "1", "last_error": "device gone", "own": "4"}
+	for _, f := range c.Fields() {
+		v := fmt.Sprint(f.U)
+		switch f.Kind {
+		case record.KindInt:
+			v = fmt.Sprint(f.I)
+		case record.KindString:
+			v = f.S
+		}
+		if w, ok := want[f.Key]; ok && v != w {
+			t.Errorf("%s = %s, want %s", f.Key, v, w)
+		}
+		delete(want, f.Key)
+	}
+	if len(want) > 0 {
+		t.Errorf("missing fields %v", want)
+	}
 }
