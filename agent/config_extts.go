@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
@@ -113,7 +112,5 @@ func (x *ExttsConfig) board(paths PathsConfig, p *problems) {
 	if !x.Enabled || x.PHC == "" {
 		return
 	}
-	if _, err := os.Stat(x.PHC); err != nil {
-		p.Put(&KeyError{Key: "extts.phc", Reason: fmt.Sprintf("no PHC: %v", err), Err: err})
-	}
+	p.Exists("extts.phc", "no PHC", x.PHC)
 }

@@ -3,7 +3,6 @@ package agent
 import (
 	"cmp"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -290,21 +289,15 @@ func (g *GPIOConfig) board(paths PathsConfig, p *problems) {
 	for i, c := range g.Chips {
 		key := fmt.Sprintf("gpio.chips[%d]", i)
 		if c.Replay != "" {
-			if _, err := os.Stat(c.Replay); err != nil {
-				p.Put(&KeyError{Key: key + ".replay", Reason: fmt.Sprintf("replay file: %v", err), Err: err})
-			}
+			p.Exists(key+".replay", "replay file", c.Replay)
 			continue
 		}
 		if c.Chip == "" {
 			continue
 		}
-		if _, err := os.Stat(gpio.DevicePath(paths.Dev, c.Chip)); err != nil {
-			p.Put(&KeyError{Key: key + ".chip", Reason: fmt.Sprintf("no GPIO chip: %v", err), Err: err})
-		}
+		p.Exists(key+".chip", "no GPIO chip", gpio.DevicePath(paths.Dev, c.Chip))
 	}
 	if g.PHC != "" {
-		if _, err := os.Stat(g.PHC); err != nil {
-			p.Put(&KeyError{Key: "gpio.phc", Reason: fmt.Sprintf("no PHC: %v", err), Err: err})
-		}
+		p.Exists("gpio.phc", "no PHC", g.PHC)
 	}
 }

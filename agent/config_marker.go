@@ -83,7 +83,5 @@ func (m *MarkerConfig) board(paths PathsConfig, ps *problems) {
 		ps.Add("marker.socket", "%s: %d bytes, at most %d (a Unix socket's path is short)", p, len(p), marker.MaxPathLen)
 		return
 	}
-	if _, err := os.Stat(filepath.Dir(p)); err != nil {
-		ps.Put(&KeyError{Key: "marker.socket", Reason: fmt.Sprintf("no directory for the socket: %v", err), Err: err})
-	}
+	ps.Exists("marker.socket", "no directory for the socket", filepath.Dir(p))
 }

@@ -3,7 +3,6 @@ package agent
 import (
 	"cmp"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -96,8 +95,6 @@ func (p *PPSConfig) board(paths PathsConfig, ps *problems) {
 		if d.Device == "" {
 			continue
 		}
-		if _, err := os.Stat(gpio.DevicePath(paths.Dev, d.Device)); err != nil {
-			ps.Put(&KeyError{Key: fmt.Sprintf("pps.devices[%d].device", i), Reason: fmt.Sprintf("no PPS device: %v", err), Err: err})
-		}
+		ps.Exists(fmt.Sprintf("pps.devices[%d].device", i), "no PPS device", gpio.DevicePath(paths.Dev, d.Device))
 	}
 }

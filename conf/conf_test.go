@@ -164,3 +164,12 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestExists(t *testing.T) {
+	var l List
+	l.Exists("a.dev", "no device", t.TempDir())
+	l.Exists("b.dev", "no device", "/nonexistent/ptp9")
+	if len(l.Problems) != 1 || l.Problems[0].Error() != "config: b.dev: no device: stat /nonexistent/ptp9: no such file or directory" {
+		t.Fatalf("%v", l.Problems)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -152,3 +153,12 @@ func (l *List) Positive(key string, d time.Duration) { l.AddErr(Positive(key, d)
 
 // Err is the collected problems, nil for none.
 func (l *List) Err() error { return l.Problems.Err() }
+
+// Exists records a problem at key when path cannot be found: "what: the
+// error" (a device, a file a setting names). It is for checks only the
+// board can confirm.
+func (l *List) Exists(key, what, path string) {
+	if _, err := os.Stat(path); err != nil {
+		l.Put(&KeyError{Key: key, Reason: what + ": " + err.Error(), Err: err})
+	}
+}
