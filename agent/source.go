@@ -17,3 +17,11 @@ type Env struct {
 	Global *hca.Global
 	judges *judging // where a source's judged clocks are registered
 }
+
+// translators are the clock models, new ones for an Env a test made bare.
+func (e *Env) translators() *timebase.Translators {
+	if e.Translators == nil {
+		e.Translators = timebase.NewTranslators()
+	}
+	return e.Translators
+}

@@ -64,20 +64,11 @@ type exttsSource struct {
 func buildExttsSources(env *Env) ([]collect.Source, error) {
 	c := env.Config
 	x := c.Extts
-	dom, err := phc.DeviceDomain(x.PHC)
+	dom, err := phcOf(env, "extts.phc", x.PHC, "extts", "every stamp will count as untranslated")
 	if err != nil {
-		return nil, keyErr("extts.phc", "%q is not a PHC device (/dev/ptpN)", x.PHC)
+		return nil, err
 	}
-	if !c.PHC.Enabled && env.Log != nil {
-		env.Log.Warn("extts needs the phc source's model of the PHC: every stamp will count as untranslated", "phc", x.PHC)
-	}
-	if why := c.PHC.notMeasured(x.PHC); why != "" {
-		return nil, keyErr("extts.phc", "%s", why)
-	}
-	tr := env.Translators
-	if tr == nil {
-		tr = timebase.NewTranslators()
-	}
+	tr := env.translators()
 	d := newExttsSource(x, dom, tr, nil)
 	s, err := d.eventSource("extts:"+x.PHC, x.Interval, x.Ring)
 	if err != nil {

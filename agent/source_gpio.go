@@ -87,22 +87,12 @@ func buildGPIOSources(env *Env) ([]collect.Source, error) {
 	c := env.Config
 	phcDom := timebase.DomainUnknown
 	if c.GPIO.PHC != "" {
-		n, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(c.GPIO.PHC), "ptp"))
-		if err != nil {
-			return nil, keyErr("gpio.phc", "%q is not a PHC device (/dev/ptpN)", c.GPIO.PHC)
-		}
-		phcDom = timebase.PHC(n)
-		if !c.PHC.Enabled && env.Log != nil {
-			env.Log.Warn("gpio.phc needs the phc source's model of the PHC: every edge will count as phc_untranslated", "phc", c.GPIO.PHC)
-		}
-		if why := c.PHC.notMeasured(c.GPIO.PHC); why != "" {
-			return nil, keyErr("gpio.phc", "%s", why)
+		var err error
+		if phcDom, err = phcOf(env, "gpio.phc", c.GPIO.PHC, "gpio.phc", "every edge will count as phc_untranslated"); err != nil {
+			return nil, err
 		}
 	}
-	tr := env.Translators
-	if tr == nil {
-		tr = timebase.NewTranslators()
-	}
+	tr := env.translators()
 	var out []collect.Source
 	for i, cc := range c.GPIO.Chips {
 		for _, group := range groupGPIOLines(cc) {

@@ -49,10 +49,7 @@ func buildMarkerSource(env *Env) ([]collect.Source, error) {
 	if err != nil {
 		return nil, keyErr("marker.mode", "%v", err)
 	}
-	tr := env.Translators
-	if tr == nil {
-		tr = timebase.NewTranslators()
-	}
+	tr := env.translators()
 	log := env.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
