@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/collect/collecttest"
 	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/timebase"
 )
@@ -91,7 +92,7 @@ func newExttsFixture(t *testing.T, tr *timebase.Translators) *exttsFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := startEvents(s)
+	stop := collecttest.Start(s)
 	t.Cleanup(func() {
 		stop()
 		w.Close()
@@ -154,15 +155,15 @@ func TestExttsSourceShipsStampsAtTheirRealtime(t *testing.T) {
 	}
 	for k, want := range map[string]uint64{"events": 4, "unlisted": 1, "untranslated": 0, "kernel_lost": 0,
 		"channel0_events": 1, "channel1_events": 2} {
-		if got := selfOf(t, f.s, k).U; got != want {
+		if got := collecttest.Self(t, f.s, k).U; got != want {
 			t.Errorf("%s %d, want %d", k, got, want)
 		}
 	}
 	// The read latency per channel, from each stamp moved to REALTIME.
-	if n := selfOf(t, f.s, "channel1_latency_samples").I; n != 2 {
+	if n := collecttest.Self(t, f.s, "channel1_latency_samples").I; n != 2 {
 		t.Errorf("channel1_latency_samples %d, want 2", n)
 	}
-	if p50, mx := selfOf(t, f.s, "channel1_latency_p50_ns").I, selfOf(t, f.s, "channel1_latency_max_ns").I; p50 <= 0 || p50 > mx {
+	if p50, mx := collecttest.Self(t, f.s, "channel1_latency_p50_ns").I, collecttest.Self(t, f.s, "channel1_latency_max_ns").I; p50 <= 0 || p50 > mx {
 		t.Errorf("channel1 latency p50 %d max %d", p50, mx)
 	}
 }
@@ -187,7 +188,7 @@ func TestExttsSourceWithoutModelShipsAtReadTimeAndCounts(t *testing.T) {
 	if recs[0].TimeNS == recs[1].TimeNS {
 		t.Errorf("two stamps of a channel at one time %d", recs[0].TimeNS)
 	}
-	if got := selfOf(t, f.s, "untranslated").U; got != 2 {
+	if got := collecttest.Self(t, f.s, "untranslated").U; got != 2 {
 		t.Errorf("untranslated %d, want 2", got)
 	}
 }
@@ -204,7 +205,7 @@ func TestExttsSourceCountsMissedEdgesAndBumps(t *testing.T) {
 		t.Fatalf("records %+v, want two, 1 ns apart", recs)
 	}
 	for k, want := range map[string]uint64{"kernel_lost": 3, "missed_edges": 3, "time_bumps": 1} {
-		if got := selfOf(t, f.s, k).U; got != want {
+		if got := collecttest.Self(t, f.s, k).U; got != want {
 			t.Errorf("%s %d, want %d", k, got, want)
 		}
 	}

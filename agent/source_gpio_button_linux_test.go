@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/collect/collecttest"
 	"github.com/monagent/monagent/internal/testbed/guest"
 	"github.com/monagent/monagent/timebase"
 )
@@ -53,8 +54,8 @@ func TestGPIOSourceOnPowerButton(t *testing.T) {
 		}
 	}
 	pfx := fmt.Sprintf("line%d_", line)
-	events, irqs := selfOf(t, s, pfx+"events").U, selfOf(t, s, pfx+"irqs").U
-	lost, merged := selfOf(t, s, pfx+"lost").U, selfOf(t, s, pfx+"merged").U
+	events, irqs := collecttest.Self(t, s, pfx+"events").U, collecttest.Self(t, s, pfx+"irqs").U
+	lost, merged := collecttest.Self(t, s, pfx+"lost").U, collecttest.Self(t, s, pfx+"merged").U
 	t.Logf("3 presses: %d IRQs, %d events, %d lost, %d merged; %d records", irqs, events, lost, merged, len(b.Records))
 	if events != 6 || irqs != 6 || lost != 0 || merged != 0 {
 		t.Errorf("want 6 edges, 6 IRQs, nothing lost or merged")

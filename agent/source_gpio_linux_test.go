@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/collect/collecttest"
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"
@@ -61,7 +62,7 @@ func newGPIOFixture(t *testing.T, lines []GPIOLineConfig, tr *timebase.Translato
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopRun := startEvents(s)
+	stopRun := collecttest.Start(s)
 	// Opening the FIFO for writing waits for the producer's reader.
 	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
 	if err != nil {
@@ -155,29 +156,29 @@ func TestGPIOSourceShipsEdgesAtTheirTranslatedTimes(t *testing.T) {
 	if got := f.s.Queue().KernelLost(); got != 2 {
 		t.Errorf("kernel_lost %d, want 2", got)
 	}
-	if got := selfOf(t, f.s, "line17_lost").U; got != 2 {
+	if got := collecttest.Self(t, f.s, "line17_lost").U; got != 2 {
 		t.Errorf("line17_lost %d, want 2", got)
 	}
-	if got := selfOf(t, f.s, "line18_lost").U; got != 0 {
+	if got := collecttest.Self(t, f.s, "line18_lost").U; got != 0 {
 		t.Errorf("line18_lost %d, want 0", got)
 	}
-	if got := selfOf(t, f.s, "line17_events").U; got != 3 {
+	if got := collecttest.Self(t, f.s, "line17_events").U; got != 3 {
 		t.Errorf("line17_events %d, want 3", got)
 	}
 	// Latency: stamped 5, 3 and 2 ms before the write, read after it.
-	p50, p99, mx := selfOf(t, f.s, "line17_latency_p50_ns").I, selfOf(t, f.s, "line17_latency_p99_ns").I, selfOf(t, f.s, "line17_latency_max_ns").I
-	if mx < 5e6 || mx > 5e6+5e9 || p99 != mx || p50 < 3e6 || p50 >= mx || selfOf(t, f.s, "line17_latency_samples").I != 3 {
+	p50, p99, mx := collecttest.Self(t, f.s, "line17_latency_p50_ns").I, collecttest.Self(t, f.s, "line17_latency_p99_ns").I, collecttest.Self(t, f.s, "line17_latency_max_ns").I
+	if mx < 5e6 || mx > 5e6+5e9 || p99 != mx || p50 < 3e6 || p50 >= mx || collecttest.Self(t, f.s, "line17_latency_samples").I != 3 {
 		t.Errorf("line 17 latency p50 %d p99 %d max %d, want p50 ≈ 3 ms < p99 = max ≈ 5 ms", p50, p99, mx)
 	}
 	// An interval without edges keeps them; the next with edges replaces them.
 	f.s.Collect(context.Background(), &collect.Batch{})
-	if got := selfOf(t, f.s, "line17_latency_max_ns").I; got != mx {
+	if got := collecttest.Self(t, f.s, "line17_latency_max_ns").I; got != mx {
 		t.Errorf("latency max %d after an empty interval, want %d kept", got, mx)
 	}
 	now, _ = timebase.Monotonic.Now()
 	f.write(gpio.Event{TimestampNS: now, Offset: 17, Seqno: 7, LineSeqno: 6, Edge: gpio.EdgeFalling})
 	f.collect()
-	if n, got := selfOf(t, f.s, "line17_latency_samples").I, selfOf(t, f.s, "line17_latency_max_ns").I; n != 1 || got >= mx {
+	if n, got := collecttest.Self(t, f.s, "line17_latency_samples").I, collecttest.Self(t, f.s, "line17_latency_max_ns").I; n != 1 || got >= mx {
 		t.Errorf("latency over %d edges, max %d; want 1 edge, below the previous interval's %d", n, got, mx)
 	}
 }
@@ -200,8 +201,8 @@ func TestGPIOSourceRealtimeStampsAndEqualTimes(t *testing.T) {
 			t.Errorf("record %d has phc_ns without a PHC configured", i)
 		}
 	}
-	if len(recs) != 3 || selfOf(t, f.s, "time_bumps").U != 1 {
-		t.Errorf("%d records, %d bumps, want 3 and 1", len(recs), selfOf(t, f.s, "time_bumps").U)
+	if len(recs) != 3 || collecttest.Self(t, f.s, "time_bumps").U != 1 {
+		t.Errorf("%d records, %d bumps, want 3 and 1", len(recs), collecttest.Self(t, f.s, "time_bumps").U)
 	}
 }
 
@@ -228,7 +229,7 @@ func TestGPIOSourceWithoutModelShipsAtReadTimeAndCounts(t *testing.T) {
 		t.Errorf("two edges at one time %d", recs[0].TimeNS)
 	}
 	for k, want := range map[string]uint64{"untranslated": 2, "phc_untranslated": 2, "unlisted": 1} {
-		if got := selfOf(t, f.s, k).U; got != want {
+		if got := collecttest.Self(t, f.s, k).U; got != want {
 			t.Errorf("%s %d, want %d", k, got, want)
 		}
 	}
@@ -277,7 +278,7 @@ func TestGPIOReplayIsReadOnce(t *testing.T) {
 	if got := s.Queue().Received(); got != 3 {
 		t.Errorf("received %d events from a capture of 3 read once", got)
 	}
-	if got := selfOf(t, s, "read_errors").U; got != 1 {
+	if got := collecttest.Self(t, s, "read_errors").U; got != 1 {
 		t.Errorf("read_errors %d, want 1 (the cut event)", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/collect/collecttest"
 	"github.com/monagent/monagent/internal/testbed"
 	"github.com/monagent/monagent/timebase"
 )
@@ -49,10 +50,10 @@ func TestGPIOSourceCountsEveryEdgeOnGPIOSim(t *testing.T) {
 		}
 	}
 	checkRecordRules(t, b.Records)
-	events := selfOf(t, s, "line0_events").U
-	lost := selfOf(t, s, "line0_lost").U
-	irqs := selfOf(t, s, "line0_irqs").U
-	merged := selfOf(t, s, "line0_merged").U
+	events := collecttest.Self(t, s, "line0_events").U
+	lost := collecttest.Self(t, s, "line0_lost").U
+	irqs := collecttest.Self(t, s, "line0_irqs").U
+	merged := collecttest.Self(t, s, "line0_merged").U
 	t.Logf("%d pulls: %d IRQs = %d events + %d lost from the kernel's queue + %d merged before queuing", pulls, irqs, events, lost, merged)
 	if irqs == 0 || events+lost+merged != irqs {
 		t.Errorf("%d IRQs != %d events + %d lost + %d merged", irqs, events, lost, merged)

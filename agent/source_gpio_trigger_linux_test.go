@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/collect/collecttest"
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sensors"
@@ -85,11 +86,11 @@ func TestGPIOTriggerReadsSensorsAtEdges(t *testing.T) {
 		}
 	}
 	for key, want := range map[string]uint64{"trigger_power_readings": 2, "trigger_power_skipped": 2, "trigger_power_read_errors": 2} {
-		if got := selfOf(t, f.s, key).U; got != want {
+		if got := collecttest.Self(t, f.s, key).U; got != want {
 			t.Errorf("%s %d, want %d", key, got, want)
 		}
 	}
-	if got := selfOf(t, f.s, "trigger_power_sensors").I; got != 6 {
+	if got := collecttest.Self(t, f.s, "trigger_power_sensors").I; got != 6 {
 		t.Errorf("trigger_power_sensors %d, want 6 (3 INA226, 1 ADC, 2 zones)", got)
 	}
 	for _, fl := range f.s.SelfFields() {
@@ -110,8 +111,8 @@ func TestGPIOTriggerReadsSensorsAtEdges(t *testing.T) {
 			n++
 		}
 	}
-	if n != 2 || selfOf(t, f.s, "trigger_power_skipped").U != 2 {
-		t.Errorf("min_interval 0: %d readings (want 2), skipped %d (want still 2)", n, selfOf(t, f.s, "trigger_power_skipped").U)
+	if n != 2 || collecttest.Self(t, f.s, "trigger_power_skipped").U != 2 {
+		t.Errorf("min_interval 0: %d readings (want 2), skipped %d (want still 2)", n, collecttest.Self(t, f.s, "trigger_power_skipped").U)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/collect/collecttest"
 	"github.com/monagent/monagent/marker"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"
@@ -43,7 +44,7 @@ func newMarkerFixture(t *testing.T, tr *timebase.Translators, maxSeries int) *ma
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := startEvents(s)
+	stop := collecttest.Start(s)
 	raw, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {
 		t.Fatal(err)
@@ -178,21 +179,21 @@ func TestMarkerSourceShipsEachMarkerAtItsTime(t *testing.T) {
 
 	for k, want := range map[string]uint64{"events": 5, "events_collected": 5, "markers": 5, "malformed": 3,
 		"time_bumps": 1, "series": 4, "series_dropped": 0, "untranslated": 0, "ring_dropped": 0} {
-		if got := selfOf(t, f.s, k).U; got != want {
+		if got := collecttest.Self(t, f.s, k).U; got != want {
 			t.Errorf("self %s = %d, want %d", k, got, want)
 		}
 	}
-	if got := selfOf(t, f.s, "kernel_stamped").U + selfOf(t, f.s, "read_stamped").U; got != 8 {
+	if got := collecttest.Self(t, f.s, "kernel_stamped").U + collecttest.Self(t, f.s, "read_stamped").U; got != 8 {
 		t.Errorf("kernel_stamped + read_stamped = %d, want 8 datagrams", got)
 	}
-	if e := selfOf(t, f.s, "malformed_last_error").S; !strings.Contains(e, "line") || !strings.Contains(e, "512") {
+	if e := collecttest.Self(t, f.s, "malformed_last_error").S; !strings.Contains(e, "line") || !strings.Contains(e, "512") {
 		t.Errorf("malformed_last_error %q", e)
 	}
-	if f.d.r.Stamps() != "" && selfOf(t, f.s, "kernel_stamped").U != 8 {
-		t.Errorf("%s is on but %d of 8 datagrams had the kernel's stamp", f.d.r.Stamps(), selfOf(t, f.s, "kernel_stamped").U)
+	if f.d.r.Stamps() != "" && collecttest.Self(t, f.s, "kernel_stamped").U != 8 {
+		t.Errorf("%s is on but %d of 8 datagrams had the kernel's stamp", f.d.r.Stamps(), collecttest.Self(t, f.s, "kernel_stamped").U)
 	}
 	t.Logf("kernel stamps: %q; kernel_stamped %d, read_stamped %d", f.d.r.Stamps(),
-		selfOf(t, f.s, "kernel_stamped").U, selfOf(t, f.s, "read_stamped").U)
+		collecttest.Self(t, f.s, "kernel_stamped").U, collecttest.Self(t, f.s, "read_stamped").U)
 }
 
 // Without a MONOTONIC model, a monotonic stamp cannot be moved: the marker
@@ -209,7 +210,7 @@ func TestMarkerSourceUntranslated(t *testing.T) {
 	if _, ok := recs[0].Field("uncertainty_ns"); ok || intField(t, recs[0], "sender_ns") != 123 {
 		t.Errorf("fields %+v", recs[0].Fields)
 	}
-	if selfOf(t, f.s, "untranslated").U != 1 {
+	if collecttest.Self(t, f.s, "untranslated").U != 1 {
 		t.Error("untranslated not counted")
 	}
 }
@@ -258,7 +259,7 @@ func TestMarkerSourceGuardsEachSeries(t *testing.T) {
 		t.Errorf("the moved marker's sender_ns %d, want its stamp %d", n, t0)
 	}
 	for k, want := range map[string]uint64{"time_bumps": 1, "time_unchecked": 0, "series": 2} {
-		if got := selfOf(t, f.s, k).U; got != want {
+		if got := collecttest.Self(t, f.s, k).U; got != want {
 			t.Errorf("self %s = %d, want %d", k, got, want)
 		}
 	}
@@ -278,7 +279,7 @@ func TestMarkerSourceCountsUncheckedTimes(t *testing.T) {
 	if len(recs) != record.SeriesRecent+2 || recs[len(recs)-1].TimeNS != t0 {
 		t.Fatalf("%d records, the last at %d: want %d, the last at its stamp %d", len(recs), recs[len(recs)-1].TimeNS, record.SeriesRecent+2, t0)
 	}
-	if b, u := selfOf(t, f.s, "time_bumps").U, selfOf(t, f.s, "time_unchecked").U; b != 0 || u != 1 {
+	if b, u := collecttest.Self(t, f.s, "time_bumps").U, collecttest.Self(t, f.s, "time_unchecked").U; b != 0 || u != 1 {
 		t.Errorf("time_bumps %d, time_unchecked %d; want 0 and 1", b, u)
 	}
 }
@@ -294,8 +295,8 @@ func TestMarkerSourceBoundsSeries(t *testing.T) {
 	if strings.Join(got, " ") != "a/ b/1 a/ b/1" {
 		t.Errorf("shipped %v", got)
 	}
-	if selfOf(t, f.s, "series").U != 2 || selfOf(t, f.s, "series_dropped").U != 2 {
-		t.Errorf("series %d dropped %d", selfOf(t, f.s, "series").U, selfOf(t, f.s, "series_dropped").U)
+	if collecttest.Self(t, f.s, "series").U != 2 || collecttest.Self(t, f.s, "series_dropped").U != 2 {
+		t.Errorf("series %d dropped %d", collecttest.Self(t, f.s, "series").U, collecttest.Self(t, f.s, "series_dropped").U)
 	}
 }
 

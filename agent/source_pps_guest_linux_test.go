@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/collect/collecttest"
 )
 
 // ktimerPPS returns the device of the kernel's pps-ktimer client (a PPS
@@ -72,7 +73,7 @@ func TestPPSSourceOnKtimer(t *testing.T) {
 			t.Errorf("edges %d and %d are %v apart, want a second", seqs[i-1], seqs[i], dt)
 		}
 	}
-	if lost := selfOf(t, s, "assert_lost"); lost.U != 0 {
+	if lost := collecttest.Self(t, s, "assert_lost"); lost.U != 0 {
 		t.Errorf("assert_lost %d, want 0", lost.U)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/collect/collecttest"
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/record"
 )
@@ -60,7 +61,7 @@ func newPPSFixture(t *testing.T, assert, clear bool, baseline gpio.PPSEvent) *pp
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := startEvents(s)
+	stop := collecttest.Start(s)
 	t.Cleanup(func() {
 		stop()
 		select {
@@ -147,14 +148,14 @@ func TestPPSSourceShipsEachNewEdgeAtItsStampAndCountsGaps(t *testing.T) {
 	// received + lost = the edges the device stamped after the baseline.
 	for k, want := range map[string]uint64{"events": 4, "kernel_lost": 3, "assert_lost": 2, "clear_lost": 1,
 		"assert_events": 2, "clear_events": 2, "ignored_edges": 0, "time_bumps": 0} {
-		if got := selfOf(t, f.s, k).U; got != want {
+		if got := collecttest.Self(t, f.s, k).U; got != want {
 			t.Errorf("%s %d, want %d", k, got, want)
 		}
 	}
 	// The read latency of each kind: kernel stamp -> the fetch that brought it.
 	for _, kind := range []string{"assert_", "clear_"} {
-		p50, p99 := selfOf(t, f.s, kind+"latency_p50_ns").I, selfOf(t, f.s, kind+"latency_p99_ns").I
-		mx, n := selfOf(t, f.s, kind+"latency_max_ns").I, selfOf(t, f.s, kind+"latency_samples").I
+		p50, p99 := collecttest.Self(t, f.s, kind+"latency_p50_ns").I, collecttest.Self(t, f.s, kind+"latency_p99_ns").I
+		mx, n := collecttest.Self(t, f.s, kind+"latency_max_ns").I, collecttest.Self(t, f.s, kind+"latency_samples").I
 		if n != 2 || p50 <= 0 || p50 > p99 || p99 > mx {
 			t.Errorf("%slatency p50 %d p99 %d max %d samples %d; want 2 samples, 0 < p50 <= p99 <= max", kind, p50, p99, mx, n)
 		}
@@ -172,7 +173,7 @@ func TestPPSSourceAssertOnlyIgnoresClearEdgesAndTheirLosses(t *testing.T) {
 		t.Fatalf("records %+v, want one assert at %d", recs, sec+1e9)
 	}
 	for k, want := range map[string]uint64{"events": 1, "kernel_lost": 0, "clear_lost": 0, "ignored_edges": 1} {
-		if got := selfOf(t, f.s, k).U; got != want {
+		if got := collecttest.Self(t, f.s, k).U; got != want {
 			t.Errorf("%s %d, want %d", k, got, want)
 		}
 	}
@@ -195,7 +196,7 @@ func TestPPSSourceNeverShipsTwoRecordsAtOneTime(t *testing.T) {
 	if got := gpioField(t, recs[2], "kernel_ns").I; got != sec-1e9 {
 		t.Errorf("kernel_ns %d, want the stamp %d kept", got, sec-1e9)
 	}
-	if got := selfOf(t, f.s, "time_bumps").U; got != 1 {
+	if got := collecttest.Self(t, f.s, "time_bumps").U; got != 1 {
 		t.Errorf("time_bumps %d, want 1", got)
 	}
 }

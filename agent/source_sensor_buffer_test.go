@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/collect/collecttest"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sensors"
 	"github.com/monagent/monagent/sensors/sensorstest"
@@ -23,7 +24,7 @@ import (
 // runEvents runs an event source's reader until the test ends.
 func runEvents[E any](t *testing.T, s *collect.EventSource[E]) {
 	t.Helper()
-	stop := startEvents(s)
+	stop := collecttest.Start(s)
 	t.Cleanup(func() { stop(); s.Close() })
 }
 
@@ -100,7 +101,7 @@ func TestSensorBufferSource(t *testing.T) {
 			if len(times) != len(b.Records) {
 				t.Errorf("%d records share %d times", len(b.Records), len(times))
 			}
-			if f, _ := field(s.SelfFields(), "untranslated"); (f.U == 3) == model {
+			if f, _ := collecttest.Field(s.SelfFields(), "untranslated"); (f.U == 3) == model {
 				t.Errorf("untranslated %d", f.U)
 			}
 			if err := s.Collect(t.Context(), &collect.Batch{}); !errors.Is(err, collect.ErrNoData) {
@@ -195,7 +196,7 @@ func TestSensorBufferSameStampsAreMovedAndCounted(t *testing.T) {
 		t.Errorf("records\n%v\nwant\n%v", got, want)
 	}
 	for k, want := range map[string]uint64{"time_bumps": 2, "time_unchecked": 0, "untranslated": 0, "unstamped": 0} {
-		if f, _ := field(s.SelfFields(), k); f.U != want {
+		if f, _ := collecttest.Field(s.SelfFields(), k); f.U != want {
 			t.Errorf("%s %d, want %d", k, f.U, want)
 		}
 	}
@@ -241,7 +242,7 @@ func TestSensorBufferWithoutTimestampChannel(t *testing.T) {
 		t.Errorf("the third sample's voltage1 %d, want raw 2047", v1.I)
 	}
 	for k, want := range map[string]uint64{"unstamped": 3, "untranslated": 0, "time_bumps": 0} {
-		if f, _ := field(s.SelfFields(), k); f.U != want {
+		if f, _ := collecttest.Field(s.SelfFields(), k); f.U != want {
 			t.Errorf("%s %d, want %d", k, f.U, want)
 		}
 	}

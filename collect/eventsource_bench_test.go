@@ -1,25 +1,27 @@
-package collect
+package collect_test
 
 import (
 	"testing"
 
+	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/collect/collecttest"
 	"github.com/monagent/monagent/record"
 )
 
 // BenchmarkEventQueuePut16 is the reader's cost per batch of 16 events (one
 // GPIO kfifo's worth) into the ring, drained by the consumer.
 func BenchmarkEventQueuePut16(b *testing.B) {
-	s, err := NewEventSource(EventSourceConfig[tick]{Name: "bench", Ring: 4096,
-		Producer: &scriptedProducer{}, Emit: func(*Batch, *tick) {}})
+	s, err := collect.NewEventSource(collect.EventSourceConfig[collecttest.Tick]{Name: "bench", Ring: 4096,
+		Producer: &collecttest.ScriptedProducer{}, Emit: func(*collect.Batch, *collecttest.Tick) {}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	batch := ticks(0, 16)
-	out := make([]tick, 16)
+	batch := collecttest.Ticks(0, 16)
+	out := make([]collecttest.Tick, 16)
 	b.ReportAllocs()
 	for b.Loop() {
 		s.Queue().Put(batch)
-		s.q.ring.Get(out)
+		s.Queue().Get(out)
 	}
 }
 
@@ -27,16 +29,16 @@ func BenchmarkEventQueuePut16(b *testing.B) {
 // ring and emit one record with one tag and two fields.
 func BenchmarkEventSourceCollect(b *testing.B) {
 	tags := []record.Tag{{Key: "line", Value: "17"}}
-	s, err := NewEventSource(EventSourceConfig[tick]{Name: "bench", Ring: 4096,
-		Producer: &scriptedProducer{},
-		Emit: func(bt *Batch, e *tick) {
-			bt.Add("gpio_edge", e.ns, tags, record.Int("seq", int64(e.seq)), record.Int("kernel_ns", e.ns))
+	s, err := collect.NewEventSource(collect.EventSourceConfig[collecttest.Tick]{Name: "bench", Ring: 4096,
+		Producer: &collecttest.ScriptedProducer{},
+		Emit: func(bt *collect.Batch, e *collecttest.Tick) {
+			bt.Add("gpio_edge", e.NS, tags, record.Int("seq", int64(e.Seq)), record.Int("kernel_ns", e.NS))
 		}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	batch := ticks(0, 256)
-	bt := &Batch{Host: "bench", Records: make([]record.Record, 0, 256)}
+	batch := collecttest.Ticks(0, 256)
+	bt := &collect.Batch{Host: "bench", Records: make([]record.Record, 0, 256)}
 	b.ReportAllocs()
 	for b.Loop() {
 		s.Queue().Put(batch)
