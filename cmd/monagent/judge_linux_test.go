@@ -296,19 +296,8 @@ self_metrics: {interval: 500ms}
 	if _, stderr, code := run(t, dir, "config", "check", cfg); code != 0 {
 		t.Fatalf("a Prometheus-only configuration is refused: %s", stderr)
 	}
-	cmd := command("run", "--config", cfg, "--duration", "20s", "--http", addr)
-	var log bytes.Buffer
-	cmd.Stderr = &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("agent log:\n%s", log.String())
-		}
-	}()
+	startAgent(t, dir, cfg, "--duration", "20s", "--http", addr)
+	defer logOnFailure(t, filepath.Join(dir, "agent.log"))
 	// The probe's first poll blocks for its 5 s timeout from the start.
 	time.Sleep(1500 * time.Millisecond)
 	for _, path := range []string{"/metrics", "/status"} {
@@ -361,19 +350,8 @@ ptp:
 output: {file: %s}
 spool: {enabled: false}
 `, slave.Socket, out))
-	cmd := command("run", "--config", cfg, "--duration", "60s", "--http", addr)
-	var log bytes.Buffer
-	cmd.Stderr = &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("agent log:\n%s\nslave:\n%s", log.String(), slave.LogText())
-		}
-	}()
+	startAgent(t, dir, cfg, "--duration", "60s", "--http", addr)
+	defer logOnFailure(t, filepath.Join(dir, "agent.log"), slave.Log)
 	wait := func(want string, within time.Duration) status.Clock {
 		t.Helper()
 		deadline := time.Now().Add(within)
@@ -403,5 +381,16 @@ spool: {enabled: false}
 		time.Unix(0, h.SinceNS).Sub(stopped), time.Duration(f.SinceNS-h.SinceNS))
 	if d := time.Duration(f.SinceNS - h.SinceNS); d > 2*time.Second {
 		t.Errorf("FREERUN %v after HOLDOVER, want at most the 2 s holdover", d)
+	}
+}
+
+// logOnFailure logs the files (an agent's, a peer's) when the test failed.
+func logOnFailure(t *testing.T, files ...string) {
+	if !t.Failed() {
+		return
+	}
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		t.Logf("%s:\n%s", f, b)
 	}
 }
