@@ -46,12 +46,15 @@ type PTPProbeConfig struct {
 	// Timestamping is software (kernel) or hardware (the NIC's PHC; the phc
 	// source must track that PHC, its model moves the timestamps to REALTIME).
 	Timestamping string `yaml:"timestamping"`
+	// Judge judges the system clock against the master the probe follows
+	// (clock "system", source "ptp_probe:<interface>"), as ptp4l's.
+	Judge JudgeConfig `yaml:"judge"`
 }
 
 func (p *PTPConfig) defaults() {
 	*p = PTPConfig{
 		Ptp4l: Ptp4lConfig{Socket: "/var/run/ptp4l", Interval: time.Second, Timeout: time.Second, Judge: ptp4lJudge()},
-		Probe: PTPProbeConfig{Transport: "udp", TxWait: 10 * time.Millisecond, Timestamping: "software"},
+		Probe: PTPProbeConfig{Transport: "udp", TxWait: 10 * time.Millisecond, Timestamping: "software", Judge: ptp4lJudge()},
 	}
 }
 
@@ -77,6 +80,7 @@ func (p *PTPConfig) check(ps *problems) {
 		l.Judge.check("ptp.ptp4l.judge", ps)
 	}
 	if pr := p.Probe; pr.Enabled {
+		pr.Judge.check("ptp.probe.judge", ps)
 		if pr.Interface == "" {
 			ps.Add("ptp.probe.interface", "must be set")
 		}

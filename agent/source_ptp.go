@@ -117,8 +117,9 @@ type ptpProbe struct {
 	start time.Time
 	// times keeps ptp_probe records apart (collection goroutine only),
 	// bumps counts how often an exchange was moved by a nanosecond.
-	times record.SeriesTime
-	bumps uint64
+	times  record.SeriesTime
+	bumps  uint64
+	judged *judgement // the system clock against the master; nil when not judged
 }
 
 func buildPTPProbe(env *Env) ([]collect.Source, error) {
@@ -148,7 +149,12 @@ func buildPTPProbe(env *Env) ([]collect.Source, error) {
 	if hw {
 		p.Translate = env.Translators.ToRealtime(dom)
 	}
-	s, err := newPTPProbeSource(p, 0, nil)
+	// A Sync a second: three seconds without one lose the master.
+	judged, err := env.judges.add("system", "ptp_probe:"+c.Interface, c.Judge, 3*time.Second)
+	var s *collect.EventSource[ptp.Exchange]
+	if err == nil {
+		s, err = newPTPProbeSource(p, 0, nil, judged)
+	}
 	if err != nil {
 		p.Close()
 		return nil, err
@@ -159,8 +165,8 @@ func buildPTPProbe(env *Env) ([]collect.Source, error) {
 // newPTPProbeSource is the probe's event source; nothing runs until its Run.
 // The producer is the probe's Run unless one is given (tests), the ring
 // holds ring exchanges (0: the event source's default).
-func newPTPProbeSource(p *ptp.Probe, ring int, prod collect.Producer[ptp.Exchange]) (*collect.EventSource[ptp.Exchange], error) {
-	d := &ptpProbe{p: p, start: time.Now()}
+func newPTPProbeSource(p *ptp.Probe, ring int, prod collect.Producer[ptp.Exchange], judged *judgement) (*collect.EventSource[ptp.Exchange], error) {
+	d := &ptpProbe{p: p, start: time.Now(), judged: judged}
 	if prod == nil {
 		prod = collect.ProducerFunc[ptp.Exchange](func(ctx context.Context, q *collect.EventQueue[ptp.Exchange]) error {
 			// The ring counts what it cannot take (ring_dropped): the probe
@@ -188,6 +194,8 @@ func (d *ptpProbe) emit(b *collect.Batch, ex *ptp.Exchange) {
 		record.Int("offset_ns", ex.OffsetNS), record.Int("path_delay_ns", ex.PathDelayNS), record.Int("delay_ns", ex.DelayNS),
 		record.Int("seq", int64(ex.Seq)), record.Int("t1_ns", ex.T1), record.Int("t2_ns", ex.T2),
 		record.Int("correction_ns", ex.CorrSyncNS))
+	d.judged.observe(b, judge.Sample{TimeNS: ex.T2, Synced: true, OffsetNS: ex.OffsetNS,
+		BoundNS: judge.FilteredDelay(ex.OffsetNS, ex.PathDelayNS, ex.DelayNS), FreqErrPPB: -1})
 }
 
 // stats ships the probe's state once per collection, at the collection's

@@ -114,7 +114,7 @@ func TestPTPProbeRecordsAtTheirOwnTime(t *testing.T) {
 	}
 	exs = append(exs, exs[4])
 	exs[5].Seq = 5
-	s, err := newPTPProbeSource(&ptp.Probe{}, 0, fakeExchanges(exs))
+	s, err := newPTPProbeSource(&ptp.Probe{}, 0, fakeExchanges(exs), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestPTPProbeCountsRingDrops(t *testing.T) {
 	for i := range exs {
 		exs[i] = ptp.Exchange{Seq: uint16(i), T2: base + int64(i)}
 	}
-	s, err := newPTPProbeSource(&ptp.Probe{}, ring, fakeExchanges(exs))
+	s, err := newPTPProbeSource(&ptp.Probe{}, ring, fakeExchanges(exs), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,3 +74,13 @@ func Abs(v int64) int64 {
 }
 
 func pos(v int64) int64 { return max(v, 0) }
+
+// FilteredDelay is the bound of a PTP slave's offset computed with a
+// filtered mean path delay P (offset = t2 − t1 − P) rather than its own
+// exchange's: the Sync's one-way delay lies between 0 and twice the mean
+// delay D of its own Sync and Delay_Req pair, so the offset is off by at
+// most max(|P|, |2D − P|).
+func FilteredDelay(offsetNS, filteredNS, pairNS int64) int64 {
+	d := pos(pairNS)
+	return Sum(Abs(offsetNS), max(Abs(filteredNS), Abs(2*d-filteredNS)))
+}

@@ -269,3 +269,24 @@ func TestSetViewsAndTwice(t *testing.T) {
 		t.Fatalf("views %+v", v)
 	}
 }
+
+// TestFilteredDelayBoundCoversTheTruth: a slave's offset taken with a
+// filtered path delay, any asymmetry, any filter error: the bound covers
+// the true offset every time.
+func TestFilteredDelayBoundCoversTheTruth(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 100_000; i++ {
+		theta := r.Int64N(200_000) - 100_000 // slave − master
+		d1, d2 := r.Int64N(50_000), r.Int64N(50_000)
+		t1 := r.Int64N(1 << 40)
+		t2 := t1 + d1 + theta
+		t3 := t2 + r.Int64N(1_000_000)
+		t4 := t3 - theta + d2
+		pair := ((t2 - t1) + (t4 - t3)) / 2
+		filtered := pair + r.Int64N(20_000) - 10_000 // a filter lagging or leading
+		off := t2 - t1 - filtered
+		if b := FilteredDelay(off, filtered, pair); Abs(theta) > b+1 {
+			t.Fatalf("θ %d, offset %d, filtered %d, pair %d: bound %d", theta, off, filtered, pair, b)
+		}
+	}
+}

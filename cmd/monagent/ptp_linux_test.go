@@ -36,9 +36,21 @@ func TestRunPTPAgainstPtp4l(t *testing.T) {
 		"ptp4l_current,host=", "mean_path_delay_ns=", "ptp4l_parent,", "ptp4l_time_status,", "gm_present=",
 		"ptp4l_port,", "port_state=", "ptp4l_port_stats,", "ptp_probe,", "offset_ns=", "path_delay_ns=", "ptp_probe_stats,",
 		"rejected_foreign=", "port_service_stats_unsupported=true", "timestamps=software/software", "untranslated=0i",
+		// Both judged: ptp4l's clock, and the system clock against the master
+		// the probe follows (software stamps over veth: bounds of tens of µs).
+		"sync_state,clock=ptp4l,", "sync_state,clock=system,host=", "source=ptp_probe:" + hosts[2].If,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q", want)
+		}
+	}
+	for _, src := range []string{"ptp4l:" + slave.Socket, "ptp_probe:" + hosts[2].If} {
+		locked := false
+		for _, l := range strings.Split(text, "\n") {
+			locked = locked || strings.HasPrefix(l, "sync_state,") && strings.Contains(l, ",source="+src+" ") && strings.Contains(l, `to="LOCKED"`)
+		}
+		if !locked {
+			t.Errorf("no sync_state of %s to LOCKED", src)
 		}
 	}
 	if t.Failed() {
