@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -38,8 +36,8 @@ const gpioFields, slabRecords = 10, 512
 // gpioLine is one requested line: its tags and counts.
 type gpioLine struct {
 	offset   uint32
-	tags     edgeTags // chip, line, name, edge
-	fieldPfx string   // "line17_"
+	tags     collect.HostTags // chip, line, name, edge (edgeTags)
+	fieldPfx string           // "line17_"
 
 	lost atomic.Uint64 // line_seqno gaps (the producer writes it)
 
@@ -79,7 +77,7 @@ type gpioSource struct {
 
 	// Written on the collection goroutine only (Emit, After, Self).
 	untranslated, phcUntranslated, bumps, unplaced uint64
-	slab                                           []record.Field
+	slab                                           collect.Slab // the edges' fields (gpioFields, slabRecords)
 	scratch                                        [collect.LatencyCap]int64
 }
 
@@ -128,13 +126,13 @@ func newGPIOSource(cc GPIOChipConfig, lines []GPIOLineConfig, path string, tr *t
 		return nil, fmt.Errorf("gpio %s: event clock %s has no system clock", path, cfg.Clock)
 	}
 	d := &gpioSource{chip: cc.Chip, path: path, replay: cc.Replay, cfg: cfg, buffer: cc.Buffer,
-		clock: clk, tr: tr, phc: phcDom,
+		clock: clk, tr: tr, phc: phcDom, slab: collect.NewSlab(gpioFields, slabRecords),
 		toRT: tr.Route(cfg.Clock.Domain(), timebase.DomainRealtime), toPHC: tr.Route(cfg.Clock.Domain(), phcDom),
 		toRaw: tr.Route(cfg.Clock.Domain(), timebase.DomainMonotonicRaw)}
 	for _, l := range lines {
 		d.offsets = append(d.offsets, l.Offset)
 		d.lines = append(d.lines, &gpioLine{offset: uint32(l.Offset), fieldPfx: "line" + strconv.Itoa(l.Offset) + "_",
-			tags: newEdgeTags(record.Tag{Key: "chip", Value: cc.Chip}, record.Tag{Key: "line", Value: strconv.Itoa(l.Offset)}, record.Tag{Key: "name", Value: l.tagName()})})
+			tags: edgeTags(record.Tag{Key: "chip", Value: cc.Chip}, record.Tag{Key: "line", Value: strconv.Itoa(l.Offset)}, record.Tag{Key: "name", Value: l.tagName()})})
 	}
 	// A debounced line's IRQ fires on every bounce (gpiolib-cdev's software
 	// debounce takes both edges), so its IRQs are no count of its edges.
@@ -255,11 +253,7 @@ func (d *gpioSource) emit(b *collect.Batch, e *gpioEdge) {
 	}
 	// The fields come from a slab shared by many records (one allocation
 	// per slabRecords edges); records keep their part of it until shipped.
-	if cap(d.slab)-len(d.slab) < gpioFields {
-		d.slab = make([]record.Field, 0, gpioFields*slabRecords)
-	}
-	f := d.slab[len(d.slab) : len(d.slab) : len(d.slab)+gpioFields]
-	f = append(f, record.Int("kernel_ns", e.ev.TimestampNS), record.String("clock", e.ev.Clock.String()),
+	f := append(d.slab.Next(), record.Int("kernel_ns", e.ev.TimestampNS), record.String("clock", e.ev.Clock.String()),
 		record.Uint("seqno", uint64(e.ev.Seqno)), record.Uint("line_seqno", uint64(e.ev.LineSeqno)))
 	if ok {
 		f = append(f, record.Int("uncertainty_ns", unc))
@@ -278,41 +272,24 @@ func (d *gpioSource) emit(b *collect.Batch, e *gpioEdge) {
 			d.unplaced++
 		}
 	}
-	d.slab = d.slab[:len(d.slab)+len(f)]
-	b.Records = append(b.Records, record.Record{Measurement: "gpio_event", Tags: l.tags.of(b.Host, e.ev.Edge), Fields: f, TimeNS: t})
+	b.Records = append(b.Records, record.Record{Measurement: "gpio_event", Tags: l.tags.Of(b.Host, edgeIndex(e.ev.Edge)), Fields: d.slab.Keep(f), TimeNS: t})
 	for _, tr := range l.triggers {
 		tr.fire(b, e, t)
 	}
 }
 
-// edgeTags are the tags of a series' records per edge (rising, falling):
-// base and the edge tag, then with the host tag and sorted by key (as
-// collect.Batch.Add would make them) once the host is known, shared by the
-// records: the encoder leaves sorted tags as they are.
-type edgeTags struct {
-	base [2][]record.Tag
-	host string
-	tags [2][]record.Tag
+// edgeTags are the tags of a series' records per edge (edgeIndex): base
+// and the edge tag, rising or falling.
+func edgeTags(base ...record.Tag) collect.HostTags {
+	return collect.NewHostTags(base, "edge", "rising", "falling")
 }
 
-func newEdgeTags(base ...record.Tag) edgeTags {
-	return edgeTags{base: [2][]record.Tag{append(slices.Clip(base), record.Tag{Key: "edge", Value: "rising"}),
-		append(slices.Clip(base), record.Tag{Key: "edge", Value: "falling"})}}
-}
-
-// of is the tags of an edge of kind e shipped by host.
-func (t *edgeTags) of(host string, e gpio.Edge) []record.Tag {
-	if t.host != host || t.tags[0] == nil {
-		for i, base := range t.base {
-			t.tags[i] = append([]record.Tag{{Key: "host", Value: host}}, base...)
-			slices.SortFunc(t.tags[i], func(a, b record.Tag) int { return strings.Compare(a.Key, b.Key) })
-		}
-		t.host = host
-	}
+// edgeIndex is the edgeTags variant of an edge of kind e.
+func edgeIndex(e gpio.Edge) int {
 	if e == gpio.EdgeFalling {
-		return t.tags[1]
+		return 1
 	}
-	return t.tags[0]
+	return 0
 }
 
 // place accounts one edge to its line (events, read latency) and returns

@@ -33,7 +33,7 @@ type gpioTrigger struct {
 	found    sensors.Matched // its sensors, each with its field's key
 	lastScan time.Time
 
-	tags edgeTags // trigger, chip, line, edge
+	tags collect.HostTags // trigger, chip, line, edge (edgeTags)
 
 	fired    bool
 	lastEdge int64 // kernel stamp of the last edge that triggered a reading
@@ -43,7 +43,7 @@ type gpioTrigger struct {
 
 func newGPIOTrigger(cfg GPIOTriggerConfig, fs sensors.FS, now func() time.Time) *gpioTrigger {
 	return &gpioTrigger{cfg: cfg, edge: gpioEdges[cfg.Edge], fs: fs, now: now,
-		tags: newEdgeTags(record.Tag{Key: "trigger", Value: cfg.Name}, record.Tag{Key: "chip", Value: cfg.Chip}, record.Tag{Key: "line", Value: strconv.Itoa(cfg.Line)})}
+		tags: edgeTags(record.Tag{Key: "trigger", Value: cfg.Name}, record.Tag{Key: "chip", Value: cfg.Chip}, record.Tag{Key: "line", Value: strconv.Itoa(cfg.Line)})}
 }
 
 // attachTriggers ties the triggers of the source's lines to them and lists
@@ -117,7 +117,7 @@ func (tr *gpioTrigger) fire(b *collect.Batch, e *gpioEdge, t int64) {
 	read, _ := timebase.Realtime.Now()
 	f = append(f, record.Int("read_delay_ns", read-t), record.Int("kernel_ns", e.ev.TimestampNS))
 	tr.readings++
-	b.Records = append(b.Records, record.Record{Measurement: "gpio_trigger", Tags: tr.tags.of(b.Host, e.ev.Edge), Fields: f, TimeNS: t})
+	b.Records = append(b.Records, record.Record{Measurement: "gpio_trigger", Tags: tr.tags.Of(b.Host, edgeIndex(e.ev.Edge)), Fields: f, TimeNS: t})
 }
 
 // self is the trigger's self-metrics: trigger_<name>_readings, _skipped
