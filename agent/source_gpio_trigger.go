@@ -27,23 +27,21 @@ const triggerRescan = 10 * time.Second
 type gpioTrigger struct {
 	cfg  GPIOTriggerConfig
 	edge gpio.EdgeDetect
-	fs   sensors.FS
-	now  func() time.Time // the rescan's clock
 
-	found    sensors.Matched // its sensors, each with its field's key
-	lastScan time.Time
+	found *sensors.Selection // its sensors, each with its field's key
 
 	tags collect.HostTags // trigger, chip, line, edge (edgeTags)
 
 	fired    bool
 	lastEdge int64 // kernel stamp of the last edge that triggered a reading
 
-	readings, skipped, readErrors, scanErrors uint64
+	readings, skipped, readErrors uint64
 }
 
 func newGPIOTrigger(cfg GPIOTriggerConfig, fs sensors.FS, now func() time.Time) *gpioTrigger {
-	return &gpioTrigger{cfg: cfg, edge: gpioEdges[cfg.Edge], fs: fs, now: now,
-		tags: edgeTags(record.Tag{Key: "trigger", Value: cfg.Name}, record.Tag{Key: "chip", Value: cfg.Chip}, record.Tag{Key: "line", Value: strconv.Itoa(cfg.Line)})}
+	return &gpioTrigger{cfg: cfg, edge: gpioEdges[cfg.Edge],
+		found: sensors.NewSelection(func() (sensors.Matched, error) { return fs.Match(cfg.Sensors) }, now),
+		tags:  edgeTags(record.Tag{Key: "trigger", Value: cfg.Name}, record.Tag{Key: "chip", Value: cfg.Chip}, record.Tag{Key: "line", Value: strconv.Itoa(cfg.Line)})}
 }
 
 // attachTriggers ties the triggers of the source's lines to them and lists
@@ -59,7 +57,7 @@ func (d *gpioSource) attachTriggers(trs []GPIOTriggerConfig, fs sensors.FS, log 
 			continue
 		}
 		tr := newGPIOTrigger(c, fs, time.Now)
-		err := tr.scan()
+		err := tr.found.Scan()
 		if log != nil && (err != nil || len(tr.found.Sensors) == 0) {
 			log.Warn("gpio trigger: no sensor to read yet", "trigger", c.Name, "sensors", c.Sensors, "sysfs", fs.Sys, "err", err)
 		}
@@ -72,20 +70,10 @@ func (d *gpioSource) closeTriggers() error {
 	var errs []error
 	for _, l := range d.lines {
 		for _, tr := range l.triggers {
-			errs = append(errs, sensors.CloseAll(tr.found.Sensors))
+			errs = append(errs, tr.found.Close())
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// scan lists the sensors matching the trigger's patterns.
-func (tr *gpioTrigger) scan() error {
-	sensors.CloseAll(tr.found.Sensors)
-	tr.lastScan = tr.now()
-	var err error
-	tr.found, err = tr.fs.Match(tr.cfg.Sensors)
-	tr.scanErrors += uint64(tr.found.Failed)
-	return err
 }
 
 // fire handles one edge of the trigger's line, placed at REALTIME t: an
@@ -102,8 +90,8 @@ func (tr *gpioTrigger) fire(b *collect.Batch, e *gpioEdge, t int64) {
 		return
 	}
 	tr.fired, tr.lastEdge = true, e.ev.TimestampNS
-	if len(tr.found.Sensors) == 0 && tr.now().Sub(tr.lastScan) >= triggerRescan {
-		tr.scan()
+	if len(tr.found.Sensors) == 0 && tr.found.Due(triggerRescan) {
+		tr.found.Scan()
 	}
 	f := make([]record.Field, 0, len(tr.found.Sensors)+2)
 	for i, x := range tr.found.Sensors {
@@ -125,6 +113,6 @@ func (tr *gpioTrigger) fire(b *collect.Batch, e *gpioEdge, t int64) {
 func (tr *gpioTrigger) self(f []record.Field) []record.Field {
 	p := "trigger_" + tr.cfg.Name + "_"
 	return append(f, record.Uint(p+"readings", tr.readings), record.Uint(p+"skipped", tr.skipped),
-		record.Uint(p+"read_errors", tr.readErrors), record.Uint(p+"scan_errors", tr.scanErrors),
+		record.Uint(p+"read_errors", tr.readErrors), record.Uint(p+"scan_errors", tr.found.ScanFailures()),
 		record.Int(p+"sensors", int64(len(tr.found.Sensors))))
 }

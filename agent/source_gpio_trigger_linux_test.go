@@ -124,8 +124,8 @@ func TestGPIOTriggerWithoutSensorsRescans(t *testing.T) {
 	clock := time.Unix(1000, 0)
 	tr := newGPIOTrigger(GPIOTriggerConfig{Name: "x", Chip: "c", Line: 1, Edge: "both", Sensors: []string{"hwmon/ina219/*"}},
 		sensors.NewFS(sys, dev), func() time.Time { return clock })
-	t.Cleanup(func() { sensors.CloseAll(tr.found.Sensors) })
-	if err := tr.scan(); err != nil || len(tr.found.Sensors) != 0 {
+	t.Cleanup(func() { tr.found.Close() })
+	if err := tr.found.Scan(); err != nil || len(tr.found.Sensors) != 0 {
 		t.Fatalf("scan: %v, %d sensors; want none", err, len(tr.found.Sensors))
 	}
 	b := &collect.Batch{Host: "h"}

@@ -16,46 +16,46 @@ import (
 // sensorsSource reads hwmon chips, thermal zones and IIO ADCs one-shot every
 // interval, listing the sysfs trees again every rescan.
 type sensorsSource struct {
-	cfg      SensorsConfig
-	fs       sensors.FS
-	sensors  []*sensors.Sensor
-	tags     [][]record.Tag
-	lastScan time.Time
-	now      func() time.Time
+	cfg  SensorsConfig
+	fs   sensors.FS
+	sel  *sensors.Selection // the sensors listed, listed again every rescan
+	tags [][]record.Tag
 
 	readErrors atomic.Uint64
-	scanErrors atomic.Uint64
 }
 
 func buildSensorsSource(env *Env) ([]collect.Source, error) {
 	c := env.Config
 	s := newSensorsSource(c.Sensors, sensors.NewFS(c.Paths.Sys, c.Paths.Dev), time.Now)
-	s.lastScan = s.now()
 	if err := s.scan(); err != nil {
 		env.Log.Warn("sensors: listing failed; retrying every rescan", "err", err)
-	} else if len(s.sensors) == 0 {
+	} else if len(s.sel.Sensors) == 0 {
 		env.Log.Info("no hwmon, thermal or IIO sensor found; sensors source idle until one appears", "sysfs", c.Paths.Sys, "rescan", c.Sensors.Rescan)
 	} else {
-		env.Log.Info("sensors found", "count", len(s.sensors))
+		env.Log.Info("sensors found", "count", len(s.sel.Sensors))
 	}
 	return []collect.Source{s}, nil
 }
 
 func newSensorsSource(cfg SensorsConfig, fs sensors.FS, now func() time.Time) *sensorsSource {
-	return &sensorsSource{cfg: cfg, fs: fs, now: now}
+	s := &sensorsSource{cfg: cfg, fs: fs}
+	s.sel = sensors.NewSelection(func() (sensors.Matched, error) {
+		found, failed, err := fs.List(sensors.Trees{Hwmon: cfg.Hwmon, Thermal: cfg.Thermal, IIO: cfg.IIO}, s.included)
+		return sensors.Matched{Sensors: found, Failed: failed}, err
+	}, now)
+	return s
 }
 
 func (s *sensorsSource) Name() string            { return "sensors" }
 func (s *sensorsSource) Interval() time.Duration { return s.cfg.Interval }
-func (s *sensorsSource) Close() error            { return sensors.CloseAll(s.sensors) }
+func (s *sensorsSource) Close() error            { return s.sel.Close() }
 
 // scan lists the sensors again (keeping none of the old files open); a
 // chip whose name another chip shares is told apart by its node tag.
 func (s *sensorsSource) scan() error {
-	sensors.CloseAll(s.sensors)
-	found, failed, err := s.fs.List(sensors.Trees{Hwmon: s.cfg.Hwmon, Thermal: s.cfg.Thermal, IIO: s.cfg.IIO}, s.included)
-	s.scanErrors.Add(uint64(failed))
-	s.sensors, s.tags = found, s.tags[:0]
+	err := s.sel.Scan()
+	found := s.sel.Sensors
+	s.tags = s.tags[:0]
 	for i, shared := range sensors.SharedDevices(found) {
 		x := found[i]
 		tags := []record.Tag{{Key: "source", Value: x.Source}, {Key: "device", Value: x.Device}, {Key: "sensor", Value: x.Name},
@@ -79,19 +79,18 @@ func (s *sensorsSource) included(x *sensors.Sensor) bool {
 // and the others are shipped.
 func (s *sensorsSource) Collect(ctx context.Context, b *collect.Batch) error {
 	var errs []error
-	if t := s.now(); s.lastScan.IsZero() || t.Sub(s.lastScan) >= s.cfg.Rescan {
-		s.lastScan = t
+	if s.sel.Due(s.cfg.Rescan) {
 		if err := s.scan(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if len(s.sensors) == 0 {
+	if len(s.sel.Sensors) == 0 {
 		if len(errs) > 0 {
 			return errors.Join(errs...)
 		}
 		return fmt.Errorf("sensors: none under %s: %w", s.fs.Sys, collect.ErrNoData)
 	}
-	for i, x := range s.sensors {
+	for i, x := range s.sel.Sensors {
 		v, err := x.Read()
 		now, _ := timebase.Realtime.Now()
 		if err != nil {
@@ -106,8 +105,8 @@ func (s *sensorsSource) Collect(ctx context.Context, b *collect.Batch) error {
 
 // SelfFields implements collect.SelfReporter.
 func (s *sensorsSource) SelfFields() []record.Field {
-	return []record.Field{record.Int("sensors", int64(len(s.sensors))), record.Uint("read_errors", s.readErrors.Load()),
-		record.Uint("scan_errors", s.scanErrors.Load())}
+	return []record.Field{record.Int("sensors", int64(len(s.sel.Sensors))), record.Uint("read_errors", s.readErrors.Load()),
+		record.Uint("scan_errors", s.sel.ScanFailures())}
 }
 
 // sensorsSection is the sensors section's entry in the table (config.go):
