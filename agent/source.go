@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"fmt"
 	"log/slog"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/hca"
 	"github.com/monagent/monagent/timebase"
 )
@@ -24,4 +26,30 @@ func (e *Env) translators() *timebase.Translators {
 		e.Translators = timebase.NewTranslators()
 	}
 	return e.Translators
+}
+
+// buildEach builds the sources of a section's list (key: "pps.devices"),
+// each entry's in turn. When an entry fails, every source built so far (its
+// own before the failure too) is closed and the error names the entry.
+func buildEach[T any](key string, list []T, build func(x T) ([]collect.Source, error)) ([]collect.Source, error) {
+	var out []collect.Source
+	for i, x := range list {
+		ss, err := build(x)
+		out = append(out, ss...)
+		if err != nil {
+			for _, o := range out {
+				o.Close()
+			}
+			return nil, keyErr(fmt.Sprintf("%s[%d]", key, i), "%v", err)
+		}
+	}
+	return out, nil
+}
+
+// one is an entry's one source for buildEach, none when it failed.
+func one[S collect.Source](s S, err error) ([]collect.Source, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []collect.Source{s}, nil
 }

@@ -91,30 +91,26 @@ func buildGPIOSources(env *Env) ([]collect.Source, error) {
 		}
 	}
 	tr := env.translators()
-	var out []collect.Source
-	for i, cc := range c.GPIO.Chips {
+	return buildEach("gpio.chips", c.GPIO.Chips, func(cc GPIOChipConfig) (out []collect.Source, err error) {
 		for _, group := range groupGPIOLines(cc) {
 			name := "gpio:" + cc.Chip
 			if len(group) != len(cc.Lines) {
 				name += ":" + offsetsString(group)
 			}
 			d, err := newGPIOSource(cc, group, gpio.DevicePath(c.Paths.Dev, cc.Chip), tr, phcDom)
-			var s collect.Source
-			if err == nil {
-				d.global = env.Global
-				d.attachTriggers(c.GPIO.Triggers, sensors.NewFS(c.Paths.Sys, c.Paths.Dev), env.Log)
-				s, err = d.eventSource(name, c.GPIO.Interval, cc.Ring)
-			}
 			if err != nil {
-				for _, o := range out {
-					o.Close()
-				}
-				return nil, keyErr(fmt.Sprintf("gpio.chips[%d]", i), "%v", err)
+				return out, err
+			}
+			d.global = env.Global
+			d.attachTriggers(c.GPIO.Triggers, sensors.NewFS(c.Paths.Sys, c.Paths.Dev), env.Log)
+			s, err := d.eventSource(name, c.GPIO.Interval, cc.Ring)
+			if err != nil {
+				return out, err
 			}
 			out = append(out, s)
 		}
-	}
-	return out, nil
+		return out, nil
+	})
 }
 
 func newGPIOSource(cc GPIOChipConfig, lines []GPIOLineConfig, path string, tr *timebase.Translators, phcDom timebase.Domain) (*gpioSource, error) {

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -50,19 +49,9 @@ type ppsSource struct {
 
 func buildPPSSources(env *Env) ([]collect.Source, error) {
 	c := env.Config
-	var out []collect.Source
-	for i, dc := range c.PPS.Devices {
-		d := newPPSSource(dc, gpio.DevicePath(c.Paths.Dev, dc.Device), nil)
-		s, err := d.eventSource("pps:"+dc.tagName(), c.PPS.Interval, dc.Ring)
-		if err != nil {
-			for _, o := range out {
-				o.Close()
-			}
-			return nil, keyErr(fmt.Sprintf("pps.devices[%d]", i), "%v", err)
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return buildEach("pps.devices", c.PPS.Devices, func(dc PPSDeviceConfig) ([]collect.Source, error) {
+		return one(newPPSSource(dc, gpio.DevicePath(c.Paths.Dev, dc.Device), nil).eventSource("pps:"+dc.tagName(), c.PPS.Interval, dc.Ring))
+	})
 }
 
 // newPPSSource reads the device at path; open, when not nil, replaces

@@ -44,19 +44,9 @@ type sensorBuffer struct {
 func buildSensorBuffers(env *Env) ([]collect.Source, error) {
 	c := env.Config
 	fs := sensors.NewFS(c.Paths.Sys, c.Paths.Dev)
-	var out []collect.Source
-	for i, bc := range c.Sensors.Buffers {
-		key := fmt.Sprintf("sensors.buffers[%d]", i)
-		s, err := newSensorBufferSource(fs, bc, env.Translators, env.Global)
-		if err != nil {
-			for _, o := range out {
-				o.Close()
-			}
-			return nil, keyErr(key, "%v", err)
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return buildEach("sensors.buffers", c.Sensors.Buffers, func(bc SensorBufferConfig) ([]collect.Source, error) {
+		return one(newSensorBufferSource(fs, bc, env.Translators, env.Global))
+	})
 }
 
 func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Translators, global *hca.Global) (*collect.EventSource[scan], error) {
