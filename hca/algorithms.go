@@ -86,11 +86,7 @@ func (a jonesKoenig) Sync(ctx context.Context, net Network, p Params) (Result, e
 	if err != nil {
 		return Result{}, fmt.Errorf("jk: %w", err)
 	}
-	for i, m := range models {
-		if s.ok(i + 1) {
-			s.res.Models[i+1] = publish(m.model())
-		}
-	}
+	s.publishEach(func(r int) fine { return models[r-1] })
 	return s.finish(), nil
 }
 
@@ -303,11 +299,7 @@ func (a hca2) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	// Then every child re-measures its intercept against its parent,
 	// carried along the pair's slope, a tree round at a time (each call
 	// writes only its own pair's model).
-	idx := make([]int, len(all))
-	for i := range idx {
-		idx[i] = i
-	}
-	idx = s.live(all, idx, false)
+	idx := s.live(all, indices(len(all)), false)
 	err = s.forPairs(all, idx, func(ctx context.Context, k int) error {
 		i := idx[k]
 		m := fits[i]
@@ -325,11 +317,7 @@ func (a hca2) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	for r := 1; r < net.Size(); r++ {
-		if s.ok(r) {
-			s.res.Models[r] = publish(models[r].model.model())
-		}
-	}
+	s.publishEach(func(r int) fine { return models[r].model })
 	return s.finish(), nil
 }
 
@@ -353,11 +341,7 @@ func (a treeOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Result
 	}
 	measure := func(pairs []pair) ([]held, error) {
 		out := make([]held, len(pairs))
-		idx := make([]int, len(pairs))
-		for i := range idx {
-			idx[i] = i
-		}
-		err := s.forPairs(pairs, idx, func(ctx context.Context, i int) error {
+		err := s.forPairs(pairs, indices(len(pairs)), func(ctx context.Context, i int) error {
 			pr := pairs[i]
 			est, err := minRTTOffset(ctx, s, pr.client, pr.ref, s.p.MaxPingPongs)
 			if err != nil {
@@ -434,10 +418,6 @@ func (a hca3) Sync(ctx context.Context, net Network, p Params) (Result, error) {
 	if _, err := s.fitPairs(pairs, global); err != nil {
 		return Result{}, fmt.Errorf("hca3: %w", err)
 	}
-	for r := 1; r < net.Size(); r++ {
-		if s.ok(r) {
-			s.res.Models[r] = publish(global[r].model())
-		}
-	}
+	s.publishEach(func(r int) fine { return global[r] })
 	return s.finish(), nil
 }
