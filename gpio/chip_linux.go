@@ -272,6 +272,17 @@ func (c *Chip) requestError(offsets []int, cfg LineConfig, lines string, err err
 	return fmt.Errorf("gpio %s %s: %s: %w", c.path, lines, op, err)
 }
 
+// The line flags of each edge detection, bias and event clock (the zero
+// value of each asks for the kernel's default: no flag).
+var (
+	edgeFlags = [...]LineFlags{DetectNone: 0, DetectRising: FlagEdgeRising,
+		DetectFalling: FlagEdgeFalling, DetectBoth: FlagEdgeRising | FlagEdgeFalling}
+	biasFlags = [...]LineFlags{BiasAsIs: 0, BiasPullUp: FlagBiasPullUp,
+		BiasPullDown: FlagBiasPullDown, BiasDisabled: FlagBiasDisabled}
+	clockFlags = [...]LineFlags{ClockMonotonic: 0, ClockRealtime: FlagEventClockRealtime,
+		ClockHTE: FlagEventClockHTE}
+)
+
 // buildRequest validates a request and fills the kernel's struct.
 func buildRequest(offsets []int, cfg LineConfig, chipLines int) (unix.GPIOV2LineRequest, error) {
 	var req unix.GPIOV2LineRequest
@@ -304,40 +315,21 @@ func buildRequest(offsets []int, cfg LineConfig, chipLines int) (unix.GPIOV2Line
 	req.Event_buffer_size = uint32(cfg.EventBufferSize)
 
 	flags := FlagInput
-	switch cfg.Edge {
-	case DetectNone:
-	case DetectRising:
-		flags |= FlagEdgeRising
-	case DetectFalling:
-		flags |= FlagEdgeFalling
-	case DetectBoth:
-		flags |= FlagEdgeRising | FlagEdgeFalling
-	default:
+	if int(cfg.Edge) >= len(edgeFlags) {
 		return req, fmt.Errorf("edge detection %d: unknown: %w", cfg.Edge, unix.EINVAL)
 	}
-	switch cfg.Bias {
-	case BiasAsIs:
-	case BiasPullUp:
-		flags |= FlagBiasPullUp
-	case BiasPullDown:
-		flags |= FlagBiasPullDown
-	case BiasDisabled:
-		flags |= FlagBiasDisabled
-	default:
+	flags |= edgeFlags[cfg.Edge]
+	if int(cfg.Bias) >= len(biasFlags) {
 		return req, fmt.Errorf("bias %d: unknown: %w", cfg.Bias, unix.EINVAL)
 	}
+	flags |= biasFlags[cfg.Bias]
 	if cfg.ActiveLow {
 		flags |= FlagActiveLow
 	}
-	switch cfg.Clock {
-	case ClockMonotonic:
-	case ClockRealtime:
-		flags |= FlagEventClockRealtime
-	case ClockHTE:
-		flags |= FlagEventClockHTE
-	default:
+	if int(cfg.Clock) >= len(clockFlags) {
 		return req, fmt.Errorf("event clock %d: unknown: %w", cfg.Clock, unix.EINVAL)
 	}
+	flags |= clockFlags[cfg.Clock]
 	if cfg.Clock != ClockMonotonic && cfg.Edge == DetectNone {
 		return req, fmt.Errorf("event clock %v without edge detection: %w", cfg.Clock, unix.EINVAL)
 	}

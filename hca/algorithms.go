@@ -15,6 +15,19 @@ func Algorithms() []Algorithm {
 	return []Algorithm{skampiOffsetOnly{}, treeOffsetOnly{}, jonesKoenig{}, hca{}, hca2{}, hca3{}}
 }
 
+// run runs body in a new session of algorithm a on net and returns the
+// session's result, or body's error.
+func run(ctx context.Context, a Algorithm, net Network, p Params, body func(s *session) error) (Result, error) {
+	s, err := newSession(ctx, a.Name(), net, p)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := body(s); err != nil {
+		return Result{}, err
+	}
+	return s.finish(), nil
+}
+
 // AlgorithmNames are the names of Algorithms, in their order.
 func AlgorithmNames() []string {
 	var names []string
@@ -45,23 +58,21 @@ func (skampiOffsetOnly) Name() string { return "skampi" }
 
 // Sync implements Algorithm.
 func (a skampiOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Result, error) {
-	s, err := newSession(ctx, a.Name(), net, p)
-	if err != nil {
-		return Result{}, err
-	}
-	for r := 1; r < net.Size(); r++ {
-		est, _, err := s.offset(s.ctx, r, 0, 0)
-		if err != nil {
-			if err := s.fail(r, fmt.Errorf("skampi: rank %d: %w", r, err)); err != nil {
-				return Result{}, err
+	return run(ctx, a, net, p, func(s *session) error {
+		for r := 1; r < net.Size(); r++ {
+			est, _, err := s.offset(s.ctx, r, 0, 0)
+			if err != nil {
+				if err := s.fail(r, fmt.Errorf("skampi: rank %d: %w", r, err)); err != nil {
+					return err
+				}
+				continue
 			}
-			continue
+			m := est.Model(0, timebase.LinearModel{})
+			m.N, m.MeanX, m.SlopeErr = 1, est.At, maxSlope
+			s.res.Models[r] = m
 		}
-		m := est.Model(0, timebase.LinearModel{})
-		m.N, m.MeanX, m.SlopeErr = 1, est.At, maxSlope
-		s.res.Models[r] = m
-	}
-	return s.finish(), nil
+		return nil
+	})
 }
 
 // JK is Jones & Koenig's method: the root goes round-robin over all ranks for
@@ -74,24 +85,18 @@ func (jonesKoenig) Name() string { return "jk" }
 
 // Sync implements Algorithm.
 func (a jonesKoenig) Sync(ctx context.Context, net Network, p Params) (Result, error) {
-	s, err := newSession(ctx, a.Name(), net, p)
-	if err != nil {
-		return Result{}, err
-	}
-	pairs := make([]pair, 0, net.Size())
-	for r := 1; r < net.Size(); r++ {
-		pairs = append(pairs, pair{client: r, ref: 0})
-	}
-	models, err := s.fitPairs(pairs, nil)
-	if err != nil {
-		return Result{}, fmt.Errorf("jk: %w", err)
-	}
-	for i, m := range models {
-		if s.ok(i + 1) {
-			s.res.Models[i+1] = publish(m.model())
+	return run(ctx, a, net, p, func(s *session) error {
+		pairs := make([]pair, 0, net.Size())
+		for r := 1; r < net.Size(); r++ {
+			pairs = append(pairs, pair{client: r, ref: 0})
 		}
-	}
-	return s.finish(), nil
+		models, err := s.fitPairs(pairs, nil)
+		if err != nil {
+			return fmt.Errorf("jk: %w", err)
+		}
+		s.publishEach(func(r int) fine { return models[r-1] })
+		return nil
+	})
 }
 
 // treeRounds returns k = floor(log2 p) and, for round i of the HCA tree
@@ -249,34 +254,32 @@ func measured(pairs []pair, models []fine) func([]pair) ([]held, error) {
 
 // Sync implements Algorithm.
 func (a hca) Sync(ctx context.Context, net Network, p Params) (Result, error) {
-	s, err := newSession(ctx, a.Name(), net, p)
-	if err != nil {
-		return Result{}, err
-	}
-	all, fits, err := s.fittedTree()
-	if err != nil {
-		return Result{}, fmt.Errorf("hca: tree: %w", err)
-	}
-	slopes, err := s.climb(a.Name(), measured(all, fits), mergeHeld)
-	if err != nil {
-		return Result{}, err
-	}
-	// The root re-measures every intercept against itself.
-	for r := 1; r < net.Size(); r++ {
-		if !s.ok(r) {
-			continue
-		}
-		m := slopes[r].model
-		est, exact, err := s.offset(s.ctx, r, 0, m.Slope)
+	return run(ctx, a, net, p, func(s *session) error {
+		all, fits, err := s.fittedTree()
 		if err != nil {
-			if err := s.fail(r, fmt.Errorf("hca: intercept of rank %d: %w", r, err)); err != nil {
-				return Result{}, err
-			}
-			continue
+			return fmt.Errorf("hca: tree: %w", err)
 		}
-		s.res.Models[r] = publish(offsetFine(est, exact, m.Slope, m.LinearModel).model())
-	}
-	return s.finish(), nil
+		slopes, err := s.climb(a.Name(), measured(all, fits), mergeHeld)
+		if err != nil {
+			return err
+		}
+		// The root re-measures every intercept against itself.
+		for r := 1; r < net.Size(); r++ {
+			if !s.ok(r) {
+				continue
+			}
+			m := slopes[r].model
+			est, exact, err := s.offset(s.ctx, r, 0, m.Slope)
+			if err != nil {
+				if err := s.fail(r, fmt.Errorf("hca: intercept of rank %d: %w", r, err)); err != nil {
+					return err
+				}
+				continue
+			}
+			s.res.Models[r] = publish(offsetFine(est, exact, m.Slope, m.LinearModel).model())
+		}
+		return nil
+	})
 }
 
 // HCA2 is HCA with hierarchical intercepts: the same tree, but once the
@@ -292,45 +295,35 @@ func (hca2) Name() string { return "hca2" }
 
 // Sync implements Algorithm.
 func (a hca2) Sync(ctx context.Context, net Network, p Params) (Result, error) {
-	s, err := newSession(ctx, a.Name(), net, p)
-	if err != nil {
-		return Result{}, err
-	}
-	all, fits, err := s.fittedTree()
-	if err != nil {
-		return Result{}, fmt.Errorf("hca2: tree: %w", err)
-	}
-	// Then every child re-measures its intercept against its parent,
-	// carried along the pair's slope, a tree round at a time (each call
-	// writes only its own pair's model).
-	idx := make([]int, len(all))
-	for i := range idx {
-		idx[i] = i
-	}
-	idx = s.live(all, idx, false)
-	err = s.forPairs(all, idx, func(ctx context.Context, k int) error {
-		i := idx[k]
-		m := fits[i]
-		est, exact, err := s.offset(ctx, all[i].client, all[i].ref, m.Slope)
+	return run(ctx, a, net, p, func(s *session) error {
+		all, fits, err := s.fittedTree()
 		if err != nil {
-			return fmt.Errorf("intercept %d->%d: %w", all[i].client, all[i].ref, err)
+			return fmt.Errorf("hca2: tree: %w", err)
 		}
-		fits[i] = offsetFine(est, exact, m.Slope, m.LinearModel)
+		// Then every child re-measures its intercept against its parent,
+		// carried along the pair's slope, a tree round at a time (each call
+		// writes only its own pair's model).
+		idx := s.live(all, indices(len(all)), false)
+		err = s.forPairs(all, idx, func(ctx context.Context, k int) error {
+			i := idx[k]
+			m := fits[i]
+			est, exact, err := s.offset(ctx, all[i].client, all[i].ref, m.Slope)
+			if err != nil {
+				return fmt.Errorf("intercept %d->%d: %w", all[i].client, all[i].ref, err)
+			}
+			fits[i] = offsetFine(est, exact, m.Slope, m.LinearModel)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("hca2: %w", err)
+		}
+		models, err := s.climb(a.Name(), measured(all, fits), mergeHeld)
+		if err != nil {
+			return err
+		}
+		s.publishEach(func(r int) fine { return models[r].model })
 		return nil
 	})
-	if err != nil {
-		return Result{}, fmt.Errorf("hca2: %w", err)
-	}
-	models, err := s.climb(a.Name(), measured(all, fits), mergeHeld)
-	if err != nil {
-		return Result{}, err
-	}
-	for r := 1; r < net.Size(); r++ {
-		if s.ok(r) {
-			s.res.Models[r] = publish(models[r].model.model())
-		}
-	}
-	return s.finish(), nil
 }
 
 // treeOffsetOnly is Netgauge's offset-only tree: each pair of the HCA tree
@@ -347,57 +340,51 @@ func (treeOffsetOnly) Name() string { return "tree" }
 
 // Sync implements Algorithm.
 func (a treeOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Result, error) {
-	s, err := newSession(ctx, a.Name(), net, p)
-	if err != nil {
-		return Result{}, err
-	}
-	measure := func(pairs []pair) ([]held, error) {
-		out := make([]held, len(pairs))
-		idx := make([]int, len(pairs))
-		for i := range idx {
-			idx[i] = i
+	return run(ctx, a, net, p, func(s *session) error {
+		measure := func(pairs []pair) ([]held, error) {
+			out := make([]held, len(pairs))
+			err := s.forPairs(pairs, indices(len(pairs)), func(ctx context.Context, i int) error {
+				pr := pairs[i]
+				est, err := minRTTOffset(ctx, s, pr.client, pr.ref, s.p.MaxPingPongs)
+				if err != nil {
+					return err
+				}
+				s.rtt.Observe(pr.client, pr.ref, est.MinRTT)
+				out[i] = held{model: fine{LinearModel: est.Model(0, timebase.LinearModel{})}, edges: 1, last: est.At}
+				return nil
+			})
+			return out, err
 		}
-		err := s.forPairs(pairs, idx, func(ctx context.Context, i int) error {
-			pr := pairs[i]
-			est, err := minRTTOffset(ctx, s, pr.client, pr.ref, s.p.MaxPingPongs)
-			if err != nil {
-				return err
+		join := func(edge, sub held) held {
+			// The edge was measured at edge.last in the child's clock; in
+			// sub.rank's clock that is the child's time plus the offset of
+			// sub.rank from the child. Every earlier edge's lag grows by the
+			// time since sub's newest one.
+			last := sub.model.Invert().Apply(edge.last)
+			return held{
+				rank:  sub.rank,
+				model: mergeFine(edge.model, sub.model),
+				edges: sub.edges + 1,
+				last:  last,
+				lag:   sub.lag + float64(sub.edges)*float64(last-sub.last),
 			}
-			s.rtt.Observe(pr.client, pr.ref, est.MinRTT)
-			out[i] = held{model: fine{LinearModel: est.Model(0, timebase.LinearModel{})}, edges: 1, last: est.At}
-			return nil
-		})
-		return out, err
-	}
-	join := func(edge, sub held) held {
-		// The edge was measured at edge.last in the child's clock; in
-		// sub.rank's clock that is the child's time plus the offset of
-		// sub.rank from the child. Every earlier edge's lag grows by the
-		// time since sub's newest one.
-		last := sub.model.Invert().Apply(edge.last)
-		return held{
-			rank:  sub.rank,
-			model: mergeFine(edge.model, sub.model),
-			edges: sub.edges + 1,
-			last:  last,
-			lag:   sub.lag + float64(sub.edges)*float64(last-sub.last),
 		}
-	}
-	models, err := s.climb(a.Name(), measure, join)
-	if err != nil {
-		return Result{}, err
-	}
-	for r := 1; r < net.Size(); r++ {
-		if !s.ok(r) {
-			continue
+		models, err := s.climb(a.Name(), measure, join)
+		if err != nil {
+			return err
 		}
-		h := models[r]
-		m := h.model.model()
-		m.N, m.MeanX, m.SlopeErr, m.ResidualNS = 1, h.last, maxSlope, 0
-		m.FloorNS += int64(math.Ceil(maxSlope * math.Abs(h.lag)))
-		s.res.Models[r] = m
-	}
-	return s.finish(), nil
+		for r := 1; r < net.Size(); r++ {
+			if !s.ok(r) {
+				continue
+			}
+			h := models[r]
+			m := h.model.model()
+			m.N, m.MeanX, m.SlopeErr, m.ResidualNS = 1, h.last, maxSlope, 0
+			m.FloorNS += int64(math.Ceil(maxSlope * math.Abs(h.lag)))
+			s.res.Models[r] = m
+		}
+		return nil
+	})
 }
 
 // HCA3 is the top-down variant: the tree is walked from the root down, and a
@@ -417,27 +404,21 @@ func (hca3) Name() string { return "hca3" }
 
 // Sync implements Algorithm.
 func (a hca3) Sync(ctx context.Context, net Network, p Params) (Result, error) {
-	s, err := newSession(ctx, a.Name(), net, p)
-	if err != nil {
-		return Result{}, err
-	}
-	rounds, extra := treeRounds(net.Size())
-	// The pairs parents first: rounds k−1..0, then the extra round.
-	var pairs []pair
-	for i := len(rounds) - 1; i >= 0; i-- {
-		pairs = append(pairs, rounds[i]...)
-	}
-	pairs = append(pairs, extra...)
-	// global[r] is rank r's model once it is synchronised (the root's is
-	// the identity): its answers are its clock mapped through it.
-	global := make([]fine, net.Size())
-	if _, err := s.fitPairs(pairs, global); err != nil {
-		return Result{}, fmt.Errorf("hca3: %w", err)
-	}
-	for r := 1; r < net.Size(); r++ {
-		if s.ok(r) {
-			s.res.Models[r] = publish(global[r].model())
+	return run(ctx, a, net, p, func(s *session) error {
+		rounds, extra := treeRounds(net.Size())
+		// The pairs parents first: rounds k−1..0, then the extra round.
+		var pairs []pair
+		for i := len(rounds) - 1; i >= 0; i-- {
+			pairs = append(pairs, rounds[i]...)
 		}
-	}
-	return s.finish(), nil
+		pairs = append(pairs, extra...)
+		// global[r] is rank r's model once it is synchronised (the root's is
+		// the identity): its answers are its clock mapped through it.
+		global := make([]fine, net.Size())
+		if _, err := s.fitPairs(pairs, global); err != nil {
+			return fmt.Errorf("hca3: %w", err)
+		}
+		s.publishEach(func(r int) fine { return global[r] })
+		return nil
+	})
 }

@@ -266,6 +266,26 @@ func (s *session) measurePairs(pairs []pair, todo []int, points [][]finePoint, b
 	return nil
 }
 
+// indices returns 0, 1, ..., n−1: every pair of a list, for forPairs, live
+// and measurePairs.
+func indices(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+// publishEach sets the published model of every rank but the root that has
+// not failed to model(rank).
+func (s *session) publishEach(model func(rank int) fine) {
+	for r := 1; r < s.Size(); r++ {
+		if s.ok(r) {
+			s.res.Models[r] = publish(model(r).model())
+		}
+	}
+}
+
 // fitPairs measures a line for every pair, all pairs in the same sweeps
 // (measurePairs), and fits them. global, when not nil, is indexed by rank
 // and holds the synchronised ranks' models (the root's is the zero model):
@@ -286,10 +306,7 @@ func (s *session) fitPairs(pairs []pair, global []fine) ([]fine, error) {
 		ready = make([]bool, len(global))
 		ready[0] = true
 	}
-	todo := make([]int, len(pairs))
-	for i := range todo {
-		todo[i] = i
-	}
+	todo := indices(len(pairs))
 	for attempt := 0; ; attempt++ {
 		if err := s.measurePairs(pairs, todo, points, biases, global != nil); err != nil {
 			return nil, err

@@ -35,17 +35,18 @@ func (j *Judged) Source() string { return j.source }
 
 // Observe is Clock.Observe under the lock.
 func (j *Judged) Observe(s Sample) Changes {
-	j.mu.Lock()
-	ch := j.c.Observe(s)
-	j.changes += uint64(ch.n)
-	j.mu.Unlock()
-	return ch
+	return j.counted(func(c *Clock) Changes { return c.Observe(s) })
 }
 
 // Missed is Clock.Missed under the lock.
 func (j *Judged) Missed(deadline int64) Changes {
+	return j.counted(func(c *Clock) Changes { return c.Missed(deadline) })
+}
+
+// counted runs f on the clock under the lock and counts the changes it made.
+func (j *Judged) counted(f func(c *Clock) Changes) Changes {
 	j.mu.Lock()
-	ch := j.c.Missed(deadline)
+	ch := f(j.c)
 	j.changes += uint64(ch.n)
 	j.mu.Unlock()
 	return ch

@@ -23,13 +23,9 @@ type Device struct {
 // Open opens /dev/ptpN read-only (enough for every measurement) and reads its
 // capabilities.
 func Open(path string) (*Device, error) {
-	index, err := indexFromPath(path)
+	f, index, err := openPHC(path, os.O_RDONLY, "")
 	if err != nil {
 		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, fmt.Errorf("phc %s: %w", path, err)
 	}
 	d, err := newDevice(path, index, fileIoctls{f})
 	if err != nil {
@@ -41,11 +37,43 @@ func Open(path string) (*Device, error) {
 }
 
 func newDevice(path string, index int, dev ioctls) (*Device, error) {
+	caps, err := readCaps(path, dev)
+	if err != nil {
+		return nil, err
+	}
+	return &Device{path: path, index: index, dev: dev, caps: caps}, nil
+}
+
+// openPHC opens the PHC at path, which must name /dev/ptpN, with flag and
+// returns it with N; an open error names path and, when not empty, what the
+// device is opened for ("phc /dev/ptp0: extts: ...").
+func openPHC(path string, flag int, what string) (*os.File, int, error) {
+	index, err := indexFromPath(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		if what != "" {
+			return nil, 0, fmt.Errorf("phc %s: %s: %w", path, what, err)
+		}
+		return nil, 0, fmt.Errorf("phc %s: %w", path, err)
+	}
+	return f, index, nil
+}
+
+// capsIoctl is the one ioctl readCaps needs.
+type capsIoctl interface {
+	caps(*unix.PtpClockCaps) error
+}
+
+// readCaps reads the PHC's capabilities (PTP_CLOCK_GETCAPS).
+func readCaps(path string, dev capsIoctl) (Caps, error) {
 	var c unix.PtpClockCaps
 	if err := dev.caps(&c); err != nil {
-		return nil, fmt.Errorf("phc %s: PTP_CLOCK_GETCAPS: %w", path, err)
+		return Caps{}, fmt.Errorf("phc %s: PTP_CLOCK_GETCAPS: %w", path, err)
 	}
-	return &Device{path: path, index: index, dev: dev, caps: capsFromKernel(&c)}, nil
+	return capsFromKernel(&c), nil
 }
 
 // Path is the device node.

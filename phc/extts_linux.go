@@ -58,13 +58,9 @@ type Extts struct {
 // changed on the device when a request is invalid for its capabilities; when
 // the kernel refuses one, what was already done is undone.
 func OpenExtts(path string, chans ...ExttsChannel) (*Extts, error) {
-	index, err := indexFromPath(path)
+	f, index, err := openPHC(path, os.O_RDWR, "extts")
 	if err != nil {
 		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, fmt.Errorf("phc %s: extts: %w", path, err)
 	}
 	x, err := newExtts(path, index, exttsFile{f}, int(f.Fd()), chans)
 	if err != nil {
@@ -76,11 +72,11 @@ func OpenExtts(path string, chans ...ExttsChannel) (*Extts, error) {
 
 // newExtts sets up the channels through dev and reads events from fd.
 func newExtts(path string, index int, dev exttsIoctls, fd int, chans []ExttsChannel) (*Extts, error) {
-	var kc unix.PtpClockCaps
-	if err := dev.caps(&kc); err != nil {
-		return nil, fmt.Errorf("phc %s: PTP_CLOCK_GETCAPS: %w", path, err)
+	caps, err := readCaps(path, dev)
+	if err != nil {
+		return nil, err
 	}
-	x := &Extts{path: path, domain: timebase.PHC(index), dev: dev, caps: capsFromKernel(&kc), strict: true}
+	x := &Extts{path: path, domain: timebase.PHC(index), dev: dev, caps: caps, strict: true}
 	if len(chans) == 0 {
 		return nil, fmt.Errorf("phc %s: extts: no channel requested", path)
 	}

@@ -1,6 +1,7 @@
 package ptp
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"time"
@@ -107,34 +108,16 @@ type Master struct {
 // 9.3.4, the comparison of two foreign masters' announces): priority1, clock
 // class, accuracy, variance, priority2, identity; then fewer steps removed.
 func Better(a, b *protocol.AnnounceBody) bool {
-	type key struct {
-		p1, class, acc uint8
-		v              uint16
-		p2             uint8
-		id             uint64
-		steps          uint16
-	}
-	keyOf := func(x *protocol.AnnounceBody) key {
-		q := x.GrandmasterClockQuality
-		return key{x.GrandmasterPriority1, uint8(q.ClockClass), uint8(q.ClockAccuracy),
-			q.OffsetScaledLogVariance, x.GrandmasterPriority2, uint64(x.GrandmasterIdentity), x.StepsRemoved}
-	}
-	ka, kb := keyOf(a), keyOf(b)
-	switch {
-	case ka.p1 != kb.p1:
-		return ka.p1 < kb.p1
-	case ka.class != kb.class:
-		return ka.class < kb.class
-	case ka.acc != kb.acc:
-		return ka.acc < kb.acc
-	case ka.v != kb.v:
-		return ka.v < kb.v
-	case ka.p2 != kb.p2:
-		return ka.p2 < kb.p2
-	case ka.id != kb.id:
-		return ka.id < kb.id
-	}
-	return ka.steps < kb.steps
+	qa, qb := a.GrandmasterClockQuality, b.GrandmasterClockQuality
+	return cmp.Or(
+		cmp.Compare(a.GrandmasterPriority1, b.GrandmasterPriority1),
+		cmp.Compare(qa.ClockClass, qb.ClockClass),
+		cmp.Compare(qa.ClockAccuracy, qb.ClockAccuracy),
+		cmp.Compare(qa.OffsetScaledLogVariance, qb.OffsetScaledLogVariance),
+		cmp.Compare(a.GrandmasterPriority2, b.GrandmasterPriority2),
+		cmp.Compare(a.GrandmasterIdentity, b.GrandmasterIdentity),
+		cmp.Compare(a.StepsRemoved, b.StepsRemoved),
+	) < 0
 }
 
 // Flag bits of the header's flagField.

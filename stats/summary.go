@@ -268,28 +268,26 @@ func (a *Accumulator) orderStat(k int64) float64 {
 	if a.hist == nil {
 		return float64(a.exact[k])
 	}
+	return a.histOrderStat(k, float64(a.min), float64(a.max), a.hist.orderStat)
+}
+
+// histOrderStat is the k-th smallest of the n samples that lie in [lo, hi]
+// from the histogram's estimate est: exact at both ends, clamped between.
+func (a *Accumulator) histOrderStat(k int64, lo, hi float64, est func(int64) float64) float64 {
 	if k == 0 {
-		return float64(a.min)
+		return lo
 	}
 	if k == a.n-1 {
-		return float64(a.max)
+		return hi
 	}
-	v := a.hist.orderStat(k)
-	return min(max(v, float64(a.min)), float64(a.max))
+	return min(max(est(k), lo), hi)
 }
 
 // absOrderStat returns a function giving the k-th smallest |x|.
 func (a *Accumulator) absOrderStat() func(k int64) float64 {
 	if a.hist != nil {
 		return func(k int64) float64 {
-			if k == 0 {
-				return float64(a.minAbs)
-			}
-			if k == a.n-1 {
-				return float64(a.maxAbs)
-			}
-			v := a.hist.absOrderStat(k)
-			return min(max(v, float64(a.minAbs)), float64(a.maxAbs))
+			return a.histOrderStat(k, float64(a.minAbs), float64(a.maxAbs), a.hist.absOrderStat)
 		}
 	}
 	// Merge outwards from zero: negatives walk down, non-negatives up.

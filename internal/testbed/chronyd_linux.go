@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -18,8 +17,7 @@ import (
 type Chronyd struct {
 	Dir    string
 	Socket string // command socket (chronyc -h Socket)
-	cmd    *exec.Cmd
-	exited chan struct{}
+	d      daemon
 	t      testing.TB
 	host   *Host
 	conf   string
@@ -55,7 +53,8 @@ func StartChronyd(t testing.TB, host *Host, conf string) *Chronyd {
 	if err := os.Mkdir(runDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	c := &Chronyd{Dir: dir, Socket: filepath.Join(runDir, "chronyd.sock"), t: t}
+	c := &Chronyd{Dir: dir, Socket: filepath.Join(runDir, "chronyd.sock"), t: t,
+		d: daemon{name: "chronyd", log: filepath.Join(dir, "chronyd.log")}}
 	full := conf + fmt.Sprintf("cmdport 0\nbindcmdaddress %s\npidfile %s\nlogdir %s\ndriftfile %s\n",
 		c.Socket, filepath.Join(dir, "chronyd.pid"), dir, filepath.Join(dir, "drift"))
 	path := filepath.Join(dir, "chrony.conf")
@@ -74,49 +73,16 @@ func (c *Chronyd) Start() {
 	t.Helper()
 	// -x: never adjust the clock; -u root: no privilege drop, so the command
 	// socket can live in the test's directory; -d: foreground, log to stderr.
-	c.cmd = c.host.Command("chronyd", "-x", "-u", "root", "-d", "-f", c.conf)
-	logf, _ := os.OpenFile(filepath.Join(c.Dir, "chronyd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	c.cmd.Stdout, c.cmd.Stderr = logf, logf
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	c.exited = exited
-	cmd := c.cmd
-	go func() { cmd.Wait(); logf.Close(); close(exited) }()
-	dir := c.Dir
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(c.Socket); err == nil {
-			return
-		}
-		select {
-		case <-exited:
-			b, _ := os.ReadFile(filepath.Join(dir, "chronyd.log"))
-			t.Fatalf("chronyd exited at start:\n%s", b)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("chronyd made no command socket within 10 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	cmd := c.host.Command("chronyd", "-x", "-u", "root", "-d", "-f", c.conf)
+	c.d.start(t, cmd, exists(c.Socket), 10*time.Second, 20*time.Millisecond, "chronyd made no command socket within 10 s")
 }
 
 // Stop stops chronyd.
 func (c *Chronyd) Stop() {
-	if c.cmd == nil || c.cmd.Process == nil {
+	if !c.d.running() {
 		return
 	}
-	c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.exited:
-	case <-time.After(5 * time.Second):
-		c.cmd.Process.Kill()
-		<-c.exited
-	}
-	c.cmd = nil
+	c.d.stop(5 * time.Second)
 	os.Remove(c.Socket)
 }
 

@@ -74,12 +74,11 @@ func InfluxdBinary(t testing.TB) string {
 
 // Influxd is a running influxd on loopback with a temporary data directory.
 type Influxd struct {
-	t      testing.TB
-	bin    string
-	dir    string
-	port   int
-	cmd    *exec.Cmd
-	exited chan struct{}
+	t    testing.TB
+	bin  string
+	dir  string
+	port int
+	d    daemon
 	// URL is the HTTP API, e.g. http://127.0.0.1:40123.
 	URL string
 }
@@ -101,6 +100,7 @@ func StartInfluxdWith(t testing.TB, db string, o InfluxdOptions) *Influxd {
 	t.Helper()
 	i := &Influxd{t: t, bin: InfluxdBinary(t), dir: t.TempDir(), port: FreePort(t)}
 	i.URL = fmt.Sprintf("http://127.0.0.1:%d", i.port)
+	i.d = daemon{name: "influxd", log: filepath.Join(i.dir, "influxd.log")}
 	conf := fmt.Sprintf(`reporting-disabled = true
 bind-address = "127.0.0.1:%d"
 [meta]
@@ -137,57 +137,25 @@ bind-address = "127.0.0.1:%d"
 // Start (re)starts influxd on the same port and data directory.
 func (i *Influxd) Start() {
 	i.t.Helper()
-	if i.cmd != nil {
+	if i.d.running() {
 		i.t.Fatal("influxd already running")
 	}
 	cmd := exec.Command(i.bin, "run", "-config", filepath.Join(i.dir, "influxd.conf"))
-	logf, err := os.OpenFile(filepath.Join(i.dir, "influxd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	i.d.start(i.t, cmd, i.pong, 30*time.Second, 50*time.Millisecond, "influxd did not answer /ping within 30 s")
+}
+
+// pong reports whether influxd answers /ping.
+func (i *Influxd) pong() bool {
+	resp, err := http.Get(i.URL + "/ping")
 	if err != nil {
-		i.t.Fatal(err)
+		return false
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		i.t.Fatal(err)
-	}
-	i.cmd, i.exited = cmd, make(chan struct{})
-	go func() { cmd.Wait(); logf.Close(); close(i.exited) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(i.URL + "/ping")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusNoContent {
-				return
-			}
-		}
-		select {
-		case <-i.exited:
-			log, _ := os.ReadFile(filepath.Join(i.dir, "influxd.log"))
-			i.t.Fatalf("influxd exited at start:\n%s", log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			i.t.Fatal("influxd did not answer /ping within 30 s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusNoContent
 }
 
 // Stop stops influxd (SIGTERM, then SIGKILL after 10 s). Data stays for Start.
-func (i *Influxd) Stop() {
-	if i.cmd == nil {
-		return
-	}
-	i.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-i.exited:
-	case <-time.After(10 * time.Second):
-		i.cmd.Process.Kill()
-		<-i.exited
-	}
-	i.cmd = nil
-}
+func (i *Influxd) Stop() { i.d.stop(10 * time.Second) }
 
 // Addr is host:port of the HTTP API.
 func (i *Influxd) Addr() string { return "127.0.0.1:" + strconv.Itoa(i.port) }

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -17,8 +16,7 @@ type Ptp4l struct {
 	Dir    string
 	Socket string // its management socket (uds_address)
 	Log    string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	d      daemon
 }
 
 // Ptp4lOptions configure a ptp4l.
@@ -37,6 +35,7 @@ func StartPtp4l(t testing.TB, host *Host, o Ptp4lOptions) *Ptp4l {
 	}
 	dir := t.TempDir()
 	p := &Ptp4l{Dir: dir, Socket: filepath.Join(dir, "ptp4l.sock"), Log: filepath.Join(dir, "ptp4l.log")}
+	p.d = daemon{name: "ptp4l", log: p.Log}
 	if o.Transport == "" {
 		o.Transport = "UDPv4"
 	}
@@ -61,51 +60,14 @@ summary_interval 0
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logf, err := os.Create(p.Log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd = host.Command("ptp4l", "-f", path, "-m", "-q")
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p.exited = make(chan struct{})
-	go func() { p.cmd.Wait(); logf.Close(); close(p.exited) }()
+	cmd := host.Command("ptp4l", "-f", path, "-m", "-q")
+	p.d.start(t, cmd, exists(p.Socket), 10*time.Second, 20*time.Millisecond, "ptp4l made no management socket within 10 s")
 	t.Cleanup(p.Stop)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(p.Socket); err == nil {
-			return p
-		}
-		select {
-		case <-p.exited:
-			b, _ := os.ReadFile(p.Log)
-			t.Fatalf("ptp4l exited at start:\n%s", b)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("ptp4l made no management socket within 10 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return p
 }
 
 // Stop stops ptp4l.
-func (p *Ptp4l) Stop() {
-	if p.cmd == nil {
-		return
-	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(5 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.exited
-	}
-	p.cmd = nil
-}
+func (p *Ptp4l) Stop() { p.d.stop(5 * time.Second) }
 
 // Pmc runs pmc against this ptp4l's management socket and returns its output.
 func (p *Ptp4l) Pmc(t testing.TB, command string) string {
