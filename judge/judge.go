@@ -28,16 +28,6 @@ func (s State) String() string {
 	return fmt.Sprintf("State(%d)", uint8(s))
 }
 
-// ParseState is String's inverse.
-func ParseState(s string) (State, error) {
-	for i, n := range stateNames {
-		if n == s {
-			return State(i), nil
-		}
-	}
-	return Unknown, fmt.Errorf("judge: no state %q (want one of UNKNOWN, LOCKED, HOLDOVER, FREERUN)", s)
-}
-
 // Config is how a clock is judged.
 type Config struct {
 	// ThresholdNS: LOCKED needs an error bound at most this.

@@ -13,7 +13,7 @@ import (
 // counters docs/schema.md lists) to Prometheus, so that a board scraped by
 // Prometheus alone sees what InfluxDB would: each numeric field is the
 // metric <measurement>_<field> with the record's tags (but host) as labels;
-// unsigned fields are counters (<…>_total) unless named in Gauges, signed
+// unsigned fields are counters (<…>_total) unless they are levels (gauge), signed
 // ones gauges; a field in ns is converted to seconds (…_ns → …_seconds); a
 // state string (a field named state or …_state) is one series with that
 // state as its label; other strings (errors' texts) are left to the logs.
@@ -22,8 +22,14 @@ type Records struct {
 	cur atomic.Pointer[[]record.Record]
 }
 
-// Gauges are the unsigned self-metrics fields that are levels, not counts.
-var Gauges = map[string]bool{"pending": true, "buffered": true, "consecutive_failures": true}
+// gauge says whether an unsigned self-metrics field is a level, not a count.
+func gauge(field string) bool {
+	switch field {
+	case "pending", "buffered", "consecutive_failures":
+		return true
+	}
+	return false
+}
 
 // Set replaces the records a scrape sees.
 func (r *Records) Set(recs []record.Record) { r.cur.Store(&recs) }
@@ -77,7 +83,7 @@ func metricOf(measurement string, f record.Field) (string, prometheus.ValueType,
 		if strings.HasSuffix(f.Key, "_ns") {
 			name, v = strings.TrimSuffix(name, "_ns")+"_seconds", v/1e9
 		}
-		if Gauges[f.Key] {
+		if gauge(f.Key) {
 			return name, prometheus.GaugeValue, v, true
 		}
 		return name + "_total", prometheus.CounterValue, v, true

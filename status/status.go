@@ -44,13 +44,14 @@ func FromViews(views []judge.View) []Clock {
 	return out
 }
 
-// AllLocked reports whether every judged clock is LOCKED, and there is at
-// least one: `monagent status` exits 0 only then.
-func (d *Doc) AllLocked() bool {
+// NotLocked is how many judged clocks are not LOCKED: `monagent status`
+// exits 0 only when it is 0 and there is a judged clock.
+func (d *Doc) NotLocked() int {
+	n := 0
 	for _, c := range d.Clocks {
 		if c.State != judge.Locked.String() {
-			return false
+			n++
 		}
 	}
-	return len(d.Clocks) > 0
+	return n
 }

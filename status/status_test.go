@@ -115,7 +115,7 @@ func TestMetricsAndStatus(t *testing.T) {
 		}
 	}
 	d, err := Fetch(context.Background(), base)
-	if err != nil || d.Host != "boarda" || len(d.Clocks) != 3 || d.Clocks[0].State != "LOCKED" || d.Clocks[2].ErrorBoundNS != -1 || d.AllLocked() {
+	if err != nil || d.Host != "boarda" || len(d.Clocks) != 3 || d.Clocks[0].State != "LOCKED" || d.Clocks[2].ErrorBoundNS != -1 || d.NotLocked() != 2 {
 		t.Fatalf("fetch: %+v %v", d, err)
 	}
 	var out bytes.Buffer

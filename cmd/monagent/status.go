@@ -104,13 +104,7 @@ func showStatus(ctx context.Context, w io.Writer, base string, asJSON bool) erro
 	if err != nil {
 		return err
 	}
-	n := 0
-	for _, c := range d.Clocks {
-		if c.State != "LOCKED" {
-			n++
-		}
-	}
-	if n > 0 || len(d.Clocks) == 0 {
+	if n := d.NotLocked(); n > 0 || len(d.Clocks) == 0 {
 		return errNotLocked{n, len(d.Clocks)}
 	}
 	return nil
