@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -40,7 +41,7 @@ func (c *ClockConfig) check(p *problems) {
 	if _, sys := timebase.SystemClockFor(ref); err != nil || !sys {
 		p.Add("clock.reference", "%q is not a system clock (realtime, tai, monotonic, monotonic_raw, boottime)", c.Reference)
 	}
-	seen := map[timebase.Domain]int{}
+	seen := conf.Seen[timebase.Domain]{}
 	for i, name := range c.Clocks {
 		key := fmt.Sprintf("clock.clocks[%d]", i)
 		d, err := timebase.ParseDomain(name)
@@ -48,10 +49,8 @@ func (c *ClockConfig) check(p *problems) {
 			p.Add(key, "%q is not a system clock (realtime, tai, monotonic, monotonic_raw, boottime)", name)
 		} else if d == ref {
 			p.Add(key, "%q is the reference clock itself", name)
-		} else if j, dup := seen[d]; dup {
+		} else if j, dup := seen.Again(d, i); dup {
 			p.Dup(key, fmt.Sprintf("clock.clocks[%d]", j), "%q is listed twice: two identical clock_offset points each collection", name)
-		} else {
-			seen[d] = i
 		}
 	}
 	if c.StepThreshold <= 0 {

@@ -7,6 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/phc"
 )
 
@@ -79,23 +80,19 @@ func (x *ExttsConfig) check(p *problems) {
 		p.Add("extts.channels", "list at least one channel")
 	}
 	checkRing(p, "extts.ring", x.Ring)
-	chans, pins := map[int]int{}, map[int]int{}
+	chans, pins := conf.Seen[int]{}, conf.Seen[int]{}
 	for i, c := range x.Channels {
 		key := fmt.Sprintf("extts.channels[%d]", i)
 		if c.Channel < 0 {
 			p.Add(key+".channel", "must not be negative, got %d", c.Channel)
-		} else if j, dup := chans[c.Channel]; dup {
+		} else if j, dup := chans.Again(c.Channel, i); dup {
 			p.Add(key+".channel", "channel %d is also extts.channels[%d]", c.Channel, j)
-		} else {
-			chans[c.Channel] = i
 		}
 		if c.Pin < phc.NoPin {
 			p.Add(key+".pin", "%d: a pin index, or -1 to leave the pins alone", c.Pin)
 		} else if c.Pin != phc.NoPin {
-			if j, dup := pins[c.Pin]; dup {
+			if j, dup := pins.Again(c.Pin, i); dup {
 				p.Add(key+".pin", "pin %d is also extts.channels[%d]'s: a pin feeds one channel", c.Pin, j)
-			} else {
-				pins[c.Pin] = i
 			}
 		}
 		if _, err := phc.ParseEdges(c.Edges); err != nil {

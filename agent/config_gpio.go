@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/sensors"
 )
@@ -169,15 +170,13 @@ func (g *GPIOConfig) check(p *problems) {
 	if g.PHC != "" && !strings.HasPrefix(filepath.Base(g.PHC), "ptp") {
 		p.Add("gpio.phc", "%q is not a PHC device (/dev/ptpN)", g.PHC)
 	}
-	chips := map[string]int{}
+	chips := conf.Seen[string]{}
 	for i, c := range g.Chips {
 		key := fmt.Sprintf("gpio.chips[%d]", i)
 		if c.Chip == "" {
 			p.Add(key+".chip", "must be set (gpiochipN or a device path)")
-		} else if j, dup := chips[c.Chip]; dup {
+		} else if j, dup := chips.Again(c.Chip, i); dup {
 			p.Add(key+".chip", "%s is also gpio.chips[%d]: list its lines in one entry", c.Chip, j)
-		} else {
-			chips[c.Chip] = i
 		}
 		if len(c.Lines) == 0 {
 			p.Add(key+".lines", "list at least one line")
@@ -186,15 +185,13 @@ func (g *GPIOConfig) check(p *problems) {
 			p.Add(key+".buffer", "%d events: 1 to %d (the kernel's limit)", c.Buffer, gpio.MaxEventBufferSize)
 		}
 		checkRing(p, key+".ring", c.Ring)
-		offsets := map[int]int{}
+		offsets := conf.Seen[int]{}
 		for j, l := range c.Lines {
 			lk := fmt.Sprintf("%s.lines[%d]", key, j)
 			if l.Offset < 0 {
 				p.Add(lk+".offset", "must not be negative, got %d", l.Offset)
-			} else if k, dup := offsets[l.Offset]; dup {
+			} else if k, dup := offsets.Again(l.Offset, j); dup {
 				p.Add(lk+".offset", "offset %d is also %s.lines[%d]", l.Offset, key, k)
-			} else {
-				offsets[l.Offset] = j
 			}
 			if _, ok := gpioEdges[l.Edge]; !ok {
 				p.Add(lk+".edge", "%q: want %s", l.Edge, keysOf(gpioEdges))
@@ -222,15 +219,13 @@ func (g *GPIOConfig) check(p *problems) {
 }
 
 func (g *GPIOConfig) checkTriggers(p *problems) {
-	names := map[string]int{}
+	names := conf.Seen[string]{}
 	for i, tr := range g.Triggers {
 		key := fmt.Sprintf("gpio.triggers[%d]", i)
 		if !validTriggerName(tr.Name) {
 			p.Add(key+".name", "%q: want letters, digits and _ (it names the self-metrics trigger_<name>_*)", tr.Name)
-		} else if j, dup := names[tr.Name]; dup {
+		} else if j, dup := names.Again(tr.Name, i); dup {
 			p.Add(key+".name", "%q is also gpio.triggers[%d]", tr.Name, j)
-		} else {
-			names[tr.Name] = i
 		}
 		edge, okEdge := gpioEdges[tr.Edge]
 		if !okEdge {

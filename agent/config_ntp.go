@@ -7,6 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/ntp"
 	"github.com/monagent/monagent/phc"
 )
@@ -129,17 +130,15 @@ func (n *NTPConfig) check(p *problems) {
 	if len(n.Servers) == 0 && !n.Chrony.Enabled {
 		p.Add("ntp.servers", "no server to probe and the chrony monitor is off")
 	}
-	seen := map[string]int{}
+	seen := conf.Seen[string]{}
 	for i, s := range n.Servers {
 		key := fmt.Sprintf("ntp.servers[%d]", i)
 		if s.Address == "" {
 			p.Add(key+".address", "must be set")
 		} else if srv, err := ntp.ParseServer(s.Address); err != nil {
 			p.Add(key+".address", "%v", err)
-		} else if j, dup := seen[srv.String()]; dup {
+		} else if j, dup := seen.Again(srv.String(), i); dup {
 			p.Dup(key+".address", fmt.Sprintf("ntp.servers[%d].address", j), "%q is %s again: two probes of one server would mix their series", s.Address, srv)
-		} else {
-			seen[srv.String()] = i
 		}
 		if s.Interval < time.Second {
 			p.Add(key+".interval", "must be at least 1s (servers rate-limit faster clients), got %s", s.Interval)

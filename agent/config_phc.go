@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/timebase"
 )
@@ -54,38 +55,32 @@ func (p *PHCConfig) check(ps *problems) {
 	if len(p.Against) == 0 {
 		ps.Add("phc.against", "needs at least one system clock")
 	}
-	against := map[timebase.Domain]int{}
+	against := conf.Seen[timebase.Domain]{}
 	for i, name := range p.Against {
 		key := fmt.Sprintf("phc.against[%d]", i)
 		d, err := timebase.ParseDomain(name)
 		if err != nil || !phc.ReadsAgainst(d) {
 			ps.Add(key, "%q: a PHC is read against realtime, monotonic or monotonic_raw", name)
-		} else if j, dup := against[d]; dup {
+		} else if j, dup := against.Again(d, i); dup {
 			ps.Dup(key, fmt.Sprintf("phc.against[%d]", j), "%q is listed twice: two identical phc_offset points each collection", name)
-		} else {
-			against[d] = i
 		}
 	}
 	if p.Window < 2 {
 		ps.Add("phc.window", "must be at least 2 samples, got %d", p.Window)
 	}
-	devices := map[string]int{}
+	devices := conf.Seen[string]{}
 	for i, d := range p.Devices {
 		key := fmt.Sprintf("phc.devices[%d]", i)
 		if d == "" {
 			ps.Add(key, "must not be empty")
-		} else if j, dup := devices[filepath.Clean(d)]; dup {
+		} else if j, dup := devices.Again(filepath.Clean(d), i); dup {
 			ps.Dup(key, fmt.Sprintf("phc.devices[%d]", j), "%s is listed twice: list each PHC once", d)
-		} else {
-			devices[filepath.Clean(d)] = i
 		}
 	}
-	ifaces := map[string]int{}
+	ifaces := conf.Seen[string]{}
 	for i, name := range p.Interfaces {
-		if j, dup := ifaces[name]; dup {
+		if j, dup := ifaces.Again(name, i); dup {
 			ps.Dup(fmt.Sprintf("phc.interfaces[%d]", i), fmt.Sprintf("phc.interfaces[%d]", j), "%s is listed twice: list each PHC once", name)
-		} else {
-			ifaces[name] = i
 		}
 	}
 	if p.StepThreshold <= 0 {

@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/gpio"
 )
 
@@ -56,7 +57,7 @@ func (p *PPSConfig) check(ps *problems) {
 	if len(p.Devices) == 0 {
 		ps.Add("pps.devices", "list at least one PPS device")
 	}
-	seen, names := map[string]int{}, map[string]int{}
+	seen, names := conf.Seen[string]{}, conf.Seen[string]{}
 	for i, d := range p.Devices {
 		key := fmt.Sprintf("pps.devices[%d]", i)
 		twice := false
@@ -66,18 +67,14 @@ func (p *PPSConfig) check(ps *problems) {
 		case !strings.HasPrefix(filepath.Base(d.Device), "pps"):
 			ps.Add(key+".device", "%q is not a PPS device (/dev/ppsN)", d.Device)
 		default:
-			if j, dup := seen[filepath.Base(d.Device)]; dup {
+			if j, dup := seen.Again(filepath.Base(d.Device), i); dup {
 				ps.Dup(key+".device", fmt.Sprintf("pps.devices[%d].device", j), "%s is also pps.devices[%d]: one reader per device", d.Device, j)
 				twice = true
-			} else {
-				seen[filepath.Base(d.Device)] = i
 			}
 		}
-		if j, dup := names[d.tagName()]; dup && d.Device != "" && !twice {
+		if j, dup := names.Again(d.tagName(), i); dup && d.Device != "" && !twice {
 			// One name tag: both devices' pps_event series would be one.
 			ps.Dup(key+".name", fmt.Sprintf("pps.devices[%d]", j), "name %q is another device's too: their pps_event records would share one series", d.tagName())
-		} else {
-			names[d.tagName()] = i
 		}
 		if !d.Assert && !d.Clear {
 			ps.Add(key, "neither assert nor clear: ship at least one edge")

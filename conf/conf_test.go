@@ -173,3 +173,15 @@ func TestExists(t *testing.T) {
 		t.Fatalf("%v", l.Problems)
 	}
 }
+
+func TestSeenNamesTheFirstEntry(t *testing.T) {
+	s := Seen[string]{}
+	for i, k := range []string{"a", "b", "a", "a", "b"} {
+		first, again := s.Again(k, i)
+		wantAgain := i >= 2
+		wantFirst := map[string]int{"a": 0, "b": 1}[k]
+		if again != wantAgain || (again && first != wantFirst) {
+			t.Errorf("entry %d %q: Again = %d, %v; want %d, %v", i, k, first, again, wantFirst, wantAgain)
+		}
+	}
+}

@@ -162,3 +162,16 @@ func (l *List) Exists(key, what, path string) {
 		l.Put(&KeyError{Key: key, Reason: what + ": " + err.Error(), Err: err})
 	}
 }
+
+// Seen remembers the first entry of a list with each key, for checks that a
+// key is listed once.
+type Seen[K comparable] map[K]int
+
+// Again says whether k was seen before and at which entry; if not, it
+// remembers entry i as k's.
+func (s Seen[K]) Again(k K, i int) (first int, again bool) {
+	if first, again = s[k]; !again {
+		s[k] = i
+	}
+	return first, again
+}
