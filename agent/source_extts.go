@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/phc"
@@ -70,7 +69,7 @@ func buildExttsSources(env *Env) ([]collect.Source, error) {
 	}
 	tr := env.translators()
 	d := newExttsSource(x, dom, tr, nil)
-	s, err := d.eventSource("extts:"+x.PHC, x.Interval, x.Ring)
+	s, err := collect.Decode("extts:"+x.PHC, x.Interval, x.Ring, d)
 	if err != nil {
 		return nil, keyErr("extts", "%v", err)
 	}
@@ -97,19 +96,12 @@ func newExttsSource(x ExttsConfig, dom timebase.Domain, tr *timebase.Translators
 	return d
 }
 
-func (d *exttsSource) eventSource(name string, interval time.Duration, ringSize int) (*collect.EventSource[exttsStamp], error) {
-	return collect.NewEventSource(collect.EventSourceConfig[exttsStamp]{
-		Name: name, Interval: interval, Ring: ringSize,
-		Producer: collect.ProducerFunc[exttsStamp](d.produce), Emit: d.emit, After: d.after, Self: d.self,
-	})
-}
-
 // produce enables the channels and drains the stamps into the queue until
 // ctx is done; a failure ends it (the event source counts it, backs off and
 // calls it again, which enables the channels again). The edges missing
 // between two stamps of a channel with a period are the losses counted: the
 // kernel keeps no drop counter of its extts queue (see phc.ExttsStats).
-func (d *exttsSource) produce(ctx context.Context, q *collect.EventQueue[exttsStamp]) error {
+func (d *exttsSource) Produce(ctx context.Context, q *collect.EventQueue[exttsStamp]) error {
 	rd, err := d.open()
 	if err != nil {
 		return err
@@ -160,7 +152,7 @@ func (d *exttsSource) channel(ch uint32) *exttsChan {
 // one is moved to 1 ns after it and counted (time_bumps). Stamps of channels
 // not configured (another reader's, where open files share the queue) are
 // counted as unlisted, not shipped.
-func (d *exttsSource) emit(b *collect.Batch, e *exttsStamp) {
+func (d *exttsSource) Emit(b *collect.Batch, e *exttsStamp) {
 	c := d.channel(e.ev.Channel)
 	if c == nil {
 		d.unlisted++
@@ -187,7 +179,7 @@ func (d *exttsSource) emit(b *collect.Batch, e *exttsStamp) {
 }
 
 // self is the decoder's counts beside the event source's.
-func (d *exttsSource) self() []record.Field {
+func (d *exttsSource) Self() []record.Field {
 	st := d.totals.Stats()
 	f := []record.Field{
 		record.Uint("untranslated", d.untranslated), record.Uint("time_bumps", d.bumps),
@@ -204,7 +196,7 @@ func (d *exttsSource) self() []record.Field {
 }
 
 // after closes the interval's read-latency statistics of each channel.
-func (d *exttsSource) after(b *collect.Batch, events int) error {
+func (d *exttsSource) After(b *collect.Batch, events int) error {
 	for _, c := range d.chans {
 		c.lat.Close(&d.scratch)
 	}

@@ -88,7 +88,7 @@ func newExttsFixture(t *testing.T, tr *timebase.Translators) *exttsFixture {
 		}
 		return p, nil
 	})
-	s, err := d.eventSource("extts:/dev/ptp0", time.Second, 1024)
+	s, err := collect.Decode("extts:/dev/ptp0", time.Second, 1024, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,11 +215,11 @@ func TestExttsSourceErrorNamesDevice(t *testing.T) {
 	x := exttsTestConfig()
 	x.PHC = t.TempDir() + "/ptp9"
 	d := newExttsSource(x, timebase.PHC(9), timebase.NewTranslators(), nil)
-	s, err := d.eventSource("extts", time.Second, x.Ring)
+	s, err := collect.Decode("extts", time.Second, x.Ring, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = d.produce(context.Background(), s.Queue())
+	err = d.Produce(context.Background(), s.Queue())
 	if err == nil || !strings.Contains(err.Error(), x.PHC) {
 		t.Fatalf("produce on a missing PHC: %v, want an error naming %s", err, x.PHC)
 	}

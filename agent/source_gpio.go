@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
-	"time"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/gpio"
@@ -103,7 +102,7 @@ func buildGPIOSources(env *Env) ([]collect.Source, error) {
 			}
 			d.global = env.Global
 			d.attachTriggers(c.GPIO.Triggers, sensors.NewFS(c.Paths.Sys, c.Paths.Dev), env.Log)
-			s, err := d.eventSource(name, c.GPIO.Interval, cc.Ring)
+			s, err := collect.Decode(name, c.GPIO.Interval, cc.Ring, d)
 			if err != nil {
 				return out, err
 			}
@@ -149,14 +148,6 @@ func gpioConsumer(path string) string {
 	return c
 }
 
-func (d *gpioSource) eventSource(name string, interval time.Duration, ringSize int) (*collect.EventSource[gpioEdge], error) {
-	return collect.NewEventSource(collect.EventSourceConfig[gpioEdge]{
-		Name: name, Interval: interval, Ring: ringSize,
-		Producer: collect.ProducerFunc[gpioEdge](d.produce), Emit: d.emit, After: d.after, Self: d.self,
-		Close: d.closeTriggers,
-	})
-}
-
 // line is the configured line at offset, or nil.
 func (d *gpioSource) line(offset uint32) *gpioLine {
 	for _, l := range d.lines {
@@ -179,7 +170,7 @@ func (d *gpioSource) open() (*gpio.Reader, error) {
 // ends it (the event source counts it, backs off and calls it again, which
 // requests the lines again). A replay is read once: at its end (or at a
 // malformed record) the producer idles until ctx is done.
-func (d *gpioSource) produce(ctx context.Context, q *collect.EventQueue[gpioEdge]) error {
+func (d *gpioSource) Produce(ctx context.Context, q *collect.EventQueue[gpioEdge]) error {
 	if d.replay != "" && d.replayDone.Load() {
 		<-ctx.Done()
 		return nil
@@ -242,7 +233,7 @@ func (d *gpioSource) produce(ctx context.Context, q *collect.EventQueue[gpioEdge
 // emit ships one edge at its kernel stamp moved to REALTIME (place). An
 // edge of a line that is not configured (only a replay has them) is counted
 // as unlisted, not shipped.
-func (d *gpioSource) emit(b *collect.Batch, e *gpioEdge) {
+func (d *gpioSource) Emit(b *collect.Batch, e *gpioEdge) {
 	l, t, unc, ok := d.place(e)
 	if l == nil {
 		return
@@ -319,7 +310,7 @@ func (d *gpioSource) place(e *gpioEdge) (l *gpioLine, t, unc int64, ok bool) {
 // edges in it; a line without edges keeps those of its last interval with
 // edges (latency_samples says how many edges they cover), so that the
 // self-metrics shipped less often than the edges still show them.
-func (d *gpioSource) after(b *collect.Batch, events int) error {
+func (d *gpioSource) After(b *collect.Batch, events int) error {
 	if d.irqs != nil {
 		d.irqs.Check()
 	}
@@ -332,7 +323,7 @@ func (d *gpioSource) after(b *collect.Batch, events int) error {
 // self is the decoder's counts beside the event source's: per line, its
 // edges, the kernel's drops (line_seqno gaps) and the read latency (kernel
 // stamp -> user space) over the last interval with edges (see after).
-func (d *gpioSource) self() []record.Field {
+func (d *gpioSource) Self() []record.Field {
 	f := []record.Field{
 		record.Uint("untranslated", d.untranslated), record.Uint("time_bumps", d.bumps),
 		record.Uint("unlisted", d.unlisted.Load()), record.Uint("unlisted_lost", d.unlost.Load()),

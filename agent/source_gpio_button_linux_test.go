@@ -32,7 +32,7 @@ func TestGPIOSourceOnPowerButton(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := d.eventSource("gpio:"+chip, time.Second, 64)
+	s, err := collect.Decode("gpio:"+chip, time.Second, 64, d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func newGPIOFixture(t *testing.T, lines []GPIOLineConfig, tr *timebase.Translato
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := d.eventSource("gpio:gpiochip9", time.Second, ring)
+	s, err := collect.Decode("gpio:gpiochip9", time.Second, ring, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestGPIOReplayIsReadOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := d.eventSource("gpio:gpiochip0", time.Second, 16)
+	s, err := collect.Decode("gpio:gpiochip0", time.Second, 16, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func newGPIOPipeline(tb testing.TB, events int) *gpioPipeline {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s, err := d.eventSource("gpio:gpiochip0", time.Second, 4096)
+	s, err := collect.Decode("gpio:gpiochip0", time.Second, 4096, d)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func BenchmarkGPIOEdges(b *testing.B) {
 		bt := &collect.Batch{Host: "bbb"}
 		var enc record.Encoder
 		var buf []byte
-		emit := func(e *gpioEdge) { p.d.emit(bt, e) }
+		emit := func(e *gpioEdge) { p.d.Emit(bt, e) }
 		b.ReportAllocs()
 		b.ResetTimer()
 		done := 0

@@ -25,7 +25,7 @@ func TestGPIOSourceCountsEveryEdgeOnGPIOSim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := d.eventSource("gpio:"+sim.Chip, time.Second, 4096)
+	s, err := collect.Decode("gpio:"+sim.Chip, time.Second, 4096, d)
 	if err != nil {
 		t.Fatal(err)
 	}

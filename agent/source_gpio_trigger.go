@@ -65,8 +65,8 @@ func (d *gpioSource) attachTriggers(trs []GPIOTriggerConfig, fs sensors.FS, log 
 	}
 }
 
-// closeTriggers closes every trigger's sensor files.
-func (d *gpioSource) closeTriggers() error {
+// Close closes every trigger's sensor files.
+func (d *gpioSource) Close() error {
 	var errs []error
 	for _, l := range d.lines {
 		for _, tr := range l.triggers {

@@ -31,7 +31,7 @@ func TestGPIOTriggerReadsSensorsAtEdges(t *testing.T) {
 			Sensors: []string{"hwmon/ina226/*", "iio/*/voltage0", "thermal/*/*"}},
 		{Name: "other_chip", Chip: "gpiochip1", Line: 17, Edge: "both", Sensors: []string{"hwmon/*/*"}},
 	}, sensors.NewFS(sys, dev), nil)
-	t.Cleanup(func() { f.d.closeTriggers() })
+	t.Cleanup(func() { f.d.Close() })
 
 	rt, _ := timebase.Realtime.Now()
 	ms := int64(time.Millisecond)

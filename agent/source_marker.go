@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/hca"
@@ -59,7 +58,7 @@ func buildMarkerSource(env *Env) ([]collect.Source, error) {
 		return nil, &KeyError{Key: "marker.socket", Reason: err.Error(), Err: err}
 	}
 	d.global = env.Global
-	s, err := d.eventSource(c.Interval, c.Ring)
+	s, err := collect.Decode("marker", c.Interval, c.Ring, d)
 	if err != nil {
 		d.r.Close()
 		return nil, keyErr("marker", "%v", err)
@@ -80,12 +79,8 @@ func newMarkerSource(path string, mode os.FileMode, maxSeries int, tr *timebase.
 	return d, nil
 }
 
-func (d *markerSource) eventSource(interval time.Duration, ringSize int) (*collect.EventSource[markerEvent], error) {
-	return collect.NewEventSource(collect.EventSourceConfig[markerEvent]{
-		Name: "marker", Interval: interval, Ring: ringSize,
-		Producer: collect.ProducerFunc[markerEvent](d.produce), Emit: d.emit, Self: d.self, Close: d.r.Close,
-	})
-}
+// Close closes the socket.
+func (d *markerSource) Close() error { return d.r.Close() }
 
 // listen binds the socket (marker.Reader.Listen).
 func (d *markerSource) listen() error {
@@ -100,7 +95,7 @@ func (d *markerSource) listen() error {
 // queued; a malformed one is dropped and counted (marker.Reader). A read
 // failure closes the socket and ends it; the event source backs off and
 // calls it again, and it binds the socket again.
-func (d *markerSource) produce(ctx context.Context, q *collect.EventQueue[markerEvent]) error {
+func (d *markerSource) Produce(ctx context.Context, q *collect.EventQueue[markerEvent]) error {
 	if !d.r.Listening() {
 		if err := d.listen(); err != nil {
 			return err
@@ -133,7 +128,7 @@ func (d *markerSource) produce(ctx context.Context, q *collect.EventQueue[marker
 // time its series already has moves to the first free nanosecond after it
 // (record.SeriesTime, counted in time_bumps; time_unchecked counts those it could
 // not check); markers of a series beyond max_series are dropped.
-func (d *markerSource) emit(b *collect.Batch, e *markerEvent) {
+func (d *markerSource) Emit(b *collect.Batch, e *markerEvent) {
 	m := &e.m
 	st := d.series.Get(m)
 	if st == nil {
@@ -175,7 +170,7 @@ func (d *markerSource) emit(b *collect.Batch, e *markerEvent) {
 }
 
 // self is the decoder's counts beside the event source's.
-func (d *markerSource) self() []record.Field {
+func (d *markerSource) Self() []record.Field {
 	f := []record.Field{
 		record.Uint("markers", d.events),
 		record.Uint("malformed", d.r.Malformed()),

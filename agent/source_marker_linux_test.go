@@ -40,7 +40,7 @@ func newMarkerFixture(t *testing.T, tr *timebase.Translators, maxSeries int) *ma
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := d.eventSource(time.Second, 64)
+	s, err := collect.Decode("marker", time.Second, 64, d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"sync/atomic"
-	"time"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/gpio"
@@ -50,7 +49,7 @@ type ppsSource struct {
 func buildPPSSources(env *Env) ([]collect.Source, error) {
 	c := env.Config
 	return buildEach("pps.devices", c.PPS.Devices, func(dc PPSDeviceConfig) ([]collect.Source, error) {
-		return one(newPPSSource(dc, gpio.DevicePath(c.Paths.Dev, dc.Device), nil).eventSource("pps:"+dc.tagName(), c.PPS.Interval, dc.Ring))
+		return one(collect.Decode("pps:"+dc.tagName(), c.PPS.Interval, dc.Ring, newPPSSource(dc, gpio.DevicePath(c.Paths.Dev, dc.Device), nil)))
 	})
 }
 
@@ -68,19 +67,12 @@ func newPPSSource(dc PPSDeviceConfig, path string, open func() (ppsFetcher, erro
 	return d
 }
 
-func (d *ppsSource) eventSource(name string, interval time.Duration, ringSize int) (*collect.EventSource[ppsEdge], error) {
-	return collect.NewEventSource(collect.EventSourceConfig[ppsEdge]{
-		Name: name, Interval: interval, Ring: ringSize,
-		Producer: collect.ProducerFunc[ppsEdge](d.produce), Emit: d.emit, After: d.after, Self: d.self,
-	})
-}
-
 // produce fetches edges until ctx is done and queues each new edge of the
 // kinds shipped; the sequence gaps of those kinds are the kernel's losses
 // (the device keeps only its latest edge of each kind). A failure ends it:
 // the event source counts it, backs off and opens the device again (a new
 // baseline: edges between the two opens are not counted).
-func (d *ppsSource) produce(ctx context.Context, q *collect.EventQueue[ppsEdge]) error {
+func (d *ppsSource) Produce(ctx context.Context, q *collect.EventQueue[ppsEdge]) error {
 	dev, err := d.open()
 	if err != nil {
 		return err
@@ -115,7 +107,7 @@ func (d *ppsSource) produce(ctx context.Context, q *collect.EventQueue[ppsEdge])
 // emit ships one edge at its stamp (REALTIME). Two edges of one kind never
 // share a time: a stamp not after the kind's previous one (a stale fetch,
 // a clock step back) is moved to 1 ns after it and counted (time_bumps).
-func (d *ppsSource) emit(b *collect.Batch, e *ppsEdge) {
+func (d *ppsSource) Emit(b *collect.Batch, e *ppsEdge) {
 	k := 0
 	if e.clear {
 		k = 1
@@ -127,7 +119,7 @@ func (d *ppsSource) emit(b *collect.Batch, e *ppsEdge) {
 }
 
 // self is the decoder's counts beside the event source's.
-func (d *ppsSource) self() []record.Field {
+func (d *ppsSource) Self() []record.Field {
 	f := []record.Field{
 		record.Uint("assert_events", d.events[0]), record.Uint("assert_lost", d.lost[0].Load()),
 		record.Uint("clear_events", d.events[1]), record.Uint("clear_lost", d.lost[1].Load()),
@@ -143,7 +135,7 @@ func (d *ppsSource) self() []record.Field {
 }
 
 // after closes the interval's read-latency statistics of each edge kind.
-func (d *ppsSource) after(b *collect.Batch, events int) error {
+func (d *ppsSource) After(b *collect.Batch, events int) error {
 	d.lat[0].Close(&d.scratch)
 	d.lat[1].Close(&d.scratch)
 	return nil

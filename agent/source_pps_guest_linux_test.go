@@ -37,7 +37,7 @@ func TestPPSSourceOnKtimer(t *testing.T) {
 	dc := entryDefaults[PPSDeviceConfig]()
 	dc.Device = path
 	d := newPPSSource(dc, path, nil)
-	s, err := d.eventSource("pps:ktimer", time.Second, 64)
+	s, err := collect.Decode("pps:ktimer", time.Second, 64, d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func newPPSFixture(t *testing.T, assert, clear bool, baseline gpio.PPSEvent) *pp
 	dc.Device, dc.Name, dc.Assert, dc.Clear = "/dev/pps3", "gnss", assert, clear
 	dev := newFakePPS(baseline)
 	d := newPPSSource(dc, dc.Device, func() (ppsFetcher, error) { return dev, nil })
-	s, err := d.eventSource("pps:gnss", time.Second, dc.Ring)
+	s, err := collect.Decode("pps:gnss", time.Second, dc.Ring, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,11 +206,11 @@ func TestPPSSourceErrorNamesDevice(t *testing.T) {
 	dc.Device = "pps9"
 	path := gpio.DevicePath(t.TempDir(), dc.Device)
 	d := newPPSSource(dc, path, nil)
-	s, err := d.eventSource("pps:pps9", time.Second, dc.Ring)
+	s, err := collect.Decode("pps:pps9", time.Second, dc.Ring, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = d.produce(context.Background(), s.Queue())
+	err = d.Produce(context.Background(), s.Queue())
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "no such device") {
 		t.Fatalf("produce on a missing device: %v, want an error naming %s and the reason", err, path)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
 
@@ -139,6 +140,30 @@ func NewEventSource[E any](cfg EventSourceConfig[E]) (*EventSource[E], error) {
 		return nil, fmt.Errorf("event source %s: %w", cfg.Name, err)
 	}
 	return &EventSource[E]{cfg: cfg, q: EventQueue[E]{ring: r}, out: make([]E, min(256, cfg.Ring))}, nil
+}
+
+// Decoder is what one event source adds to the pattern: its producer, the
+// records of one event (Emit) and its own self-metrics fields (Self). A
+// decoder with a method After(b *Batch, events int) error has it run once per
+// collection after the events; one that is an io.Closer is closed after Run.
+type Decoder[E any] interface {
+	Producer[E]
+	Emit(b *Batch, e *E)
+	Self() []record.Field
+}
+
+// Decode returns the event source of d; nothing runs until Run.
+func Decode[E any](name string, interval time.Duration, ring int, d Decoder[E]) (*EventSource[E], error) {
+	cfg := EventSourceConfig[E]{Name: name, Interval: interval, Ring: ring, Producer: d, Emit: d.Emit, Self: d.Self}
+	if a, ok := d.(interface {
+		After(b *Batch, events int) error
+	}); ok {
+		cfg.After = a.After
+	}
+	if c, ok := d.(io.Closer); ok {
+		cfg.Close = c.Close
+	}
+	return NewEventSource(cfg)
 }
 
 // SetMaxBackoff caps the wait before a failed producer runs again, for a

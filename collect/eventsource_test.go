@@ -153,3 +153,55 @@ func TestCountedCountsCollections(t *testing.T) {
 		t.Errorf("missing fields %v", want)
 	}
 }
+
+// tickDecoder puts n events; it counts its After calls and its Close.
+type tickDecoder struct {
+	n             int
+	afters, close int
+}
+
+func (d *tickDecoder) Produce(ctx context.Context, q *collect.EventQueue[int64]) error {
+	for i := range d.n {
+		q.Put1(int64(i + 1))
+	}
+	<-ctx.Done()
+	return nil
+}
+func (d *tickDecoder) Emit(b *collect.Batch, e *int64) { b.Add("tick", *e, nil, record.Int("v", *e)) }
+func (d *tickDecoder) Self() []record.Field {
+	return []record.Field{record.Int("afters", int64(d.afters))}
+}
+func (d *tickDecoder) After(b *collect.Batch, events int) error {
+	d.afters++
+	return nil
+}
+func (d *tickDecoder) Close() error { d.close++; return nil }
+
+// Decode wires a decoder's methods: its events are emitted, its After runs
+// once per collection, its Self follows the queue's counts, and Close closes it.
+func TestDecodeWiresTheDecoder(t *testing.T) {
+	d := &tickDecoder{n: 3}
+	s, err := collect.Decode("tick", time.Second, 8, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	for deadline := time.Now().Add(5 * time.Second); s.Queue().Received() < 3 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	var b collect.Batch
+	if err := s.Collect(ctx, &b); err != nil || len(b.Records) != 3 || d.afters != 1 {
+		t.Errorf("Collect: %v, %d records, %d afters; want nil, 3, 1", err, len(b.Records), d.afters)
+	}
+	f := s.SelfFields()
+	if last := f[len(f)-1]; last.Key != "afters" {
+		t.Errorf("last self field %q, want the decoder's afters", last.Key)
+	}
+	cancel()
+	<-done
+	if err := s.Close(); err != nil || d.close != 1 {
+		t.Errorf("Close: %v, closed %d times", err, d.close)
+	}
+}
