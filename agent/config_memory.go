@@ -2,9 +2,8 @@ package agent
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
+	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/marker"
 )
 
@@ -62,50 +61,15 @@ const (
 	shipperBatchCopes = 3   // the batch's lines, its request body, its gzip
 )
 
-// MemoryItem is one part of what a configuration needs in memory.
-type MemoryItem struct {
-	Key   string // the configuration key that sets it
-	Bytes int64
-	What  string
-}
-
 // MemoryNeed is what a configuration needs in memory at most, largest part
 // first.
-type MemoryNeed []MemoryItem
-
-// Total is the sum of the parts.
-func (m MemoryNeed) Total() int64 {
-	var t int64
-	for _, it := range m {
-		t += it.Bytes
-	}
-	return t
-}
-
-// String is one line: the total and the largest parts.
-func (m MemoryNeed) String() string {
-	parts := make([]string, 0, 5)
-	for i, it := range m {
-		if i == 4 {
-			parts = append(parts, fmt.Sprintf("%d more", len(m)-i))
-			break
-		}
-		parts = append(parts, fmt.Sprintf("%s %s (%s)", it.Key, mib(it.Bytes), it.What))
-	}
-	return fmt.Sprintf("needs at most %s: %s", mib(m.Total()), strings.Join(parts, ", "))
-}
-
-func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+type MemoryNeed = conf.Need
 
 // MemoryNeed is what the configuration needs in memory at most: the runtime,
 // every ring, the queues, the spool's buffers and the shipper's batches.
 func (c *Config) MemoryNeed() MemoryNeed {
 	var m MemoryNeed
-	add := func(key string, bytes int64, what string) {
-		if bytes > 0 {
-			m = append(m, MemoryItem{key, bytes, what})
-		}
-	}
+	add := m.Add
 	add("runtime", baseMemory, "runtime, code, goroutines")
 	add("memory.queue_bytes", c.Memory.QueueBytes, "records waiting for the outputs")
 	if c.Output.Stdout {
@@ -148,15 +112,7 @@ func (c *Config) MemoryNeed() MemoryNeed {
 	if c.PTP.Enabled && c.PTP.Probe.Enabled {
 		add("ptp.probe", ptpProbeRing*ptpExchangeBytes, "exchanges")
 	}
-	slices.SortStableFunc(m, func(a, b MemoryItem) int {
-		switch {
-		case a.Bytes > b.Bytes:
-			return -1
-		case a.Bytes < b.Bytes:
-			return 1
-		}
-		return 0
-	})
+	m.Sort()
 	return m
 }
 
@@ -175,7 +131,7 @@ func (m *memoryCheck) check(p *problems) {
 		p.Add("memory.output_queue_bytes", "%d is less than 64 KiB: a collection's batch would not fit", mc.OutputQueueBytes)
 	}
 	if mc.Limit < baseMemory {
-		p.Add("memory.limit", "%d is less than the runtime alone needs (%s)", mc.Limit, mib(baseMemory))
+		p.Add("memory.limit", "%d is less than the runtime alone needs (%s)", mc.Limit, conf.MiB(baseMemory))
 		return
 	}
 	need := m.c.MemoryNeed()
@@ -185,7 +141,7 @@ func (m *memoryCheck) check(p *problems) {
 		if key == "runtime" && len(need) > 1 {
 			key = need[1].Key
 		}
-		p.Add(key, "the configuration's memory %s, more than memory.limit %s: lower it or raise the limit if the board has the memory", need, mib(mc.Limit))
+		p.Add(key, "the configuration's memory %s, more than memory.limit %s: lower it or raise the limit if the board has the memory", need, conf.MiB(mc.Limit))
 	}
 }
 

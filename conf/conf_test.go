@@ -185,3 +185,22 @@ func TestSeenNamesTheFirstEntry(t *testing.T) {
 		}
 	}
 }
+
+func TestNeedSortsAndSays(t *testing.T) {
+	var n Need
+	n.Add("a", 1<<20, "small")
+	n.Add("none", 0, "left out")
+	n.Add("b", 3<<20, "large")
+	n.Add("c", 1<<20, "small too")
+	for _, k := range []string{"d", "e"} {
+		n.Add(k, 1<<19, "tiny")
+	}
+	n.Sort()
+	if n.Total() != 6<<20 || n[0].Key != "b" || n[1].Key != "a" || n[2].Key != "c" {
+		t.Fatalf("parts %v, total %d", n, n.Total())
+	}
+	want := "needs at most 6.0 MiB: b 3.0 MiB (large), a 1.0 MiB (small), c 1.0 MiB (small too), d 0.5 MiB (tiny), 1 more"
+	if got := n.String(); got != want {
+		t.Errorf("String:\n got %s\nwant %s", got, want)
+	}
+}
