@@ -35,9 +35,6 @@ func (p PathsConfig) Runtime() string {
 	return os.TempDir()
 }
 
-// Validate checks the paths section.
-func (p *PathsConfig) Validate() error { return validate(p) }
-
 func (p *PathsConfig) check(ps *problems) {
 	for _, kv := range [][2]string{{"paths.sys", p.Sys}, {"paths.dev", p.Dev}, {"paths.run", p.Run}} {
 		if kv[1] == "" {
@@ -79,9 +76,6 @@ type SelfMetricsConfig struct {
 func (s *SelfMetricsConfig) defaults() {
 	*s = SelfMetricsConfig{Enabled: true, Interval: 10 * time.Second}
 }
-
-// Validate checks the self_metrics section.
-func (s *SelfMetricsConfig) Validate() error { return validate(s) }
 
 func (s *SelfMetricsConfig) check(p *problems) {
 	p.Positive("self_metrics.interval", s.Interval)

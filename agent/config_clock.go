@@ -32,9 +32,6 @@ func (c *ClockConfig) defaults() {
 	}
 }
 
-// Validate checks the clock section.
-func (c *ClockConfig) Validate() error { return validate(c) }
-
 func (c *ClockConfig) check(p *problems) {
 	p.Positive("clock.interval", c.Interval)
 	ref, err := timebase.ParseDomain(c.Reference)

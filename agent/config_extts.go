@@ -65,9 +65,6 @@ func (c *ExttsChannelConfig) request() phc.ExttsChannel {
 	return phc.ExttsChannel{Channel: c.Channel, Pin: c.Pin, Edges: edges, PeriodNS: c.Period.Nanoseconds()}
 }
 
-// Validate checks the extts section.
-func (x *ExttsConfig) Validate() error { return validate(x) }
-
 func (x *ExttsConfig) check(p *problems) {
 	if !x.Enabled {
 		return

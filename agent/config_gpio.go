@@ -147,9 +147,6 @@ func offsetsString(lines []GPIOLineConfig) string {
 	return strings.Join(s, ",")
 }
 
-// Validate checks the gpio section.
-func (g *GPIOConfig) Validate() error { return validate(g) }
-
 func keysOf[V any](m map[string]V) string {
 	var ks []string
 	for k := range m {

@@ -66,9 +66,6 @@ func (h *HCAConfig) defaults() {
 		Judge:    JudgeConfig{Enabled: true, Threshold: 50 * time.Microsecond, Holdover: 70 * time.Second, MinSamples: 1}}
 }
 
-// Validate checks the hca section.
-func (h *HCAConfig) Validate() error { return validate(h) }
-
 func (h *HCAConfig) check(ps *problems) {
 	if !h.Enabled {
 		return

@@ -15,9 +15,6 @@ func (l *LoadgenConfig) defaults() {
 	*l = LoadgenConfig{Rate: 1000, Interval: 100 * time.Millisecond}
 }
 
-// Validate checks the loadgen section.
-func (l *LoadgenConfig) Validate() error { return validate(l) }
-
 func (l *LoadgenConfig) check(p *problems) {
 	if !l.Enabled {
 		return

@@ -48,9 +48,6 @@ func (m *MarkerConfig) fileMode() (os.FileMode, error) {
 	return os.FileMode(v), nil
 }
 
-// Validate checks the marker section.
-func (m *MarkerConfig) Validate() error { return validate(m) }
-
 func (m *MarkerConfig) check(ps *problems) {
 	if !m.Enabled {
 		return

@@ -116,9 +116,6 @@ func (s *NTPServerConfig) UnmarshalYAML(n *yaml.Node) error {
 	return n.Decode((*plain)(s))
 }
 
-// Validate checks the ntp section.
-func (n *NTPConfig) Validate() error { return validate(n) }
-
 func (n *NTPConfig) check(p *problems) {
 	if !n.Enabled {
 		return

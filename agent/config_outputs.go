@@ -60,9 +60,6 @@ func (s *SpoolConfig) defaults() {
 	}
 }
 
-// Validate checks the spool section.
-func (s *SpoolConfig) Validate() error { return validate(s) }
-
 func (s *SpoolConfig) check(p *problems) {
 	if !s.Enabled {
 		return
@@ -115,9 +112,6 @@ func (i *InfluxConfig) defaults() {
 		Timeout: 10 * time.Second, MaxBackoff: time.Second, Gzip: true,
 	}
 }
-
-// Validate checks the influx section.
-func (i *InfluxConfig) Validate() error { return validate(i) }
 
 func (i *InfluxConfig) check(p *problems) {
 	if !i.Enabled {

@@ -41,9 +41,6 @@ func (p *PHCConfig) defaults() {
 	}
 }
 
-// Validate checks the phc section.
-func (p *PHCConfig) Validate() error { return validate(p) }
-
 func (p *PHCConfig) check(ps *problems) {
 	ps.Positive("phc.interval", p.Interval)
 	if p.Samples < 1 || p.Samples > phc.MaxSamples {

@@ -46,9 +46,6 @@ func (d *PPSDeviceConfig) UnmarshalYAML(n *yaml.Node) error {
 // tagName is the device's name tag.
 func (d *PPSDeviceConfig) tagName() string { return cmp.Or(d.Name, filepath.Base(d.Device)) }
 
-// Validate checks the pps section.
-func (p *PPSConfig) Validate() error { return validate(p) }
-
 func (p *PPSConfig) check(ps *problems) {
 	if !p.Enabled {
 		return

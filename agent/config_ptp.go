@@ -58,9 +58,6 @@ func (p *PTPConfig) defaults() {
 	}
 }
 
-// Validate checks the ptp section.
-func (p *PTPConfig) Validate() error { return validate(p) }
-
 func (p *PTPConfig) check(ps *problems) {
 	if !p.Enabled {
 		return

@@ -68,9 +68,6 @@ func (b *SensorBufferConfig) UnmarshalYAML(n *yaml.Node) error {
 	return n.Decode((*plain)(b))
 }
 
-// Validate checks the sensors section.
-func (s *SensorsConfig) Validate() error { return validate(s) }
-
 func (s *SensorsConfig) check(p *problems) {
 	if !s.Enabled {
 		return

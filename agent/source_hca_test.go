@@ -62,7 +62,7 @@ func hcaConfig(t *testing.T, rank int, addrs []string, keyFile string) Config {
 	}
 	c.Fitpoints, c.Exchanges, c.Spacing, c.Timeout, c.RetryAfter = 3, 3, 5*time.Millisecond, 50*time.Millisecond, 100*time.Millisecond
 	c.PingPongs = 5
-	if err := c.Validate(); err != nil {
+	if err := validate(c); err != nil {
 		t.Fatal(err)
 	}
 	return cfg

@@ -392,17 +392,17 @@ func TestMarkerConfig(t *testing.T) {
 		t.Errorf("path %s", p)
 	}
 	bad := MarkerConfig{Enabled: true, Socket: "", Mode: "999", Ring: 3, Interval: 0, MaxSeries: 0}
-	err = bad.Validate()
+	err = validate(&bad)
 	for _, key := range []string{"marker.socket", "marker.mode", "marker.ring", "marker.interval", "marker.max_series"} {
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("no problem at %s in %v", key, err)
 		}
 	}
-	if err := (&MarkerConfig{Enabled: true, Socket: "m", Mode: "0444", Ring: 1, Interval: 1, MaxSeries: 1}).Validate(); err == nil || !strings.Contains(err.Error(), "cannot write") {
+	if err := validate(&MarkerConfig{Enabled: true, Socket: "m", Mode: "0444", Ring: 1, Interval: 1, MaxSeries: 1}); err == nil || !strings.Contains(err.Error(), "cannot write") {
 		t.Errorf("read-only mode: %v", err)
 	}
 	d := Default()
-	if d.Marker.Enabled || d.Marker.Validate() != nil {
+	if d.Marker.Enabled || validate(&d.Marker) != nil {
 		t.Errorf("defaults %+v", d.Marker)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync/atomic"
 	"time"
 
@@ -145,7 +144,7 @@ func NewEventSource[E any](cfg EventSourceConfig[E]) (*EventSource[E], error) {
 // Decoder is what one event source adds to the pattern: its producer, the
 // records of one event (Emit) and its own self-metrics fields (Self). A
 // decoder with a method After(b *Batch, events int) error has it run once per
-// collection after the events; one that is an io.Closer is closed after Run.
+// collection after the events; one with Close() error is closed after Run.
 type Decoder[E any] interface {
 	Producer[E]
 	Emit(b *Batch, e *E)
@@ -160,7 +159,7 @@ func Decode[E any](name string, interval time.Duration, ring int, d Decoder[E]) 
 	}); ok {
 		cfg.After = a.After
 	}
-	if c, ok := d.(io.Closer); ok {
+	if c, ok := d.(interface{ Close() error }); ok {
 		cfg.Close = c.Close
 	}
 	return NewEventSource(cfg)
