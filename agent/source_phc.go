@@ -101,13 +101,13 @@ func resolvePHCs(c *Config, discover func(phc.Paths) ([]phc.Info, error), ifaceP
 func (s *phcSource) Name() string            { return "phc:" + s.path }
 func (s *phcSource) Interval() time.Duration { return s.cfg.Interval }
 
+// Close closes the device the last collection opened; the agent calls it
+// once, after Run.
 func (s *phcSource) Close() error {
 	if s.dev == nil {
 		return nil
 	}
-	err := s.dev.Close()
-	s.dev = nil
-	return err
+	return s.dev.Close()
 }
 
 func (s *phcSource) Collect(ctx context.Context, b *collect.Batch) error {
