@@ -27,7 +27,7 @@ func TestParseReportsEveryProblemWithItsLine(t *testing.T) {
 	}
 	want := []string{
 		file + `:6: clock.timex: want true or false, got "sometimes"`,
-		file + ":8: phc.samplez: unknown key (known here: enabled, devices, interfaces, interval, samples, method, against, window, step_threshold, max_slew_ppm)",
+		file + ":8: phc.samplez: unknown key (known here: enabled, devices, interfaces, interval, samples, method, against, window, step_threshold, max_slew_ppm, judge, timescale, tai_utc, through)",
 		file + ":13: ntp.servers[0].interval: must be at least 1s (servers rate-limit faster clients), got 500ms",
 	}
 	if got := lines(ps); !reflect.DeepEqual(got, want) {

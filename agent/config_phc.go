@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/monagent/monagent/conf"
@@ -31,13 +32,26 @@ type PHCConfig struct {
 	// allow (phc.StepDetector).
 	StepThreshold time.Duration `yaml:"step_threshold"`
 	MaxSlewPPM    float64       `yaml:"max_slew_ppm"`
+	// Judge judges the system clock against each PHC (phc2sys's work): off
+	// by default, as a PHC no servo ties to the system clock is no reference.
+	Judge JudgeConfig `yaml:"judge"`
+	// Timescale is what the PHCs keep: tai (PTP's timescale, ptp4l's
+	// default) or utc. TAIUTC is TAI−UTC in seconds (0: the kernel's, which
+	// chronyd with leapsectz sets).
+	Timescale string `yaml:"timescale"`
+	TAIUTC    int    `yaml:"tai_utc"`
+	// Through names the judged clock the PHC follows (ptp4l: the ptp.ptp4l
+	// monitor's): the system clock is then judged against that clock's
+	// reference, its bound added (system ← PHC ← grandmaster).
+	Through string `yaml:"through"`
 }
 
 func (p *PHCConfig) defaults() {
 	*p = PHCConfig{
 		Enabled: true, Interval: time.Second, Samples: 9, Method: "auto",
 		Against: []string{"realtime", "monotonic_raw"}, Window: 32,
-		StepThreshold: time.Millisecond, MaxSlewPPM: 500,
+		StepThreshold: time.Millisecond, MaxSlewPPM: 500, Timescale: "tai",
+		Judge: JudgeConfig{Threshold: 100 * time.Microsecond, Holdover: 5 * time.Second, MinSamples: 2},
 	}
 }
 
@@ -85,6 +99,19 @@ func (p *PHCConfig) check(ps *problems) {
 	}
 	if !(p.MaxSlewPPM >= 0 && p.MaxSlewPPM <= 1e6) {
 		ps.Add("phc.max_slew_ppm", "must be within 0..1000000, got %g", p.MaxSlewPPM)
+	}
+	p.Judge.check("phc.judge", ps)
+	if p.Timescale != "tai" && p.Timescale != "utc" {
+		ps.Add("phc.timescale", "%q: want tai or utc", p.Timescale)
+	}
+	if p.TAIUTC < 0 {
+		ps.Add("phc.tai_utc", "must not be negative, got %d", p.TAIUTC)
+	}
+	if p.Through != "" && p.Through != "ptp4l" {
+		ps.Add("phc.through", "%q: want ptp4l, or nothing", p.Through)
+	}
+	if p.Judge.Enabled && !slices.Contains(p.Against, "realtime") {
+		ps.Add("phc.judge", "judges the system clock from the readings against realtime: list realtime in phc.against")
 	}
 }
 

@@ -20,6 +20,13 @@ type PPSConfig struct {
 	Enabled  bool              `yaml:"enabled"`
 	Interval time.Duration     `yaml:"interval"` // how often the edges are shipped
 	Devices  []PPSDeviceConfig `yaml:"devices"`
+	// Judge judges the system clock against each device's assert edges,
+	// taken as the start of a UTC second (a GNSS receiver's PPS): off by
+	// default, as not every PPS marks UTC seconds. Latency is the most an
+	// edge's stamp may lag the pulse (interrupt latency, cable), which the
+	// bound adds.
+	Judge   JudgeConfig   `yaml:"judge"`
+	Latency time.Duration `yaml:"latency"`
 }
 
 // PPSDeviceConfig is one PPS device; each is one event source.
@@ -33,7 +40,8 @@ type PPSDeviceConfig struct {
 }
 
 func (p *PPSConfig) defaults() {
-	*p = PPSConfig{Interval: time.Second}
+	*p = PPSConfig{Interval: time.Second, Latency: 20 * time.Microsecond,
+		Judge: JudgeConfig{Threshold: 100 * time.Microsecond, Holdover: time.Minute, MinSamples: 4}}
 }
 
 // UnmarshalYAML decodes a devices entry over its defaults.
@@ -51,6 +59,10 @@ func (p *PPSConfig) check(ps *problems) {
 		return
 	}
 	ps.Positive("pps.interval", p.Interval)
+	p.Judge.check("pps.judge", ps)
+	if p.Latency < 0 {
+		ps.Add("pps.latency", "must not be negative, got %s", p.Latency)
+	}
 	if len(p.Devices) == 0 {
 		ps.Add("pps.devices", "list at least one PPS device")
 	}

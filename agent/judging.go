@@ -151,6 +151,16 @@ func (g *judging) records(b *collect.Batch, now int64) {
 	}
 }
 
+// find is the judged clock of source, or nil.
+func (g *judging) find(source string) *judge.Judged {
+	for _, m := range g.judged() {
+		if m.j.Source() == source {
+			return m.j
+		}
+	}
+	return nil
+}
+
 func (g *judging) judged() []*judgement {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"
@@ -34,6 +36,10 @@ type phcSource struct {
 
 	notAdvancing uint64 // readings that found the PHC stopped
 	steps        uint64 // steps of the PHC seen
+
+	judged  *judgement                   // the system clock against the PHC (phc.judge), or nil
+	taiUTC  func() (int64, error)        // TAI−UTC in s, for a PHC on TAI
+	through func() (*judge.Judged, bool) // the clock the PHC follows (phc.through)
 }
 
 // phcClock is an open PHC as the source uses it: a phc.Sampled (openPHC), or
@@ -69,9 +75,37 @@ func buildPHCSources(env *Env) ([]collect.Source, error) {
 	for _, in := range sel {
 		s := newPHCSource(cfg, in.Device, openPHC, timebase.SystemClock.Now, env.Translators, env.Log)
 		s.name = in.Name
+		if err := s.judge(env); err != nil {
+			return nil, err
+		}
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// judge registers the system clock's judge against the PHC (phc.judge),
+// through the ptp4l monitor's judged clock when phc.through says so.
+func (s *phcSource) judge(env *Env) (err error) {
+	c, source := env.Config, "phc:"+s.path
+	s.taiUTC = func() (int64, error) {
+		if c.PHC.TAIUTC > 0 {
+			return int64(c.PHC.TAIUTC), nil
+		}
+		k, err := timebase.ReadKernelState()
+		return k.TAIOffsetS, err
+	}
+	if c.PHC.Judge.Enabled && c.PHC.Through == "ptp4l" {
+		if !c.PTP.Enabled || !c.PTP.Ptp4l.Enabled || !c.PTP.Ptp4l.Judge.Enabled {
+			return keyErr("phc.through", "ptp4l: the ptp.ptp4l monitor and its judge must be on")
+		}
+		up := "ptp4l:" + c.PTP.Ptp4l.Socket
+		source = "ptp4l+" + source
+		s.through = func() (*judge.Judged, bool) { j := env.judges.find(up); return j, j != nil }
+	}
+	if s.judged, err = env.judges.add("system", source, c.PHC.Judge, 3*c.PHC.Interval); err != nil {
+		return keyErr("phc.judge", "%v", err)
+	}
+	return nil
 }
 
 // newPHCSource is the phc source of the PHC at path, opened with open, with
@@ -127,6 +161,7 @@ func (s *phcSource) Collect(ctx context.Context, b *collect.Batch) error {
 		return err
 	}
 	round := s.track.Collect(s.dev, now)
+	s.judgeRound(b, &round, now)
 	for _, t := range round.Taken {
 		r := &t.Reading
 		b.Add("phc_offset", t.At, s.tags(t.Against),
@@ -156,6 +191,41 @@ func (s *phcSource) Collect(ctx context.Context, b *collect.Batch) error {
 		s.Close() // the device failed (vanished, I/O error): reopen next time
 	}
 	return errors.Join(round.Err, round.NotAdvancing)
+}
+
+// judgeRound judges the system clock against the PHC from the round's
+// reading against REALTIME: offset = REALTIME − the PHC's UTC time (its TAI
+// time less TAI−UTC when it keeps TAI), bound = the read window's
+// (judge.Reading), plus the bound of the clock the PHC follows (phc.through),
+// which must be LOCKED. A stopped PHC, or one on TAI when TAI−UTC is
+// unknown, is not synchronised; a round without that reading is a miss.
+func (s *phcSource) judgeRound(b adder, round *phc.Round, now int64) {
+	if s.judged == nil {
+		return
+	}
+	i := slices.IndexFunc(round.Taken, func(t phc.Taken) bool { return t.Against == timebase.DomainRealtime })
+	if i < 0 {
+		s.judged.missed(b, now)
+		return
+	}
+	t := &round.Taken[i]
+	smp := judge.Sample{TimeNS: t.At, Synced: round.Stopped == 0, OffsetNS: t.Reading.OffsetNS, FreqErrPPB: -1}
+	if s.cfg.Timescale == "tai" {
+		tai, err := s.taiUTC()
+		smp.OffsetNS += tai * 1e9
+		smp.Synced = smp.Synced && err == nil && tai > 0
+	}
+	smp.BoundNS = judge.Reading(smp.OffsetNS, t.Reading.DelayNS)
+	if s.through != nil {
+		up, ok := s.through()
+		v := judge.View{}
+		if ok {
+			v = up.View(t.At)
+		}
+		smp.Synced = smp.Synced && v.State == judge.Locked
+		smp.BoundNS = judge.Sum(smp.BoundNS, v.BoundNS)
+	}
+	s.judged.observe(b, smp)
 }
 
 // tags are the tags of the PHC's records about its readings against sys.

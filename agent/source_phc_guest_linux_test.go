@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/internal/testbed/guest"
+	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/timebase"
 )
@@ -28,14 +30,21 @@ func TestPHCSourceOnAFrozenPHC(t *testing.T) {
 	}
 	c := Default()
 	c.PHC.Interfaces = []string{iface}
+	// The system clock judged against it, whatever the PHC reads (a
+	// threshold of centuries): LOCKED on the first reading, then HOLDOVER
+	// when the PHC is found stopped.
+	c.PHC.Judge = JudgeConfig{Enabled: true, Threshold: 250 * 365 * 24 * time.Hour, Holdover: time.Hour, MinSamples: 1}
+	c.PHC.Timescale = "utc"
 	tr := timebase.NewTranslators()
-	srcs, err := buildPHCSources(&Env{Config: &c, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Translators: tr})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srcs, err := buildPHCSources(&Env{Config: &c, Log: log, Translators: tr, judges: &judging{log: log}})
 	if err != nil || len(srcs) != 1 {
 		t.Fatalf("%d sources, %v", len(srcs), err)
 	}
 	s := srcs[0].(*phcSource)
 	defer s.Close()
 	var errs []error
+	var states []string
 	records := 0
 	for i := range 3 {
 		if i > 0 {
@@ -43,7 +52,18 @@ func TestPHCSourceOnAFrozenPHC(t *testing.T) {
 		}
 		b := &collect.Batch{Host: "h"}
 		errs = append(errs, s.Collect(context.Background(), b))
-		records += len(b.Records)
+		for _, r := range b.Records {
+			if r.Measurement == "sync_state" {
+				to, _ := r.Field("to")
+				reason, _ := r.Field("reason")
+				states = append(states, to.S+": "+reason.S)
+			} else {
+				records++
+			}
+		}
+	}
+	if want := []string{"LOCKED: " + string(judge.ReasonLocked), "HOLDOVER: " + string(judge.ReasonUnsynced)}; !slices.Equal(states, want) {
+		t.Errorf("sync_state transitions %q, want %q", states, want)
 	}
 	if errs[0] != nil || !errors.Is(errs[1], phc.ErrNotAdvancing) || !errors.Is(errs[2], phc.ErrNotAdvancing) {
 		t.Fatalf("collections: %v; want the first fine, the next two naming a PHC not advancing", errs)

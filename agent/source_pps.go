@@ -3,9 +3,11 @@ package agent
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/gpio"
+	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/timebase"
 )
@@ -35,6 +37,9 @@ type ppsSource struct {
 	tags [2][]record.Tag // assert, clear: device, name, edge
 	open func() (ppsFetcher, error)
 
+	judged  *judgement // the system clock against the assert edges (pps.judge), or nil
+	latency int64      // pps.latency, ns
+
 	lost    [2]atomic.Uint64 // sequence gaps of the shipped kinds (producer)
 	ignored atomic.Uint64    // new edges of a kind not shipped (producer)
 
@@ -49,8 +54,25 @@ type ppsSource struct {
 func buildPPSSources(env *Env) ([]collect.Source, error) {
 	c := env.Config
 	return buildEach("pps.devices", c.PPS.Devices, func(dc PPSDeviceConfig) ([]collect.Source, error) {
-		return one(collect.Decode("pps:"+dc.tagName(), c.PPS.Interval, dc.Ring, newPPSSource(dc, gpio.DevicePath(c.Paths.Dev, dc.Device), nil)))
+		d := newPPSSource(dc, gpio.DevicePath(c.Paths.Dev, dc.Device), nil)
+		if err := d.judge(env.judges, c.PPS); err != nil {
+			return nil, err
+		}
+		return one(collect.Decode("pps:"+dc.tagName(), c.PPS.Interval, dc.Ring, d))
 	})
+}
+
+// judge registers the system clock's judge against the device's assert
+// edges (pps.judge); three seconds without an edge lose the reference.
+func (d *ppsSource) judge(g *judging, c PPSConfig) (err error) {
+	if !d.ship[0] {
+		return nil // no assert edges to judge by
+	}
+	d.latency = int64(c.Latency)
+	if d.judged, err = g.add("system", "pps:"+d.tags[0][1].Value, c.Judge, 3*time.Second); err != nil {
+		return keyErr("pps.judge", "%v", err)
+	}
+	return nil
 }
 
 // newPPSSource reads the device at path; open, when not nil, replaces
@@ -116,6 +138,13 @@ func (d *ppsSource) Emit(b *collect.Batch, e *ppsEdge) {
 	d.lat[k].Add(e.read - e.ns)
 	t := d.times[k].Next(e.ns, &d.bumps)
 	b.Add("pps_event", t, d.tags[k], record.Uint("sequence", uint64(e.seq)), record.Int("kernel_ns", e.ns))
+	if k == 0 && d.judged != nil {
+		// The edge starts a UTC second: the clock is off by the stamp's
+		// distance to the nearest second (a PPS cannot see whole seconds),
+		// and the pulse came up to latency before its stamp.
+		off := (e.ns%1e9+1.5e9)%1e9 - 0.5e9
+		d.judged.observe(b, judge.Sample{TimeNS: t, Synced: true, OffsetNS: off, BoundNS: judge.Sum(judge.Abs(off), d.latency), FreqErrPPB: -1})
+	}
 }
 
 // self is the decoder's counts beside the event source's.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/collect/collecttest"
+	"github.com/monagent/monagent/judge"
 )
 
 // ktimerPPS returns the device of the kernel's pps-ktimer client (a PPS
@@ -37,6 +39,14 @@ func TestPPSSourceOnKtimer(t *testing.T) {
 	dc := entryDefaults[PPSDeviceConfig]()
 	dc.Device = path
 	d := newPPSSource(dc, path, nil)
+	// Judged with a threshold of half a second, which any edge's distance
+	// to the nearest second is within: LOCKED at the fourth edge, at its
+	// offset from the kernel's stamp.
+	pc := Default().PPS
+	pc.Judge = JudgeConfig{Enabled: true, Threshold: 500 * time.Millisecond, Holdover: time.Minute, MinSamples: 4}
+	if err := d.judge(&judging{log: slog.New(slog.DiscardHandler)}, pc); err != nil {
+		t.Fatal(err)
+	}
 	s, err := collect.Decode("pps:ktimer", time.Second, 64, d)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +60,11 @@ func TestPPSSourceOnKtimer(t *testing.T) {
 	checkRecordRules(t, b.Records)
 	var seqs []uint64
 	var times []int64
+	var locked []int64
 	for _, r := range b.Records {
+		if r.Measurement == "sync_state" {
+			locked = append(locked, r.TimeNS)
+		}
 		if r.Measurement != "pps_event" {
 			continue
 		}
@@ -72,6 +86,13 @@ func TestPPSSourceOnKtimer(t *testing.T) {
 		if dt := time.Duration(times[i] - times[i-1]); dt < 800*time.Millisecond || dt > 1200*time.Millisecond {
 			t.Errorf("edges %d and %d are %v apart, want a second", seqs[i-1], seqs[i], dt)
 		}
+	}
+	v := d.judged.j.View(times[len(times)-1])
+	last := times[len(times)-1]
+	off := (last%1e9+1.5e9)%1e9 - 0.5e9
+	t.Logf("judged: %s, offset %d ns, bound %d ns, transitions at %v", v.State, v.OffsetNS, v.BoundNS, locked)
+	if v.OffsetNS != off || v.BoundNS != judge.Abs(off)+int64(pc.Latency) || (len(times) >= 4 && (v.State != judge.Locked || len(locked) != 1 || locked[0] != times[3])) {
+		t.Errorf("judged %s at offset %d ns, bound %d ns, transitions at %v; want LOCKED at the fourth edge (%v), offset %d ns", v.State, v.OffsetNS, v.BoundNS, locked, times, off)
 	}
 	if lost := collecttest.Self(t, s, "assert_lost"); lost.U != 0 {
 		t.Errorf("assert_lost %d, want 0", lost.U)
