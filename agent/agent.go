@@ -158,28 +158,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.outputs != nil && a.outputs.Spool != nil {
 		a.outputs.Spool.Start() // runs until the spool closes, at the end of Run
 	}
-	var readers sync.WaitGroup
+	var readers, wg sync.WaitGroup
 	for _, r := range a.sources {
 		if rn, ok := r.Source.(collect.Runner); ok {
-			readers.Add(1)
-			go func() {
-				defer readers.Done()
-				rn.Run(ctx)
-			}()
+			readers.Go(func() { rn.Run(ctx) })
 		}
-	}
-	var wg sync.WaitGroup
-	for _, r := range a.sources {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a.loop(ctx, r)
-		}()
+		wg.Go(func() { a.loop(ctx, r) })
 	}
 	if a.cfg.SelfMetrics.Enabled {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			t := time.NewTicker(a.cfg.SelfMetrics.Interval)
 			defer t.Stop()
 			for {
@@ -190,13 +177,9 @@ func (a *Agent) Run(ctx context.Context) error {
 					a.enqueue(a.selfMetrics())
 				}
 			}
-		}()
+		})
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		a.judges.serve(ctx, a.http, a.host, a.enqueue)
-	}()
+	wg.Go(func() { a.judges.serve(ctx, a.http, a.host, a.enqueue) })
 	shipped := make(chan struct{})
 	if a.outputs != nil && a.outputs.Shipper != nil {
 		go func() {

@@ -178,13 +178,11 @@ func (g *judging) status(now int64) status.Doc {
 func (g *judging) serve(ctx context.Context, srv *status.Server, host string, enqueue func([]record.Record)) {
 	var wg sync.WaitGroup
 	if srv != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := srv.Serve(ctx); err != nil {
 				g.log.Error("http endpoint stopped", "err", err)
 			}
-		}()
+		})
 	}
 	if g.notify != nil {
 		g.notify.Run(ctx)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"sync/atomic"
 
@@ -115,7 +114,7 @@ func buildGPIOSources(env *Env) ([]collect.Source, error) {
 func newGPIOSource(cc GPIOChipConfig, lines []GPIOLineConfig, path string, tr *timebase.Translators, phcDom timebase.Domain) (*gpioSource, error) {
 	cfg := lines[0].lineConfig()
 	cfg.EventBufferSize = cc.Buffer
-	cfg.Consumer = gpioConsumer(path)
+	cfg.Consumer = gpio.Consumer(path)
 	clk, ok := timebase.SystemClockFor(cfg.Clock.Domain())
 	if !ok {
 		return nil, fmt.Errorf("gpio %s: event clock %s has no system clock", path, cfg.Clock)
@@ -135,17 +134,6 @@ func newGPIOSource(cc GPIOChipConfig, lines []GPIOLineConfig, path string, tr *t
 		d.irqs = gpio.NewIRQAccount(cfg.Consumer, d.offsets)
 	}
 	return d, nil
-}
-
-// gpioConsumer is the consumer label of monagent's requests on a chip:
-// gpiolib-cdev names the lines' IRQs after it, so it tells them from other
-// chips' in /proc/interrupts.
-func gpioConsumer(path string) string {
-	c := "monagent-" + filepath.Base(path)
-	if len(c) > 31 {
-		c = c[:31]
-	}
-	return c
 }
 
 // line is the configured line at offset, or nil.
@@ -186,8 +174,6 @@ func (d *gpioSource) Produce(ctx context.Context, q *collect.EventQueue[gpioEdge
 	}
 	evs := make([]gpio.Event, d.buffer)
 	batch := make([]gpioEdge, d.buffer)
-	var prevLost [gpio.MaxLines]uint64
-	var ll [gpio.MaxLines]gpio.LineLoss
 	for {
 		n, lost, err := rd.Read(ctx, evs)
 		if n > 0 {
@@ -203,15 +189,13 @@ func (d *gpioSource) Produce(ctx context.Context, q *collect.EventQueue[gpioEdge
 		}
 		if lost > 0 {
 			q.Lost(lost)
-			for i, l := range rd.Loss().Lines(ll[:0]) {
-				delta := l.Lost - prevLost[i]
-				prevLost[i] = l.Lost
-				if line := d.line(l.Offset); line != nil {
-					line.lost.Add(delta)
+			rd.Loss().NewLosses(func(offset uint32, n uint64) {
+				if line := d.line(offset); line != nil {
+					line.lost.Add(n)
 				} else {
-					d.unlost.Add(delta)
+					d.unlost.Add(n)
 				}
-			}
+			})
 		}
 		if err == nil {
 			continue

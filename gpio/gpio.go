@@ -123,6 +123,14 @@ const (
 	BiasDisabled
 )
 
+// Consumer is the consumer label of monagent's requests on the chip at
+// path: gpiolib-cdev names the lines' IRQs after it, so it tells them from
+// other chips' in /proc/interrupts. It is cut to the kernel's 31 bytes.
+func Consumer(path string) string {
+	c := "monagent-" + filepath.Base(path)
+	return c[:min(len(c), 31)]
+}
+
 // LineConfig is the configuration of a line request (all lines are inputs).
 type LineConfig struct {
 	// Consumer names the requester in line info (at most 31 bytes;

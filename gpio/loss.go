@@ -35,6 +35,7 @@ type lineState struct {
 	seen     bool
 	received uint64
 	lost     uint64
+	reported uint64 // lost as NewLosses last handed it out
 }
 
 // Observe accounts one event, in the order read, and returns how many events
@@ -112,6 +113,17 @@ func (t *LossTracker) SeqnoLost() uint64 { return t.seqLost }
 // Anomalies counts events the tracker could not account: line_seqnos that
 // did not move forward, and events of lines beyond MaxLines.
 func (t *LossTracker) Anomalies() uint64 { return t.untracked + t.backwards }
+
+// NewLosses calls f with each line's losses since its previous call, for
+// the lines that have new ones.
+func (t *LossTracker) NewLosses(f func(offset uint32, lost uint64)) {
+	for i := range t.lines[:t.n] {
+		if l := &t.lines[i]; l.lost > l.reported {
+			f(l.offset, l.lost-l.reported)
+			l.reported = l.lost
+		}
+	}
+}
 
 // Lines appends each line's counts to dst, in the order lines first appeared.
 func (t *LossTracker) Lines(dst []LineLoss) []LineLoss {

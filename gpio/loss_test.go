@@ -2,6 +2,7 @@ package gpio
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -146,5 +147,33 @@ func TestLossTrackerAllocs(t *testing.T) {
 		}
 	}); a != 0 {
 		t.Errorf("Observe allocates %v times, want 0", a)
+	}
+}
+
+// NewLosses hands out each line's losses once, as they grow.
+func TestLossTrackerNewLosses(t *testing.T) {
+	var tr LossTracker
+	got := map[uint32]uint64{}
+	take := func(off uint32, n uint64) { got[off] += n }
+	see := func(off, seq, lineSeq uint32) { e := ev(off, seq, lineSeq); tr.Observe(&e) }
+	see(3, 1, 1)
+	see(5, 2, 1)
+	see(3, 5, 4) // line 3 lost 2
+	tr.NewLosses(take)
+	tr.NewLosses(take) // nothing new
+	see(5, 7, 3)       // line 5 lost 1
+	see(3, 8, 5)
+	tr.NewLosses(take)
+	if got[3] != 2 || got[5] != 1 || len(got) != 2 {
+		t.Errorf("losses handed out %v, want line 3: 2, line 5: 1", got)
+	}
+}
+
+func TestConsumerFitsTheKernelsLabel(t *testing.T) {
+	if got := Consumer("/dev/gpiochip0"); got != "monagent-gpiochip0" {
+		t.Errorf("Consumer = %q", got)
+	}
+	if got := Consumer("/dev/" + strings.Repeat("x", 40)); len(got) != 31 {
+		t.Errorf("Consumer of a long name: %q, %d bytes", got, len(got))
 	}
 }
