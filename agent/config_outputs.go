@@ -1,10 +1,6 @@
 package agent
 
 import (
-	"errors"
-	"net/url"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/monagent/monagent/sink/influx"
@@ -117,14 +113,8 @@ func (i *InfluxConfig) check(p *problems) {
 	if !i.Enabled {
 		return
 	}
-	// The URL is quoted redacted: a password in it must not reach a log.
-	switch u, err := url.Parse(i.URL); {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		p.Add("influx.url", "%q is not an http:// or https:// URL", influx.RedactURL(i.URL))
-	case u.User != nil:
-		p.Add("influx.url", "%q holds credentials (user:password@), which would be logged: put InfluxDB's token (1.8: \"user:password\") "+
-			"in a file named by influx.token_file or in an environment variable named by influx.token_env, and take them out of the URL",
-			influx.RedactURL(i.URL))
+	if err := influx.CheckURL(i.URL); err != nil {
+		p.Add("influx.url", "%v", err)
 	}
 	if i.Bucket == "" {
 		p.Add("influx.bucket", `must be set ("db/rp" for InfluxDB 1.8)`)
@@ -165,21 +155,11 @@ func (i *InfluxConfig) advise(p *problems) {
 // Token reads the InfluxDB token from token_file, else from the token_env
 // variable; "" when neither is set (an InfluxDB without authentication).
 func (i *InfluxConfig) Token() (string, error) {
-	if i.TokenFile != "" {
-		b, err := os.ReadFile(i.TokenFile)
-		if err != nil {
-			reason := err.Error()
-			if pe := (*os.PathError)(nil); errors.As(err, &pe) {
-				reason = pe.Path + ": " + pe.Err.Error()
-			}
-			return "", &KeyError{Key: "influx.token_file", Reason: reason, Err: err}
-		}
-		return strings.TrimSpace(string(b)), nil
+	tok, err := influx.ReadToken(i.TokenFile, i.TokenEnv)
+	if err != nil {
+		return "", &KeyError{Key: "influx.token_file", Reason: influx.PathReason(err), Err: err}
 	}
-	if i.TokenEnv != "" {
-		return os.Getenv(i.TokenEnv), nil
-	}
-	return "", nil
+	return tok, nil
 }
 
 // The output sections' entries in the table (config.go): the agent opens
