@@ -308,7 +308,7 @@ func (a *Agent) selfMetrics() []record.Record {
 		b.Add("monagent_source", now, []record.Tag{{Key: "source", Value: r.Source.Name()}}, r.Fields()...)
 	}
 	if a.outputs != nil {
-		a.outputs.selfRecords(b, now)
+		a.outputs.SelfRecords(b, now)
 	}
 	a.judges.records(b, now)
 	queued, queuedBytes := a.queue.State()
