@@ -115,6 +115,17 @@ func (p *PHCConfig) check(ps *problems) {
 	}
 }
 
+// advise says when a PHC on TAI cannot be judged here: this machine's
+// kernel has no TAI−UTC and phc.tai_utc does not give it.
+func (p *PHCConfig) advise(ps *problems) {
+	if !p.Enabled || !p.Judge.Enabled || p.Timescale != "tai" || p.TAIUTC > 0 {
+		return
+	}
+	if k, err := timebase.ReadKernelState(); err == nil && k.TAIOffsetS == 0 {
+		ps.Add("phc.tai_utc", "this kernel's TAI-UTC is not set, so the PHCs on TAI cannot be judged (FREERUN) until chronyd (leapsectz right/UTC) sets it: or set tai_utc: 37")
+	}
+}
+
 // board checks that the PHC devices and interfaces named exist.
 func (p *PHCConfig) board(paths PathsConfig, ps *problems) {
 	if !p.Enabled {

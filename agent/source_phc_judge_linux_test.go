@@ -147,3 +147,23 @@ func TestPHCJudgeThroughPtp4l(t *testing.T) {
 		t.Error("phc.through: ptp4l accepted with the ptp4l monitor off")
 	}
 }
+
+// config check warns when a PHC on TAI would be judged on a kernel with no
+// TAI−UTC, and not once phc.tai_utc gives it.
+func TestPHCJudgeAdvisesTAIUTC(t *testing.T) {
+	if k, err := timebase.ReadKernelState(); err != nil || k.TAIOffsetS != 0 {
+		t.Skipf("this kernel's TAI-UTC is set (%d s, %v): nothing to advise", k.TAIOffsetS, err)
+	}
+	c := Default().PHC
+	c.Judge.Enabled = true
+	var p problems
+	c.advise(&p)
+	if len(p.Problems) != 1 || p.Problems[0].Key != "phc.tai_utc" {
+		t.Errorf("advice %v, want one at phc.tai_utc", p.Problems)
+	}
+	c.TAIUTC = 37
+	p = problems{}
+	if c.advise(&p); len(p.Problems) != 0 {
+		t.Errorf("advice with tai_utc set: %v", p.Problems)
+	}
+}
