@@ -37,6 +37,11 @@ command -v gpiomon >/dev/null || need_apt+=(gpiod)
 command -v socat >/dev/null || need_apt+=(socat)
 command -v arm-linux-gnueabihf-gcc >/dev/null || need_apt+=(gcc-arm-linux-gnueabihf)
 command -v promtool >/dev/null || need_apt+=(prometheus)
+# ntpsec's ntpd and gpsd (gpsfake from gpsd-clients) are the time daemons the
+# daemon tests read; policy-rc.d below keeps the packages from starting them.
+command -v ntpd >/dev/null || need_apt+=(ntpsec)
+command -v gpsd >/dev/null || need_apt+=(gpsd)
+command -v gpsfake >/dev/null || need_apt+=(gpsd-clients)
 need_update=""
 if ! dpkg --print-foreign-architectures 2>/dev/null | grep -qx armhf; then
   [ "$(id -u)" = 0 ] && dpkg --add-architecture armhf && need_update=1
