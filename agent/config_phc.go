@@ -122,7 +122,7 @@ func (p *PHCConfig) advise(ps *problems) {
 		return
 	}
 	if k, err := timebase.ReadKernelState(); err == nil && k.TAIOffsetS == 0 {
-		ps.Add("phc.tai_utc", "this kernel's TAI-UTC is not set, so the PHCs on TAI cannot be judged (FREERUN) until chronyd (leapsectz right/UTC) sets it: or set tai_utc: 37")
+		ps.Add("phc.tai_utc", "needs the board: this kernel's TAI-UTC is not set, so the PHCs on TAI cannot be judged (FREERUN) until chronyd (leapsectz right/UTC) sets it: or set tai_utc: 37")
 	}
 }
 
