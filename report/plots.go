@@ -54,9 +54,10 @@ func WritePlots(dir, prefix string, s *Series, r *Result) ([]string, error) {
 	// Compute computes their spread.
 	shift, xs := shifted(s.X)
 	label, absLabel := "offset", "|offset|"
-	if shift != 0 {
-		label = fmt.Sprintf("offset − %d ns", shift)
+	if shift != 0 { // the unit follows: "offset − b (ns), b = …"
+		label = "offset − b"
 		absLabel = label
+		title += fmt.Sprintf(", b = %d ns", shift)
 	}
 	acc, err := stats.NewAccumulator(stats.Config{})
 	if err != nil {
@@ -71,7 +72,7 @@ func WritePlots(dir, prefix string, s *Series, r *Result) ([]string, error) {
 			if err != nil {
 				return nil, err
 			}
-			return stats.PlotHistogram(h, label, "offset histogram "+title)
+			return stats.PlotHistogram(h, label, "offset histogram\n"+title)
 		}),
 		emit("cdf", func() (plotT, error) {
 			marks := []stats.Quantile{{P: 0.75, Value: r.AbsP75NS.Float64()}, {P: 0.95, Value: r.AbsP95NS.Float64()}, {P: 0.99, Value: r.AbsP99NS.Float64()}}
@@ -99,18 +100,18 @@ func WritePlots(dir, prefix string, s *Series, r *Result) ([]string, error) {
 			if err != nil {
 				return nil, err
 			}
-			return stats.PlotCDF(pts, marks, absLabel, "CDF of "+absLabel+" "+title)
+			return stats.PlotCDF(pts, marks, absLabel, "CDF of "+absLabel+"\n"+title)
 		}),
 		emit("offset", func() (plotT, error) {
-			return stats.PlotOffset(s.T, xs, drift, label, "offset vs time "+title)
+			return stats.PlotOffset(s.T, xs, drift, label, "offset vs time\n"+title)
 		}),
 		emit("adev", func() (plotT, error) {
 			return stats.PlotStability([]stats.Curve{{Name: "ADEV (overlapping)", Points: toDev(r.ADev)}, {Name: "MDEV", Points: toDev(r.MDev)}},
-				"deviation (dimensionless)", "ADEV / MDEV "+title)
+				"deviation (dimensionless)", "ADEV / MDEV\n"+title, false)
 		}),
 		emit("tdev", func() (plotT, error) {
 			return stats.PlotStability([]stats.Curve{{Name: "TDEV", Points: toDev(r.TDev)}, {Name: "MTIE", Points: toDev(r.MTIE)}},
-				"TDEV, MTIE (ns)", "TDEV / MTIE "+title)
+				"TDEV, MTIE", "TDEV / MTIE\n"+title, true)
 		}),
 	)
 	return files, err
