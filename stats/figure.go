@@ -158,6 +158,15 @@ func (lt linearTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
+// formatPlain labels a value with up to 4 significant digits (125, -75,
+// 0.25), not DefaultTicks' fixed decimals (125.00).
+func formatPlain(v float64) string {
+	if math.Abs(v) < 1e-12 {
+		v = 0
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
 // formatSeconds labels a time in s: 100 ms, 1 s, 10 s, 1000 s, 10⁴ s.
 func formatSeconds(v float64) string {
 	if v >= 1e4 {
