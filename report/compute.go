@@ -86,6 +86,8 @@ type Result struct {
 	Notes     []string   `json:"notes,omitempty"`
 	// Match describes the pairing of a cross-board series (RunMatch).
 	Match *MatchInfo `json:"match,omitempty"`
+	// Correlation is the series' frequency against a sensor (--correlate).
+	Correlation *Correlation `json:"correlation,omitempty"`
 
 	name    string
 	drift   *stats.Drift
@@ -206,6 +208,9 @@ func Compute(s *Series, o Options) (*Result, error) {
 		for _, d := range devs {
 			*m.dst = append(*m.dst, Point{d.TauSeconds(), d.Value})
 		}
+	}
+	if constantStability(r) {
+		r.note("the offsets of the longest regular segment never change: ADEV, MDEV, TDEV and MTIE are 0 at every tau, so there is no ADEV or TDEV plot (a log axis cannot draw 0)")
 	}
 	return r, nil
 }

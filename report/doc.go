@@ -77,6 +77,15 @@
 // but placed post hoc: each event's hca_local_ns between its host's
 // hca_model records by hca.Interpolate (piecewise.go says which models).
 //
+// # Correlation and the HTML page
+//
+// Correlate pairs a clock series' frequency offset (stats.WindowFrequency)
+// with one sensor series over shared time and fits the coefficient
+// (stats.FitLine), ppb per sensor unit; series without shared time, a
+// constant sensor or fewer than 3 paired windows are errors. WriteHTML
+// writes an index.html with the tables, the notes, the correlation and the
+// plots (WritePlotSet: each drawn, or why not), offline.
+//
 // # Traffic
 //
 // RunTraffic reports the NTP probe's bytes_per_s (ntp_probe) and the PTP

@@ -15,6 +15,7 @@ import (
 
 	"github.com/monagent/monagent/stats"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
 )
 
 // PlotsBuilt reports whether this build draws plots.
@@ -24,43 +25,58 @@ const PlotsBuilt = true
 // into dir: NAME-hist (histogram with the normal fit), NAME-cdf (CDF of |x|
 // with the 75/95/99 % marks), NAME-offset (offset against time with the
 // drift line), NAME-adev (ADEV and MDEV) and NAME-tdev (TDEV and MTIE),
-// where NAME is prefix plus the series' tags. It returns the files written;
-// a plot the series is too short for is left out.
+// where NAME is prefix plus the series' tags, and with a correlation
+// (r.Correlation) NAME-freqsensor and NAME-freqtime (plots_correlate.go).
+// It returns the files written; a plot the series is too short for is left
+// out (WritePlotSet says why).
 func WritePlots(dir, prefix string, s *Series, r *Result) ([]string, error) {
+	set, err := WritePlotSet(dir, prefix, s, r)
+	return set.Paths(dir), err
+}
+
+// WritePlotSet is WritePlots, returning the plots drawn and, for each left
+// out, the reason.
+func WritePlotSet(dir, prefix string, s *Series, r *Result) (PlotSet, error) {
+	var set PlotSet
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return set, fmt.Errorf("plots: %w", err)
 	}
 	name := unsafeName.ReplaceAllString(strings.Trim(prefix+"_"+r.Name(), "_"), "_")
 	title := prefix
 	if r.Name() != "" {
 		title += " {" + r.Name() + "}"
 	}
-	var files []string
+	save := func(kind, caption string, panels []plotT) error {
+		img := PlotImage{Kind: kind, Caption: caption, PNG: name + "-" + kind + ".png", SVG: name + "-" + kind + ".svg"}
+		for _, f := range []string{img.PNG, img.SVG} {
+			h := stats.PlotHeight * vg.Length(1+len(panels)) / 2 // two panels: 1.5 times as high
+			if err := stats.SavePanels(panels, stats.PlotWidth, h, filepath.Join(dir, f)); err != nil {
+				return err
+			}
+		}
+		set.Images = append(set.Images, img)
+		return nil
+	}
 	emit := func(kind string, mk func() (plotT, error)) error {
 		p, err := mk()
 		if err != nil {
-			return nil // nothing to draw
+			set.Missing = append(set.Missing, PlotMissing{Kind: kind, Caption: plotCaptions[kind], Reason: missingReason(kind, r, err)})
+			return nil
 		}
-		for _, ext := range []string{".png", ".svg"} {
-			f := filepath.Join(dir, name+"-"+kind+ext)
-			if err := stats.SavePlot(p, stats.PlotWidth, stats.PlotHeight, f); err != nil {
-				return err
-			}
-			files = append(files, f)
-		}
-		return nil
+		return save(kind, plotCaptions[kind], []plotT{p})
 	}
 	// Offsets far from zero are drawn relative to the first one, as
 	// Compute computes their spread.
 	shift, xs := shifted(s.X)
 	label, absLabel := "offset", "|offset|"
-	if shift != 0 {
-		label = fmt.Sprintf("offset − %d ns", shift)
+	if shift != 0 { // the unit follows: "offset − b (ns), b = …"
+		label = "offset − b"
 		absLabel = label
+		title += fmt.Sprintf(", b = %d ns", shift)
 	}
 	acc, err := stats.NewAccumulator(stats.Config{})
 	if err != nil {
-		return nil, err
+		return set, err
 	}
 	acc.AddSlice(xs)
 	drift := r.drift // fitted to xs
@@ -71,7 +87,7 @@ func WritePlots(dir, prefix string, s *Series, r *Result) ([]string, error) {
 			if err != nil {
 				return nil, err
 			}
-			return stats.PlotHistogram(h, label, "offset histogram "+title)
+			return stats.PlotHistogram(h, label, "offset histogram\n"+title)
 		}),
 		emit("cdf", func() (plotT, error) {
 			marks := []stats.Quantile{{P: 0.75, Value: r.AbsP75NS.Float64()}, {P: 0.95, Value: r.AbsP95NS.Float64()}, {P: 0.99, Value: r.AbsP99NS.Float64()}}
@@ -99,21 +115,26 @@ func WritePlots(dir, prefix string, s *Series, r *Result) ([]string, error) {
 			if err != nil {
 				return nil, err
 			}
-			return stats.PlotCDF(pts, marks, absLabel, "CDF of "+absLabel+" "+title)
+			return stats.PlotCDF(pts, marks, absLabel, "CDF of "+absLabel+"\n"+title)
 		}),
 		emit("offset", func() (plotT, error) {
-			return stats.PlotOffset(s.T, xs, drift, label, "offset vs time "+title)
+			return stats.PlotOffset(s.T, xs, drift, label, "offset vs time\n"+title)
 		}),
 		emit("adev", func() (plotT, error) {
 			return stats.PlotStability([]stats.Curve{{Name: "ADEV (overlapping)", Points: toDev(r.ADev)}, {Name: "MDEV", Points: toDev(r.MDev)}},
-				"deviation (dimensionless)", "ADEV / MDEV "+title)
+				"deviation (dimensionless)", "ADEV / MDEV\n"+title, false)
 		}),
 		emit("tdev", func() (plotT, error) {
 			return stats.PlotStability([]stats.Curve{{Name: "TDEV", Points: toDev(r.TDev)}, {Name: "MTIE", Points: toDev(r.MTIE)}},
-				"TDEV, MTIE (ns)", "TDEV / MTIE "+title)
+				"TDEV, MTIE", "TDEV / MTIE\n"+title, true)
 		}),
 	)
-	return files, err
+	if err == nil && r.Correlation != nil {
+		err = correlationPlots(r.Correlation, title, save, func(kind string, e error) {
+			set.Missing = append(set.Missing, PlotMissing{Kind: kind, Caption: plotCaptions[kind], Reason: e.Error()})
+		})
+	}
+	return set, err
 }
 
 func toDev(ps []Point) []stats.Deviation {

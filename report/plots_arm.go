@@ -12,3 +12,8 @@ const PlotsBuilt = false
 func WritePlots(dir, prefix string, s *Series, r *Result) ([]string, error) {
 	return nil, ErrNoPlots
 }
+
+// WritePlotSet fails with ErrNoPlots.
+func WritePlotSet(dir, prefix string, s *Series, r *Result) (PlotSet, error) {
+	return PlotSet{}, ErrNoPlots
+}

@@ -33,6 +33,11 @@ type RunOptions struct {
 	Match *MatchOptions
 	// Traffic reports the NTP and PTP probes' bytes per client (RunTraffic).
 	Traffic bool
+	// Correlate, when set, fits each series' frequency against a sensor
+	// series (correlate.go).
+	Correlate *CorrelateOptions
+	// HTMLDir, when set, receives index.html and its plots (html.go).
+	HTMLDir string
 }
 
 // Run reads the input, computes every series and writes the report to out;
@@ -46,6 +51,11 @@ func Run(ctx context.Context, in Input, q Query, o RunOptions, out, errw io.Writ
 	if o.Traffic {
 		return RunTraffic(ctx, in, q, o.Format, out, errw)
 	}
+	if o.Correlate != nil {
+		if err := in.rereadable(); err != nil {
+			return err
+		}
+	}
 	series, err := read(ctx, in, q, errw)
 	if err != nil {
 		return err
@@ -53,6 +63,11 @@ func Run(ctx context.Context, in Input, q Query, o RunOptions, out, errw io.Writ
 	rs := make([]*Result, len(series))
 	for i, s := range series {
 		if rs[i], err = Compute(s, o.Options); err != nil {
+			return err
+		}
+	}
+	if o.Correlate != nil {
+		if err := correlate(ctx, in, q, *o.Correlate, series, rs, errw); err != nil {
 			return err
 		}
 	}
@@ -146,6 +161,16 @@ func output(prefix string, series []*Series, rs []*Result, o RunOptions, out, er
 		err = WriteMarkdown(out, rs)
 	default:
 		err = WriteText(out, rs)
+	}
+	if err == nil && o.Format != "json" {
+		bullet := ""
+		if o.Format == "markdown" {
+			bullet = "- "
+		}
+		err = writeCorrelations(out, rs, bullet)
+	}
+	if err == nil && o.HTMLDir != "" {
+		err = WriteHTML(o.HTMLDir, prefix, series, rs, errw)
 	}
 	if err != nil || o.PlotDir == "" {
 		return err

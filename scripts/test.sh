@@ -24,7 +24,8 @@ step() { printf '\n=== %s\n' "$*"; }
 # ARM kernel (gcc-arm-linux-gnueabihf) and compares with gpiomon (gpiod). The
 # HCA integration test sends markers with socat, as a user's shell would.
 # Debian's prometheus gives the server a test scrapes the agent with and
-# promtool, which checks and unit-tests the alert rules.
+# promtool, which checks and unit-tests the alert rules. Headless chromium opens
+# the HTML report (monagent report --html) and checks every image loads.
 need_apt=()
 command -v qemu-arm-static >/dev/null || need_apt+=(qemu-user-static)
 command -v chronyd >/dev/null || need_apt+=(chrony)
@@ -42,6 +43,7 @@ command -v promtool >/dev/null || need_apt+=(prometheus)
 command -v ntpd >/dev/null || need_apt+=(ntpsec)
 command -v gpsd >/dev/null || need_apt+=(gpsd)
 command -v gpsfake >/dev/null || need_apt+=(gpsd-clients)
+command -v chromium >/dev/null || need_apt+=(chromium)
 need_update=""
 if ! dpkg --print-foreign-architectures 2>/dev/null | grep -qx armhf; then
   [ "$(id -u)" = 0 ] && dpkg --add-architecture armhf && need_update=1

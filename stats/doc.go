@@ -38,6 +38,15 @@
 // 95 % confidence interval from Student's t with n-2 degrees of freedom,
 // and the standard deviation of the residuals.
 //
+// # Frequency and its correlation with a sensor
+//
+// [WindowFrequency] derives a clock's frequency offset (ppb) from its offset
+// series: the least-squares slope over each window, differences taken in
+// int64. [FitLine] fits y = a + b x by ordinary least squares with the
+// slope's 95 % interval (Student's t, n-2 degrees of freedom) and Pearson's
+// r; an x that does not vary (a constant temperature) is [ErrNoSpread],
+// never a slope.
+//
 // # Cross-board event matching
 //
 // [Match] pairs the events two boards stamped of one trigger (a square wave

@@ -46,8 +46,7 @@ func PlotHistogram(h Histogram, xlabel, title string) (*plot.Plot, error) {
 		return nil, errors.New("plot histogram: no bins")
 	}
 	unit, div := TimeUnit(math.Max(math.Abs(h.Edges[0]), math.Abs(h.Edges[len(h.Edges)-1])))
-	p := plot.New()
-	p.Title.Text = title
+	p := newPlot(title)
 	p.X.Label.Text = xlabel + " (" + unit + ")"
 	p.Y.Label.Text = "samples per bin"
 	bins := make([]plotter.HistogramBin, len(h.Counts))
@@ -65,7 +64,6 @@ func PlotHistogram(h Histogram, xlabel, title string) (*plot.Plot, error) {
 		p.Add(fit)
 		p.Legend.Add(fmt.Sprintf("normal fit: µ = %s, σ = %s", FormatNS(h.Mu), FormatNS(h.Sigma)), fit)
 	}
-	p.Legend.Top = true
 	return p, nil
 }
 
@@ -80,8 +78,7 @@ func PlotCDF(pts []CDFPoint, marks []Quantile, xlabel, title string) (*plot.Plot
 		maxAbs = math.Max(maxAbs, math.Abs(q.X))
 	}
 	unit, div := TimeUnit(maxAbs)
-	p := plot.New()
-	p.Title.Text = title
+	p := newPlot(title)
 	p.X.Label.Text = xlabel + " (" + unit + ")"
 	p.Y.Label.Text = "fraction of samples ≤ x"
 	xy := make(plotter.XYs, 0, 2*len(pts))
@@ -107,14 +104,14 @@ func PlotCDF(pts []CDFPoint, marks []Quantile, xlabel, title string) (*plot.Plot
 		p.Legend.Add(fmt.Sprintf("p%g = %s", m.P*100, FormatNS(m.Value)), ml)
 	}
 	p.Y.Min, p.Y.Max = 0, 1.02
-	p.Legend.Left, p.Legend.Top = true, true
 	p.Add(plotter.NewGrid())
 	return p, nil
 }
 
-// PlotOffset draws offsets x (ns) against time t (ns, plotted in seconds
-// since t[0]) and, when d is not nil, the fitted drift line; ylabel names
-// the quantity ("offset"), the unit is added.
+// PlotOffset draws offsets x (ns) against time t (ns, plotted since t[0]
+// in s, min, h or d by the span) and, when d is not nil, the fitted drift
+// line; ylabel names the quantity ("offset"), the unit is added. The line
+// is broken at gaps (an interval over 3 times the median: between runs).
 func PlotOffset(t, x []int64, d *Drift, ylabel, title string) (*plot.Plot, error) {
 	if len(t) == 0 || len(t) != len(x) {
 		return nil, errors.New("plot offset: no points")
@@ -124,35 +121,53 @@ func PlotOffset(t, x []int64, d *Drift, ylabel, title string) (*plot.Plot, error
 		maxAbs = math.Max(maxAbs, math.Abs(float64(v)))
 	}
 	unit, div := TimeUnit(maxAbs)
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "time since first sample (s)"
+	tunit, tdiv := timeAxis(t[len(t)-1] - t[0])
+	p := newPlot(title)
+	p.X.Label.Text = "time since first sample (" + tunit + ")"
 	p.Y.Label.Text = ylabel + " (" + unit + ")"
-	xy := decimate(t, x, div, maxOffsetPoints/2)
-	l, s, err := plotter.NewLinePoints(xy)
-	if err != nil {
-		return nil, fmt.Errorf("plot offset: %w", err)
-	}
-	l.Color, s.Color = colData, colData
-	s.GlyphStyle.Radius = vg.Points(1.5)
-	if len(t) > 2000 { // points would hide the line
-		p.Add(l)
-		p.Legend.Add("offset", l)
-	} else {
-		p.Add(l, s)
-		p.Legend.Add("offset", l, s)
+	segs := gapSegments(t)
+	points := len(t) <= 2000 // more would hide the line
+	for i, g := range segs {
+		buckets := max(1, maxOffsetPoints/2*(g.End-g.Start)/len(t))
+		xy := decimate(t[g.Start:g.End], x[g.Start:g.End], div, buckets)
+		off := float64(t[g.Start]-t[0]) / tdiv
+		for j := range xy {
+			xy[j].X = xy[j].X*1e9/tdiv + off
+		}
+		l, s, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, fmt.Errorf("plot offset: %w", err)
+		}
+		l.Color, s.Color = colData, colData
+		s.GlyphStyle.Radius = vg.Points(1.5)
+		if points {
+			p.Add(l, s)
+		} else {
+			p.Add(l)
+		}
+		if i > 0 {
+			continue
+		}
+		name := "offset"
+		if len(segs) > 1 {
+			name = fmt.Sprintf("offset (%d runs: the line breaks at gaps)", len(segs))
+		}
+		if points {
+			p.Legend.Add(name, l, s)
+		} else {
+			p.Legend.Add(name, l)
+		}
 	}
 	if d != nil {
 		end := t[len(t)-1]
-		dl, err := plotter.NewLine(plotter.XYs{{X: 0, Y: d.Predict(t[0]) / div}, {X: float64(end-t[0]) / 1e9, Y: d.Predict(end) / div}})
+		dl, err := plotter.NewLine(plotter.XYs{{X: 0, Y: d.Predict(t[0]) / div}, {X: float64(end-t[0]) / tdiv, Y: d.Predict(end) / div}})
 		if err == nil {
 			dl.Color, dl.Width = colFit, vg.Points(1.5)
 			dl.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 			p.Add(dl)
-			p.Legend.Add(fmt.Sprintf("drift %.4g ppm [%.4g, %.4g]", d.SlopePPM, d.SlopeLowPPM, d.SlopeHighPPM), dl)
+			p.Legend.Add(fmt.Sprintf("drift %.4g ppm [%.4g, %.4g] (95 %%)", d.SlopePPM, d.SlopeLowPPM, d.SlopeHighPPM), dl)
 		}
 	}
-	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 	return p, nil
 }
@@ -198,15 +213,21 @@ type Curve struct {
 }
 
 // PlotStability draws stability curves (e.g. ADEV and MDEV, or TDEV and
-// MTIE) on log-log axes against tau in seconds; ylabel names the unit.
-// Non-positive values cannot be drawn on a log axis and are left out.
-func PlotStability(curves []Curve, ylabel, title string) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "τ (s)"
+// MTIE) on log-log axes against tau, both marked at every decade with
+// labels in units (1 s, 10 s; 10 ns, 1 µs; 10⁻⁹); ns says the values are
+// times in ns (TDEV, MTIE), else they are dimensionless (ADEV, MDEV);
+// ylabel names them. Non-positive values cannot be drawn on a log axis and
+// are left out.
+func PlotStability(curves []Curve, ylabel, title string, ns bool) (*plot.Plot, error) {
+	p := newPlot(title)
+	p.X.Label.Text = "τ"
 	p.Y.Label.Text = ylabel
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker = logTicks{formatSeconds}
+	p.Y.Tick.Marker = logTicks{formatPow10}
+	if ns {
+		p.Y.Tick.Marker = logTicks{FormatNS}
+	}
 	cols := []color.Color{colData, colFit, colOther}
 	drawn := 0
 	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
@@ -242,14 +263,33 @@ func PlotStability(curves []Curve, ylabel, title string) (*plot.Plot, error) {
 	}
 	if ymin == ymax {
 		p.Y.Min, p.Y.Max = ymin/2, ymax*2
+	} else {
+		p.Y.Min, p.Y.Max = niceLogRange(ymin, ymax)
 	}
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
 	return p, nil
 }
 
-// SavePlot writes p to path as PNG (96 dpi) or SVG, by path's extension.
+// newPlot is a plot with a title and room under it.
+func newPlot(title string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.Padding = vg.Points(6)
+	return p
+}
+
+// SavePlot writes p to path as PNG (96 dpi) or SVG, by path's extension,
+// with a margin round it and its legend below it, off the data.
 func SavePlot(p *plot.Plot, w, h vg.Length, path string) error {
+	return SavePanels([]*plot.Plot{p}, w, h, path)
+}
+
+// SavePanels writes plots stacked top to bottom, their data areas aligned
+// (panels sharing a time axis), as SavePlot writes one.
+func SavePanels(ps []*plot.Plot, w, h vg.Length, path string) error {
+	if len(ps) == 0 {
+		return fmt.Errorf("save plot %s: no plot", path)
+	}
 	var c vg.CanvasSizer
 	var write func(f *os.File) error
 	switch strings.ToLower(filepath.Ext(path)) {
@@ -264,7 +304,7 @@ func SavePlot(p *plot.Plot, w, h vg.Length, path string) error {
 	default:
 		return fmt.Errorf("save plot %s: want .png or .svg", path)
 	}
-	p.Draw(draw.New(c))
+	drawFigure(draw.New(c), ps)
 	f, err := os.Create(path)
 	if err != nil {
 		return err

@@ -48,7 +48,7 @@ func TestPlotsRender(t *testing.T) {
 		},
 		"offset": func() (*plot.Plot, error) { return PlotOffset(ts, x, &d, "offset", "offset title") },
 		"adev": func() (*plot.Plot, error) {
-			return PlotStability([]Curve{{"ADEV", adev}, {"MDEV", mdev}}, "ADEV", "adev title")
+			return PlotStability([]Curve{{"ADEV", adev}, {"MDEV", mdev}}, "ADEV", "adev title", false)
 		},
 	}
 	for name, mk := range cases {
@@ -83,7 +83,7 @@ func TestPlotsRender(t *testing.T) {
 	if err := SavePlot(plot.New(), PlotWidth, PlotHeight, filepath.Join(dir, "x.gif")); err == nil {
 		t.Error("SavePlot writes .gif")
 	}
-	if _, err := PlotStability([]Curve{{"ADEV", nil}}, "ADEV", "empty"); err == nil {
+	if _, err := PlotStability([]Curve{{"ADEV", nil}}, "ADEV", "empty", false); err == nil {
 		t.Error("PlotStability draws nothing without an error")
 	}
 	if _, err := PlotHistogram(Histogram{}, "offset", "empty"); err == nil {
@@ -129,7 +129,7 @@ func TestPlotStabilityOfFlatCurves(t *testing.T) {
 		"one tau":        {{Tau: 1_000_000_000, Value: 3e-9}},
 		"flat deviation": {{Tau: 1_000_000_000, Value: 3e-9}, {Tau: 2_000_000_000, Value: 3e-9}, {Tau: 4_000_000_000, Value: 3e-9}},
 	} {
-		p, err := PlotStability([]Curve{{"ADEV", pts}}, "ADEV", name)
+		p, err := PlotStability([]Curve{{"ADEV", pts}}, "ADEV", name, false)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -21,6 +21,9 @@ type reportOpts struct {
 	where, groupBy                                                                listFlag
 	inputs                                                                        inputFlag
 
+	correlate, html string
+	freqWindow      time.Duration
+
 	match, timeField string
 	window, deltaISR time.Duration
 	traffic          bool
@@ -68,6 +71,9 @@ func reportFlags() (*flag.FlagSet, *reportOpts) {
 	fs.DurationVar(&o.window, "window", 0, "--match: pair events at most `DURATION` apart (0: 0.4 × the reference's median event interval)")
 	fs.DurationVar(&o.deltaISR, "delta-isr", 0, "--match: Δ_ISR `DURATION`, the other board's interrupt latency minus the reference's (from a calibration capture)")
 	fs.BoolVar(&o.piecewise, "piecewise", false, "--match --time-field global_ns: place each event's hca_local_ns between its host's hca_model records before and after it (hca.Interpolate) instead of the recorded global_ns; a host with hca_sync records is rank 0, the global timeline")
+	fs.StringVar(&o.correlate, "correlate", "", "fit each series' frequency offset (ppb, from its offsets per --freq-window) against one sensor series `M.F[,tag=value...]`, e.g. sensor.value,kind=temperature: the coefficient (ppb/°C) with its 95 % interval, and its plots")
+	fs.DurationVar(&o.freqWindow, "freq-window", 0, "--correlate: fit each frequency over `DURATION` windows (0: 64 sampling intervals, at most 1/8 of the series)")
+	fs.StringVar(&o.html, "html", "", "write `DIR`/index.html: the table, notes, every plot (PNG and SVG beside it) and the correlation, a page that works offline")
 	fs.BoolVar(&o.traffic, "traffic", false, "NTP and PTP probes' bytes/s per client and the clients one server or master port serves at 10 % of 100 Mb/s and 1 Gb/s, next to the study's (no --measurement/--field)")
 	return fs, o
 }
@@ -82,7 +88,12 @@ func reportCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	run := report.RunOptions{Options: ro, Format: o.format, PlotDir: o.plots, Traffic: o.traffic}
+	run := report.RunOptions{Options: ro, Format: o.format, PlotDir: o.plots, Traffic: o.traffic, HTMLDir: o.html}
+	if o.correlate != "" {
+		c, _ := report.ParseCorrelate(o.correlate) // checked by query
+		c.Window = int64(o.freqWindow)
+		run.Correlate = &c
+	}
 	if o.match != "" {
 		m, _ := report.ParseMatch(o.match) // checked by query
 		m.TimeField, m.Window, m.DeltaISR, m.Piecewise = o.timeField, int64(o.window), int64(o.deltaISR), o.piecewise
@@ -129,6 +140,9 @@ func (o *reportOpts) query(now time.Time) (report.Query, report.Options, error) 
 	if err == nil && o.match != "" {
 		_, err = report.ParseMatch(o.match)
 	}
+	if err == nil && o.correlate != "" {
+		_, err = report.ParseCorrelate(o.correlate)
+	}
 	switch {
 	case err != nil:
 	case q.Start != 0 && q.Stop != 0 && q.Start > q.Stop:
@@ -137,8 +151,14 @@ func (o *reportOpts) query(now time.Time) (report.Query, report.Options, error) 
 		err = fmt.Errorf("--input %s is given twice", repeated(o.inputs))
 	case o.traffic && o.match != "":
 		err = errors.New("--traffic and --match are separate reports: give one")
-	case o.traffic && o.plots != "":
-		err = errors.New("--traffic has no plots")
+	case o.traffic && (o.plots != "" || o.html != ""):
+		err = errors.New("--traffic has no plots or HTML page")
+	case o.correlate != "" && (o.traffic || o.match != ""):
+		err = errors.New("--correlate pairs a clock's offsets (--measurement, --field) with a sensor: not with --traffic or --match")
+	case o.correlate == "" && o.freqWindow != 0:
+		err = errors.New("--freq-window needs --correlate")
+	case o.freqWindow < 0:
+		err = errors.New("--freq-window must not be negative")
 	case o.match != "" && o.measurement == "":
 		err = errors.New("--match needs --measurement (e.g. gpio_event, pps_event)")
 	case o.match != "" && o.field != "":
