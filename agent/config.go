@@ -22,6 +22,7 @@ type Config struct {
 	Sensors     SensorsConfig     `yaml:"sensors"`
 	GPIO        GPIOConfig        `yaml:"gpio"`
 	PPS         PPSConfig         `yaml:"pps"`
+	GNSS        GNSSConfig        `yaml:"gnss"`
 	Extts       ExttsConfig       `yaml:"extts"`
 	Marker      MarkerConfig      `yaml:"marker"`
 	HCA         HCAConfig         `yaml:"hca"`
@@ -93,7 +94,7 @@ func sections() []section {
 	return []section{
 		pathsSection, logSection,
 		clockSection, phcSection, ntpSection, ptpSection, sensorsSection, gpioSection,
-		ppsSection, exttsSection, markerSection, hcaSection, loadgenSection,
+		ppsSection, gnssSection, exttsSection, markerSection, hcaSection, loadgenSection,
 		outputSection, spoolSection, influxSection, selfMetricsSection, memorySection,
 		httpSection, notifySection,
 	}

@@ -47,6 +47,7 @@ const baseMemory = 24 << 20
 const (
 	gpioEventBytes   = 40
 	ppsEventBytes    = 24
+	gnssEventBytes   = 160 // a decoded gpsd message; its device path is shared
 	exttsEventBytes  = 40
 	markerEventBytes = 192 + marker.MaxLen // the event and its strings
 	scanEventBytes   = 80
@@ -93,6 +94,9 @@ func (c *Config) MemoryNeed() MemoryNeed {
 		for i, d := range c.PPS.Devices {
 			add(fmt.Sprintf("pps.devices[%d].ring", i), int64(d.Ring)*ppsEventBytes, "edges")
 		}
+	}
+	if c.GNSS.Enabled {
+		add("gnss.ring", int64(c.GNSS.Ring)*gnssEventBytes, "gpsd messages")
 	}
 	if c.Extts.Enabled {
 		add("extts.ring", int64(c.Extts.Ring)*exttsEventBytes, "external timestamps")

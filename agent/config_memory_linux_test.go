@@ -19,6 +19,7 @@ func TestEventSizesWithinTheirBudget(t *testing.T) {
 	}{
 		{"gpio edge", unsafe.Sizeof(gpioEdge{}), gpioEventBytes},
 		{"pps edge", unsafe.Sizeof(ppsEdge{}), ppsEventBytes},
+		{"gpsd message", unsafe.Sizeof(gnssEvent{}), gnssEventBytes},
 		{"extts stamp", unsafe.Sizeof(exttsStamp{}), exttsEventBytes},
 		{"marker event (without its strings)", unsafe.Sizeof(markerEvent{}), markerEventBytes - 512},
 		{"IIO scan", unsafe.Sizeof(scan{}), scanEventBytes},

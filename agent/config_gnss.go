@@ -1,0 +1,60 @@
+package agent
+
+import (
+	"net"
+	"time"
+
+	"github.com/monagent/monagent/gnss"
+)
+
+// GNSSConfig is the gpsd source (source_gnss.go): one connection to gpsd's
+// JSON socket, every TPV, SKY, TOFF and PPS message shipped as a gnss
+// record, and the system clock judged against the receiver.
+type GNSSConfig struct {
+	Enabled  bool          `yaml:"enabled"`
+	Address  string        `yaml:"address"`  // gpsd's TCP address, host:port
+	Interval time.Duration `yaml:"interval"` // how often the messages are shipped
+	// Ring is the messages between the reader and the shipper, a power of
+	// two (gpsd sends a handful per second).
+	Ring int `yaml:"ring"`
+	// Judge judges the system clock against the receiver: LOCKED with a 3D
+	// fix and Reference's messages arriving, each within the threshold.
+	Judge JudgeConfig `yaml:"judge"`
+	// Reference is the message the judge takes the offset from: pps (the
+	// pulse's edge, to the µs) or toff (the arrival of the cycle's first
+	// sentence: only for a receiver without PPS, to tens of ms at best).
+	Reference string `yaml:"reference"`
+	// Latency is the most a PPS edge's stamp lags the pulse (interrupt
+	// latency, cable), TOFFLatency the most a TOFF's stamp lags the second
+	// it reports (the receiver's output delay and the serial line); the
+	// bound adds the one of the reference.
+	Latency     time.Duration `yaml:"latency"`
+	TOFFLatency time.Duration `yaml:"toff_latency"`
+}
+
+func (g *GNSSConfig) defaults() {
+	*g = GNSSConfig{Address: gnss.DefaultAddress, Interval: time.Second, Ring: 256, Reference: "pps",
+		Latency: 20 * time.Microsecond, TOFFLatency: 500 * time.Millisecond,
+		Judge: JudgeConfig{Enabled: true, Threshold: 100 * time.Microsecond, Holdover: time.Minute, MinSamples: 4}}
+}
+
+func (g *GNSSConfig) check(ps *problems) {
+	if !g.Enabled {
+		return
+	}
+	if _, port, err := net.SplitHostPort(g.Address); err != nil || port == "" {
+		ps.Add("gnss.address", "want host:port (gpsd's default %s), got %q", gnss.DefaultAddress, g.Address)
+	}
+	ps.Positive("gnss.interval", g.Interval)
+	checkRing(ps, "gnss.ring", g.Ring)
+	g.Judge.check("gnss.judge", ps)
+	if g.Reference != "pps" && g.Reference != "toff" {
+		ps.Add("gnss.reference", "want pps or toff, got %q", g.Reference)
+	}
+	if g.Latency < 0 {
+		ps.Add("gnss.latency", "must not be negative, got %s", g.Latency)
+	}
+	if g.TOFFLatency < 0 {
+		ps.Add("gnss.toff_latency", "must not be negative, got %s", g.TOFFLatency)
+	}
+}

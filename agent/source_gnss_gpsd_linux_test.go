@@ -1,0 +1,136 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/monagent/monagent/internal/testbed"
+	"github.com/monagent/monagent/judge"
+	"github.com/monagent/monagent/record"
+)
+
+// TestGNSSSourceAgainstGpsd runs the agent against Debian's gpsd fed by
+// gpsfake from an NMEA log (one epoch without a fix, then a 3D fix from 8
+// of 10 satellites, ~1 s an epoch). gpsfake's pty has no PPS line, so gpsd
+// sends TOFF but no PPS, and the judge takes TOFF (gnss.reference: toff;
+// the log's times are only near the host's clock, and gpsfake feeds an
+// epoch every 1 to 1.5 s, so the offsets grow: threshold 30 s). It
+// checks the gnss records (tpv mode 3, sky 10/8, toff at clock_ns with
+// offset_ns = clock − real), that the system clock becomes LOCKED, and
+// that once the feed stops (gpsfake exits a second after the log) the
+// clock leaves LOCKED at the last TOFF + 3 s (to HOLDOVER, or FREERUN when
+// the drift the offsets showed already predicts a bound over the
+// threshold); every record keeps the rules.
+func TestGNSSSourceAgainstGpsd(t *testing.T) {
+	start := time.Now().UTC().Truncate(time.Second).Add(time.Second)
+	g := testbed.StartGpsfake(t, testbed.NMEAFix(start, 9, 1), time.Second/6)
+	cfg := Default()
+	cfg.Host, cfg.HTTP.Listen = "gnss", ""
+	cfg.Clock.Enabled, cfg.PHC.Enabled, cfg.Sensors.Enabled = false, false, false
+	cfg.SelfMetrics.Interval = 500 * time.Millisecond
+	cfg.GNSS.Enabled, cfg.GNSS.Address, cfg.GNSS.Interval = true, g.Addr, 200*time.Millisecond
+	cfg.GNSS.Reference, cfg.GNSS.Judge.Threshold, cfg.GNSS.Judge.MinSamples = "toff", 30*time.Second, 2
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	out := &memSink{}
+	a, err := newAgent(cfg, quietLog(), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 45*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := a.Run(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	left := func() bool {
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		for _, r := range out.recs {
+			if from, _ := r.Field("from"); r.Measurement == "sync_state" && from.S == "LOCKED" {
+				return true
+			}
+		}
+		return false
+	}
+	for !left() && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	select {
+	case <-g.Exited():
+	default:
+		t.Error("the clock left LOCKED while gpsfake still ran")
+	}
+	time.Sleep(time.Second) // a self-metrics record after it
+	cancel()
+	wg.Wait()
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	per := checkRecordRules(t, out.recs)
+	t.Logf("%d records: %v", len(out.recs), per)
+	var mode3, sky, toffs int
+	var lastTOFF int64
+	var trs []record.Record
+	var self record.Record
+	for _, r := range out.recs {
+		switch {
+		case r.Measurement == "sync_state":
+			trs = append(trs, r)
+		case r.Measurement == "monagent_source" && tagOf(r, "source") == "gnss:"+g.Addr:
+			self = r
+		case r.Measurement != "gnss":
+		case tagOf(r, "class") == "tpv":
+			if m, _ := fieldInt(r, "mode"); m == 3 {
+				mode3++
+			}
+		case tagOf(r, "class") == "sky":
+			seen, _ := fieldInt(r, "satellites_seen")
+			used, _ := fieldInt(r, "satellites_used")
+			if seen == testbed.NMEASeen && used == testbed.NMEAUsed {
+				sky++
+			}
+		case tagOf(r, "class") == "toff":
+			toffs++
+			clock, _ := fieldInt(r, "clock_ns")
+			real, _ := fieldInt(r, "real_ns")
+			off, _ := fieldInt(r, "offset_ns")
+			if r.TimeNS != clock || off != clock-real || judge.Abs(off) > 20e9 || real%1e9 != 0 || real < start.UnixNano() {
+				t.Errorf("toff at %d: clock %d real %d offset %d", r.TimeNS, clock, real, off)
+			}
+			lastTOFF = max(lastTOFF, r.TimeNS)
+			t.Logf("toff %s at %d: offset %d ns", tagOf(r, "device"), r.TimeNS, off)
+		}
+	}
+	if mode3 < 3 || sky < 3 || toffs < 3 {
+		t.Errorf("%d tpv records with mode 3, %d sky with 10 seen and 8 used, %d toff: want 3 or more each", mode3, sky, toffs)
+	}
+	var states []string
+	for _, r := range trs {
+		from, _ := r.Field("from")
+		to, _ := r.Field("to")
+		reason, _ := r.Field("reason")
+		states = append(states, from.S+"->"+to.S)
+		stale := reason.S == string(judge.ReasonStale) || reason.S == string(judge.ReasonPredicted)
+		if from.S == "LOCKED" && (!stale || r.TimeNS != lastTOFF+int64(gnssStale)) {
+			t.Errorf("left LOCKED at %d for %q; want no fresh sample (or a predicted bound over) at the last TOFF %d + 3 s", r.TimeNS, reason.S, lastTOFF)
+		}
+	}
+	if len(states) < 2 || states[0] != "UNKNOWN->LOCKED" {
+		t.Errorf("transitions %v: want UNKNOWN->LOCKED, then out of LOCKED", states)
+	}
+	t.Logf("transitions %v; self-metrics %v", states, self.Fields)
+	if n, _ := fieldInt(self, "garbage_lines"); n != 0 {
+		t.Errorf("garbage_lines %d", n)
+	}
+	if n, _ := fieldInt(self, "connections"); n != 1 {
+		t.Errorf("connections %d, want 1 (gpsd is gone after the feed)", n)
+	}
+	if t.Failed() {
+		t.Log(g.Output())
+	}
+}

@@ -1,0 +1,136 @@
+package gnss
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeGpsd accepts one connection on loopback, checks the WATCH command and
+// then writes the chunks, each in its own write, a little apart.
+func fakeGpsd(t *testing.T, chunks ...string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, len(Watch))
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != Watch {
+			t.Errorf("gpsd got %q, %v; want the WATCH command", buf, err)
+			return
+		}
+		for _, ch := range chunks {
+			if _, err := io.WriteString(c, ch); err != nil {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return l.Addr().String()
+}
+
+// Lines split across reads, an overlong line, garbage and an unknown class
+// each come back in order; the bad ones as *LineError and counted, and the
+// stream goes on after them. Each line is stamped when the read that
+// completed it returned.
+func TestGnssConnReadsLinesAcrossReads(t *testing.T) {
+	long := `{"class":"TPV","x":"` + strings.Repeat("a", MaxLine) + `"}` + "\r\n"
+	addr := fakeGpsd(t,
+		`{"class":"VERSION","release":"3.22"}`+"\r\n"+`{"class":"TPV","device":"/dev/x","mo`,
+		`de":3}`+"\r\n\r\n",
+		"garbage\r\n",
+		long,
+		`{"class":"GST","device":"/dev/x"}`+"\r\n",
+		`{"class":"PPS","device":"/dev/x","real_sec":2,"real_nsec":0,"clock_sec":1,"clock_nsec":999999990}`+"\r\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	before := time.Now().UnixNano()
+	c, err := Dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	type got struct {
+		class Class
+		err   error
+	}
+	var gots []got
+	var last int64
+	for range 6 {
+		var m Message
+		at, err := c.Next(&m)
+		if err != nil && !errors.As(err, new(*LineError)) {
+			t.Fatal(err)
+		}
+		if at < before || at < last || at > time.Now().UnixNano() {
+			t.Errorf("%s stamped %d, not within the read", m.Class, at)
+		}
+		last = at
+		gots = append(gots, got{m.Class, err})
+	}
+	want := []struct {
+		class Class
+		err   error
+	}{{ClassVersion, nil}, {ClassTPV, nil}, {ClassUnknown, ErrGarbage}, {ClassUnknown, ErrGarbage}, {ClassUnknown, ErrUnknownClass}, {ClassPPS, nil}}
+	for i, w := range want {
+		if gots[i].class != w.class || !errors.Is(gots[i].err, w.err) || (w.err == nil) != (gots[i].err == nil) {
+			t.Errorf("line %d: %v %v, want %v %v", i, gots[i].class, gots[i].err, w.class, w.err)
+		}
+	}
+	if c.Lines() != 6 || c.Garbage() != 2 || c.Unknown() != 1 {
+		t.Errorf("lines %d, garbage %d, unknown %d; want 6, 2, 1", c.Lines(), c.Garbage(), c.Unknown())
+	}
+	var m Message
+	if _, err := c.Next(&m); err == nil || !strings.Contains(err.Error(), "gpsd "+addr+": connection closed") {
+		t.Errorf("after gpsd closed: %v", err)
+	}
+}
+
+// Cancelling the context ends a Next blocked on a silent gpsd.
+func TestGnssConnStopsWithItsContext(t *testing.T) {
+	addr := fakeGpsd(t, `{"class":"VERSION"}`+"\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := Dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var m Message
+	if _, err := c.Next(&m); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { _, err := c.Next(&m); done <- err }()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Next returned no error after cancel")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Next still blocked 5 s after cancel")
+	}
+}
+
+// Dialing where nothing listens names the address.
+func TestGnssDialNamesTheAddress(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	_, err := Dial(context.Background(), addr)
+	if err == nil || !strings.HasPrefix(err.Error(), "gpsd "+addr+": ") {
+		t.Fatalf("%v", err)
+	}
+}
