@@ -122,6 +122,9 @@ func (m *Ntpd) exchange(ctx context.Context, op uint8, assoc uint16) (data []byt
 	m.asm.reset(m.seq, op, assoc)
 	m.Requests.Add(1)
 	if _, err := conn.Write(ctlRequest(m.buf, op, m.seq, assoc)); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, 0, 0, fmt.Errorf("ntpd %s: %s: %w", m.addr, what, cerr)
+		}
 		m.Close()
 		return nil, 0, 0, fmt.Errorf("ntpd %s: %s: %w", m.addr, what, opCause(err))
 	}
