@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"time"
 
@@ -24,6 +25,7 @@ type NTPConfig struct {
 	Timestamping string       `yaml:"timestamping"`
 	Interface    string       `yaml:"interface"`
 	Chrony       ChronyConfig `yaml:"chrony"`
+	Ntpd         NtpdConfig   `yaml:"ntpd"`
 	// Judge judges the system clock against each server the probe polls
 	// (clock "system", source "ntp:<server>").
 	Judge JudgeConfig `yaml:"judge"`
@@ -54,6 +56,18 @@ type ChronyConfig struct {
 	Judge JudgeConfig `yaml:"judge"`
 }
 
+// NtpdConfig monitors an ntpd (NTPsec, or NTP classic) over NTP mode 6
+// control messages, as ntpq does: ntpd must answer queries from the agent's
+// address (`restrict 127.0.0.1` without noquery; docs/deployment.md).
+type NtpdConfig struct {
+	Enabled  bool          `yaml:"enabled"`
+	Address  string        `yaml:"address"` // ntpd's UDP address, IP:port
+	Interval time.Duration `yaml:"interval"`
+	// Judge judges the system clock as ntpd disciplines it (clock "system",
+	// source "ntpd").
+	Judge JudgeConfig `yaml:"judge"`
+}
+
 // DefaultChronySocket is chronyd's command socket where Debian puts it.
 const DefaultChronySocket = "/run/chrony/chronyd.sock"
 
@@ -73,6 +87,7 @@ func (n *NTPConfig) defaults() {
 	*n = NTPConfig{
 		Timeout: time.Second, TxWait: 10 * time.Millisecond, Timestamping: "software",
 		Chrony: ChronyConfig{Interval: 8 * time.Second, Judge: ntpJudge(1)},
+		Ntpd:   NtpdConfig{Address: "127.0.0.1:123", Interval: 8 * time.Second, Judge: ntpJudge(1)},
 		Judge:  ntpJudge(4),
 	}
 }
@@ -85,7 +100,7 @@ func (n *NTPConfig) defaults() {
 // drifts by its frequency error, tens of ppb after chronyd has trained it,
 // and the predicted bound ends the holdover sooner when it grows faster.
 // The probe waits for 4 samples (a burst's worth, as chronyd before it
-// selects a source); chronyd's own state needs 1.
+// selects a source); chronyd's and ntpd's own state need 1.
 func ntpJudge(minSamples int) JudgeConfig {
 	return JudgeConfig{Enabled: true, Threshold: time.Millisecond, Holdover: 5 * time.Minute, MinSamples: minSamples}
 }
@@ -124,8 +139,15 @@ func (n *NTPConfig) check(p *problems) {
 	if n.Chrony.Enabled {
 		n.Chrony.Judge.check("ntp.chrony.judge", p)
 	}
-	if len(n.Servers) == 0 && !n.Chrony.Enabled {
-		p.Add("ntp.servers", "no server to probe and the chrony monitor is off")
+	if n.Ntpd.Enabled {
+		n.Ntpd.Judge.check("ntp.ntpd.judge", p)
+		if _, err := netip.ParseAddrPort(n.Ntpd.Address); err != nil {
+			p.Add("ntp.ntpd.address", "want ntpd's IP:port (mode 6 over UDP, e.g. 127.0.0.1:123), got %q", n.Ntpd.Address)
+		}
+		p.Positive("ntp.ntpd.interval", n.Ntpd.Interval)
+	}
+	if len(n.Servers) == 0 && !n.Chrony.Enabled && !n.Ntpd.Enabled {
+		p.Add("ntp.servers", "no server to probe and the chrony and ntpd monitors are off")
 	}
 	seen := conf.Seen[string]{}
 	for i, s := range n.Servers {

@@ -155,7 +155,7 @@ func TestNTPSection(t *testing.T) {
 	for _, bad := range []struct{ yaml, want string }{
 		{"ntp:\n  enabled: true\n  servers:\n    - address: 10.0.0.1\n      interval: 500ms\n", "x.yaml:5: ntp.servers[0].interval: must be at least 1s"},
 		{"ntp:\n  enabled: true\n  servers:\n    - address: 10.0.0.1\n      burst: 8\n      interval: 8s\n", "x.yaml:4: ntp.servers[0].burst_spacing: a burst of 8 spaced 2s does not fit the 8s interval"},
-		{"ntp:\n  enabled: true\n", "x.yaml:1: ntp.servers: no server to probe and the chrony monitor is off"},
+		{"ntp:\n  enabled: true\n", "x.yaml:1: ntp.servers: no server to probe and the chrony and ntpd monitors are off"},
 		{"ntp:\n  enabled: true\n  timestamping: hardware\n  servers:\n    - address: 10.0.0.1\n", "x.yaml:1: ntp.interface: hardware timestamping needs the interface"},
 	} {
 		if _, err := Parse("x.yaml", []byte(bad.yaml)); err == nil || !strings.HasPrefix(err.Error(), bad.want) {

@@ -28,7 +28,16 @@ step() { printf '\n=== %s\n' "$*"; }
 # the HTML report (monagent report --html) and checks every image loads.
 need_apt=()
 command -v qemu-arm-static >/dev/null || need_apt+=(qemu-user-static)
-command -v chronyd >/dev/null || need_apt+=(chrony)
+# chrony and ntpsec conflict in Debian (both provide time-daemon: installing
+# one removes the other), and the tests need both. ntpsec is installed;
+# chrony's package is only unpacked into /opt/monagent-peers/chrony (never
+# configured or started) and its chronyd and chronyc linked from /usr/local,
+# with the libraries they need installed by name.
+unpack_chrony=""
+if ! command -v chronyd >/dev/null; then
+  unpack_chrony=1
+  need_apt+=(libcap2 libedit2 libgnutls30 libnettle8 libseccomp2)
+fi
 command -v ptp4l >/dev/null || need_apt+=(linuxptp)
 command -v ip >/dev/null || need_apt+=(iproute2)
 command -v qemu-system-arm >/dev/null || need_apt+=(qemu-system-arm)
@@ -40,6 +49,8 @@ command -v arm-linux-gnueabihf-gcc >/dev/null || need_apt+=(gcc-arm-linux-gnueab
 command -v promtool >/dev/null || need_apt+=(prometheus)
 # ntpsec's ntpd and gpsd (gpsfake from gpsd-clients) are the time daemons the
 # daemon tests read; policy-rc.d below keeps the packages from starting them.
+# The tests run ntpd without CAP_SYS_TIME (setpriv, util-linux): NTPsec
+# writes the kernel's PLL state at start even with `disable kernel`.
 command -v ntpd >/dev/null || need_apt+=(ntpsec)
 command -v gpsd >/dev/null || need_apt+=(gpsd)
 command -v gpsfake >/dev/null || need_apt+=(gpsd-clients)
@@ -64,6 +75,15 @@ if [ ${#need_apt[@]} -gt 0 ] || [ -n "$need_update" ]; then
   $sudo apt-get update -qq || echo "apt-get update reported errors; going on with the indexes it has"
   if [ ${#need_apt[@]} -gt 0 ]; then
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  fi
+  if [ -n "$unpack_chrony" ]; then
+    debdir=$(mktemp -d)
+    (cd "$debdir" && $sudo apt-get download -qq chrony)
+    $sudo mkdir -p /opt/monagent-peers/chrony
+    $sudo dpkg-deb -x "$debdir"/chrony_*.deb /opt/monagent-peers/chrony
+    $sudo ln -sf /opt/monagent-peers/chrony/usr/sbin/chronyd /usr/local/sbin/chronyd
+    $sudo ln -sf /opt/monagent-peers/chrony/usr/bin/chronyc /usr/local/bin/chronyc
+    rm -rf "$debdir"
   fi
   [ -z "$made_policy" ] || $sudo rm -f /usr/sbin/policy-rc.d
 fi

@@ -1,0 +1,90 @@
+package agent
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/judge"
+	"github.com/monagent/monagent/ntp"
+	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/timebase"
+)
+
+// ntpdSource ships ntpd's system variables and each association's, read over
+// NTP mode 6 (ntp.Ntpd), and judges the system clock as ntpd disciplines it.
+type ntpdSource struct {
+	cfg    NtpdConfig
+	m      *ntp.Ntpd
+	judged *judgement
+}
+
+func buildNtpdSource(env *Env) ([]collect.Source, error) {
+	c := env.Config.NTP.Ntpd
+	s := &ntpdSource{cfg: c, m: ntp.NewNtpd(c.Address, env.Config.NTP.Timeout)}
+	var err error
+	if s.judged, err = env.judges.add("system", "ntpd", c.Judge, 2*c.Interval+env.Config.NTP.Timeout); err != nil {
+		return nil, keyErr("ntp.ntpd.judge", "%v", err)
+	}
+	return []collect.Source{s}, nil
+}
+
+func (s *ntpdSource) Name() string            { return "ntpd" }
+func (s *ntpdSource) Interval() time.Duration { return s.cfg.Interval }
+func (s *ntpdSource) Close() error            { return s.m.Close() }
+
+// Collect ships what ntpd answered, each record at the time its reply
+// arrived: ntpd_system, then one ntpd_peer per association (tagged with
+// its address, selection and association id, so two associations of one
+// address stay apart).
+func (s *ntpdSource) Collect(ctx context.Context, b *collect.Batch) error {
+	st, err := s.m.Status(ctx)
+	if sys := st.System; sys != nil {
+		f := []record.Field{
+			record.Int("leap", sys.Leap), record.Int("stratum", sys.Stratum), record.Int("precision", sys.Precision),
+			record.Int("root_delay_ns", sys.RootDelayNS), record.Int("root_dispersion_ns", sys.RootDispNS),
+			record.String("reference_id", sys.RefID), record.Int("ref_time_ns", sys.RefTimeNS),
+			record.Int("system_peer", int64(sys.SysPeer)), record.Int("offset_ns", sys.OffsetNS),
+			record.Int("sys_jitter_ns", sys.SysJitterNS), record.Int("clk_jitter_ns", sys.ClkJitterNS),
+			record.Int("freq_ppb", sys.FreqPPB), record.Int("clk_wander_ppb", sys.ClkWanderPPB),
+			record.Int("tc", sys.TC), record.Int("mintc", sys.MinTC), record.Int("status_word", int64(sys.Status)),
+			record.String("version", sys.Version), record.Int("garbled_variables", int64(sys.Garbled)),
+			record.Int("peers_skipped", int64(st.PeersSkipped)),
+		}
+		if sys.HasTAI {
+			f = append(f, record.Int("tai", sys.TAI))
+		}
+		b.Add("ntpd_system", sys.TimeNS, nil, f...)
+		// Synchronised: leap indicator not 3 (binary 11, alarm) and a
+		// system peer selected. ntpd's clock error is bounded as chronyd's:
+		// |offset| + root dispersion + ½ root delay; it grows at clk_wander.
+		s.judged.observe(b, judge.Sample{TimeNS: sys.TimeNS, Synced: sys.Leap != 3 && sys.SysPeer != 0,
+			OffsetNS: sys.OffsetNS, BoundNS: judge.Daemon(sys.OffsetNS, sys.RootDelayNS, sys.RootDispNS), FreqErrPPB: sys.ClkWanderPPB})
+	} else if err != nil {
+		now, _ := timebase.Realtime.Now()
+		s.judged.missed(b, now)
+	}
+	for _, p := range st.Peers {
+		b.Add("ntpd_peer", p.TimeNS,
+			[]record.Tag{{Key: "peer", Value: p.Address}, {Key: "selection", Value: p.SelectionName}, {Key: "association", Value: strconv.Itoa(int(p.Association))}},
+			record.Int("offset_ns", p.OffsetNS), record.Int("delay_ns", p.DelayNS), record.Int("dispersion_ns", p.DispersionNS),
+			record.Int("jitter_ns", p.JitterNS), record.Int("reach", p.Reach), record.Int("poll", p.HPoll), record.Int("ppoll", p.PPoll),
+			record.Int("stratum", p.Stratum), record.Int("leap", p.Leap), record.Int("precision", p.Precision),
+			record.Int("root_delay_ns", p.RootDelayNS), record.Int("root_dispersion_ns", p.RootDispNS),
+			record.String("reference_id", p.RefID), record.Int("srcport", p.SrcPort), record.Int("hmode", p.HMode), record.Int("pmode", p.PMode),
+			record.Int("unreach", p.Unreach), record.Int("flash", p.Flash), record.Bool("configured", p.Configured),
+			record.Bool("reachable", p.Reachable), record.Int("status_word", int64(p.Status)), record.Int("garbled_variables", int64(p.Garbled)))
+	}
+	return err
+}
+
+// SelfFields implements collect.SelfReporter: the monitor's counters, each
+// bad reply counted by its kind.
+func (s *ntpdSource) SelfFields() []record.Field {
+	m := s.m
+	return []record.Field{record.Uint("requests", m.Requests.Load()), record.Uint("stale_replies", m.Stale.Load()),
+		record.Uint("error_replies", m.ErrorReplies.Load()), record.Uint("truncated_replies", m.Truncated.Load()),
+		record.Uint("malformed_replies", m.Malformed.Load()), record.Uint("timeouts", m.Timeouts.Load()),
+		record.Uint("garbled_variables", m.Garbled.Load()), record.Uint("reconnects", m.Reconnects.Load())}
+}
