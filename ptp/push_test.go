@@ -61,11 +61,15 @@ func TestSlaveEventMonitorGoldenVectors(t *testing.T) {
 	}
 	// Broken ones are errors, never a panic or a record.
 	for name, bad := range map[string][]byte{
-		"short":         b[:20],
-		"management":    golden(t, "port_state_notification_ptp4l311.hex"),
-		"length":        append([]byte{0x0c, 0x02, 0x01, 0x00}, make([]byte, 60)...),
-		"partial":       golden(t, "slave_delay_timing_ptp4l311.hex")[:80],
-		"record length": func() []byte { c := bytes.Clone(golden(t, "slave_delay_timing_ptp4l311.hex")); c[signalingHeadSize+3]--; return c }(),
+		"short":      b[:20],
+		"management": golden(t, "port_state_notification_ptp4l311.hex"),
+		"length":     append([]byte{0x0c, 0x02, 0x01, 0x00}, make([]byte, 60)...),
+		"partial":    golden(t, "slave_delay_timing_ptp4l311.hex")[:80],
+		"record length": func() []byte {
+			c := bytes.Clone(golden(t, "slave_delay_timing_ptp4l311.hex"))
+			c[signalingHeadSize+3]--
+			return c
+		}(),
 	} {
 		if got, _, err := DecodeSlaveEvents(bad, nil); err == nil || len(got) != 0 {
 			t.Errorf("%s: %+v, %v", name, got, err)
