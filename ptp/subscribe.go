@@ -161,11 +161,13 @@ func (s *Subscriber) Run(ctx context.Context, fn func(*Notification)) error {
 		return fmt.Errorf("ptp4l %s: subscribe: %w", s.socket, opCause(err))
 	}
 	s.conn = c
+	acked := false
 	defer func() {
-		// Best effort: ptp4l forgets us now rather than at the expiry.
-		var none [64]byte
-		c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-		c.Write(s.subscribeRequest(&none))
+		if acked { // best effort: ptp4l forgets us now rather than at the expiry
+			var none [64]byte
+			c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+			c.Write(s.subscribeRequest(&none))
+		}
 		c.Close()
 		os.Remove(s.local)
 		s.conn = nil
@@ -247,7 +249,7 @@ func (s *Subscriber) Run(ctx context.Context, fn func(*Notification)) error {
 		}
 		if id == IDSubscribeEventsNP {
 			if head.SequenceID == setSeq {
-				awaiting = false
+				awaiting, acked = false, true
 				s.Subscriptions.Add(1)
 			}
 			continue
