@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 
+	"github.com/facebook/time/ptp/protocol"
+
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/ptp"
 	"github.com/monagent/monagent/record"
@@ -31,7 +33,7 @@ type ptp4lSlaveEvents struct {
 	syncs        uint64
 	delays       uint64
 	tags         []record.Tag
-	master       string
+	master       protocol.PortIdentity
 	slab         collect.Slab
 	readLatency  collect.Latency // read − t2: ptp4l's Sync stamp to monagent's read
 	scratchStats [collect.LatencyCap]int64
@@ -56,8 +58,8 @@ func (d *ptp4lSlaveEvents) Produce(ctx context.Context, q *collect.EventQueue[sl
 // coarse clock ever stamp two alike, the later moves by a nanosecond
 // (time_bumps; t2_ns/t3_ns keep the stamp).
 func (d *ptp4lSlaveEvents) Emit(b *collect.Batch, e *slaveEvent) {
-	if m := e.Master.String(); m != d.master || d.tags == nil {
-		d.master, d.tags = m, []record.Tag{{Key: "master", Value: m}}
+	if e.Master != d.master || d.tags == nil {
+		d.master, d.tags = e.Master, []record.Tag{{Key: "master", Value: e.Master.String()}}
 	}
 	f := d.slab.Next()
 	switch e.Kind {
