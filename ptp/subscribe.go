@@ -24,7 +24,7 @@ const IDSubscribeEventsNP protocol.ManagementID = 0xC003
 // The events of SUBSCRIBE_EVENTS_NP's bitmask (linuxptp notification.h), each
 // with the dataset ptp4l pushes for it.
 const (
-	NotifyPortState     = 0 // PORT_DATA_SET on every port state change (linuxptp 3.0+)
+	NotifyPortState     = 0 // PORT_DATA_SET on every port state change (linuxptp 1.5+)
 	NotifyTimeSync      = 1 // TIME_STATUS_NP on every Sync the servo uses (linuxptp 4.0+)
 	NotifyParentDataSet = 2 // PARENT_DATA_SET when the parent changes (linuxptp 4.2+)
 )
