@@ -136,7 +136,9 @@ func TestSubscribePushesPortStateAgainstPtp4l(t *testing.T) {
 			mono, _ := timebase.Monotonic.Now()
 			if err == nil && pd.PortState != last {
 				last = pd.PortState
+				mu.Lock()
 				polled = append(polled, seen{state: pd.PortState, mono: mono})
+				mu.Unlock()
 			}
 		}
 	}()
