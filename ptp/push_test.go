@@ -330,3 +330,39 @@ func FuzzDecodeNotification(f *testing.F) {
 		}
 	})
 }
+
+// TestSlaveEventMonitorSocketPath: monagent takes over a stale socket (a
+// killed monagent's), refuses one another process is bound to
+// (ErrSocketInUse), removes nothing that is not a socket, and leaves no
+// path behind when closed.
+func TestSlaveEventMonitorSocketPath(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "events")
+	l, err := ListenSlaveEvents(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ListenSlaveEvents(path); !errors.Is(err, ErrSocketInUse) {
+		t.Errorf("bound twice: %v", err)
+	}
+	l.conn.Close() // killed: the path stays, nobody is bound
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := ListenSlaveEvents(path)
+	if err != nil {
+		t.Fatalf("stale socket: %v", err)
+	}
+	l2.Close()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("closed, the path is still there: %v", err)
+	}
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("keep"), 0o644)
+	if _, err := ListenSlaveEvents(file); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Errorf("a regular file: %v", err)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "keep" {
+		t.Error("the file was touched")
+	}
+}
