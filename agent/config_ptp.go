@@ -2,7 +2,10 @@ package agent
 
 import (
 	"net/netip"
+	"path/filepath"
 	"time"
+
+	"github.com/monagent/monagent/ptp"
 )
 
 // PTPConfig is the PTP section (source_ptp_linux.go): ptp4l's state through
@@ -23,6 +26,19 @@ type Ptp4lConfig struct {
 	// Judge judges the clock ptp4l disciplines against its grandmaster
 	// (clock "ptp4l", source "ptp4l:<socket>").
 	Judge JudgeConfig `yaml:"judge"`
+	// Subscribe asks ptp4l to push every port state change (and, from
+	// linuxptp 4.0, every Sync's TIME_STATUS_NP) through SUBSCRIBE_EVENTS_NP
+	// for SubscribeDuration, renewed at half of it (source_ptp_push.go).
+	// The datasets are polled at Interval all the same.
+	Subscribe         bool          `yaml:"subscribe"`
+	SubscribeDuration time.Duration `yaml:"subscribe_duration"`
+	// EventMonitor is the Unix datagram socket monagent binds for ptp4l's
+	// slave_event_monitor (the same path in ptp4l's configuration); empty:
+	// off (source_ptp_events.go).
+	EventMonitor string `yaml:"event_monitor"`
+	// DelayFilterLength is ptp4l's delay_filter_length, with which the
+	// event monitor's offsets are computed as ptp4l computes them.
+	DelayFilterLength int `yaml:"delay_filter_length"`
 }
 
 // ptp4lJudge: the bound is |offset from master| + mean path delay (the
@@ -53,7 +69,8 @@ type PTPProbeConfig struct {
 
 func (p *PTPConfig) defaults() {
 	*p = PTPConfig{
-		Ptp4l: Ptp4lConfig{Socket: "/var/run/ptp4l", Interval: time.Second, Timeout: time.Second, Judge: ptp4lJudge()},
+		Ptp4l: Ptp4lConfig{Socket: "/var/run/ptp4l", Interval: time.Second, Timeout: time.Second, Judge: ptp4lJudge(),
+			Subscribe: true, SubscribeDuration: 180 * time.Second, DelayFilterLength: ptp.DefaultDelayFilterLength},
 		Probe: PTPProbeConfig{Transport: "udp", TxWait: 10 * time.Millisecond, Timestamping: "software", Judge: ptp4lJudge()},
 	}
 }
@@ -75,6 +92,21 @@ func (p *PTPConfig) check(ps *problems) {
 		ps.Positive("ptp.ptp4l.interval", l.Interval)
 		ps.Positive("ptp.ptp4l.timeout", l.Timeout)
 		l.Judge.check("ptp.ptp4l.judge", ps)
+		if l.Subscribe && (l.SubscribeDuration < 2*time.Second || l.SubscribeDuration > 65535*time.Second) {
+			ps.Add("ptp.ptp4l.subscribe_duration", "%v: must be within 2s..65535s (ptp4l's duration is a 16-bit count of seconds)", l.SubscribeDuration)
+		}
+		if l.DelayFilterLength < 1 || l.DelayFilterLength > ptp.MaxDelayFilterLength {
+			ps.Add("ptp.ptp4l.delay_filter_length", "must be within 1..%d (ptp4l's delay_filter_length), got %d", ptp.MaxDelayFilterLength, l.DelayFilterLength)
+		}
+		if m := l.EventMonitor; m != "" {
+			if !filepath.IsAbs(m) {
+				ps.Add("ptp.ptp4l.event_monitor", "%q: must be an absolute path (ptp4l's slave_event_monitor)", m)
+			} else if len(m) > 107 {
+				ps.Add("ptp.ptp4l.event_monitor", "%q: longer than a Unix socket path can be (107 bytes)", m)
+			} else if m == l.Socket {
+				ps.Add("ptp.ptp4l.event_monitor", "%q is ptp4l's own management socket", m)
+			}
+		}
 	}
 	if pr := p.Probe; pr.Enabled {
 		pr.Judge.check("ptp.probe.judge", ps)

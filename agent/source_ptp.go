@@ -31,7 +31,29 @@ func buildPtp4lSource(env *Env) ([]collect.Source, error) {
 	if s.judged, err = env.judges.add("ptp4l", "ptp4l:"+c.Socket, c.Judge, 2*c.Interval+c.Timeout); err != nil {
 		return nil, keyErr("ptp.ptp4l.judge", "%v", err)
 	}
-	return []collect.Source{s}, nil
+	srcs := []collect.Source{s}
+	if c.Subscribe {
+		// Pushed events are shipped once a second, at their own times.
+		push, err := collect.Decode("ptp4l_push", time.Second, 256, newPtp4lPush(c))
+		if err != nil {
+			return nil, err
+		}
+		srcs = append(srcs, push)
+	}
+	if c.EventMonitor != "" {
+		// Bound now: a path in use is refused at start, naming the key.
+		l, err := ptp.ListenSlaveEvents(c.EventMonitor)
+		if err != nil {
+			return nil, keyErr("ptp.ptp4l.event_monitor", "%v", err)
+		}
+		ev, err := collect.Decode("ptp4l_slave_events", time.Second, 0, newPtp4lSlaveEvents(l, c.DelayFilterLength))
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+		srcs = append(srcs, ev)
+	}
+	return srcs, nil
 }
 
 func (s *ptp4lSource) Name() string            { return "ptp4l" }

@@ -10,5 +10,11 @@
 // has no PORT_SERVICE_STATS_NP) marks that dataset unsupported instead of
 // failing the rest.
 //
+// A Subscriber asks ptp4l to push events (SUBSCRIBE_EVENTS_NP) to a socket of
+// its own, renews the subscription and reads the datasets ptp4l sends. A
+// SlaveEventListener is the socket ptp4l's slave_event_monitor sends every
+// Sync's and Delay_Req's timestamps to; Offsets computes from them what
+// ptp4l computes (linuxptp 3.1 tsproc and mmedian).
+//
 // Nothing here adjusts a clock.
 package ptp

@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/facebook/time/ptp/protocol"
+
+	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/ptp"
+	"github.com/monagent/monagent/record"
+)
+
+// slaveEvent is one record of ptp4l's slave event monitor as the reader
+// hands it to the shipper.
+type slaveEvent struct {
+	ptp.SlaveTiming
+	read int64 // REALTIME when its datagram was read
+}
+
+// ptp4lSlaveEvents is the decoder of ptp4l's slave event monitor: the
+// socket monagent binds at ptp.ptp4l.event_monitor (ptp4l's
+// slave_event_monitor), one ptp4l_sync record per Sync ptp4l used, at its
+// t2, and one ptp4l_delay record per Delay_Req, at its t3: both stamps of
+// ptp4l's own clock (REALTIME with software timestamping). The offsets are
+// computed as ptp4l computes them (ptp.Offsets).
+type ptp4lSlaveEvents struct {
+	l       *ptp.SlaveEventListener
+	offsets *ptp.Offsets
+
+	// The collection goroutine's.
+	times        [2]record.SeriesTime // sync, delay
+	bumps        uint64
+	syncs        uint64
+	delays       uint64
+	tags         []record.Tag
+	master       protocol.PortIdentity
+	slab         collect.Slab
+	readLatency  collect.Latency // read − t2: ptp4l's Sync stamp to monagent's read
+	scratchStats [collect.LatencyCap]int64
+}
+
+func newPtp4lSlaveEvents(l *ptp.SlaveEventListener, filterLength int) *ptp4lSlaveEvents {
+	return &ptp4lSlaveEvents{l: l, offsets: ptp.NewOffsets(filterLength), slab: collect.NewSlab(8, 256)}
+}
+
+// Produce reads the socket until ctx is done; each datagram's records go
+// into the ring.
+func (d *ptp4lSlaveEvents) Produce(ctx context.Context, q *collect.EventQueue[slaveEvent]) error {
+	return d.l.Run(ctx, func(recs []ptp.SlaveTiming, read int64) {
+		for i := range recs {
+			q.Put1(slaveEvent{SlaveTiming: recs[i], read: read})
+		}
+	})
+}
+
+// Emit ships one record. Two Syncs (or two Delay_Reqs) never share a
+// stamp — each is a frame of its own, stamped by the kernel — and should a
+// coarse clock ever stamp two alike, the later moves by a nanosecond
+// (time_bumps; t2_ns/t3_ns keep the stamp).
+func (d *ptp4lSlaveEvents) Emit(b *collect.Batch, e *slaveEvent) {
+	if e.Master != d.master || d.tags == nil {
+		d.master, d.tags = e.Master, []record.Tag{{Key: "master", Value: e.Master.String()}}
+	}
+	f := d.slab.Next()
+	switch e.Kind {
+	case ptp.SlaveSync:
+		d.syncs++
+		d.readLatency.Add(e.read - e.RxNS)
+		off, delay, ok := d.offsets.Sync(&e.SlaveTiming)
+		f = append(f, record.Uint("sequence", uint64(e.Seq)), record.Int("t1_ns", e.TxNS), record.Int("t2_ns", e.RxNS),
+			record.Int("correction_ns", e.CorrectionNS))
+		if ok {
+			f = append(f, record.Int("offset_ns", off), record.Int("path_delay_ns", delay))
+		}
+		b.Add("ptp4l_sync", d.times[0].Next(e.RxNS, &d.bumps), d.tags, d.slab.Keep(f)...)
+	case ptp.SlaveDelay:
+		d.delays++
+		raw, filtered, ok := d.offsets.Delay(&e.SlaveTiming)
+		f = append(f, record.Uint("sequence", uint64(e.Seq)), record.Int("t3_ns", e.TxNS), record.Int("t4_ns", e.RxNS),
+			record.Int("correction_ns", e.CorrectionNS))
+		if ok {
+			f = append(f, record.Int("raw_delay_ns", raw), record.Int("path_delay_ns", filtered))
+		}
+		b.Add("ptp4l_delay", d.times[1].Next(e.TxNS, &d.bumps), d.tags, d.slab.Keep(f)...)
+	}
+}
+
+// After closes the interval's read-latency statistics.
+func (d *ptp4lSlaveEvents) After(b *collect.Batch, events int) error {
+	d.readLatency.Close(&d.scratchStats)
+	return nil
+}
+
+// Self is the listener's counts beside the event source's.
+func (d *ptp4lSlaveEvents) Self() []record.Field {
+	f := []record.Field{
+		record.Uint("syncs", d.syncs), record.Uint("delays", d.delays),
+		record.Uint("datagrams", d.l.Datagrams.Load()), record.Uint("undecodable", d.l.Undecodable.Load()),
+		record.Uint("unknown_tlvs", d.l.UnknownTLVs.Load()), record.Uint("time_bumps", d.bumps),
+	}
+	return d.readLatency.Fields(f, "sync_read_")
+}
+
+// Close releases the socket and removes its path.
+func (d *ptp4lSlaveEvents) Close() error { return d.l.Close() }
