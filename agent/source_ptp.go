@@ -27,6 +27,7 @@ type ptp4lSource struct {
 func buildPtp4lSource(env *Env) ([]collect.Source, error) {
 	c := env.Config.PTP.Ptp4l
 	s := &ptp4lSource{cfg: c, m: ptp.NewMonitor(c.Socket, uint8(c.Domain), c.Timeout)}
+	s.m.BindIn(env.Config.Paths.Runtime()) // ptp4l answers into the agent's runtime directory
 	var err error
 	if s.judged, err = env.judges.add("ptp4l", "ptp4l:"+c.Socket, c.Judge, 2*c.Interval+c.Timeout); err != nil {
 		return nil, keyErr("ptp.ptp4l.judge", "%v", err)
@@ -34,7 +35,7 @@ func buildPtp4lSource(env *Env) ([]collect.Source, error) {
 	srcs := []collect.Source{s}
 	if c.Subscribe {
 		// Pushed events are shipped once a second, at their own times.
-		push, err := collect.Decode("ptp4l_push", time.Second, 256, newPtp4lPush(c))
+		push, err := collect.Decode("ptp4l_push", time.Second, 256, newPtp4lPush(c, env.Config.Paths.Runtime()))
 		if err != nil {
 			return nil, err
 		}

@@ -32,9 +32,9 @@ type ptp4lPush struct {
 	events uint64
 }
 
-func newPtp4lPush(c Ptp4lConfig) *ptp4lPush {
+func newPtp4lPush(c Ptp4lConfig, runtimeDir string) *ptp4lPush {
 	return &ptp4lPush{
-		sub:    ptp.NewSubscriber(c.Socket, ptp.SubscribeConfig{Domain: uint8(c.Domain), Duration: c.SubscribeDuration, Timeout: c.Timeout}),
+		sub:    ptp.NewSubscriber(c.Socket, ptp.SubscribeConfig{Domain: uint8(c.Domain), Duration: c.SubscribeDuration, Timeout: c.Timeout, Dir: runtimeDir}),
 		states: map[protocol.PortIdentity]protocol.PortState{}, times: map[string]*record.SeriesTime{},
 	}
 }

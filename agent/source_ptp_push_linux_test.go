@@ -175,7 +175,7 @@ func TestPtp4lSubscriptionRefusedIsSaidOnce(t *testing.T) {
 	}()
 	cfg := Default().PTP.Ptp4l
 	cfg.Socket = path
-	s, err := collect.Decode("ptp4l_push", time.Second, 0, newPtp4lPush(cfg))
+	s, err := collect.Decode("ptp4l_push", time.Second, 0, newPtp4lPush(cfg, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,6 +58,16 @@ func NewMonitor(socket string, domain uint8, timeout time.Duration) *Monitor {
 	return &Monitor{socket: socket, domain: domain, timeout: timeout, local: local}
 }
 
+// BindIn puts the monitor's own socket in dir rather than beside ptp4l's:
+// a directory the agent may write (its runtime directory, when the unit
+// makes /run read-only) and ptp4l may answer into. Call it before the
+// first Status.
+func (m *Monitor) BindIn(dir string) {
+	if dir != "" {
+		m.local = filepath.Join(dir, filepath.Base(m.local))
+	}
+}
+
 // LocalSocket is the path the monitor binds while connected.
 func (m *Monitor) LocalSocket() string { return m.local }
 

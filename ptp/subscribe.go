@@ -2,6 +2,7 @@ package ptp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -45,6 +46,9 @@ type SubscribeConfig struct {
 	// parent data set; a linuxptp without an event accepts it and never
 	// sends it).
 	Events []int
+	// Dir is where the subscriber's own socket is bound (default: beside
+	// ptp4l's), as Monitor.BindIn.
+	Dir string
 }
 
 // Notification is one dataset ptp4l pushed: PORT_DATA_SET (Port),
@@ -104,7 +108,7 @@ func NewSubscriber(socket string, cfg SubscribeConfig) *Subscriber {
 	}
 	n := subSeq.Add(1)
 	s := &Subscriber{socket: socket, cfg: cfg,
-		local: filepath.Join(filepath.Dir(socket), fmt.Sprintf("monagent-sub.%d.%d", os.Getpid(), n)),
+		local: filepath.Join(cmp.Or(cfg.Dir, filepath.Dir(socket)), fmt.Sprintf("monagent-sub.%d.%d", os.Getpid(), n)),
 		// "monag" and a per-process number: not the polling monitor's identity.
 		ident: protocol.PortIdentity{ClockIdentity: protocol.ClockIdentity(0x6d6f6e6167<<24 | n&0xffffff), PortNumber: uint16(os.Getpid())}}
 	for _, e := range cfg.Events {
