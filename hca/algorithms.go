@@ -67,12 +67,17 @@ func (a skampiOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Resu
 				}
 				continue
 			}
-			m := est.Model(0, timebase.LinearModel{})
-			m.N, m.MeanX, m.SlopeErr = 1, est.At, maxSlope
-			s.res.Models[r] = m
+			s.res.Models[r] = offsetOnly(est.Model(0, timebase.LinearModel{}), est.At)
 		}
 		return nil
 	})
+}
+
+// offsetOnly is m, an offset measured at local time at, as a model that knows
+// no drift: one point, whose slope may be anything up to maxSlope.
+func offsetOnly(m timebase.LinearModel, at int64) timebase.LinearModel {
+	m.N, m.MeanX, m.SlopeErr = 1, at, maxSlope
+	return m
 }
 
 // JK is Jones & Koenig's method: the root goes round-robin over all ranks for
@@ -378,8 +383,8 @@ func (a treeOffsetOnly) Sync(ctx context.Context, net Network, p Params) (Result
 				continue
 			}
 			h := models[r]
-			m := h.model.model()
-			m.N, m.MeanX, m.SlopeErr, m.ResidualNS = 1, h.last, maxSlope, 0
+			m := offsetOnly(h.model.model(), h.last)
+			m.ResidualNS = 0
 			m.FloorNS += int64(math.Ceil(maxSlope * math.Abs(h.lag)))
 			s.res.Models[r] = m
 		}

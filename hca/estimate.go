@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/monagent/monagent/timebase"
 )
@@ -214,22 +215,21 @@ const (
 	MinRTTSample
 )
 
+// fitpointFilterNames are the filters' names, by value: String and
+// ParseFitpointFilter.
+var fitpointFilterNames = []string{MedianSample: "median", MinRTTSample: "min-rtt"}
+
 func (f FitpointFilter) String() string {
-	switch f {
-	case MedianSample:
-		return "median"
-	case MinRTTSample:
-		return "min-rtt"
+	if f >= 0 && int(f) < len(fitpointFilterNames) {
+		return fitpointFilterNames[f]
 	}
 	return fmt.Sprintf("filter(%d)", int(f))
 }
 
 // ParseFitpointFilter is the inverse of String.
 func ParseFitpointFilter(s string) (FitpointFilter, error) {
-	for _, f := range []FitpointFilter{MedianSample, MinRTTSample} {
-		if f.String() == s {
-			return f, nil
-		}
+	if i := slices.Index(fitpointFilterNames, s); i >= 0 {
+		return FitpointFilter(i), nil
 	}
 	return 0, fmt.Errorf("fitpoint filter %q: want median or min-rtt", s)
 }

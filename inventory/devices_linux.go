@@ -10,15 +10,13 @@ import (
 
 // readPHC opens a PHC, reads its caps and pins and takes one reading.
 func readPHC(path string) PHCProbe {
-	var p PHCProbe
 	d, err := phc.Open(path)
 	if err != nil {
-		p.Error = err.Error()
-		return p
+		return PHCProbe{Error: err.Error()}
 	}
 	defer d.Close()
 	caps := d.Caps()
-	p.Caps = &caps
+	p := PHCProbe{Caps: &caps}
 	if pins, err := d.Pins(); err == nil {
 		p.PinFuncs = pins
 	} else {

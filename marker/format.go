@@ -27,15 +27,12 @@ const (
 	ClockRealtime               // rt=<ns>: CLOCK_REALTIME
 )
 
+var clockNames = [...]string{ClockNone: "none", ClockMonotonic: "monotonic", ClockRealtime: "realtime"}
+
 // String is the clock's name as the agent ships it: none, monotonic, realtime.
 func (c Clock) String() string {
-	switch c {
-	case ClockNone:
-		return "none"
-	case ClockMonotonic:
-		return "monotonic"
-	case ClockRealtime:
-		return "realtime"
+	if c < Clock(len(clockNames)) {
+		return clockNames[c]
 	}
 	return "clock(" + strconv.Itoa(int(c)) + ")"
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
+
+	"github.com/monagent/monagent/internal/closing"
 )
 
 // Reader reads the markers sent to the socket at a path. It binds the
@@ -98,14 +100,7 @@ func (r *Reader) Next(ctx context.Context) (Marker, int64, error) {
 
 // Close closes the socket and removes its file, if the file is still the
 // one it bound (Listener.Close); nil when it is not bound.
-func (r *Reader) Close() error {
-	if r.l == nil {
-		return nil
-	}
-	err := r.l.Close()
-	r.l = nil
-	return err
-}
+func (r *Reader) Close() error { return closing.Clear(&r.l) }
 
 // Malformed is how many datagrams were dropped as malformed.
 func (r *Reader) Malformed() uint64 { return r.malformed.Load() }

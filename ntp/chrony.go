@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/facebook/time/ntp/chrony"
+
+	"github.com/monagent/monagent/internal/closing"
 )
 
 // Chrony monitors chronyd over its command protocol, through the Unix command
@@ -108,12 +110,10 @@ func (m *Chrony) Close() error {
 	if m.conn == nil {
 		return nil
 	}
-	err := m.conn.Close()
-	m.conn = nil
 	if m.local != "" {
-		os.Remove(m.local)
+		defer os.Remove(m.local)
 	}
-	return err
+	return closing.Clear(&m.conn)
 }
 
 // sequenceOf returns the sequence number of the replies this monitor asks for.

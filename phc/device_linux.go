@@ -15,7 +15,6 @@ import (
 type Device struct {
 	path  string
 	index int
-	f     *os.File
 	dev   ioctls
 	caps  Caps
 }
@@ -32,7 +31,6 @@ func Open(path string) (*Device, error) {
 		f.Close()
 		return nil, err
 	}
-	d.f = f
 	return d, nil
 }
 
@@ -88,10 +86,11 @@ func (d *Device) Caps() Caps { return d.caps }
 // Clock returns the PHC as a clock (clock_gettime on its dynamic clock id). It is
 // valid while the device is open.
 func (d *Device) Clock() (timebase.DynamicClock, error) {
-	if d.f == nil {
+	x, ok := d.dev.(fileIoctls)
+	if !ok {
 		return timebase.DynamicClock{}, fmt.Errorf("phc %s: no file descriptor", d.path)
 	}
-	return timebase.NewDynamicClock(d.f.Fd(), d.Domain()), nil
+	return timebase.NewDynamicClock(x.f.Fd(), d.Domain()), nil
 }
 
 // Pins reads the programmable pins' names and functions.

@@ -97,16 +97,11 @@ const (
 	PinPhySync
 )
 
+var pinFuncNames = [...]string{PinNone: "none", PinExtTS: "extts", PinPerOut: "perout", PinPhySync: "physync"}
+
 func (f PinFunc) String() string {
-	switch f {
-	case PinNone:
-		return "none"
-	case PinExtTS:
-		return "extts"
-	case PinPerOut:
-		return "perout"
-	case PinPhySync:
-		return "physync"
+	if f < PinFunc(len(pinFuncNames)) {
+		return pinFuncNames[f]
 	}
 	return "pinfunc(" + strconv.Itoa(int(f)) + ")"
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/facebook/time/ptp/protocol"
+
+	"github.com/monagent/monagent/internal/closing"
 )
 
 // IDPortServiceStatsNP and the other linuxptp IDs the monitor asks for.
@@ -102,10 +104,8 @@ func (m *Monitor) Close() error {
 	if m.conn == nil {
 		return nil
 	}
-	err := m.conn.Close()
-	m.conn = nil
-	os.Remove(m.local)
-	return err
+	defer os.Remove(m.local)
+	return closing.Clear(&m.conn)
 }
 
 // emptyTLV is a GET request's TLV: the management id and no data.

@@ -59,35 +59,9 @@ func (c *Collector) decodeLine(d *lineprotocol.Decoder, tags *[]Tag) error {
 		}
 		*tags = append(*tags, Tag{string(k), string(v)})
 	}
-	var val Value
-	has := false
-	for {
-		k, v, err := d.NextField()
-		if err != nil {
-			return err
-		}
-		if k == nil {
-			break
-		}
-		if has || string(k) != c.q.Field {
-			continue
-		}
-		has = true
-		switch v.Kind() {
-		case lineprotocol.Int:
-			val = Value{Kind: KindInt, Int: v.IntV()}
-		case lineprotocol.Uint:
-			u := v.UintV()
-			if u > 1<<63-1 {
-				val = Value{Kind: KindFloat, Float: float64(u)}
-			} else {
-				val = Value{Kind: KindInt, Int: int64(u)}
-			}
-		case lineprotocol.Float:
-			val = Value{Kind: KindFloat, Float: v.FloatV()}
-		default:
-			val = Value{Kind: KindOther}
-		}
+	val, has, err := c.queryField(d)
+	if err != nil {
+		return err
 	}
 	tb, err := d.TimeBytes()
 	if err != nil {
@@ -100,6 +74,41 @@ func (c *Collector) decodeLine(d *lineprotocol.Decoder, tags *[]Tag) error {
 		}
 	}
 	return c.Add(*tags, has, val, t, len(tb) > 0)
+}
+
+// queryField reads the line's fields and returns the value of the query's
+// field (its first, should the line repeat it) and whether the line has it.
+func (c *Collector) queryField(d *lineprotocol.Decoder) (val Value, has bool, err error) {
+	for {
+		k, v, err := d.NextField()
+		if err != nil {
+			return Value{}, false, err
+		}
+		if k == nil {
+			return val, has, nil
+		}
+		if !has && string(k) == c.q.Field {
+			val, has = fieldValue(v), true
+		}
+	}
+}
+
+// fieldValue is a line-protocol field value as a Value: an unsigned integer
+// beyond int64 as a float.
+func fieldValue(v lineprotocol.Value) Value {
+	switch v.Kind() {
+	case lineprotocol.Int:
+		return Value{Kind: KindInt, Int: v.IntV()}
+	case lineprotocol.Uint:
+		u := v.UintV()
+		if u > 1<<63-1 {
+			return Value{Kind: KindFloat, Float: float64(u)}
+		}
+		return Value{Kind: KindInt, Int: int64(u)}
+	case lineprotocol.Float:
+		return Value{Kind: KindFloat, Float: v.FloatV()}
+	}
+	return Value{Kind: KindOther}
 }
 
 // ReadFile adds the selected records of a line-protocol file.

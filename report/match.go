@@ -264,7 +264,7 @@ func RunMatch(ctx context.Context, in Input, q Query, o MatchOptions, ro RunOpti
 	if bf := boundField(o.TimeField); bf != "" && !o.Piecewise {
 		bq := q
 		bq.Field = bf
-		if bounds, err = read(ctx, in, bq, io.Discard); err != nil && !errors.Is(err, ErrNoData) {
+		if bounds, err = readOptional(ctx, in, bq, io.Discard); err != nil {
 			return err
 		}
 	}

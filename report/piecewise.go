@@ -3,7 +3,6 @@ package report
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -194,14 +193,14 @@ func readPiecewise(ctx context.Context, in Input, q Query, o MatchOptions, errw 
 	fields := map[string][]*Series{}
 	for _, f := range modelFieldNames {
 		mq := Query{Measurement: "hca_model", Field: f, GroupBy: []string{"host", "rank"}, floats: true}
-		ss, err := read(ctx, in, mq, io.Discard)
-		if err != nil && !errors.Is(err, ErrNoData) {
+		ss, err := readOptional(ctx, in, mq, io.Discard)
+		if err != nil {
 			return nil, nil, nil, fmt.Errorf("hca_model: %w", err)
 		}
 		fields[f] = ss
 	}
-	sync, err := read(ctx, in, Query{Measurement: "hca_sync", TimeValue: true, GroupBy: []string{"host"}}, io.Discard)
-	if err != nil && !errors.Is(err, ErrNoData) {
+	sync, err := readOptional(ctx, in, Query{Measurement: "hca_sync", TimeValue: true, GroupBy: []string{"host"}}, io.Discard)
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("hca_sync: %w", err)
 	}
 	var syncHosts []string
@@ -225,8 +224,8 @@ func readPiecewise(ctx context.Context, in Input, q Query, o MatchOptions, errw 
 	}
 	lq := q
 	lq.Field, lq.TimeValue, lq.GroupBy = "hca_local_ns", false, group
-	local, err := read(ctx, in, lq, errw)
-	if err != nil && !errors.Is(err, ErrNoData) {
+	local, err := readOptional(ctx, in, lq, errw)
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	per = map[string]*placement{}

@@ -115,6 +115,15 @@ func read(ctx context.Context, in Input, q Query, errw io.Writer) ([]*Series, er
 	return series, nil
 }
 
+// readOptional is read for records an input may lack: none is no error.
+func readOptional(ctx context.Context, in Input, q Query, errw io.Writer) ([]*Series, error) {
+	ss, err := read(ctx, in, q, errw)
+	if errors.Is(err, ErrNoData) {
+		return nil, nil
+	}
+	return ss, err
+}
+
 // readInput adds the selected records of one of in.Paths, p.
 func (c *Collector) readInput(ctx context.Context, in Input, p string) error {
 	c.Source = p

@@ -3,7 +3,6 @@ package report
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -120,11 +119,7 @@ func RunTraffic(ctx context.Context, in Input, q Query, format string, out, errw
 	get := func(m, f string, group ...string) ([]*Series, error) {
 		qq := q
 		qq.Measurement, qq.Field, qq.GroupBy, qq.Scale, qq.TimeValue = m, f, group, trafficScale, false
-		ss, err := read(ctx, in, qq, io.Discard)
-		if errors.Is(err, ErrNoData) {
-			return nil, nil
-		}
-		return ss, err
+		return readOptional(ctx, in, qq, io.Discard)
 	}
 	ntp, err := get("ntp_probe", "bytes_per_s", "host", "server")
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/monagent/monagent/internal/closing"
 )
 
 // FS is where sysfs and the device nodes are: /sys and /dev on a board, a
@@ -109,14 +111,7 @@ func (s *Sensor) Read() (int64, error) {
 }
 
 // Close closes the attribute file.
-func (s *Sensor) Close() error {
-	if s.f == nil {
-		return nil
-	}
-	err := s.f.Close()
-	s.f = nil
-	return err
-}
+func (s *Sensor) Close() error { return closing.Clear(&s.f) }
 
 func roundInt(v float64) int64 {
 	if v < 0 {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -158,20 +157,26 @@ func (i *Influxd) pong() bool {
 func (i *Influxd) Stop() { i.d.stop(10 * time.Second) }
 
 // Addr is host:port of the HTTP API.
-func (i *Influxd) Addr() string { return "127.0.0.1:" + strconv.Itoa(i.port) }
+func (i *Influxd) Addr() string { return fmt.Sprintf("127.0.0.1:%d", i.port) }
 
 // QueryResult is InfluxQL's JSON answer.
 type QueryResult struct {
-	Results []struct {
-		Series []struct {
-			Name    string            `json:"name"`
-			Tags    map[string]string `json:"tags"`
-			Columns []string          `json:"columns"`
-			Values  [][]json.Number   `json:"values"`
-		} `json:"series"`
-		Error string `json:"error"`
-	} `json:"results"`
-	Error string `json:"error"`
+	Results []QueryStatement `json:"results"`
+	Error   string           `json:"error"`
+}
+
+// QueryStatement is the answer to one statement of a query.
+type QueryStatement struct {
+	Series []QuerySeries `json:"series"`
+	Error  string        `json:"error"`
+}
+
+// QuerySeries is one series of a statement's answer.
+type QuerySeries struct {
+	Name    string            `json:"name"`
+	Tags    map[string]string `json:"tags"`
+	Columns []string          `json:"columns"`
+	Values  [][]json.Number   `json:"values"`
 }
 
 // Query runs InfluxQL against db and fails the test on an error.

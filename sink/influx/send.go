@@ -12,11 +12,6 @@ import (
 	"time"
 )
 
-// errHeld says a batch is held: the server refused every part of it tried
-// without a reason (400s without one, 413s) and took none, so nothing shows
-// the lines are at fault. It waits with the configuration states' backoff.
-var errHeld = errors.New("influx: batch held")
-
 // delivery is the state of delivering one batch.
 type delivery struct {
 	points   int  // lines in the batch
@@ -50,6 +45,11 @@ func isolationBudget(n int) int { return 4*ceilLog2(n) + 4 }
 
 // ceilLog2 is ⌈log2 n⌉ for n ≥ 1.
 func ceilLog2(n int) int { return bits.Len(uint(max(n, 1) - 1)) }
+
+// errHeld says a batch is held: the server refused every part of it tried
+// without a reason (400s without one, 413s) and took none, so nothing shows
+// the lines are at fault. It waits with the configuration states' backoff.
+var errHeld = errors.New("influx: batch held")
 
 // deliver sends the batch until every line is delivered or dead-lettered,
 // holding it while the server refuses all of it without a reason. The only

@@ -326,19 +326,11 @@ func gpioSimExtract(ctx context.Context, deb, build string) error {
 
 	var debErr bytes.Buffer
 	dpkg := exec.CommandContext(ctx, "dpkg-deb", "--fsys-tarfile", deb)
-	dpkg.Stderr = &debErr
-	dpkg.WaitDelay = 5 * time.Second
-	debOut, err := dpkg.StdoutPipe()
+	debOut, err := gpioSimStart(dpkg, &debErr)
 	if err != nil {
-		return fmt.Errorf("gpio-sim build: %w", err)
+		return err
 	}
-	if err := dpkg.Start(); err != nil {
-		return fmt.Errorf("gpio-sim build: dpkg-deb: %w", err)
-	}
-	defer func() {
-		cancel()
-		_ = dpkg.Wait() // killed once the members are out; failures show as read errors
-	}()
+	defer func() { cancel(); _ = dpkg.Wait() }() // killed once the members are out; failures show as read errors
 
 	outer := tar.NewReader(debOut)
 	var srcName string
@@ -359,19 +351,11 @@ func gpioSimExtract(ctx context.Context, deb, build string) error {
 	var xzErr bytes.Buffer
 	xz := exec.CommandContext(ctx, "xz", "-dc")
 	xz.Stdin = outer
-	xz.Stderr = &xzErr
-	xz.WaitDelay = 5 * time.Second
-	xzOut, err := xz.StdoutPipe()
+	xzOut, err := gpioSimStart(xz, &xzErr)
 	if err != nil {
-		return fmt.Errorf("gpio-sim build: %w", err)
+		return err
 	}
-	if err := xz.Start(); err != nil {
-		return fmt.Errorf("gpio-sim build: xz: %w", err)
-	}
-	defer func() {
-		cancel()
-		_ = xz.Wait() // killed once all members are out; its error says nothing then
-	}()
+	defer func() { cancel(); _ = xz.Wait() }() // killed once all members are out; its error says nothing then
 
 	inner := tar.NewReader(bufio.NewReaderSize(xzOut, 1<<20))
 	for len(want) > 0 {
@@ -411,6 +395,22 @@ func gpioSimExtract(ctx context.Context, deb, build string) error {
 		return fmt.Errorf("gpio-sim build: %s in %s lacks %s", srcName, deb, strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// gpioSimStart starts cmd, one stage of gpioSimExtract's pipeline, keeping its
+// standard error in stderr, and returns its standard output. Cancelling cmd's
+// context kills it; Wait then returns within 5 s.
+func gpioSimStart(cmd *exec.Cmd, stderr *bytes.Buffer) (io.Reader, error) {
+	cmd.Stderr = stderr
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("gpio-sim build: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("gpio-sim build: %s: %w", cmd.Args[0], err)
+	}
+	return out, nil
 }
 
 // gpioSimCheck verifies the built module: its vermagic is the one the

@@ -3,6 +3,7 @@ package guest
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -35,6 +36,15 @@ type Run struct {
 
 // Encode is the plan as the init reads it.
 func (p *Plan) Encode() ([]byte, error) { return json.MarshalIndent(p, "", "  ") }
+
+// ReadPlan reads the plan at PlanPath, as the init does.
+func ReadPlan() (*Plan, error) {
+	b, err := os.ReadFile(PlanPath)
+	if err != nil {
+		return nil, err
+	}
+	return DecodePlan(b)
+}
 
 // DecodePlan parses a plan.
 func DecodePlan(b []byte) (*Plan, error) {

@@ -25,24 +25,26 @@ type Machine struct {
 	Console string   // the serial console's device in the guest
 }
 
-// ARM is QEMU's virt board with a Cortex-A15, 512 MB like the BeagleBone, an
-// e1000e NIC (its driver registers /dev/ptp0) on QEMU's user-mode network.
-// highmem=off keeps the PCIe host's ECAM where a 32-bit kernel finds it; the
-// empty romfile is needed because Debian's QEMU lacks e1000e's option ROM.
+// nicArgs give both machines an e1000e NIC (its driver registers /dev/ptp0)
+// on QEMU's user-mode network. The empty romfile is needed because Debian's
+// QEMU lacks e1000e's option ROM.
+var nicArgs = []string{"-device", "e1000e,netdev=n0,romfile=", "-netdev", "user,id=n0,restrict=on"}
+
+// ARM is QEMU's virt board with a Cortex-A15, 512 MB like the BeagleBone, and
+// the NIC. highmem=off keeps the PCIe host's ECAM where a 32-bit kernel finds
+// it.
 var ARM = Machine{
-	Arch: "arm",
-	QEMU: "qemu-system-arm",
-	Args: []string{"-M", "virt,highmem=off", "-cpu", "cortex-a15", "-m", "512", "-smp", "1",
-		"-device", "e1000e,netdev=n0,romfile=", "-netdev", "user,id=n0,restrict=on"},
+	Arch:    "arm",
+	QEMU:    "qemu-system-arm",
+	Args:    append([]string{"-M", "virt,highmem=off", "-cpu", "cortex-a15", "-m", "512", "-smp", "1"}, nicArgs...),
 	Console: "ttyAMA0",
 }
 
 // AMD64 is a q35 PC with the same NIC. TCG: KVM hangs on this kind of machine.
 var AMD64 = Machine{
-	Arch: "amd64",
-	QEMU: "qemu-system-x86_64",
-	Args: []string{"-M", "q35", "-cpu", "max", "-m", "1024", "-smp", "2",
-		"-device", "e1000e,netdev=n0,romfile=", "-netdev", "user,id=n0,restrict=on"},
+	Arch:    "amd64",
+	QEMU:    "qemu-system-x86_64",
+	Args:    append([]string{"-M", "q35", "-cpu", "max", "-m", "1024", "-smp", "2"}, nicArgs...),
 	Console: "ttyS0",
 }
 

@@ -52,11 +52,7 @@ func run() error {
 			return fmt.Errorf("mount %s: %w", m.dst, err)
 		}
 	}
-	b, err := os.ReadFile(guest.PlanPath)
-	if err != nil {
-		return err
-	}
-	plan, err := guest.DecodePlan(b)
+	plan, err := guest.ReadPlan()
 	if err != nil {
 		return err
 	}
