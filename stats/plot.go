@@ -181,23 +181,27 @@ const maxOffsetPoints = 4000
 // buckets equal runs of samples, in time order, so the envelope (and every
 // extreme) stays visible.
 func decimate(t, x []int64, div float64, buckets int) plotter.XYs {
-	pt := func(i int) plotter.XY { return plotter.XY{X: float64(t[i]-t[0]) / 1e9, Y: float64(x[i]) / div} }
-	if len(t) <= 2*buckets {
-		xy := make(plotter.XYs, len(t))
-		for i := range t {
+	return envelope(x, func(i int) plotter.XY { return plotter.XY{X: float64(t[i]-t[0]) / 1e9, Y: float64(x[i]) / div} }, buckets)
+}
+
+// envelope is decimate's walk over the values v, plotted by pt.
+func envelope[V int64 | float64](v []V, pt func(i int) plotter.XY, buckets int) plotter.XYs {
+	if len(v) <= 2*buckets {
+		xy := make(plotter.XYs, len(v))
+		for i := range v {
 			xy[i] = pt(i)
 		}
 		return xy
 	}
 	xy := make(plotter.XYs, 0, 2*buckets)
 	for b := range buckets {
-		lo, hi := b*len(t)/buckets, (b+1)*len(t)/buckets
+		lo, hi := b*len(v)/buckets, (b+1)*len(v)/buckets
 		mn, mx := lo, lo
 		for i := lo; i < hi; i++ {
-			if x[i] < x[mn] {
+			if v[i] < v[mn] {
 				mn = i
 			}
-			if x[i] > x[mx] {
+			if v[i] > v[mx] {
 				mx = i
 			}
 		}

@@ -121,27 +121,5 @@ func addLines(p *plot.Plot, t []int64, v []float64, t0 int64, tdiv float64, c co
 
 // decimateFloat is decimate for float values at times since t0.
 func decimateFloat(t []int64, v []float64, t0 int64, tdiv float64, buckets int) plotter.XYs {
-	pt := func(i int) plotter.XY { return plotter.XY{X: float64(t[i]-t0) / tdiv, Y: v[i]} }
-	if len(t) <= 2*buckets {
-		xy := make(plotter.XYs, len(t))
-		for i := range t {
-			xy[i] = pt(i)
-		}
-		return xy
-	}
-	xy := make(plotter.XYs, 0, 2*buckets)
-	for b := range buckets {
-		lo, hi := b*len(t)/buckets, (b+1)*len(t)/buckets
-		mn, mx := lo, lo
-		for i := lo; i < hi; i++ {
-			if v[i] < v[mn] {
-				mn = i
-			}
-			if v[i] > v[mx] {
-				mx = i
-			}
-		}
-		xy = append(xy, pt(min(mn, mx)), pt(max(mn, mx)))
-	}
-	return xy
+	return envelope(v, func(i int) plotter.XY { return plotter.XY{X: float64(t[i]-t0) / tdiv, Y: v[i]} }, buckets)
 }
