@@ -1,10 +1,15 @@
 package agent
 
 import (
+	"fmt"
 	"net/netip"
 	"path/filepath"
+	"reflect"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
+	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/ptp"
 )
 
@@ -12,12 +17,73 @@ import (
 // its management socket, and our own measurement-only probe of the master.
 type PTPConfig struct {
 	Enabled bool           `yaml:"enabled"`
-	Ptp4l   Ptp4lConfig    `yaml:"ptp4l"`
+	Ptp4l   Ptp4lInstances `yaml:"ptp4l"`
 	Probe   PTPProbeConfig `yaml:"probe"`
+}
+
+// Ptp4lInstances are the ptp4l monitored: written as one mapping (one
+// ptp4l, today's form) or as a list of instances (a boundary clock's, a
+// dual-NIC board's), each with a name that tags its records (instance=).
+// Its promoted fields are the first (or only) instance's.
+type Ptp4lInstances struct {
+	Ptp4lConfig
+	More   []Ptp4lConfig // the instances after the first
+	listed bool          // written as a list
+}
+
+// anyEnabled says whether any instance is on.
+func (p *Ptp4lInstances) anyEnabled() bool {
+	_, all := p.All()
+	for _, l := range all {
+		if l.Enabled {
+			return true
+		}
+	}
+	return false
+}
+
+// EntryType implements conf.OneOrList.
+func (Ptp4lInstances) EntryType() reflect.Type { return reflect.TypeFor[Ptp4lConfig]() }
+
+// UnmarshalYAML decodes one instance, or a list of them, each over the
+// defaults.
+func (p *Ptp4lInstances) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.SequenceNode {
+		return n.Decode(&p.Ptp4lConfig)
+	}
+	def, all := p.Ptp4lConfig, make([]Ptp4lConfig, len(n.Content))
+	for i, e := range n.Content {
+		all[i] = def
+		if err := e.Decode(&all[i]); err != nil {
+			return err
+		}
+	}
+	if len(all) > 0 {
+		p.Ptp4lConfig, p.More = all[0], all[1:]
+	}
+	p.listed = true
+	return nil
+}
+
+// All are every instance with its configuration key: ptp.ptp4l, or
+// ptp.ptp4l[i] when written as a list.
+func (p *Ptp4lInstances) All() (keys []string, all []Ptp4lConfig) {
+	all = append([]Ptp4lConfig{p.Ptp4lConfig}, p.More...)
+	for i := range all {
+		if p.listed {
+			keys = append(keys, fmt.Sprintf("ptp.ptp4l[%d]", i))
+		} else {
+			keys = append(keys, "ptp.ptp4l")
+		}
+	}
+	return keys, all
 }
 
 // Ptp4lConfig monitors a ptp4l.
 type Ptp4lConfig struct {
+	// Name tags the instance's records (instance=<name>) and names its
+	// sources (ptp4l:<name>); needed when there are several.
+	Name     string        `yaml:"name"`
 	Enabled  bool          `yaml:"enabled"`
 	Socket   string        `yaml:"socket"` // ptp4l's uds_address
 	Domain   int           `yaml:"domain"`
@@ -69,8 +135,8 @@ type PTPProbeConfig struct {
 
 func (p *PTPConfig) defaults() {
 	*p = PTPConfig{
-		Ptp4l: Ptp4lConfig{Socket: "/var/run/ptp4l", Interval: time.Second, Timeout: time.Second, Judge: ptp4lJudge(),
-			Subscribe: true, SubscribeDuration: 180 * time.Second, DelayFilterLength: ptp.DefaultDelayFilterLength},
+		Ptp4l: Ptp4lInstances{Ptp4lConfig: Ptp4lConfig{Socket: "/var/run/ptp4l", Interval: time.Second, Timeout: time.Second, Judge: ptp4lJudge(),
+			Subscribe: true, SubscribeDuration: 180 * time.Second, DelayFilterLength: ptp.DefaultDelayFilterLength}},
 		Probe: PTPProbeConfig{Transport: "udp", TxWait: 10 * time.Millisecond, Timestamping: "software", Judge: ptp4lJudge()},
 	}
 }
@@ -79,34 +145,28 @@ func (p *PTPConfig) check(ps *problems) {
 	if !p.Enabled {
 		return
 	}
-	if !p.Ptp4l.Enabled && !p.Probe.Enabled {
+	if !p.Ptp4l.anyEnabled() && !p.Probe.Enabled {
 		ps.Add("ptp", "enable ptp4l (the monitor) or probe")
 	}
-	if l := p.Ptp4l; l.Enabled {
-		if l.Socket == "" {
-			ps.Add("ptp.ptp4l.socket", "must be set (ptp4l's uds_address)")
+	keys, all := p.Ptp4l.All()
+	names, sockets, monitors := conf.Seen[string]{}, conf.Seen[string]{}, conf.Seen[string]{}
+	for i, l := range all {
+		if !l.Enabled {
+			continue
 		}
-		if l.Domain < 0 || l.Domain > 255 {
-			ps.Add("ptp.ptp4l.domain", "must be within 0..255, got %d", l.Domain)
+		k := keys[i]
+		if len(all) > 1 && !validTriggerName(l.Name) {
+			ps.Add(k+".name", "%q: several ptp4l need a name each (letters, digits and _; it tags their records)", l.Name)
+		} else if j, dup := names.Again(l.Name, i); dup && len(all) > 1 {
+			ps.Dup(k+".name", keys[j]+".name", "%q names two ptp4l instances", l.Name)
 		}
-		ps.Positive("ptp.ptp4l.interval", l.Interval)
-		ps.Positive("ptp.ptp4l.timeout", l.Timeout)
-		l.Judge.check("ptp.ptp4l.judge", ps)
-		if l.Subscribe && (l.SubscribeDuration < 2*time.Second || l.SubscribeDuration > 65535*time.Second) {
-			ps.Add("ptp.ptp4l.subscribe_duration", "%v: must be within 2s..65535s (ptp4l's duration is a 16-bit count of seconds)", l.SubscribeDuration)
+		if j, dup := sockets.Again(l.Socket, i); dup {
+			ps.Dup(k+".socket", keys[j]+".socket", "%s is another instance's socket: one ptp4l, read twice", l.Socket)
 		}
-		if l.DelayFilterLength < 1 || l.DelayFilterLength > ptp.MaxDelayFilterLength {
-			ps.Add("ptp.ptp4l.delay_filter_length", "must be within 1..%d (ptp4l's delay_filter_length), got %d", ptp.MaxDelayFilterLength, l.DelayFilterLength)
+		if j, dup := monitors.Again(l.EventMonitor, i); dup && l.EventMonitor != "" {
+			ps.Dup(k+".event_monitor", keys[j]+".event_monitor", "%s is another instance's event monitor", l.EventMonitor)
 		}
-		if m := l.EventMonitor; m != "" {
-			if !filepath.IsAbs(m) {
-				ps.Add("ptp.ptp4l.event_monitor", "%q: must be an absolute path (ptp4l's slave_event_monitor)", m)
-			} else if len(m) > 107 {
-				ps.Add("ptp.ptp4l.event_monitor", "%q: longer than a Unix socket path can be (107 bytes)", m)
-			} else if m == l.Socket {
-				ps.Add("ptp.ptp4l.event_monitor", "%q is ptp4l's own management socket", m)
-			}
-		}
+		p.checkPtp4l(k, l, ps)
 	}
 	if pr := p.Probe; pr.Enabled {
 		pr.Judge.check("ptp.probe.judge", ps)
@@ -129,6 +189,33 @@ func (p *PTPConfig) check(ps *problems) {
 		ps.Positive("ptp.probe.tx_wait", pr.TxWait)
 		if pr.Timestamping != "software" && pr.Timestamping != "hardware" {
 			ps.Add("ptp.probe.timestamping", "%q is not software or hardware", pr.Timestamping)
+		}
+	}
+}
+
+func (p *PTPConfig) checkPtp4l(key string, l Ptp4lConfig, ps *problems) {
+	if l.Socket == "" {
+		ps.Add(key+".socket", "must be set (ptp4l's uds_address)")
+	}
+	if l.Domain < 0 || l.Domain > 255 {
+		ps.Add(key+".domain", "must be within 0..255, got %d", l.Domain)
+	}
+	ps.Positive(key+".interval", l.Interval)
+	ps.Positive(key+".timeout", l.Timeout)
+	l.Judge.check(key+".judge", ps)
+	if l.Subscribe && (l.SubscribeDuration < 2*time.Second || l.SubscribeDuration > 65535*time.Second) {
+		ps.Add(key+".subscribe_duration", "%v: must be within 2s..65535s (ptp4l's duration is a 16-bit count of seconds)", l.SubscribeDuration)
+	}
+	if l.DelayFilterLength < 1 || l.DelayFilterLength > ptp.MaxDelayFilterLength {
+		ps.Add(key+".delay_filter_length", "must be within 1..%d (ptp4l's delay_filter_length), got %d", ptp.MaxDelayFilterLength, l.DelayFilterLength)
+	}
+	if m := l.EventMonitor; m != "" {
+		if !filepath.IsAbs(m) {
+			ps.Add(key+".event_monitor", "%q: must be an absolute path (ptp4l's slave_event_monitor)", m)
+		} else if len(m) > 107 {
+			ps.Add(key+".event_monitor", "%q: longer than a Unix socket path can be (107 bytes)", m)
+		} else if m == l.Socket {
+			ps.Add(key+".event_monitor", "%q is ptp4l's own management socket", m)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/facebook/time/ptp/protocol"
@@ -20,24 +21,64 @@ import (
 // the time they were asked for.
 type ptp4lSource struct {
 	cfg    Ptp4lConfig
+	name   string       // ptp4l, or ptp4l:<instance>
+	tags   []record.Tag // instance=, for a named instance
 	m      *ptp.Monitor
 	judged *judgement // the clock ptp4l disciplines, against its grandmaster
 }
 
+// instanceTags are the tags an instance's records carry first: instance=
+// its name, none for an unnamed one (one ptp4l, as before instances).
+func instanceTags(name string) []record.Tag {
+	if name == "" {
+		return nil
+	}
+	return []record.Tag{{Key: "instance", Value: name}}
+}
+
+// withTags is tags followed by more, in a slice of its own.
+func withTags(tags []record.Tag, more ...record.Tag) []record.Tag {
+	return append(append(make([]record.Tag, 0, len(tags)+len(more)), tags...), more...)
+}
+
 func buildPtp4lSource(env *Env) ([]collect.Source, error) {
-	c := env.Config.PTP.Ptp4l
-	s := &ptp4lSource{cfg: c, m: ptp.NewMonitor(c.Socket, uint8(c.Domain), c.Timeout)}
+	keys, all := env.Config.PTP.Ptp4l.All()
+	var srcs []collect.Source
+	for i, c := range all {
+		if !c.Enabled {
+			continue
+		}
+		s, err := buildPtp4lInstance(env, keys[i], c)
+		srcs = append(srcs, s...)
+		if err != nil {
+			closeSources(srcs)
+			return nil, err
+		}
+	}
+	return srcs, nil
+}
+
+// buildPtp4lInstance builds the sources of one ptp4l: the monitor, its
+// pushed events and its slave event monitor.
+func buildPtp4lInstance(env *Env, key string, c Ptp4lConfig) ([]collect.Source, error) {
+	name := "ptp4l"
+	if c.Name != "" {
+		name += ":" + c.Name
+	}
+	s := &ptp4lSource{cfg: c, name: name, tags: instanceTags(c.Name), m: ptp.NewMonitor(c.Socket, uint8(c.Domain), c.Timeout)}
 	s.m.BindIn(env.Config.Paths.Runtime()) // ptp4l answers into the agent's runtime directory
 	var err error
 	if s.judged, err = env.judges.add("ptp4l", "ptp4l:"+c.Socket, c.Judge, 2*c.Interval+c.Timeout); err != nil {
-		return nil, keyErr("ptp.ptp4l.judge", "%v", err)
+		return nil, keyErr(key+".judge", "%v", err)
 	}
 	srcs := []collect.Source{s}
 	if c.Subscribe {
 		// Pushed events are shipped once a second, at their own times.
-		push, err := collect.Decode("ptp4l_push", time.Second, 256, newPtp4lPush(c, env.Config.Paths.Runtime()))
+		d := newPtp4lPush(c, env.Config.Paths.Runtime())
+		d.tags = s.tags
+		push, err := collect.Decode(strings.Replace(name, "ptp4l", "ptp4l_push", 1), time.Second, 256, d)
 		if err != nil {
-			return nil, err
+			return srcs, err
 		}
 		srcs = append(srcs, push)
 	}
@@ -45,19 +86,21 @@ func buildPtp4lSource(env *Env) ([]collect.Source, error) {
 		// Bound now: a path in use is refused at start, naming the key.
 		l, err := ptp.ListenSlaveEvents(c.EventMonitor)
 		if err != nil {
-			return nil, keyErr("ptp.ptp4l.event_monitor", "%v", err)
+			return srcs, keyErr(key+".event_monitor", "%v", err)
 		}
-		ev, err := collect.Decode("ptp4l_slave_events", time.Second, 0, newPtp4lSlaveEvents(l, c.DelayFilterLength))
+		d := newPtp4lSlaveEvents(l, c.DelayFilterLength)
+		d.inst = s.tags
+		ev, err := collect.Decode(strings.Replace(name, "ptp4l", "ptp4l_slave_events", 1), time.Second, 0, d)
 		if err != nil {
 			l.Close()
-			return nil, err
+			return srcs, err
 		}
 		srcs = append(srcs, ev)
 	}
 	return srcs, nil
 }
 
-func (s *ptp4lSource) Name() string            { return "ptp4l" }
+func (s *ptp4lSource) Name() string            { return s.name }
 func (s *ptp4lSource) Interval() time.Duration { return s.cfg.Interval }
 func (s *ptp4lSource) Close() error            { return s.m.Close() }
 
@@ -65,25 +108,25 @@ func (s *ptp4lSource) Collect(ctx context.Context, b *collect.Batch) error {
 	now, _ := timebase.Realtime.Now()
 	st, err := s.m.Status(ctx)
 	if cur := st.Current; cur != nil {
-		b.Add("ptp4l_current", now, nil, record.Int("offset_from_master_ns", cur.OffsetFromMasterNS),
+		b.Add("ptp4l_current", now, s.tags, record.Int("offset_from_master_ns", cur.OffsetFromMasterNS),
 			record.Int("mean_path_delay_ns", cur.MeanPathDelayNS), record.Int("steps_removed", int64(cur.StepsRemoved)))
 	}
 	if par := st.Parent; par != nil {
 		q := par.GrandmasterClockQuality
-		b.Add("ptp4l_parent", now, nil,
+		b.Add("ptp4l_parent", now, s.tags,
 			record.String("parent_port", par.ParentPortIdentity.String()), record.String("grandmaster", par.GrandmasterIdentity.String()),
 			record.Int("gm_priority1", int64(par.GrandmasterPriority1)), record.Int("gm_priority2", int64(par.GrandmasterPriority2)),
 			record.Int("gm_clock_class", int64(q.ClockClass)), record.Int("gm_clock_accuracy", int64(q.ClockAccuracy)),
 			record.Int("gm_offset_scaled_log_variance", int64(q.OffsetScaledLogVariance)))
 	}
 	if ts := st.TimeStatus; ts != nil {
-		b.Add("ptp4l_time_status", now, nil,
+		b.Add("ptp4l_time_status", now, s.tags,
 			record.Int("master_offset_ns", ts.MasterOffsetNS), record.Int("ingress_time_ns", ts.IngressTimeNS),
 			record.Int("cumulative_scaled_rate_offset", int64(ts.CumulativeScaledRateOffset)),
 			record.Bool("gm_present", ts.GMPresent != 0), record.String("gm_identity", ts.GMIdentity.String()))
 	}
 	if pd := st.Port; pd != nil {
-		b.Add("ptp4l_port", now, []record.Tag{{Key: "port", Value: pd.PortIdentity.String()}},
+		b.Add("ptp4l_port", now, withTags(s.tags, record.Tag{Key: "port", Value: pd.PortIdentity.String()}),
 			record.String("port_state", pd.PortState.String()), record.Int("port_state_code", int64(pd.PortState)),
 			record.Int("log_sync_interval", int64(pd.LogSyncInterval)), record.Int("log_announce_interval", int64(pd.LogAnnounceInterval)),
 			record.Int("log_min_delay_req_interval", int64(pd.LogMinDelayReqInterval)), record.Int("delay_mechanism", int64(pd.DelayMechanism)),
@@ -94,11 +137,11 @@ func (s *ptp4lSource) Collect(ctx context.Context, b *collect.Batch) error {
 		for _, c := range ps.Messages {
 			f = append(f, record.Uint("rx_"+c.Type, c.RX), record.Uint("tx_"+c.Type, c.TX))
 		}
-		b.Add("ptp4l_port_stats", now, []record.Tag{{Key: "port", Value: ps.Port.String()}}, f...)
+		b.Add("ptp4l_port_stats", now, withTags(s.tags, record.Tag{Key: "port", Value: ps.Port.String()}), f...)
 	}
 	if ss := st.PortServiceStats; ss != nil {
 		v := ss.PortServiceStats
-		b.Add("ptp4l_port_service_stats", now, []record.Tag{{Key: "port", Value: ss.PortIdentity.String()}},
+		b.Add("ptp4l_port_service_stats", now, withTags(s.tags, record.Tag{Key: "port", Value: ss.PortIdentity.String()}),
 			record.Uint("announce_timeout", v.AnnounceTimeout), record.Uint("sync_timeout", v.SyncTimeout),
 			record.Uint("delay_timeout", v.DelayTimeout), record.Uint("sync_mismatch", v.SyncMismatch),
 			record.Uint("followup_mismatch", v.FollowupMismatch))
@@ -274,6 +317,6 @@ func (d *ptpProbe) self() []record.Field {
 // monitor and the own probe.
 var ptpSection = section{key: "ptp", of: func(c *Config) sectionConfig { return &c.PTP },
 	sources: []sourceKind{
-		{"ptp4l", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Ptp4l.Enabled }, buildPtp4lSource},
+		{"ptp4l", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Ptp4l.anyEnabled() }, buildPtp4lSource},
 		{"ptp_probe", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Probe.Enabled }, buildPTPProbe},
 	}}

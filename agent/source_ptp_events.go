@@ -32,7 +32,8 @@ type ptp4lSlaveEvents struct {
 	bumps        uint64
 	syncs        uint64
 	delays       uint64
-	tags         []record.Tag
+	tags         []record.Tag // inst and master
+	inst         []record.Tag // instance=, for a named instance
 	master       protocol.PortIdentity
 	slab         collect.Slab
 	readLatency  collect.Latency // read − t2: ptp4l's Sync stamp to monagent's read
@@ -59,7 +60,7 @@ func (d *ptp4lSlaveEvents) Produce(ctx context.Context, q *collect.EventQueue[sl
 // (time_bumps; t2_ns/t3_ns keep the stamp).
 func (d *ptp4lSlaveEvents) Emit(b *collect.Batch, e *slaveEvent) {
 	if e.Master != d.master || d.tags == nil {
-		d.master, d.tags = e.Master, []record.Tag{{Key: "master", Value: e.Master.String()}}
+		d.master, d.tags = e.Master, withTags(d.inst, record.Tag{Key: "master", Value: e.Master.String()})
 	}
 	f := d.slab.Next()
 	switch e.Kind {

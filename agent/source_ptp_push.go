@@ -21,6 +21,7 @@ import (
 // said once (the collection's error and subscription_refused); the ptp4l
 // source polls PORT_DATA_SET at its interval all the same.
 type ptp4lPush struct {
+	tags    []record.Tag // instance=, for a named instance
 	sub     *ptp.Subscriber
 	refused atomic.Bool
 	lost    uint64 // sub.Lost already handed to the queue (producer)
@@ -91,11 +92,11 @@ func (d *ptp4lPush) Emit(b *collect.Batch, n *ptp.Notification) {
 		if known {
 			f = append(f, record.String("from_state", from.String()), record.Int("from_state_code", int64(from)))
 		}
-		b.Add("ptp4l_port_event", d.seriesTime("port/"+port).Next(n.ReadNS, &d.bumps), []record.Tag{{Key: "port", Value: port}}, f...)
+		b.Add("ptp4l_port_event", d.seriesTime("port/"+port).Next(n.ReadNS, &d.bumps), withTags(d.tags, record.Tag{Key: "port", Value: port}), f...)
 	case ptp.IDTimeStatusNP:
 		d.events++
 		ts := n.TimeStatus
-		b.Add("ptp4l_time_sync", d.seriesTime("time").Next(n.ReadNS, &d.bumps), nil,
+		b.Add("ptp4l_time_sync", d.seriesTime("time").Next(n.ReadNS, &d.bumps), d.tags,
 			record.Int("master_offset_ns", ts.MasterOffsetNS), record.Int("ingress_time_ns", ts.IngressTimeNS),
 			record.Int("cumulative_scaled_rate_offset", int64(ts.CumulativeScaledRateOffset)),
 			record.Bool("gm_present", ts.GMPresent != 0), record.String("gm_identity", ts.GMIdentity.String()),
@@ -104,7 +105,7 @@ func (d *ptp4lPush) Emit(b *collect.Batch, n *ptp.Notification) {
 		d.events++
 		par := n.Parent
 		q := par.GrandmasterClockQuality
-		b.Add("ptp4l_parent_event", d.seriesTime("parent").Next(n.ReadNS, &d.bumps), nil,
+		b.Add("ptp4l_parent_event", d.seriesTime("parent").Next(n.ReadNS, &d.bumps), d.tags,
 			record.String("parent_port", par.ParentPortIdentity.String()), record.String("grandmaster", par.GrandmasterIdentity.String()),
 			record.Int("gm_priority1", int64(par.GrandmasterPriority1)), record.Int("gm_priority2", int64(par.GrandmasterPriority2)),
 			record.Int("gm_clock_class", int64(q.ClockClass)), record.Int("gm_clock_accuracy", int64(q.ClockAccuracy)),

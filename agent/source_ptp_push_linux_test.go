@@ -173,7 +173,7 @@ func TestPtp4lSubscriptionRefusedIsSaidOnce(t *testing.T) {
 			c.WriteToUnix(b.Bytes(), from)
 		}
 	}()
-	cfg := Default().PTP.Ptp4l
+	cfg := Default().PTP.Ptp4l.Ptp4lConfig
 	cfg.Socket = path
 	s, err := collect.Decode("ptp4l_push", time.Second, 0, newPtp4lPush(cfg, ""))
 	if err != nil {

@@ -135,6 +135,16 @@ func decodeError(err error) error {
 
 var durationType = reflect.TypeOf(time.Duration(0))
 
+// OneOrList is a type written either as one entry (a mapping, of type
+// EntryType) or as a list of such entries (a section with instances): the
+// walk checks the entry or each of the list's. The type decodes both forms
+// itself (UnmarshalYAML).
+type OneOrList interface {
+	EntryType() reflect.Type
+}
+
+var oneOrListType = reflect.TypeFor[OneOrList]()
+
 // walker walks a YAML node against the Go type it will be decoded into, so
 // that unknown keys and wrong types are reported with their key path and
 // line, records the line of every key it sees, and removes from the tree what
@@ -160,6 +170,14 @@ func (w walker) check(n *yaml.Node, t reflect.Type, path string) bool {
 			return bad("an empty list entry")
 		}
 		return true // an empty document: every default
+	}
+	if t.Implements(oneOrListType) {
+		// One entry as a mapping (the section's first form) or a list of them.
+		et := reflect.Zero(t).Interface().(OneOrList).EntryType()
+		if n.Kind == yaml.SequenceNode {
+			et = reflect.SliceOf(et)
+		}
+		return w.check(n, et, path)
 	}
 	switch {
 	case t == durationType:
