@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"reflect"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -22,10 +23,10 @@ type NTPConfig struct {
 	TxWait  time.Duration     `yaml:"tx_wait"` // wait for a kernel transmit timestamp
 	// Timestamping is software (kernel) or hardware (the NIC of Interface; its
 	// PHC must be measured by the phc source so timestamps can be translated).
-	Timestamping string       `yaml:"timestamping"`
-	Interface    string       `yaml:"interface"`
-	Chrony       ChronyConfig `yaml:"chrony"`
-	Ntpd         NtpdConfig   `yaml:"ntpd"`
+	Timestamping string          `yaml:"timestamping"`
+	Interface    string          `yaml:"interface"`
+	Chrony       ChronyInstances `yaml:"chrony"`
+	Ntpd         NtpdInstances   `yaml:"ntpd"`
 	// Judge judges the system clock against each server the probe polls
 	// (clock "system", source "ntp:<server>").
 	Judge JudgeConfig `yaml:"judge"`
@@ -44,9 +45,73 @@ type NTPServerConfig struct {
 	MaxDelayDevRatio float64 `yaml:"max_delay_dev_ratio"`
 }
 
+// ChronyInstances are the chronyd monitored: one mapping, or a list of
+// named instances (as Ptp4lInstances).
+type ChronyInstances struct {
+	ChronyConfig
+	More   []ChronyConfig
+	listed bool
+}
+
+// EntryType implements conf.OneOrList.
+func (ChronyInstances) EntryType() reflect.Type { return reflect.TypeFor[ChronyConfig]() }
+
+// UnmarshalYAML decodes one instance, or a list of them.
+func (c *ChronyInstances) UnmarshalYAML(n *yaml.Node) (err error) {
+	c.listed, err = decodeInstances(n, &c.ChronyConfig, &c.More)
+	return err
+}
+
+// All are every instance with its key.
+func (c *ChronyInstances) All() ([]string, []ChronyConfig) {
+	return instances("ntp.chrony", c.ChronyConfig, c.More, c.listed)
+}
+
+func (c *ChronyInstances) all() []ChronyConfig { _, a := c.All(); return a }
+
+func (c ChronyConfig) on() bool             { return c.Enabled }
+func (c ChronyConfig) instanceName() string { return c.Name }
+func (c ChronyConfig) place() (string, string) {
+	if c.Address != "" && c.Socket == "" {
+		return "address", c.Address
+	}
+	return "socket", c.target()
+}
+
+// NtpdInstances are the ntpd monitored: one mapping, or a list of named
+// instances (as Ptp4lInstances).
+type NtpdInstances struct {
+	NtpdConfig
+	More   []NtpdConfig
+	listed bool
+}
+
+// EntryType implements conf.OneOrList.
+func (NtpdInstances) EntryType() reflect.Type { return reflect.TypeFor[NtpdConfig]() }
+
+// UnmarshalYAML decodes one instance, or a list of them.
+func (c *NtpdInstances) UnmarshalYAML(n *yaml.Node) (err error) {
+	c.listed, err = decodeInstances(n, &c.NtpdConfig, &c.More)
+	return err
+}
+
+// All are every instance with its key.
+func (c *NtpdInstances) All() ([]string, []NtpdConfig) {
+	return instances("ntp.ntpd", c.NtpdConfig, c.More, c.listed)
+}
+
+func (c *NtpdInstances) all() []NtpdConfig { _, a := c.All(); return a }
+
+func (c NtpdConfig) on() bool                { return c.Enabled }
+func (c NtpdConfig) instanceName() string    { return c.Name }
+func (c NtpdConfig) place() (string, string) { return "address", c.Address }
+
 // ChronyConfig monitors a local chronyd, over its command socket or, when
 // Address is set instead, its UDP command port.
 type ChronyConfig struct {
+	// Name tags the instance's records (instance=<name>) and names its
+	// source and judged clock (chrony:<name>); needed when there are several.
+	Name     string        `yaml:"name"`
 	Enabled  bool          `yaml:"enabled"`
 	Socket   string        `yaml:"socket"`  // command socket (tracking, sources, ntpdata, serverstats); "" and no address: DefaultChronySocket
 	Address  string        `yaml:"address"` // or UDP host:port (tracking, sources only)
@@ -60,6 +125,7 @@ type ChronyConfig struct {
 // control messages, as ntpq does: ntpd must answer queries from the agent's
 // address (`restrict 127.0.0.1` without noquery; docs/deployment.md).
 type NtpdConfig struct {
+	Name     string        `yaml:"name"` // as ChronyConfig's (ntpd:<name>)
 	Enabled  bool          `yaml:"enabled"`
 	Address  string        `yaml:"address"` // ntpd's UDP address, IP:port
 	Interval time.Duration `yaml:"interval"`
@@ -86,8 +152,8 @@ func (c ChronyConfig) target() string {
 func (n *NTPConfig) defaults() {
 	*n = NTPConfig{
 		Timeout: time.Second, TxWait: 10 * time.Millisecond, Timestamping: "software",
-		Chrony: ChronyConfig{Interval: 8 * time.Second, Judge: ntpJudge(1)},
-		Ntpd:   NtpdConfig{Address: "127.0.0.1:123", Interval: 8 * time.Second, Judge: ntpJudge(1)},
+		Chrony: ChronyInstances{ChronyConfig: ChronyConfig{Interval: 8 * time.Second, Judge: ntpJudge(1)}},
+		Ntpd:   NtpdInstances{NtpdConfig: NtpdConfig{Address: "127.0.0.1:123", Interval: 8 * time.Second, Judge: ntpJudge(1)}},
 		Judge:  ntpJudge(4),
 	}
 }
@@ -136,17 +202,23 @@ func (n *NTPConfig) check(p *problems) {
 		return
 	}
 	n.Judge.check("ntp.judge", p)
-	if n.Chrony.Enabled {
-		n.Chrony.Judge.check("ntp.chrony.judge", p)
-	}
-	if n.Ntpd.Enabled {
-		n.Ntpd.Judge.check("ntp.ntpd.judge", p)
-		if _, err := netip.ParseAddrPort(n.Ntpd.Address); err != nil {
-			p.Add("ntp.ntpd.address", "want ntpd's IP:port (mode 6 over UDP, e.g. 127.0.0.1:123), got %q", n.Ntpd.Address)
+	ck, chronys := n.Chrony.All()
+	checkInstances(ck, chronys, p, func(k string, c ChronyConfig) {
+		c.Judge.check(k+".judge", p)
+		if c.Socket != "" && c.Address != "" {
+			p.Dup(k+".address", k+".socket", "set one of the command socket and the UDP address, not both (the socket gives ntpdata and serverstats too)")
 		}
-		p.Positive("ntp.ntpd.interval", n.Ntpd.Interval)
-	}
-	if len(n.Servers) == 0 && !n.Chrony.Enabled && !n.Ntpd.Enabled {
+		p.Positive(k+".interval", c.Interval)
+	})
+	nk, ntpds := n.Ntpd.All()
+	checkInstances(nk, ntpds, p, func(k string, c NtpdConfig) {
+		c.Judge.check(k+".judge", p)
+		if _, err := netip.ParseAddrPort(c.Address); err != nil {
+			p.Add(k+".address", "want ntpd's IP:port (mode 6 over UDP, e.g. 127.0.0.1:123), got %q", c.Address)
+		}
+		p.Positive(k+".interval", c.Interval)
+	})
+	if len(n.Servers) == 0 && !someOn(chronys) && !someOn(ntpds) {
 		p.Add("ntp.servers", "no server to probe and the chrony and ntpd monitors are off")
 	}
 	seen := conf.Seen[string]{}
@@ -178,12 +250,6 @@ func (n *NTPConfig) check(p *problems) {
 		}
 	default:
 		p.Add("ntp.timestamping", "%q is not software or hardware", n.Timestamping)
-	}
-	if n.Chrony.Enabled {
-		if n.Chrony.Socket != "" && n.Chrony.Address != "" {
-			p.Dup("ntp.chrony.address", "ntp.chrony.socket", "set one of the command socket and the UDP address, not both (the socket gives ntpdata and serverstats too)")
-		}
-		p.Positive("ntp.chrony.interval", n.Chrony.Interval)
 	}
 }
 

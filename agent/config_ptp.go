@@ -1,10 +1,10 @@
 package agent
 
 import (
-	"fmt"
 	"net/netip"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -31,53 +31,27 @@ type Ptp4lInstances struct {
 	listed bool          // written as a list
 }
 
-// anyEnabled says whether any instance is on.
-func (p *Ptp4lInstances) anyEnabled() bool {
-	_, all := p.All()
-	for _, l := range all {
-		if l.Enabled {
-			return true
-		}
-	}
-	return false
-}
-
 // EntryType implements conf.OneOrList.
 func (Ptp4lInstances) EntryType() reflect.Type { return reflect.TypeFor[Ptp4lConfig]() }
 
 // UnmarshalYAML decodes one instance, or a list of them, each over the
 // defaults.
-func (p *Ptp4lInstances) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.SequenceNode {
-		return n.Decode(&p.Ptp4lConfig)
-	}
-	def, all := p.Ptp4lConfig, make([]Ptp4lConfig, len(n.Content))
-	for i, e := range n.Content {
-		all[i] = def
-		if err := e.Decode(&all[i]); err != nil {
-			return err
-		}
-	}
-	if len(all) > 0 {
-		p.Ptp4lConfig, p.More = all[0], all[1:]
-	}
-	p.listed = true
-	return nil
+func (p *Ptp4lInstances) UnmarshalYAML(n *yaml.Node) (err error) {
+	p.listed, err = decodeInstances(n, &p.Ptp4lConfig, &p.More)
+	return err
 }
 
-// All are every instance with its configuration key: ptp.ptp4l, or
-// ptp.ptp4l[i] when written as a list.
+// All are every instance with its key: ptp.ptp4l, or ptp.ptp4l[i] for a list.
 func (p *Ptp4lInstances) All() (keys []string, all []Ptp4lConfig) {
-	all = append([]Ptp4lConfig{p.Ptp4lConfig}, p.More...)
-	for i := range all {
-		if p.listed {
-			keys = append(keys, fmt.Sprintf("ptp.ptp4l[%d]", i))
-		} else {
-			keys = append(keys, "ptp.ptp4l")
-		}
-	}
-	return keys, all
+	return instances("ptp.ptp4l", p.Ptp4lConfig, p.More, p.listed)
 }
+
+// all are the instances.
+func (p *Ptp4lInstances) all() []Ptp4lConfig { _, a := p.All(); return a }
+
+func (c Ptp4lConfig) on() bool                { return c.Enabled }
+func (c Ptp4lConfig) instanceName() string    { return c.Name }
+func (c Ptp4lConfig) place() (string, string) { return "socket", c.Socket }
 
 // Ptp4lConfig monitors a ptp4l.
 type Ptp4lConfig struct {
@@ -145,29 +119,17 @@ func (p *PTPConfig) check(ps *problems) {
 	if !p.Enabled {
 		return
 	}
-	if !p.Ptp4l.anyEnabled() && !p.Probe.Enabled {
+	if !someOn(p.Ptp4l.all()) && !p.Probe.Enabled {
 		ps.Add("ptp", "enable ptp4l (the monitor) or probe")
 	}
 	keys, all := p.Ptp4l.All()
-	names, sockets, monitors := conf.Seen[string]{}, conf.Seen[string]{}, conf.Seen[string]{}
-	for i, l := range all {
-		if !l.Enabled {
-			continue
-		}
-		k := keys[i]
-		if len(all) > 1 && !validTriggerName(l.Name) {
-			ps.Add(k+".name", "%q: several ptp4l need a name each (letters, digits and _; it tags their records)", l.Name)
-		} else if j, dup := names.Again(l.Name, i); dup && len(all) > 1 {
-			ps.Dup(k+".name", keys[j]+".name", "%q names two ptp4l instances", l.Name)
-		}
-		if j, dup := sockets.Again(l.Socket, i); dup {
-			ps.Dup(k+".socket", keys[j]+".socket", "%s is another instance's socket: one ptp4l, read twice", l.Socket)
-		}
-		if j, dup := monitors.Again(l.EventMonitor, i); dup && l.EventMonitor != "" {
+	monitors := conf.Seen[string]{}
+	checkInstances(keys, all, ps, func(k string, l Ptp4lConfig) {
+		if j, dup := monitors.Again(l.EventMonitor, slices.Index(keys, k)); dup && l.EventMonitor != "" {
 			ps.Dup(k+".event_monitor", keys[j]+".event_monitor", "%s is another instance's event monitor", l.EventMonitor)
 		}
 		p.checkPtp4l(k, l, ps)
-	}
+	})
 	if pr := p.Probe; pr.Enabled {
 		pr.Judge.check("ptp.probe.judge", ps)
 		if pr.Interface == "" {

@@ -197,23 +197,33 @@ func (s *ntpSource) SelfFields() []record.Field {
 type chronySource struct {
 	cfg    ChronyConfig
 	m      *ntp.Chrony
-	judged *judgement // the system clock as chronyd disciplines it
+	name   string       // chrony, or chrony:<instance>
+	tags   []record.Tag // instance=, for a named instance
+	judged *judgement   // the system clock as chronyd disciplines it
 }
 
 func buildChronySource(env *Env) ([]collect.Source, error) {
-	c := env.Config.NTP.Chrony
-	addr := c.target()
-	// The client socket goes in the agent's runtime directory: chronyd must be
-	// able to answer into it (see ntp.Chrony).
-	s := &chronySource{cfg: c, m: ntp.NewChrony(addr, env.Config.Paths.Runtime(), env.Config.NTP.Timeout)}
-	var err error
-	if s.judged, err = env.judges.add("system", "chrony", c.Judge, 2*c.Interval+env.Config.NTP.Timeout); err != nil {
-		return nil, keyErr("ntp.chrony.judge", "%v", err)
+	keys, all := env.Config.NTP.Chrony.All()
+	var out []collect.Source
+	for i, c := range all {
+		if !c.Enabled {
+			continue
+		}
+		// The client socket goes in the agent's runtime directory: chronyd
+		// must be able to answer into it (see ntp.Chrony).
+		s := &chronySource{cfg: c, name: instanceSource("chrony", c.Name), tags: instanceTags(c.Name),
+			m: ntp.NewChrony(c.target(), env.Config.Paths.Runtime(), env.Config.NTP.Timeout)}
+		var err error
+		if s.judged, err = env.judges.add("system", s.name, c.Judge, 2*c.Interval+env.Config.NTP.Timeout); err != nil {
+			closeSources(out)
+			return nil, keyErr(keys[i]+".judge", "%v", err)
+		}
+		out = append(out, s)
 	}
-	return []collect.Source{s}, nil
+	return out, nil
 }
 
-func (s *chronySource) Name() string            { return "chrony" }
+func (s *chronySource) Name() string            { return s.name }
 func (s *chronySource) Interval() time.Duration { return s.cfg.Interval }
 func (s *chronySource) Close() error            { return s.m.Close() }
 
@@ -224,7 +234,7 @@ func (s *chronySource) Close() error            { return s.m.Close() }
 func (s *chronySource) Collect(ctx context.Context, b *collect.Batch) error {
 	st, err := s.m.Status(ctx)
 	if tr := st.Tracking; tr != nil {
-		b.Add("chrony_tracking", st.TrackingNS, nil,
+		b.Add("chrony_tracking", st.TrackingNS, s.tags,
 			record.String("reference_id", fmt.Sprintf("%08X", tr.RefID)), record.String("reference", tr.Reference.String()),
 			record.Int("stratum", int64(tr.Stratum)), record.Int("leap_status", int64(tr.LeapStatus)), record.Int("ref_time_ns", tr.RefTimeNS),
 			record.Int("system_time_ns", tr.SystemTimeNS), record.Int("last_offset_ns", tr.LastOffsetNS), record.Int("rms_offset_ns", tr.RMSOffsetNS),
@@ -259,10 +269,10 @@ func (s *chronySource) Collect(ctx context.Context, b *collect.Batch) error {
 				record.Int("total_valid", nd.TotalValid), record.String("tx_timestamping", string(rune(nd.TxTimestamping))),
 				record.String("rx_timestamping", string(rune(nd.RxTimestamping))))
 		}
-		b.Add("chrony_source", st.SourcesNS, []record.Tag{{Key: "source", Value: src.Address}, {Key: "state", Value: src.State}, {Key: "mode", Value: src.Mode}}, f...)
+		b.Add("chrony_source", st.SourcesNS, withTags(s.tags, record.Tag{Key: "source", Value: src.Address}, record.Tag{Key: "state", Value: src.State}, record.Tag{Key: "mode", Value: src.Mode}), f...)
 	}
 	if ss := st.ServerStats; ss != nil {
-		b.Add("chrony_serverstats", st.ServerStatsNS, nil,
+		b.Add("chrony_serverstats", st.ServerStatsNS, s.tags,
 			record.Uint("ntp_hits", ss.NTPHits), record.Uint("ntp_drops", ss.NTPDrops), record.Uint("cmd_hits", ss.CMDHits), record.Uint("cmd_drops", ss.CMDDrops),
 			record.Uint("log_drops", ss.LogDrops), record.Uint("nke_hits", ss.NKEHits), record.Uint("ntp_auth_hits", ss.NTPAuthHits),
 			record.Uint("ntp_interleaved_hits", ss.NTPInterleavedHits), record.Uint("ntp_timestamps", ss.NTPTimestamps))
@@ -281,6 +291,6 @@ func (s *chronySource) SelfFields() []record.Field {
 var ntpSection = section{key: "ntp", of: func(c *Config) sectionConfig { return &c.NTP },
 	sources: []sourceKind{
 		{"ntp", func(c *Config) bool { return c.NTP.Enabled && len(c.NTP.Servers) > 0 }, buildNTPSources},
-		{"chrony", func(c *Config) bool { return c.NTP.Enabled && c.NTP.Chrony.Enabled }, buildChronySource},
-		{"ntpd", func(c *Config) bool { return c.NTP.Enabled && c.NTP.Ntpd.Enabled }, buildNtpdSource},
+		{"chrony", func(c *Config) bool { return c.NTP.Enabled && someOn(c.NTP.Chrony.all()) }, buildChronySource},
+		{"ntpd", func(c *Config) bool { return c.NTP.Enabled && someOn(c.NTP.Ntpd.all()) }, buildNtpdSource},
 	}}

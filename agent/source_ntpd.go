@@ -17,20 +17,30 @@ import (
 type ntpdSource struct {
 	cfg    NtpdConfig
 	m      *ntp.Ntpd
+	name   string       // ntpd, or ntpd:<instance>
+	tags   []record.Tag // instance=, for a named instance
 	judged *judgement
 }
 
 func buildNtpdSource(env *Env) ([]collect.Source, error) {
-	c := env.Config.NTP.Ntpd
-	s := &ntpdSource{cfg: c, m: ntp.NewNtpd(c.Address, env.Config.NTP.Timeout)}
-	var err error
-	if s.judged, err = env.judges.add("system", "ntpd", c.Judge, 2*c.Interval+env.Config.NTP.Timeout); err != nil {
-		return nil, keyErr("ntp.ntpd.judge", "%v", err)
+	keys, all := env.Config.NTP.Ntpd.All()
+	var out []collect.Source
+	for i, c := range all {
+		if !c.Enabled {
+			continue
+		}
+		s := &ntpdSource{cfg: c, name: instanceSource("ntpd", c.Name), tags: instanceTags(c.Name), m: ntp.NewNtpd(c.Address, env.Config.NTP.Timeout)}
+		var err error
+		if s.judged, err = env.judges.add("system", s.name, c.Judge, 2*c.Interval+env.Config.NTP.Timeout); err != nil {
+			closeSources(out)
+			return nil, keyErr(keys[i]+".judge", "%v", err)
+		}
+		out = append(out, s)
 	}
-	return []collect.Source{s}, nil
+	return out, nil
 }
 
-func (s *ntpdSource) Name() string            { return "ntpd" }
+func (s *ntpdSource) Name() string            { return s.name }
 func (s *ntpdSource) Interval() time.Duration { return s.cfg.Interval }
 func (s *ntpdSource) Close() error            { return s.m.Close() }
 
@@ -55,7 +65,7 @@ func (s *ntpdSource) Collect(ctx context.Context, b *collect.Batch) error {
 		if sys.HasTAI {
 			f = append(f, record.Int("tai", sys.TAI))
 		}
-		b.Add("ntpd_system", sys.TimeNS, nil, f...)
+		b.Add("ntpd_system", sys.TimeNS, s.tags, f...)
 		// Synchronised: leap indicator not 3 (binary 11, alarm) and a
 		// system peer selected. ntpd's clock error is bounded as chronyd's:
 		// |offset| + root dispersion + ½ root delay; it grows at clk_wander.
@@ -67,7 +77,8 @@ func (s *ntpdSource) Collect(ctx context.Context, b *collect.Batch) error {
 	}
 	for _, p := range st.Peers {
 		b.Add("ntpd_peer", p.TimeNS,
-			[]record.Tag{{Key: "peer", Value: p.Address}, {Key: "selection", Value: p.SelectionName}, {Key: "association", Value: strconv.Itoa(int(p.Association))}},
+			withTags(s.tags, record.Tag{Key: "peer", Value: p.Address}, record.Tag{Key: "selection", Value: p.SelectionName},
+				record.Tag{Key: "association", Value: strconv.Itoa(int(p.Association))}),
 			record.Int("offset_ns", p.OffsetNS), record.Int("delay_ns", p.DelayNS), record.Int("dispersion_ns", p.DispersionNS),
 			record.Int("jitter_ns", p.JitterNS), record.Int("reach", p.Reach), record.Int("poll", p.HPoll), record.Int("ppoll", p.PPoll),
 			record.Int("stratum", p.Stratum), record.Int("leap", p.Leap), record.Int("precision", p.Precision),

@@ -27,20 +27,6 @@ type ptp4lSource struct {
 	judged *judgement // the clock ptp4l disciplines, against its grandmaster
 }
 
-// instanceTags are the tags an instance's records carry first: instance=
-// its name, none for an unnamed one (one ptp4l, as before instances).
-func instanceTags(name string) []record.Tag {
-	if name == "" {
-		return nil
-	}
-	return []record.Tag{{Key: "instance", Value: name}}
-}
-
-// withTags is tags followed by more, in a slice of its own.
-func withTags(tags []record.Tag, more ...record.Tag) []record.Tag {
-	return append(append(make([]record.Tag, 0, len(tags)+len(more)), tags...), more...)
-}
-
 func buildPtp4lSource(env *Env) ([]collect.Source, error) {
 	keys, all := env.Config.PTP.Ptp4l.All()
 	var srcs []collect.Source
@@ -61,10 +47,7 @@ func buildPtp4lSource(env *Env) ([]collect.Source, error) {
 // buildPtp4lInstance builds the sources of one ptp4l: the monitor, its
 // pushed events and its slave event monitor.
 func buildPtp4lInstance(env *Env, key string, c Ptp4lConfig) ([]collect.Source, error) {
-	name := "ptp4l"
-	if c.Name != "" {
-		name += ":" + c.Name
-	}
+	name := instanceSource("ptp4l", c.Name)
 	s := &ptp4lSource{cfg: c, name: name, tags: instanceTags(c.Name), m: ptp.NewMonitor(c.Socket, uint8(c.Domain), c.Timeout)}
 	s.m.BindIn(env.Config.Paths.Runtime()) // ptp4l answers into the agent's runtime directory
 	var err error
@@ -317,6 +300,6 @@ func (d *ptpProbe) self() []record.Field {
 // monitor and the own probe.
 var ptpSection = section{key: "ptp", of: func(c *Config) sectionConfig { return &c.PTP },
 	sources: []sourceKind{
-		{"ptp4l", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Ptp4l.anyEnabled() }, buildPtp4lSource},
+		{"ptp4l", func(c *Config) bool { return c.PTP.Enabled && someOn(c.PTP.Ptp4l.all()) }, buildPtp4lSource},
 		{"ptp_probe", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Probe.Enabled }, buildPTPProbe},
 	}}
