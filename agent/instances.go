@@ -5,6 +5,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/record"
 )
@@ -86,6 +87,24 @@ func checkInstances[T instance](keys []string, all []T, p *problems, check func(
 		}
 		check(k, c)
 	}
+}
+
+// buildInstances builds the sources of each enabled instance (build is
+// given its key); a failure closes those built and is returned as it is.
+func buildInstances[T instance](keys []string, all []T, build func(key string, c T) ([]collect.Source, error)) ([]collect.Source, error) {
+	var out []collect.Source
+	for i, c := range all {
+		if !c.on() {
+			continue
+		}
+		ss, err := build(keys[i], c)
+		out = append(out, ss...)
+		if err != nil {
+			closeSources(out)
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // instanceTags are the tags an instance's records carry first: instance=

@@ -204,23 +204,17 @@ type chronySource struct {
 
 func buildChronySource(env *Env) ([]collect.Source, error) {
 	keys, all := env.Config.NTP.Chrony.All()
-	var out []collect.Source
-	for i, c := range all {
-		if !c.Enabled {
-			continue
-		}
+	return buildInstances(keys, all, func(key string, c ChronyConfig) ([]collect.Source, error) {
 		// The client socket goes in the agent's runtime directory: chronyd
 		// must be able to answer into it (see ntp.Chrony).
 		s := &chronySource{cfg: c, name: instanceSource("chrony", c.Name), tags: instanceTags(c.Name),
 			m: ntp.NewChrony(c.target(), env.Config.Paths.Runtime(), env.Config.NTP.Timeout)}
 		var err error
 		if s.judged, err = env.judges.add("system", s.name, c.Judge, 2*c.Interval+env.Config.NTP.Timeout); err != nil {
-			closeSources(out)
-			return nil, keyErr(keys[i]+".judge", "%v", err)
+			return nil, keyErr(key+".judge", "%v", err)
 		}
-		out = append(out, s)
-	}
-	return out, nil
+		return []collect.Source{s}, nil
+	})
 }
 
 func (s *chronySource) Name() string            { return s.name }

@@ -24,20 +24,14 @@ type ntpdSource struct {
 
 func buildNtpdSource(env *Env) ([]collect.Source, error) {
 	keys, all := env.Config.NTP.Ntpd.All()
-	var out []collect.Source
-	for i, c := range all {
-		if !c.Enabled {
-			continue
-		}
+	return buildInstances(keys, all, func(key string, c NtpdConfig) ([]collect.Source, error) {
 		s := &ntpdSource{cfg: c, name: instanceSource("ntpd", c.Name), tags: instanceTags(c.Name), m: ntp.NewNtpd(c.Address, env.Config.NTP.Timeout)}
 		var err error
 		if s.judged, err = env.judges.add("system", s.name, c.Judge, 2*c.Interval+env.Config.NTP.Timeout); err != nil {
-			closeSources(out)
-			return nil, keyErr(keys[i]+".judge", "%v", err)
+			return nil, keyErr(key+".judge", "%v", err)
 		}
-		out = append(out, s)
-	}
-	return out, nil
+		return []collect.Source{s}, nil
+	})
 }
 
 func (s *ntpdSource) Name() string            { return s.name }

@@ -29,19 +29,7 @@ type ptp4lSource struct {
 
 func buildPtp4lSource(env *Env) ([]collect.Source, error) {
 	keys, all := env.Config.PTP.Ptp4l.All()
-	var srcs []collect.Source
-	for i, c := range all {
-		if !c.Enabled {
-			continue
-		}
-		s, err := buildPtp4lInstance(env, keys[i], c)
-		srcs = append(srcs, s...)
-		if err != nil {
-			closeSources(srcs)
-			return nil, err
-		}
-	}
-	return srcs, nil
+	return buildInstances(keys, all, func(key string, c Ptp4lConfig) ([]collect.Source, error) { return buildPtp4lInstance(env, key, c) })
 }
 
 // buildPtp4lInstance builds the sources of one ptp4l: the monitor, its
