@@ -32,7 +32,9 @@ import (
 // carry that sample agree) must be ≥ |−K|, and the truth must lie within
 // the interval the bound stands for, |measured − truth| ≤ bound − |measured|.
 // With K within the threshold the clock is LOCKED; with K beyond it the
-// judge must see the offset and never lock (FREERUN, offset beyond threshold).
+// judge must see the offset and never lock (FREERUN, offset beyond threshold;
+// bound over threshold when the first sample's delay hides it, as under
+// qemu-arm-static's user-space stamps).
 func TestJudgeBoundCoversAKnownOffset(t *testing.T) {
 	testbed.RequireRoot(t)
 	if _, err := exec.LookPath("chronyd"); err != nil {
@@ -304,8 +306,13 @@ wait:
 			t.Errorf("sync_state records %q, want one, to LOCKED", trans)
 		}
 	default:
-		if len(trans) != 1 || !strings.Contains(trans[0], `to="FREERUN"`) || !strings.Contains(trans[0], `reason="offset beyond threshold"`) {
-			t.Errorf("sync_state records %q, want one, to FREERUN: offset beyond threshold", trans)
+		// Offset beyond threshold, or — when the first sample's delay was so
+		// wide (user-space stamps under qemu-arm-static) that even it could
+		// not show the clock off — bound over threshold: FREERUN either way,
+		// never LOCKED.
+		if len(trans) != 1 || !strings.Contains(trans[0], `to="FREERUN"`) ||
+			!strings.Contains(trans[0], `reason="offset beyond threshold"`) && !strings.Contains(trans[0], `reason="bound over threshold"`) {
+			t.Errorf("sync_state records %q, want one, to FREERUN (offset beyond threshold, or bound over it)", trans)
 		}
 	}
 	t.Logf("state %s (%d transitions: %q); run took %v", want, len(trans), trans, time.Since(start).Round(time.Millisecond))
