@@ -67,11 +67,11 @@ func TestConfigRefusesDuplicatesAndBadAddresses(t *testing.T) {
 	}
 	// The UDP address alone is used (it was ignored for the default socket).
 	c, _ := Parse("udp.yaml", []byte("ntp:\n  enabled: true\n  chrony:\n    enabled: true\n    address: 127.0.0.1:323\n"))
-	if c.NTP.Chrony.target() != "127.0.0.1:323" {
-		t.Errorf("chrony target %q with only address set", c.NTP.Chrony.target())
+	if c.NTP.Chrony.First().target() != "127.0.0.1:323" {
+		t.Errorf("chrony target %q with only address set", c.NTP.Chrony.First().target())
 	}
-	if d := Default(); d.NTP.Chrony.target() != DefaultChronySocket {
-		t.Errorf("default chrony target %q", d.NTP.Chrony.target())
+	if d := Default(); d.NTP.Chrony.First().target() != DefaultChronySocket {
+		t.Errorf("default chrony target %q", d.NTP.Chrony.First().target())
 	}
 }
 

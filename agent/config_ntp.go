@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
-	"reflect"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -23,10 +22,10 @@ type NTPConfig struct {
 	TxWait  time.Duration     `yaml:"tx_wait"` // wait for a kernel transmit timestamp
 	// Timestamping is software (kernel) or hardware (the NIC of Interface; its
 	// PHC must be measured by the phc source so timestamps can be translated).
-	Timestamping string          `yaml:"timestamping"`
-	Interface    string          `yaml:"interface"`
-	Chrony       ChronyInstances `yaml:"chrony"`
-	Ntpd         NtpdInstances   `yaml:"ntpd"`
+	Timestamping string                  `yaml:"timestamping"`
+	Interface    string                  `yaml:"interface"`
+	Chrony       Instances[ChronyConfig] `yaml:"chrony"`
+	Ntpd         Instances[NtpdConfig]   `yaml:"ntpd"`
 	// Judge judges the system clock against each server the probe polls
 	// (clock "system", source "ntp:<server>").
 	Judge JudgeConfig `yaml:"judge"`
@@ -45,30 +44,6 @@ type NTPServerConfig struct {
 	MaxDelayDevRatio float64 `yaml:"max_delay_dev_ratio"`
 }
 
-// ChronyInstances are the chronyd monitored: one mapping, or a list of
-// named instances (as Ptp4lInstances).
-type ChronyInstances struct {
-	ChronyConfig
-	More   []ChronyConfig
-	listed bool
-}
-
-// EntryType implements conf.OneOrList.
-func (ChronyInstances) EntryType() reflect.Type { return reflect.TypeFor[ChronyConfig]() }
-
-// UnmarshalYAML decodes one instance, or a list of them.
-func (c *ChronyInstances) UnmarshalYAML(n *yaml.Node) (err error) {
-	c.listed, err = decodeInstances(n, &c.ChronyConfig, &c.More)
-	return err
-}
-
-// All are every instance with its key.
-func (c *ChronyInstances) All() ([]string, []ChronyConfig) {
-	return instances("ntp.chrony", c.ChronyConfig, c.More, c.listed)
-}
-
-func (c *ChronyInstances) all() []ChronyConfig { _, a := c.All(); return a }
-
 func (c ChronyConfig) on() bool             { return c.Enabled }
 func (c ChronyConfig) instanceName() string { return c.Name }
 func (c ChronyConfig) place() (string, string) {
@@ -77,30 +52,6 @@ func (c ChronyConfig) place() (string, string) {
 	}
 	return "socket", c.target()
 }
-
-// NtpdInstances are the ntpd monitored: one mapping, or a list of named
-// instances (as Ptp4lInstances).
-type NtpdInstances struct {
-	NtpdConfig
-	More   []NtpdConfig
-	listed bool
-}
-
-// EntryType implements conf.OneOrList.
-func (NtpdInstances) EntryType() reflect.Type { return reflect.TypeFor[NtpdConfig]() }
-
-// UnmarshalYAML decodes one instance, or a list of them.
-func (c *NtpdInstances) UnmarshalYAML(n *yaml.Node) (err error) {
-	c.listed, err = decodeInstances(n, &c.NtpdConfig, &c.More)
-	return err
-}
-
-// All are every instance with its key.
-func (c *NtpdInstances) All() ([]string, []NtpdConfig) {
-	return instances("ntp.ntpd", c.NtpdConfig, c.More, c.listed)
-}
-
-func (c *NtpdInstances) all() []NtpdConfig { _, a := c.All(); return a }
 
 func (c NtpdConfig) on() bool                { return c.Enabled }
 func (c NtpdConfig) instanceName() string    { return c.Name }
@@ -152,8 +103,8 @@ func (c ChronyConfig) target() string {
 func (n *NTPConfig) defaults() {
 	*n = NTPConfig{
 		Timeout: time.Second, TxWait: 10 * time.Millisecond, Timestamping: "software",
-		Chrony: ChronyInstances{ChronyConfig: ChronyConfig{Interval: 8 * time.Second, Judge: ntpJudge(1)}},
-		Ntpd:   NtpdInstances{NtpdConfig: NtpdConfig{Address: "127.0.0.1:123", Interval: 8 * time.Second, Judge: ntpJudge(1)}},
+		Chrony: newInstances("ntp.chrony", ChronyConfig{Interval: 8 * time.Second, Judge: ntpJudge(1)}),
+		Ntpd:   newInstances("ntp.ntpd", NtpdConfig{Address: "127.0.0.1:123", Interval: 8 * time.Second, Judge: ntpJudge(1)}),
 		Judge:  ntpJudge(4),
 	}
 }

@@ -13,11 +13,11 @@ func TestNtpdSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := c.NTP.Ntpd
-	if n.Address != "127.0.0.1:123" || n.Interval != 8*time.Second || n.Judge != ntpJudge(1) || n.Judge != c.NTP.Chrony.Judge {
+	n := *c.NTP.Ntpd.First()
+	if n.Address != "127.0.0.1:123" || n.Interval != 8*time.Second || n.Judge != ntpJudge(1) || n.Judge != c.NTP.Chrony.First().Judge {
 		t.Fatalf("ntp.ntpd defaults %+v", n)
 	}
-	if Default().NTP.Ntpd.Enabled {
+	if d := Default(); d.NTP.Ntpd.First().Enabled {
 		t.Fatal("ntp.ntpd on by default")
 	}
 	for _, bad := range []struct{ yaml, want string }{

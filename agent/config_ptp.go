@@ -3,11 +3,8 @@ package agent
 import (
 	"net/netip"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/ptp"
@@ -16,38 +13,12 @@ import (
 // PTPConfig is the PTP section (source_ptp_linux.go): ptp4l's state through
 // its management socket, and our own measurement-only probe of the master.
 type PTPConfig struct {
-	Enabled bool           `yaml:"enabled"`
-	Ptp4l   Ptp4lInstances `yaml:"ptp4l"`
-	Probe   PTPProbeConfig `yaml:"probe"`
+	Enabled bool `yaml:"enabled"`
+	// Ptp4l are the ptp4l monitored: one (a mapping), or a boundary
+	// clock's or a dual-NIC board's several (a list of named instances).
+	Ptp4l Instances[Ptp4lConfig] `yaml:"ptp4l"`
+	Probe PTPProbeConfig         `yaml:"probe"`
 }
-
-// Ptp4lInstances are the ptp4l monitored: written as one mapping (one
-// ptp4l, today's form) or as a list of instances (a boundary clock's, a
-// dual-NIC board's), each with a name that tags its records (instance=).
-// Its promoted fields are the first (or only) instance's.
-type Ptp4lInstances struct {
-	Ptp4lConfig
-	More   []Ptp4lConfig // the instances after the first
-	listed bool          // written as a list
-}
-
-// EntryType implements conf.OneOrList.
-func (Ptp4lInstances) EntryType() reflect.Type { return reflect.TypeFor[Ptp4lConfig]() }
-
-// UnmarshalYAML decodes one instance, or a list of them, each over the
-// defaults.
-func (p *Ptp4lInstances) UnmarshalYAML(n *yaml.Node) (err error) {
-	p.listed, err = decodeInstances(n, &p.Ptp4lConfig, &p.More)
-	return err
-}
-
-// All are every instance with its key: ptp.ptp4l, or ptp.ptp4l[i] for a list.
-func (p *Ptp4lInstances) All() (keys []string, all []Ptp4lConfig) {
-	return instances("ptp.ptp4l", p.Ptp4lConfig, p.More, p.listed)
-}
-
-// all are the instances.
-func (p *Ptp4lInstances) all() []Ptp4lConfig { _, a := p.All(); return a }
 
 func (c Ptp4lConfig) on() bool                { return c.Enabled }
 func (c Ptp4lConfig) instanceName() string    { return c.Name }
@@ -109,8 +80,8 @@ type PTPProbeConfig struct {
 
 func (p *PTPConfig) defaults() {
 	*p = PTPConfig{
-		Ptp4l: Ptp4lInstances{Ptp4lConfig: Ptp4lConfig{Socket: "/var/run/ptp4l", Interval: time.Second, Timeout: time.Second, Judge: ptp4lJudge(),
-			Subscribe: true, SubscribeDuration: 180 * time.Second, DelayFilterLength: ptp.DefaultDelayFilterLength}},
+		Ptp4l: newInstances("ptp.ptp4l", Ptp4lConfig{Socket: "/var/run/ptp4l", Interval: time.Second, Timeout: time.Second, Judge: ptp4lJudge(),
+			Subscribe: true, SubscribeDuration: 180 * time.Second, DelayFilterLength: ptp.DefaultDelayFilterLength}),
 		Probe: PTPProbeConfig{Transport: "udp", TxWait: 10 * time.Millisecond, Timestamping: "software", Judge: ptp4lJudge()},
 	}
 }
@@ -119,7 +90,7 @@ func (p *PTPConfig) check(ps *problems) {
 	if !p.Enabled {
 		return
 	}
-	if !someOn(p.Ptp4l.all()) && !p.Probe.Enabled {
+	if !p.Ptp4l.on() && !p.Probe.Enabled {
 		ps.Add("ptp", "enable ptp4l (the monitor) or probe")
 	}
 	keys, all := p.Ptp4l.All()

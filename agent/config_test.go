@@ -149,7 +149,7 @@ func TestNTPSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.NTP.Servers
-	if c.NTP.Timeout != time.Second || c.NTP.Chrony.target() != DefaultChronySocket || s[0].Interval != 8*time.Second || s[0].Burst != 1 || s[1].Burst != 4 || s[1].BurstSpacing != 2*time.Second {
+	if c.NTP.Timeout != time.Second || c.NTP.Chrony.First().target() != DefaultChronySocket || s[0].Interval != 8*time.Second || s[0].Burst != 1 || s[1].Burst != 4 || s[1].BurstSpacing != 2*time.Second {
 		t.Fatalf("ntp section %+v", c.NTP)
 	}
 	for _, bad := range []struct{ yaml, want string }{
@@ -166,7 +166,7 @@ func TestNTPSection(t *testing.T) {
 
 func TestPTPSection(t *testing.T) {
 	c, err := Parse("x.yaml", []byte("ptp:\n  enabled: true\n  ptp4l:\n    enabled: true\n"))
-	if err != nil || c.PTP.Ptp4l.Socket != "/var/run/ptp4l" || c.PTP.Ptp4l.Interval != time.Second {
+	if err != nil || c.PTP.Ptp4l.First().Socket != "/var/run/ptp4l" || c.PTP.Ptp4l.First().Interval != time.Second {
 		t.Fatalf("ptp defaults: %+v %v", c.PTP, err)
 	}
 	for _, bad := range []struct{ yaml, want string }{

@@ -2,6 +2,9 @@ package agent
 
 import (
 	"fmt"
+	"io"
+	"reflect"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -10,43 +13,73 @@ import (
 	"github.com/monagent/monagent/record"
 )
 
-// A daemon section (ptp.ptp4l, ntp.chrony, ntp.ntpd) is written as one
-// mapping, one daemon as before instances, or as a list of named instances;
-// each section's type (Ptp4lInstances, ChronyInstances, NtpdInstances)
-// keeps the first in its promoted fields and the others in More.
+// Instances are the daemons of one section (ptp.ptp4l, ntp.chrony,
+// ntp.ntpd), written as one mapping, one daemon as before instances, or as
+// a list of named instances, each decoded over the section's defaults.
+type Instances[T instance] struct {
+	key    string // the section's: ptp.ptp4l
+	list   []T    // one at least, once there are defaults
+	listed bool   // written as a list
+}
 
-// decodeInstances decodes n into *first, or, when n is a list, each entry
-// over first's defaults into *first and *more; it says whether n was a list.
-func decodeInstances[T any](n *yaml.Node, first *T, more *[]T) (bool, error) {
-	if n.Kind != yaml.SequenceNode {
-		return false, n.Decode(first)
+// newInstances is one instance, def, at key: the section's defaults.
+func newInstances[T instance](key string, def T) Instances[T] {
+	return Instances[T]{key: key, list: []T{def}}
+}
+
+// First is the first instance, the only one when written as a mapping.
+func (in *Instances[T]) First() *T {
+	if len(in.list) == 0 {
+		in.list = make([]T, 1)
 	}
-	def, all := *first, make([]T, len(n.Content))
+	return &in.list[0]
+}
+
+// Add adds an instance after the others, as a list in the file does.
+func (in *Instances[T]) Add(c T) {
+	in.First()
+	in.list, in.listed = append(in.list, c), true
+}
+
+// EntryType implements conf.OneOrList.
+func (Instances[T]) EntryType() reflect.Type { return reflect.TypeFor[T]() }
+
+// UnmarshalYAML decodes one instance, or a list of them, each over the
+// first's defaults.
+func (in *Instances[T]) UnmarshalYAML(n *yaml.Node) error {
+	def := *in.First()
+	if in.listed = n.Kind == yaml.SequenceNode; !in.listed {
+		return n.Decode(in.First())
+	}
+	all := make([]T, len(n.Content))
 	for i, e := range n.Content {
 		all[i] = def
 		if err := e.Decode(&all[i]); err != nil {
-			return true, err
+			return err
 		}
 	}
 	if len(all) > 0 {
-		*first, *more = all[0], all[1:]
+		in.list = all
 	}
-	return true, nil
+	return nil
 }
 
-// instances are every instance with its key: key itself for one written as
-// a mapping, key[i] for a list.
-func instances[T any](key string, first T, more []T, listed bool) (keys []string, all []T) {
-	all = append([]T{first}, more...)
-	for i := range all {
-		if listed {
-			keys = append(keys, fmt.Sprintf("%s[%d]", key, i))
+// All are every instance with its key: the section's for one written as a
+// mapping, key[i] for a list.
+func (in *Instances[T]) All() (keys []string, all []T) {
+	in.First()
+	for i := range in.list {
+		if in.listed {
+			keys = append(keys, fmt.Sprintf("%s[%d]", in.key, i))
 		} else {
-			keys = append(keys, key)
+			keys = append(keys, in.key)
 		}
 	}
-	return keys, all
+	return keys, in.list
 }
+
+// on says whether any instance is enabled.
+func (in *Instances[T]) on() bool { _, all := in.All(); return someOn(all) }
 
 // instance is what the checks need of a daemon instance.
 type instance interface {
@@ -128,3 +161,36 @@ func instanceSource(base, name string) string {
 	}
 	return base + ":" + name
 }
+
+// daemon is what the monitor of a daemon instance (chronyd, ntpd, ptp4l)
+// shares: its source's name (kind, or kind:<instance>), the instance's tags,
+// its poll interval, its judged clock and the client Close closes.
+type daemon struct {
+	name     string
+	tags     []record.Tag
+	interval time.Duration
+	judged   *judgement
+	client   io.Closer
+}
+
+// newDaemon is the monitor of an instance named instance at key, polled
+// every interval through client, with its clock judged as j says (clock,
+// as source; quiet: how long no sample means the reference is lost). A
+// failure closes client.
+func newDaemon(env *Env, key, kind, instance string, interval time.Duration, client io.Closer,
+	clock, source string, j JudgeConfig, quiet time.Duration) (daemon, error) {
+	d := daemon{name: instanceSource(kind, instance), tags: instanceTags(instance), interval: interval, client: client}
+	if source == "" {
+		source = d.name
+	}
+	var err error
+	if d.judged, err = env.judges.add(clock, source, j, quiet); err != nil {
+		client.Close()
+		return d, keyErr(key+".judge", "%v", err)
+	}
+	return d, nil
+}
+
+func (d *daemon) Name() string            { return d.name }
+func (d *daemon) Interval() time.Duration { return d.interval }
+func (d *daemon) Close() error            { return d.client.Close() }

@@ -195,11 +195,8 @@ func (s *ntpSource) SelfFields() []record.Field {
 // chronySource ships chronyd's tracking, sources and (over the command socket)
 // server statistics.
 type chronySource struct {
-	cfg    ChronyConfig
+	daemon // its judged clock: the system clock as chronyd disciplines it
 	m      *ntp.Chrony
-	name   string       // chrony, or chrony:<instance>
-	tags   []record.Tag // instance=, for a named instance
-	judged *judgement   // the system clock as chronyd disciplines it
 }
 
 func buildChronySource(env *Env) ([]collect.Source, error) {
@@ -207,19 +204,12 @@ func buildChronySource(env *Env) ([]collect.Source, error) {
 	return buildInstances(keys, all, func(key string, c ChronyConfig) ([]collect.Source, error) {
 		// The client socket goes in the agent's runtime directory: chronyd
 		// must be able to answer into it (see ntp.Chrony).
-		s := &chronySource{cfg: c, name: instanceSource("chrony", c.Name), tags: instanceTags(c.Name),
-			m: ntp.NewChrony(c.target(), env.Config.Paths.Runtime(), env.Config.NTP.Timeout)}
+		s := &chronySource{m: ntp.NewChrony(c.target(), env.Config.Paths.Runtime(), env.Config.NTP.Timeout)}
 		var err error
-		if s.judged, err = env.judges.add("system", s.name, c.Judge, 2*c.Interval+env.Config.NTP.Timeout); err != nil {
-			return nil, keyErr(key+".judge", "%v", err)
-		}
-		return []collect.Source{s}, nil
+		s.daemon, err = newDaemon(env, key, "chrony", c.Name, c.Interval, s.m, "system", "", c.Judge, 2*c.Interval+env.Config.NTP.Timeout)
+		return one(s, err)
 	})
 }
-
-func (s *chronySource) Name() string            { return s.name }
-func (s *chronySource) Interval() time.Duration { return s.cfg.Interval }
-func (s *chronySource) Close() error            { return s.m.Close() }
 
 // Collect ships chronyd's state as it answers: each record is a snapshot at
 // the time its reply arrived. chrony_source records of one collection share
@@ -285,6 +275,6 @@ func (s *chronySource) SelfFields() []record.Field {
 var ntpSection = section{key: "ntp", of: func(c *Config) sectionConfig { return &c.NTP },
 	sources: []sourceKind{
 		{"ntp", func(c *Config) bool { return c.NTP.Enabled && len(c.NTP.Servers) > 0 }, buildNTPSources},
-		{"chrony", func(c *Config) bool { return c.NTP.Enabled && someOn(c.NTP.Chrony.all()) }, buildChronySource},
-		{"ntpd", func(c *Config) bool { return c.NTP.Enabled && someOn(c.NTP.Ntpd.all()) }, buildNtpdSource},
+		{"chrony", func(c *Config) bool { return c.NTP.Enabled && c.NTP.Chrony.on() }, buildChronySource},
+		{"ntpd", func(c *Config) bool { return c.NTP.Enabled && c.NTP.Ntpd.on() }, buildNtpdSource},
 	}}

@@ -20,8 +20,9 @@ func TestDaemonInstancesConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	ck, chronys := c.NTP.Chrony.All()
+	d := Default()
 	nk, ntpds := c.NTP.Ntpd.All()
-	if len(chronys) != 2 || ck[1] != "ntp.chrony[1]" || chronys[1].target() != "127.0.0.1:323" || chronys[1].Interval != Default().NTP.Chrony.Interval ||
+	if len(chronys) != 2 || ck[1] != "ntp.chrony[1]" || chronys[1].target() != "127.0.0.1:323" || chronys[1].Interval != d.NTP.Chrony.First().Interval ||
 		len(ntpds) != 2 || nk[0] != "ntp.ntpd[0]" || ntpds[0].Address != "127.0.0.1:123" || ntpds[1].Address != "127.0.0.1:1123" {
 		t.Errorf("chrony %v %+v; ntpd %v %+v", ck, chronys, nk, ntpds)
 	}
@@ -52,12 +53,13 @@ func TestChronyInstancesAgainstTwoChronyd(t *testing.T) {
 	for i, n := range []string{"a", "b"} {
 		h, _ := testbed.NewLink(t)
 		d := testbed.StartChronyd(t, h, testbed.ChronydServerConf)
-		inst := Default().NTP.Chrony.ChronyConfig
+		def := Default()
+		inst := *def.NTP.Chrony.First()
 		inst.Name, inst.Enabled, inst.Socket = n, true, d.Socket
 		if i == 0 {
-			c.NTP.Chrony.ChronyConfig = inst
+			*c.NTP.Chrony.First() = inst
 		} else {
-			c.NTP.Chrony.More = append(c.NTP.Chrony.More, inst)
+			c.NTP.Chrony.Add(inst)
 		}
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -324,8 +324,8 @@ func TestServiceUnitGivesWhatTheCodeNeeds(t *testing.T) {
 		if got := c.Paths.Runtime(); got != "/run/"+rt {
 			t.Errorf("%s: the agent's runtime directory is %s, the unit makes /run/%s", path, got, rt)
 		}
-		if c.NTP.Enabled && c.NTP.Chrony.Enabled && c.NTP.Chrony.Socket != "" && under(c.NTP.Chrony.Socket, "/tmp") {
-			t.Errorf("%s: chronyd's socket %s is in /tmp, private to the unit", path, c.NTP.Chrony.Socket)
+		if c.NTP.Enabled && c.NTP.Chrony.First().Enabled && c.NTP.Chrony.First().Socket != "" && under(c.NTP.Chrony.First().Socket, "/tmp") {
+			t.Errorf("%s: chronyd's socket %s is in /tmp, private to the unit", path, c.NTP.Chrony.First().Socket)
 		}
 		if c.Spool.Enabled && !slices.ContainsFunc(writable, func(d string) bool { return under(c.Spool.Dir, d) }) {
 			t.Errorf("%s: spool %s is not under a writable path %v", path, c.Spool.Dir, writable)

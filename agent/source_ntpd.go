@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"strconv"
-	"time"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/judge"
@@ -15,28 +14,19 @@ import (
 // ntpdSource ships ntpd's system variables and each association's, read over
 // NTP mode 6 (ntp.Ntpd), and judges the system clock as ntpd disciplines it.
 type ntpdSource struct {
-	cfg    NtpdConfig
-	m      *ntp.Ntpd
-	name   string       // ntpd, or ntpd:<instance>
-	tags   []record.Tag // instance=, for a named instance
-	judged *judgement
+	daemon
+	m *ntp.Ntpd
 }
 
 func buildNtpdSource(env *Env) ([]collect.Source, error) {
 	keys, all := env.Config.NTP.Ntpd.All()
 	return buildInstances(keys, all, func(key string, c NtpdConfig) ([]collect.Source, error) {
-		s := &ntpdSource{cfg: c, name: instanceSource("ntpd", c.Name), tags: instanceTags(c.Name), m: ntp.NewNtpd(c.Address, env.Config.NTP.Timeout)}
+		s := &ntpdSource{m: ntp.NewNtpd(c.Address, env.Config.NTP.Timeout)}
 		var err error
-		if s.judged, err = env.judges.add("system", s.name, c.Judge, 2*c.Interval+env.Config.NTP.Timeout); err != nil {
-			return nil, keyErr(key+".judge", "%v", err)
-		}
-		return []collect.Source{s}, nil
+		s.daemon, err = newDaemon(env, key, "ntpd", c.Name, c.Interval, s.m, "system", "", c.Judge, 2*c.Interval+env.Config.NTP.Timeout)
+		return one(s, err)
 	})
 }
-
-func (s *ntpdSource) Name() string            { return s.name }
-func (s *ntpdSource) Interval() time.Duration { return s.cfg.Interval }
-func (s *ntpdSource) Close() error            { return s.m.Close() }
 
 // Collect ships what ntpd answered, each record at the time its reply
 // arrived: ntpd_system, then one ntpd_peer per association (tagged with

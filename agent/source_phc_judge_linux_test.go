@@ -110,12 +110,12 @@ func TestPHCJudgeOnTAI(t *testing.T) {
 // the bound the sum of both.
 func TestPHCJudgeThroughPtp4l(t *testing.T) {
 	r := newPHCJudgeRig(t, 10_000, func(c *Config) {
-		c.PTP.Enabled, c.PTP.Ptp4l.Enabled, c.PHC.Through = true, true, "ptp4l"
+		c.PTP.Enabled, c.PTP.Ptp4l.First().Enabled, c.PHC.Through = true, true, "ptp4l"
 	})
 	if got := r.s.judged.j.Source(); got != "ptp4l+phc:/dev/ptp3" {
 		t.Fatalf("source %q", got)
 	}
-	up, err := r.env.judges.add("ptp4l", "ptp4l:"+r.env.Config.PTP.Ptp4l.Socket, r.env.Config.PTP.Ptp4l.Judge, time.Hour)
+	up, err := r.env.judges.add("ptp4l", "ptp4l:"+r.env.Config.PTP.Ptp4l.First().Socket, r.env.Config.PTP.Ptp4l.First().Judge, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,11 +20,8 @@ import (
 // ptp4lSource ships ptp4l's datasets through its management socket, each at
 // the time they were asked for.
 type ptp4lSource struct {
-	cfg    Ptp4lConfig
-	name   string       // ptp4l, or ptp4l:<instance>
-	tags   []record.Tag // instance=, for a named instance
+	daemon // its judged clock: the clock ptp4l disciplines, against its grandmaster
 	m      *ptp.Monitor
-	judged *judgement // the clock ptp4l disciplines, against its grandmaster
 }
 
 func buildPtp4lSource(env *Env) ([]collect.Source, error) {
@@ -35,13 +32,13 @@ func buildPtp4lSource(env *Env) ([]collect.Source, error) {
 // buildPtp4lInstance builds the sources of one ptp4l: the monitor, its
 // pushed events and its slave event monitor.
 func buildPtp4lInstance(env *Env, key string, c Ptp4lConfig) ([]collect.Source, error) {
-	name := instanceSource("ptp4l", c.Name)
-	s := &ptp4lSource{cfg: c, name: name, tags: instanceTags(c.Name), m: ptp.NewMonitor(c.Socket, uint8(c.Domain), c.Timeout)}
+	s := &ptp4lSource{m: ptp.NewMonitor(c.Socket, uint8(c.Domain), c.Timeout)}
 	s.m.BindIn(env.Config.Paths.Runtime()) // ptp4l answers into the agent's runtime directory
 	var err error
-	if s.judged, err = env.judges.add("ptp4l", "ptp4l:"+c.Socket, c.Judge, 2*c.Interval+c.Timeout); err != nil {
-		return nil, keyErr(key+".judge", "%v", err)
+	if s.daemon, err = newDaemon(env, key, "ptp4l", c.Name, c.Interval, s.m, "ptp4l", "ptp4l:"+c.Socket, c.Judge, 2*c.Interval+c.Timeout); err != nil {
+		return nil, err
 	}
+	name := s.name
 	srcs := []collect.Source{s}
 	if c.Subscribe {
 		// Pushed events are shipped once a second, at their own times.
@@ -70,10 +67,6 @@ func buildPtp4lInstance(env *Env, key string, c Ptp4lConfig) ([]collect.Source, 
 	}
 	return srcs, nil
 }
-
-func (s *ptp4lSource) Name() string            { return s.name }
-func (s *ptp4lSource) Interval() time.Duration { return s.cfg.Interval }
-func (s *ptp4lSource) Close() error            { return s.m.Close() }
 
 func (s *ptp4lSource) Collect(ctx context.Context, b *collect.Batch) error {
 	now, _ := timebase.Realtime.Now()
@@ -288,6 +281,6 @@ func (d *ptpProbe) self() []record.Field {
 // monitor and the own probe.
 var ptpSection = section{key: "ptp", of: func(c *Config) sectionConfig { return &c.PTP },
 	sources: []sourceKind{
-		{"ptp4l", func(c *Config) bool { return c.PTP.Enabled && someOn(c.PTP.Ptp4l.all()) }, buildPtp4lSource},
+		{"ptp4l", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Ptp4l.on() }, buildPtp4lSource},
 		{"ptp_probe", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Probe.Enabled }, buildPTPProbe},
 	}}

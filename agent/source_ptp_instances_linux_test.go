@@ -60,12 +60,13 @@ func TestPtp4lInstancesAgainstTwoPtp4l(t *testing.T) {
 		hosts := testbed.NewBridge(t, 2)
 		slave := testbed.StartPtp4l(t, hosts[1], testbed.Ptp4lOptions{})
 		slaves, masters = append(slaves, slave), append(masters, hosts)
-		inst := Default().PTP.Ptp4l.Ptp4lConfig
+		def := Default()
+		inst := *def.PTP.Ptp4l.First()
 		inst.Name, inst.Enabled, inst.Socket = n, true, slave.Socket
 		if i == 0 {
-			c.PTP.Ptp4l.Ptp4lConfig = inst
+			*c.PTP.Ptp4l.First() = inst
 		} else {
-			c.PTP.Ptp4l.More = append(c.PTP.Ptp4l.More, inst)
+			c.PTP.Ptp4l.Add(inst)
 		}
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -274,7 +274,7 @@ func TestPtp4lSelfFieldsRaceFree(t *testing.T) {
 	master, _ := testbed.NewLink(t)
 	p := testbed.StartPtp4l(t, master, testbed.Ptp4lOptions{Master: true})
 	c := Default()
-	c.PTP.Enabled, c.PTP.Ptp4l.Enabled, c.PTP.Ptp4l.Socket = true, true, p.Socket
+	c.PTP.Enabled, c.PTP.Ptp4l.First().Enabled, c.PTP.Ptp4l.First().Socket = true, true, p.Socket
 	srcs, err := buildPtp4lSource(&Env{Config: &c, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Translators: timebase.NewTranslators()})
 	if err != nil {
 		t.Fatal(err)

@@ -44,8 +44,8 @@ func TestPtp4lPushAndSlaveEventsAgainstPtp4l(t *testing.T) {
 	events := filepath.Join(t.TempDir(), "ptp4l-events")
 	slave := testbed.StartPtp4l(t, hosts[1], testbed.Ptp4lOptions{Extra: "slave_event_monitor " + events + "\n"})
 	c := Default()
-	c.PTP.Enabled, c.PTP.Ptp4l.Enabled, c.PTP.Ptp4l.Socket, c.PTP.Ptp4l.EventMonitor = true, true, slave.Socket, events
-	if !c.PTP.Ptp4l.Subscribe {
+	c.PTP.Enabled, c.PTP.Ptp4l.First().Enabled, c.PTP.Ptp4l.First().Socket, c.PTP.Ptp4l.First().EventMonitor = true, true, slave.Socket, events
+	if !c.PTP.Ptp4l.First().Subscribe {
 		t.Fatal("subscribe is not the default")
 	}
 	srcs, err := buildPtp4lSource(&Env{Config: &c, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Translators: timebase.NewTranslators()})
@@ -173,7 +173,8 @@ func TestPtp4lSubscriptionRefusedIsSaidOnce(t *testing.T) {
 			c.WriteToUnix(b.Bytes(), from)
 		}
 	}()
-	cfg := Default().PTP.Ptp4l.Ptp4lConfig
+	d := Default()
+	cfg := *d.PTP.Ptp4l.First()
 	cfg.Socket = path
 	s, err := collect.Decode("ptp4l_push", time.Second, 0, newPtp4lPush(cfg, ""))
 	if err != nil {
@@ -216,8 +217,8 @@ func TestSlaveEventMonitorPathInUseIsRefusedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := Default()
-	c.PTP.Enabled, c.PTP.Ptp4l.Enabled, c.PTP.Ptp4l.Socket, c.PTP.Ptp4l.EventMonitor = true, true, filepath.Join(dir, "ptp4l"), path
-	c.PTP.Ptp4l.Subscribe = false
+	c.PTP.Enabled, c.PTP.Ptp4l.First().Enabled, c.PTP.Ptp4l.First().Socket, c.PTP.Ptp4l.First().EventMonitor = true, true, filepath.Join(dir, "ptp4l"), path
+	c.PTP.Ptp4l.First().Subscribe = false
 	build := func() ([]collect.Source, error) {
 		return buildPtp4lSource(&Env{Config: &c, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Translators: timebase.NewTranslators()})
 	}
@@ -232,7 +233,7 @@ func TestSlaveEventMonitorPathInUseIsRefusedAtStart(t *testing.T) {
 	}
 	stale.Close() // a UnixConn leaves its path
 	other.Close()
-	c.PTP.Ptp4l.EventMonitor = filepath.Join(dir, "stale")
+	c.PTP.Ptp4l.First().EventMonitor = filepath.Join(dir, "stale")
 	srcs, err := build()
 	if err != nil {
 		t.Fatalf("stale socket: %v", err)
