@@ -46,9 +46,9 @@ func (c *ExttsChannelConfig) defaults() {
 
 // UnmarshalYAML decodes a channels entry over its defaults.
 func (c *ExttsChannelConfig) UnmarshalYAML(n *yaml.Node) error {
-	type plain ExttsChannelConfig
-	c.defaults()
-	return n.Decode((*plain)(c))
+	var def ExttsChannelConfig
+	def.defaults()
+	return conf.DecodeOver(n, c, def)
 }
 
 // tagName is the channel's name tag.

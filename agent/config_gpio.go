@@ -82,23 +82,17 @@ func (g *GPIOConfig) defaults() {
 
 // UnmarshalYAML decodes a triggers entry over its defaults.
 func (tr *GPIOTriggerConfig) UnmarshalYAML(n *yaml.Node) error {
-	type plain GPIOTriggerConfig
-	*tr = GPIOTriggerConfig{Edge: "both", MinInterval: 100 * time.Millisecond}
-	return n.Decode((*plain)(tr))
+	return conf.DecodeOver(n, tr, GPIOTriggerConfig{Edge: "both", MinInterval: 100 * time.Millisecond})
 }
 
 // UnmarshalYAML decodes a chips entry over its defaults.
 func (c *GPIOChipConfig) UnmarshalYAML(n *yaml.Node) error {
-	type plain GPIOChipConfig
-	*c = GPIOChipConfig{Buffer: gpio.MaxEventBufferSize, Ring: 4096}
-	return n.Decode((*plain)(c))
+	return conf.DecodeOver(n, c, GPIOChipConfig{Buffer: gpio.MaxEventBufferSize, Ring: 4096})
 }
 
 // UnmarshalYAML decodes a lines entry over its defaults.
 func (l *GPIOLineConfig) UnmarshalYAML(n *yaml.Node) error {
-	type plain GPIOLineConfig
-	*l = GPIOLineConfig{Edge: "both", Bias: "as_is", Clock: "monotonic"}
-	return n.Decode((*plain)(l))
+	return conf.DecodeOver(n, l, GPIOLineConfig{Edge: "both", Bias: "as_is", Clock: "monotonic"})
 }
 
 var (

@@ -44,29 +44,13 @@ type NTPServerConfig struct {
 	MaxDelayDevRatio float64 `yaml:"max_delay_dev_ratio"`
 }
 
-func (c ChronyConfig) on() bool             { return c.Enabled }
-func (c ChronyConfig) instanceName() string { return c.Name }
-func (c ChronyConfig) place() (string, string) {
-	if c.Address != "" && c.Socket == "" {
-		return "address", c.Address
-	}
-	return "socket", c.target()
-}
-
-func (c NtpdConfig) on() bool                { return c.Enabled }
-func (c NtpdConfig) instanceName() string    { return c.Name }
-func (c NtpdConfig) place() (string, string) { return "address", c.Address }
-
 // ChronyConfig monitors a local chronyd, over its command socket or, when
 // Address is set instead, its UDP command port.
 type ChronyConfig struct {
-	// Name tags the instance's records (instance=<name>) and names its
-	// source and judged clock (chrony:<name>); needed when there are several.
-	Name     string        `yaml:"name"`
-	Enabled  bool          `yaml:"enabled"`
-	Socket   string        `yaml:"socket"`  // command socket (tracking, sources, ntpdata, serverstats); "" and no address: DefaultChronySocket
-	Address  string        `yaml:"address"` // or UDP host:port (tracking, sources only)
-	Interval time.Duration `yaml:"interval"`
+	Instance `yaml:",inline"` // its source and judged clock: chrony:<name>
+	Socket   string           `yaml:"socket"`  // command socket (tracking, sources, ntpdata, serverstats); "" and no address: DefaultChronySocket
+	Address  string           `yaml:"address"` // or UDP host:port (tracking, sources only)
+	Interval time.Duration    `yaml:"interval"`
 	// Judge judges the system clock as chronyd disciplines it (clock
 	// "system", source "chrony").
 	Judge JudgeConfig `yaml:"judge"`
@@ -76,14 +60,22 @@ type ChronyConfig struct {
 // control messages, as ntpq does: ntpd must answer queries from the agent's
 // address (`restrict 127.0.0.1` without noquery; docs/deployment.md).
 type NtpdConfig struct {
-	Name     string        `yaml:"name"` // as ChronyConfig's (ntpd:<name>)
-	Enabled  bool          `yaml:"enabled"`
-	Address  string        `yaml:"address"` // ntpd's UDP address, IP:port
-	Interval time.Duration `yaml:"interval"`
+	Instance `yaml:",inline"` // its source and judged clock: ntpd:<name>
+	Address  string           `yaml:"address"` // ntpd's UDP address, IP:port
+	Interval time.Duration    `yaml:"interval"`
 	// Judge judges the system clock as ntpd disciplines it (clock "system",
 	// source "ntpd").
 	Judge JudgeConfig `yaml:"judge"`
 }
+
+func (c ChronyConfig) place() (string, string) {
+	if c.Address != "" && c.Socket == "" {
+		return "address", c.Address
+	}
+	return "socket", c.target()
+}
+
+func (c NtpdConfig) place() (string, string) { return "address", c.Address }
 
 // DefaultChronySocket is chronyd's command socket where Debian puts it.
 const DefaultChronySocket = "/run/chrony/chronyd.sock"
@@ -143,9 +135,7 @@ func (s *NTPServerConfig) defaults() {
 // UnmarshalYAML decodes a servers entry over its defaults, so that a key the
 // entry leaves out keeps its default and a key it sets is checked.
 func (s *NTPServerConfig) UnmarshalYAML(n *yaml.Node) error {
-	type plain NTPServerConfig
-	s.defaults()
-	return n.Decode((*plain)(s))
+	return conf.DecodeOver(n, s, DefaultNTPServer(""))
 }
 
 func (n *NTPConfig) check(p *problems) {

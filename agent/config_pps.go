@@ -18,8 +18,8 @@ import (
 // stamp, which PPS drivers take in REALTIME.
 type PPSConfig struct {
 	Enabled  bool              `yaml:"enabled"`
-	Interval time.Duration     `yaml:"interval"` // how often the edges are shipped
 	Devices  []PPSDeviceConfig `yaml:"devices"`
+	Interval time.Duration     `yaml:"interval"` // how often the edges are shipped
 	// Judge judges the system clock against each device's assert edges,
 	// taken as the start of a UTC second (a GNSS receiver's PPS): off by
 	// default, as not every PPS marks UTC seconds. Latency is the most an
@@ -46,9 +46,7 @@ func (p *PPSConfig) defaults() {
 
 // UnmarshalYAML decodes a devices entry over its defaults.
 func (d *PPSDeviceConfig) UnmarshalYAML(n *yaml.Node) error {
-	type plain PPSDeviceConfig
-	*d = PPSDeviceConfig{Assert: true, Ring: 64}
-	return n.Decode((*plain)(d))
+	return conf.DecodeOver(n, d, PPSDeviceConfig{Assert: true, Ring: 64})
 }
 
 // tagName is the device's name tag.

@@ -20,20 +20,13 @@ type PTPConfig struct {
 	Probe PTPProbeConfig         `yaml:"probe"`
 }
 
-func (c Ptp4lConfig) on() bool                { return c.Enabled }
-func (c Ptp4lConfig) instanceName() string    { return c.Name }
-func (c Ptp4lConfig) place() (string, string) { return "socket", c.Socket }
-
 // Ptp4lConfig monitors a ptp4l.
 type Ptp4lConfig struct {
-	// Name tags the instance's records (instance=<name>) and names its
-	// sources (ptp4l:<name>); needed when there are several.
-	Name     string        `yaml:"name"`
-	Enabled  bool          `yaml:"enabled"`
-	Socket   string        `yaml:"socket"` // ptp4l's uds_address
-	Domain   int           `yaml:"domain"`
-	Interval time.Duration `yaml:"interval"`
-	Timeout  time.Duration `yaml:"timeout"`
+	Instance `yaml:",inline"` // its sources: ptp4l:<name>
+	Socket   string           `yaml:"socket"` // ptp4l's uds_address
+	Domain   int              `yaml:"domain"`
+	Interval time.Duration    `yaml:"interval"`
+	Timeout  time.Duration    `yaml:"timeout"`
 	// Judge judges the clock ptp4l disciplines against its grandmaster
 	// (clock "ptp4l", source "ptp4l:<socket>").
 	Judge JudgeConfig `yaml:"judge"`
@@ -51,6 +44,8 @@ type Ptp4lConfig struct {
 	// event monitor's offsets are computed as ptp4l computes them.
 	DelayFilterLength int `yaml:"delay_filter_length"`
 }
+
+func (c Ptp4lConfig) place() (string, string) { return "socket", c.Socket }
 
 // ptp4lJudge: the bound is |offset from master| + mean path delay (the
 // delay covers any path asymmetry, which PTP cannot see), so the threshold,

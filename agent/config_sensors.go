@@ -7,6 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/sensors"
 )
 
@@ -63,9 +64,7 @@ func DefaultSensorBuffer(device string, channels ...string) SensorBufferConfig {
 // UnmarshalYAML decodes a buffers entry over its defaults, so that a key the
 // entry leaves out keeps its default and a key it sets is checked.
 func (b *SensorBufferConfig) UnmarshalYAML(n *yaml.Node) error {
-	type plain SensorBufferConfig
-	b.defaults()
-	return n.Decode((*plain)(b))
+	return conf.DecodeOver(n, b, DefaultSensorBuffer(""))
 }
 
 func (s *SensorsConfig) check(p *problems) {

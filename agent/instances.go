@@ -10,7 +10,9 @@ import (
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/conf"
+	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/timebase"
 )
 
 // Instances are the daemons of one section (ptp.ptp4l, ntp.chrony,
@@ -81,6 +83,17 @@ func (in *Instances[T]) All() (keys []string, all []T) {
 // on says whether any instance is enabled.
 func (in *Instances[T]) on() bool { _, all := in.All(); return someOn(all) }
 
+// Instance is how a daemon instance's entry starts.
+type Instance struct {
+	// Name tags the instance's records (instance=<name>) and names its
+	// source and judged clock (<kind>:<name>); needed when there are several.
+	Name    string `yaml:"name"`
+	Enabled bool   `yaml:"enabled"`
+}
+
+func (i Instance) on() bool             { return i.Enabled }
+func (i Instance) instanceName() string { return i.Name }
+
 // instance is what the checks need of a daemon instance.
 type instance interface {
 	on() bool
@@ -124,7 +137,8 @@ func checkInstances[T instance](keys []string, all []T, p *problems, check func(
 
 // buildInstances builds the sources of each enabled instance (build is
 // given its key); a failure closes those built and is returned as it is.
-func buildInstances[T instance](keys []string, all []T, build func(key string, c T) ([]collect.Source, error)) ([]collect.Source, error) {
+func buildInstances[T instance](in *Instances[T], build func(key string, c T) ([]collect.Source, error)) ([]collect.Source, error) {
+	keys, all := in.All()
 	var out []collect.Source
 	for i, c := range all {
 		if !c.on() {
@@ -191,6 +205,32 @@ func newDaemon(env *Env, key, kind, instance string, interval time.Duration, cli
 	return d, nil
 }
 
+// ntpDaemon sets d to the monitor of a chronyd or ntpd instance (kind):
+// the system clock judged as the daemon disciplines it, its reference lost
+// after two intervals and a timeout without an answer.
+func (d *daemon) ntpDaemon(env *Env, key, kind string, c Instance, interval time.Duration, j JudgeConfig, client io.Closer) (err error) {
+	*d, err = newDaemon(env, key, kind, c.Name, interval, client, "system", "", j, 2*interval+env.Config.NTP.Timeout)
+	return err
+}
+
 func (d *daemon) Name() string            { return d.name }
 func (d *daemon) Interval() time.Duration { return d.interval }
 func (d *daemon) Close() error            { return d.client.Close() }
+
+// judgeDaemon judges the system clock as a daemon disciplines it, by its
+// answer at t: synchronised or not, its offset, and the bound both chronyc's
+// and ntpq's documentation give, |offset| + root dispersion + ½ root delay,
+// which grows at the daemon's wander (chronyd's skew, ntpd's clk_wander).
+func (d *daemon) judgeDaemon(b adder, t int64, synced bool, offset, rootDelay, rootDisp, wanderPPB int64) {
+	d.judged.observe(b, judge.Sample{TimeNS: t, Synced: synced, OffsetNS: offset,
+		BoundNS: judge.Daemon(offset, rootDelay, rootDisp), FreqErrPPB: wanderPPB})
+}
+
+// unanswered says the daemon's state did not come (err not nil): a sample
+// missed now.
+func (d *daemon) unanswered(b adder, err error) {
+	if err != nil {
+		now, _ := timebase.Realtime.Now()
+		d.judged.missed(b, now)
+	}
+}

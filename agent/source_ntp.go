@@ -200,14 +200,11 @@ type chronySource struct {
 }
 
 func buildChronySource(env *Env) ([]collect.Source, error) {
-	keys, all := env.Config.NTP.Chrony.All()
-	return buildInstances(keys, all, func(key string, c ChronyConfig) ([]collect.Source, error) {
+	return buildInstances(&env.Config.NTP.Chrony, func(key string, c ChronyConfig) ([]collect.Source, error) {
 		// The client socket goes in the agent's runtime directory: chronyd
 		// must be able to answer into it (see ntp.Chrony).
 		s := &chronySource{m: ntp.NewChrony(c.target(), env.Config.Paths.Runtime(), env.Config.NTP.Timeout)}
-		var err error
-		s.daemon, err = newDaemon(env, key, "chrony", c.Name, c.Interval, s.m, "system", "", c.Judge, 2*c.Interval+env.Config.NTP.Timeout)
-		return one(s, err)
+		return one(s, s.ntpDaemon(env, key, "chrony", c.Instance, c.Interval, c.Judge, s.m))
 	})
 }
 
@@ -226,14 +223,9 @@ func (s *chronySource) Collect(ctx context.Context, b *collect.Batch) error {
 			record.Int("root_delay_ns", tr.RootDelayNS), record.Int("root_dispersion_ns", tr.RootDispersionNS),
 			record.Int("update_interval_ns", tr.UpdateIntervalNS))
 		// Synchronised: a reference, and leap status not 3 (unsynchronised).
-		// chronyc's tracking documentation bounds the clock's error by
-		// |system time offset| + root dispersion + ½ root delay; it grows at
-		// chronyd's skew.
-		s.judged.observe(b, judge.Sample{TimeNS: st.TrackingNS, Synced: tr.LeapStatus != 3 && tr.RefID != 0,
-			OffsetNS: tr.SystemTimeNS, BoundNS: judge.Daemon(tr.SystemTimeNS, tr.RootDelayNS, tr.RootDispersionNS), FreqErrPPB: tr.SkewPPB})
-	} else if err != nil {
-		now, _ := timebase.Realtime.Now()
-		s.judged.missed(b, now)
+		s.judgeDaemon(b, st.TrackingNS, tr.LeapStatus != 3 && tr.RefID != 0, tr.SystemTimeNS, tr.RootDelayNS, tr.RootDispersionNS, tr.SkewPPB)
+	} else {
+		s.unanswered(b, err)
 	}
 	for _, src := range st.Sources {
 		f := []record.Field{

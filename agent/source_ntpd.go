@@ -5,10 +5,8 @@ import (
 	"strconv"
 
 	"github.com/monagent/monagent/collect"
-	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/ntp"
 	"github.com/monagent/monagent/record"
-	"github.com/monagent/monagent/timebase"
 )
 
 // ntpdSource ships ntpd's system variables and each association's, read over
@@ -19,12 +17,9 @@ type ntpdSource struct {
 }
 
 func buildNtpdSource(env *Env) ([]collect.Source, error) {
-	keys, all := env.Config.NTP.Ntpd.All()
-	return buildInstances(keys, all, func(key string, c NtpdConfig) ([]collect.Source, error) {
+	return buildInstances(&env.Config.NTP.Ntpd, func(key string, c NtpdConfig) ([]collect.Source, error) {
 		s := &ntpdSource{m: ntp.NewNtpd(c.Address, env.Config.NTP.Timeout)}
-		var err error
-		s.daemon, err = newDaemon(env, key, "ntpd", c.Name, c.Interval, s.m, "system", "", c.Judge, 2*c.Interval+env.Config.NTP.Timeout)
-		return one(s, err)
+		return one(s, s.ntpDaemon(env, key, "ntpd", c.Instance, c.Interval, c.Judge, s.m))
 	})
 }
 
@@ -51,13 +46,10 @@ func (s *ntpdSource) Collect(ctx context.Context, b *collect.Batch) error {
 		}
 		b.Add("ntpd_system", sys.TimeNS, s.tags, f...)
 		// Synchronised: leap indicator not 3 (binary 11, alarm) and a
-		// system peer selected. ntpd's clock error is bounded as chronyd's:
-		// |offset| + root dispersion + ½ root delay; it grows at clk_wander.
-		s.judged.observe(b, judge.Sample{TimeNS: sys.TimeNS, Synced: sys.Leap != 3 && sys.SysPeer != 0,
-			OffsetNS: sys.OffsetNS, BoundNS: judge.Daemon(sys.OffsetNS, sys.RootDelayNS, sys.RootDispNS), FreqErrPPB: sys.ClkWanderPPB})
-	} else if err != nil {
-		now, _ := timebase.Realtime.Now()
-		s.judged.missed(b, now)
+		// system peer selected.
+		s.judgeDaemon(b, sys.TimeNS, sys.Leap != 3 && sys.SysPeer != 0, sys.OffsetNS, sys.RootDelayNS, sys.RootDispNS, sys.ClkWanderPPB)
+	} else {
+		s.unanswered(b, err)
 	}
 	for _, p := range st.Peers {
 		b.Add("ntpd_peer", p.TimeNS,

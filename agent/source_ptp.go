@@ -25,8 +25,7 @@ type ptp4lSource struct {
 }
 
 func buildPtp4lSource(env *Env) ([]collect.Source, error) {
-	keys, all := env.Config.PTP.Ptp4l.All()
-	return buildInstances(keys, all, func(key string, c Ptp4lConfig) ([]collect.Source, error) { return buildPtp4lInstance(env, key, c) })
+	return buildInstances(&env.Config.PTP.Ptp4l, func(key string, c Ptp4lConfig) ([]collect.Source, error) { return buildPtp4lInstance(env, key, c) })
 }
 
 // buildPtp4lInstance builds the sources of one ptp4l: the monitor, its

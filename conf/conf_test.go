@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 type inner struct {
@@ -202,5 +204,73 @@ func TestNeedSortsAndSays(t *testing.T) {
 	want := "needs at most 6.0 MiB: b 3.0 MiB (large), a 1.0 MiB (small), c 1.0 MiB (small too), d 0.5 MiB (tiny), 1 more"
 	if got := n.String(); got != want {
 		t.Errorf("String:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestDecodeInlineKeys: a struct field tagged ",inline" gives its keys to
+// the mapping it is in, as yaml decodes them: they are known, checked and
+// placed there, and its own name is no key.
+func TestDecodeInlineKeys(t *testing.T) {
+	type head struct {
+		Name string `yaml:"name"`
+		On   bool   `yaml:"on"`
+	}
+	type withHead struct {
+		head  `yaml:",inline"`
+		Every time.Duration `yaml:"every"`
+	}
+	var c withHead
+	lp, ps := Decode("t.yaml", []byte("name: a\non: true\nevery: 2s\n"), &c)
+	if len(ps) != 0 || c.Name != "a" || !c.On || c.Every != 2*time.Second || lp.Line("on") != 2 {
+		t.Fatalf("%v: %+v", ps, c)
+	}
+	_, ps = Decode("t.yaml", []byte("name: b\non: maybe\nhead: {}\n"), &c)
+	want := "2 on: want true or false, got \"maybe\"\n3 head: unknown key (known here: name, on, every)\n"
+	if got := lines(ps); got != want {
+		t.Errorf("problems:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// Head is how decodeEntry starts.
+type Head struct {
+	Name string `yaml:"name"`
+	Ring int    `yaml:"ring"`
+}
+
+// decodeEntry is a list entry with defaults, as the agent's are.
+type decodeEntry struct {
+	Head `yaml:",inline"`
+	Tags []string `yaml:"tags"`
+}
+
+func (e *decodeEntry) UnmarshalYAML(n *yaml.Node) error {
+	return DecodeOver(n, e, decodeEntry{Head: Head{Name: "def", Ring: 8}})
+}
+
+// hidden has a field DecodeOver cannot copy.
+type hidden struct {
+	inner `yaml:",inline"`
+}
+
+func (h *hidden) UnmarshalYAML(n *yaml.Node) error { return DecodeOver(n, h, hidden{}) }
+
+// TestDecodeOverKeepsDefaults: each entry of a list starts from the
+// defaults, keeps those its keys leave out and takes those it sets; a wrong
+// value is an error, not a silent zero.
+func TestDecodeOverKeepsDefaults(t *testing.T) {
+	var l []decodeEntry
+	if err := yaml.Unmarshal([]byte("- {name: a}\n- {ring: 2, tags: [x]}\n"), &l); err != nil {
+		t.Fatal(err)
+	}
+	want := []decodeEntry{{Head: Head{Name: "a", Ring: 8}}, {Head: Head{Name: "def", Ring: 2}, Tags: []string{"x"}}}
+	if fmt.Sprint(l) != fmt.Sprint(want) {
+		t.Errorf("got %+v, want %+v", l, want)
+	}
+	if err := yaml.Unmarshal([]byte("- {ring: many}\n"), &l); err == nil {
+		t.Error("ring: many decoded")
+	}
+	var h []hidden
+	if err := yaml.Unmarshal([]byte("- {name: a}\n"), &h); err == nil || !strings.Contains(err.Error(), "field inner is unexported") {
+		t.Errorf("unexported field: %v", err)
 	}
 }

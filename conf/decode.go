@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -135,6 +136,43 @@ func decodeError(err error) error {
 
 var durationType = reflect.TypeOf(time.Duration(0))
 
+// keysOf adds the keys of struct type t to fields and names, in order; the
+// keys of a struct field tagged ",inline" are t's own, as yaml decodes them.
+func keysOf(t reflect.Type, fields map[string]reflect.StructField, names []string) (map[string]reflect.StructField, []string) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := strings.Split(f.Tag.Get("yaml"), ",")
+		switch {
+		case f.Type.Kind() == reflect.Struct && slices.Contains(tag[1:], "inline"):
+			fields, names = keysOf(f.Type, fields, names)
+		case tag[0] != "" && tag[0] != "-":
+			fields[tag[0]] = f
+			names = append(names, tag[0])
+		}
+	}
+	return fields, names
+}
+
+// DecodeOver decodes n into *x over def, for a list entry's UnmarshalYAML
+// (yaml makes each entry from zero): a key the entry leaves out keeps def's
+// value, a key it sets is decoded. It decodes through a type of T's fields
+// without T's methods, so that T's own UnmarshalYAML is not called again;
+// T is a struct whose fields are all exported (as the keys' are).
+func DecodeOver[T any](n *yaml.Node, x *T, def T) error {
+	t := reflect.TypeFor[T]()
+	fields := make([]reflect.StructField, t.NumField())
+	for i := range fields {
+		if fields[i] = t.Field(i); !fields[i].IsExported() {
+			return fmt.Errorf("conf: %s: field %s is unexported, so entries cannot be decoded over defaults", t, fields[i].Name)
+		}
+	}
+	p := reflect.New(reflect.StructOf(fields))
+	p.Elem().Set(reflect.ValueOf(def).Convert(p.Elem().Type()))
+	err := n.Decode(p.Interface())
+	*x = p.Elem().Convert(t).Interface().(T)
+	return err
+}
+
 // OneOrList is a type written either as one entry (a mapping, of type
 // EntryType) or as a list of such entries (a section with instances): the
 // walk checks the entry or each of the list's. The type decodes both forms
@@ -192,17 +230,7 @@ func (w walker) check(n *yaml.Node, t reflect.Type, path string) bool {
 		if n.Kind != yaml.MappingNode {
 			return bad("want a mapping of keys, got %s", describe(n))
 		}
-		fields := map[string]reflect.StructField{}
-		var names []string
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			tag := strings.Split(f.Tag.Get("yaml"), ",")[0]
-			if tag == "" || tag == "-" {
-				continue
-			}
-			fields[tag] = f
-			names = append(names, tag)
-		}
+		fields, names := keysOf(t, map[string]reflect.StructField{}, nil)
 		kept := n.Content[:0:0]
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
