@@ -102,36 +102,29 @@ func newExttsSource(x ExttsConfig, dom timebase.Domain, tr *timebase.Translators
 // between two stamps of a channel with a period are the losses counted: the
 // kernel keeps no drop counter of its extts queue (see phc.ExttsStats).
 func (d *exttsSource) Produce(ctx context.Context, q *collect.EventQueue[exttsStamp]) error {
-	rd, err := d.open()
-	if err != nil {
-		return err
-	}
-	defer rd.Close()
-	var evs [exttsBatch]phc.ExttsEvent
-	var batch [exttsBatch]exttsStamp
-	var prev phc.ExttsStats
-	for {
-		n, err := rd.Read(ctx, evs[:])
-		if n > 0 {
-			readRT, _ := timebase.Realtime.Now()
-			for i := range evs[:n] {
-				batch[i] = exttsStamp{ev: evs[i], readRT: readRT + int64(i), read: readRT}
+	return collect.Use(d.open, func(rd exttsReader) error {
+		var evs [exttsBatch]phc.ExttsEvent
+		var batch [exttsBatch]exttsStamp
+		var prev phc.ExttsStats
+		for {
+			n, err := rd.Read(ctx, evs[:])
+			if n > 0 {
+				readRT, _ := timebase.Realtime.Now()
+				for i := range evs[:n] {
+					batch[i] = exttsStamp{ev: evs[i], readRT: readRT + int64(i), read: readRT}
+				}
+				q.Put(batch[:n])
 			}
-			q.Put(batch[:n])
+			st := rd.Stats()
+			if m := d.totals.Add(prev, st); m > 0 {
+				q.Lost(m)
+			}
+			prev = st
+			if err != nil {
+				return collect.Ended(ctx, err) // the reader's errors name the device
+			}
 		}
-		st := rd.Stats()
-		if m := d.totals.Add(prev, st); m > 0 {
-			q.Lost(m)
-		}
-		prev = st
-		if err == nil {
-			continue
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err // the reader's errors name the device
-	}
+	})
 }
 
 // channel is the configured channel ch, or nil.

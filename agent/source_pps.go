@@ -95,35 +95,29 @@ func newPPSSource(dc PPSDeviceConfig, path string, open func() (ppsFetcher, erro
 // the event source counts it, backs off and opens the device again (a new
 // baseline: edges between the two opens are not counted).
 func (d *ppsSource) Produce(ctx context.Context, q *collect.EventQueue[ppsEdge]) error {
-	dev, err := d.open()
-	if err != nil {
-		return err
-	}
-	defer dev.Close()
-	for {
-		e, _, err := dev.Fetch(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+	return collect.Use(d.open, func(dev ppsFetcher) error {
+		for {
+			e, _, err := dev.Fetch(ctx)
+			if err != nil {
+				return collect.Ended(ctx, err) // Fetch's errors name the device
 			}
-			return err // Fetch's errors name the device
-		}
-		read, _ := timebase.Realtime.Now()
-		for k, x := range e.Edges() {
-			switch {
-			case !d.ship[k]:
-				if x.New {
-					d.ignored.Add(1)
+			read, _ := timebase.Realtime.Now()
+			for k, x := range e.Edges() {
+				switch {
+				case !d.ship[k]:
+					if x.New {
+						d.ignored.Add(1)
+					}
+				case x.New:
+					if x.Lost > 0 {
+						q.Lost(x.Lost)
+						d.lost[k].Add(x.Lost)
+					}
+					q.Put1(ppsEdge{ns: x.NS, read: read, seq: x.Seq, clear: k == 1})
 				}
-			case x.New:
-				if x.Lost > 0 {
-					q.Lost(x.Lost)
-					d.lost[k].Add(x.Lost)
-				}
-				q.Put1(ppsEdge{ns: x.NS, read: read, seq: x.Seq, clear: k == 1})
 			}
 		}
-	}
+	})
 }
 
 // emit ships one edge at its stamp (REALTIME). Two edges of one kind never

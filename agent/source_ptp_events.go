@@ -62,28 +62,36 @@ func (d *ptp4lSlaveEvents) Emit(b *collect.Batch, e *slaveEvent) {
 	if e.Master != d.master || d.tags == nil {
 		d.master, d.tags = e.Master, withTags(d.inst, record.Tag{Key: "master", Value: e.Master.String()})
 	}
-	f := d.slab.Next()
+	k, at := 0, e.RxNS // a Sync at t2, a Delay_Req at t3
+	var x, y int64
+	var ok bool
 	switch e.Kind {
 	case ptp.SlaveSync:
 		d.syncs++
 		d.readLatency.Add(e.read - e.RxNS)
-		off, delay, ok := d.offsets.Sync(&e.SlaveTiming)
-		f = append(f, record.Uint("sequence", uint64(e.Seq)), record.Int("t1_ns", e.TxNS), record.Int("t2_ns", e.RxNS),
-			record.Int("correction_ns", e.CorrectionNS))
-		if ok {
-			f = append(f, record.Int("offset_ns", off), record.Int("path_delay_ns", delay))
-		}
-		b.Add("ptp4l_sync", d.times[0].Next(e.RxNS, &d.bumps), d.tags, d.slab.Keep(f)...)
+		x, y, ok = d.offsets.Sync(&e.SlaveTiming)
 	case ptp.SlaveDelay:
+		k, at = 1, e.TxNS
 		d.delays++
-		raw, filtered, ok := d.offsets.Delay(&e.SlaveTiming)
-		f = append(f, record.Uint("sequence", uint64(e.Seq)), record.Int("t3_ns", e.TxNS), record.Int("t4_ns", e.RxNS),
-			record.Int("correction_ns", e.CorrectionNS))
-		if ok {
-			f = append(f, record.Int("raw_delay_ns", raw), record.Int("path_delay_ns", filtered))
-		}
-		b.Add("ptp4l_delay", d.times[1].Next(e.TxNS, &d.bumps), d.tags, d.slab.Keep(f)...)
+		x, y, ok = d.offsets.Delay(&e.SlaveTiming)
+	default:
+		return
 	}
+	r := &slaveRecords[k]
+	f := append(d.slab.Next(), record.Uint("sequence", uint64(e.Seq)), record.Int(r.tx, e.TxNS), record.Int(r.rx, e.RxNS),
+		record.Int("correction_ns", e.CorrectionNS))
+	if ok {
+		f = append(f, record.Int(r.x, x), record.Int(r.y, y))
+	}
+	b.Add(r.measurement, d.times[k].Next(at, &d.bumps), d.tags, d.slab.Keep(f)...)
+}
+
+// slaveRecords name a Sync's record and fields (t1, t2; the offset and path
+// delay computed from it) and a Delay_Req's (t3, t4; the raw and filtered
+// path delay).
+var slaveRecords = [2]struct{ measurement, tx, rx, x, y string }{
+	{"ptp4l_sync", "t1_ns", "t2_ns", "offset_ns", "path_delay_ns"},
+	{"ptp4l_delay", "t3_ns", "t4_ns", "raw_delay_ns", "path_delay_ns"},
 }
 
 // After closes the interval's read-latency statistics.
