@@ -97,52 +97,8 @@ func (s *scanner) value(depth int) error {
 	switch c := s.peek(); {
 	case c == '"':
 		return s.str()
-	case c == '{':
-		s.i++
-		s.ws()
-		if s.eat('}') {
-			return nil
-		}
-		for {
-			s.ws()
-			if err := s.str(); err != nil {
-				return err
-			}
-			s.ws()
-			if !s.eat(':') {
-				return errValue
-			}
-			s.ws()
-			if err := s.value(depth + 1); err != nil {
-				return err
-			}
-			s.ws()
-			if s.eat('}') {
-				return nil
-			}
-			if !s.eat(',') {
-				return errValue
-			}
-		}
-	case c == '[':
-		s.i++
-		s.ws()
-		if s.eat(']') {
-			return nil
-		}
-		for {
-			s.ws()
-			if err := s.value(depth + 1); err != nil {
-				return err
-			}
-			s.ws()
-			if s.eat(']') {
-				return nil
-			}
-			if !s.eat(',') {
-				return errValue
-			}
-		}
+	case c == '{' || c == '[':
+		return s.container(c == '{', depth)
 	case c == 't':
 		return s.literal("true")
 	case c == 'f':
@@ -155,6 +111,43 @@ func (s *scanner) value(depth int) error {
 		return errEnd
 	}
 	return errValue
+}
+
+// container skips an object (its members "name": value) or an array at
+// depth, from its opening bracket.
+func (s *scanner) container(object bool, depth int) error {
+	end := byte(']')
+	if object {
+		end = '}'
+	}
+	s.i++
+	s.ws()
+	if s.eat(end) {
+		return nil
+	}
+	for {
+		s.ws()
+		if object {
+			if err := s.str(); err != nil {
+				return err
+			}
+			s.ws()
+			if !s.eat(':') {
+				return errValue
+			}
+			s.ws()
+		}
+		if err := s.value(depth + 1); err != nil {
+			return err
+		}
+		s.ws()
+		if s.eat(end) {
+			return nil
+		}
+		if !s.eat(',') {
+			return errValue
+		}
+	}
 }
 
 func (s *scanner) literal(w string) error {

@@ -53,12 +53,11 @@ const (
 	TheilSen
 )
 
+var fitMethodNames = [...]string{LeastSquares: "least-squares", TheilSen: "theil-sen"}
+
 func (m FitMethod) String() string {
-	switch m {
-	case LeastSquares:
-		return "least-squares"
-	case TheilSen:
-		return "theil-sen"
+	if m >= 0 && int(m) < len(fitMethodNames) {
+		return fitMethodNames[m]
 	}
 	return fmt.Sprintf("FitMethod(%d)", int(m))
 }

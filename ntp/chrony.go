@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -116,29 +117,21 @@ func (m *Chrony) Close() error {
 	return closing.Clear(&m.conn)
 }
 
-// sequenceOf returns the sequence number of the replies this monitor asks for.
+// sequenceOf returns a reply's sequence number. Every reply the library
+// decodes embeds chrony.ReplyHead, whose Sequence has no accessor in the
+// ResponsePacket interface: it is read from the embedded head by reflection,
+// once a reply (a poll's few requests, no hot path).
 func sequenceOf(r chrony.ResponsePacket) (uint32, bool) {
-	switch p := r.(type) {
-	case *chrony.ReplyTracking:
-		return p.Sequence, true
-	case *chrony.ReplySources:
-		return p.Sequence, true
-	case *chrony.ReplySourceData:
-		return p.Sequence, true
-	case *chrony.ReplySourceStats:
-		return p.Sequence, true
-	case *chrony.ReplyNTPData:
-		return p.Sequence, true
-	case *chrony.ReplyServerStats:
-		return p.Sequence, true
-	case *chrony.ReplyServerStats2:
-		return p.Sequence, true
-	case *chrony.ReplyServerStats3:
-		return p.Sequence, true
-	case *chrony.ReplyServerStats4:
-		return p.Sequence, true
+	v := reflect.ValueOf(r)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return 0, false
 	}
-	return 0, false
+	f := v.Elem().FieldByName("ReplyHead")
+	if !f.IsValid() || !f.CanInterface() {
+		return 0, false
+	}
+	head, ok := f.Interface().(chrony.ReplyHead)
+	return head.Sequence, ok
 }
 
 // ErrStale is a reply to an earlier request (its sequence number is not ours).

@@ -1,20 +1,14 @@
 package ptp
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"time"
 
 	"github.com/facebook/time/ptp/protocol"
-
-	"github.com/monagent/monagent/internal/closing"
 )
 
 // IDPortServiceStatsNP and the other linuxptp IDs the monitor asks for.
@@ -30,11 +24,9 @@ var ErrUnsupported = errors.New("ptp4l does not support this management id")
 
 // Monitor asks one ptp4l for its datasets.
 type Monitor struct {
-	socket  string
+	clientSocket
 	domain  uint8
 	timeout time.Duration
-	conn    *net.UnixConn
-	local   string
 	seq     uint16
 	buf     [1500]byte
 
@@ -56,8 +48,8 @@ func NewMonitor(socket string, domain uint8, timeout time.Duration) *Monitor {
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	local := filepath.Join(filepath.Dir(socket), fmt.Sprintf("monagent-pmc.%d.%d", os.Getpid(), monSeq.Add(1)))
-	return &Monitor{socket: socket, domain: domain, timeout: timeout, local: local}
+	return &Monitor{clientSocket: clientSocket{socket: socket, local: localSocket("", socket, "pmc", monSeq.Add(1))},
+		domain: domain, timeout: timeout}
 }
 
 // BindIn puts the monitor's own socket in dir rather than beside ptp4l's:
@@ -77,51 +69,20 @@ func (m *Monitor) connect() error {
 	if m.conn != nil {
 		return nil
 	}
-	os.Remove(m.local)
-	c, err := net.DialUnix("unixgram", &net.UnixAddr{Name: m.local, Net: "unixgram"}, &net.UnixAddr{Name: m.socket, Net: "unixgram"})
-	if err != nil {
-		// The socket was bound before the connect failed: never leave it.
-		os.Remove(m.local)
-		return fmt.Errorf("ptp4l %s: %w", m.socket, opCause(err))
+	if err := m.dial(); err != nil {
+		return fmt.Errorf("ptp4l %s: %w", m.socket, err)
 	}
-	m.conn = c
 	m.Reconnects.Add(1)
 	return nil
 }
 
-// opCause is a net operation's cause without its addresses (our socket's
-// name among them), so that one fault reads the same every time.
-func opCause(err error) error {
-	var op *net.OpError
-	if errors.As(err, &op) {
-		return op.Err
-	}
-	return err
-}
-
 // Close releases the monitor's socket.
-func (m *Monitor) Close() error {
-	if m.conn == nil {
-		return nil
-	}
-	defer os.Remove(m.local)
-	return closing.Clear(&m.conn)
-}
-
-// emptyTLV is a GET request's TLV: the management id and no data.
-type emptyTLV struct{ protocol.ManagementTLVHead }
+func (m *Monitor) Close() error { return m.hangUp() }
 
 // request builds a GET of id with an empty dataset (as pmc -z does).
 func (m *Monitor) request(id protocol.ManagementID) ([]byte, error) {
-	base := protocol.CurrentDataSetRequest()
-	head := base.ManagementMsgHead
-	head.MessageLength = uint16(binary.Size(protocol.ManagementMsgHead{}) + binary.Size(protocol.ManagementTLVHead{}))
 	m.seq++
-	head.SetSequence(m.seq)
-	head.SetDomainNumber(m.domain)
-	req := &protocol.Management{ManagementMsgHead: head, TLV: &emptyTLV{protocol.ManagementTLVHead{
-		TLVHead: protocol.TLVHead{TLVType: protocol.TLVManagement, LengthField: 2}, ManagementID: id}}}
-	return req.MarshalBinary()
+	return managementMessage(requestHead(m.seq, m.domain), id, nil)
 }
 
 // get sends a GET of id and returns the reply whose sequence id matches. It
@@ -152,8 +113,8 @@ func (m *Monitor) get(ctx context.Context, id protocol.ManagementID) ([]byte, er
 			return nil, fmt.Errorf("ptp4l %s: GET 0x%04x: %w", m.socket, uint16(id), causeOr(ctx, opCause(err)))
 		}
 		reply := m.buf[:n]
-		var head protocol.ManagementMsgHead
-		if err := binary.Read(bytes.NewReader(reply), binary.BigEndian, &head); err != nil {
+		head, ok := decodeHead(reply)
+		if !ok {
 			return nil, fmt.Errorf("ptp4l %s: short management reply (%d bytes)", m.socket, n)
 		}
 		if head.SequenceID != m.seq || head.MessageType() != protocol.MessageManagement {
@@ -184,14 +145,6 @@ func (m *Monitor) decode(reply []byte) (protocol.ManagementTLV, error) {
 		return nil, fmt.Errorf("ptp4l %s: %w", m.socket, err)
 	}
 	return p.TLV, nil
-}
-
-// causeOr is ctx's error when ctx ended the wait, else err.
-func causeOr(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return cerr
-	}
-	return err
 }
 
 func getTLV[T protocol.ManagementTLV](ctx context.Context, m *Monitor, id protocol.ManagementID) (T, error) {
@@ -241,57 +194,6 @@ func (m *Monitor) PortServiceStatsNP(ctx context.Context) (*protocol.PortService
 	return getTLV[*protocol.PortServiceStatsNPTLV](ctx, m, IDPortServiceStatsNP)
 }
 
-// PortDataSet is PORT_DATA_SET (IEEE 1588-2008 table 83), which the library
-// does not decode.
-type PortDataSet struct {
-	PortIdentity            protocol.PortIdentity
-	PortState               protocol.PortState
-	LogMinDelayReqInterval  int8
-	PeerMeanPathDelayNS     int64
-	LogAnnounceInterval     int8
-	AnnounceReceiptTimeout  uint8
-	LogSyncInterval         int8
-	DelayMechanism          uint8
-	LogMinPdelayReqInterval int8
-	VersionNumber           uint8
-}
-
-// PortDataSetSize is the dataset's size after the management TLV head.
-const PortDataSetSize = 26
-
-// ErrShortTLV is a management TLV shorter than its dataset.
-var ErrShortTLV = errors.New("management TLV too short")
-
-// DecodePortDataSet decodes a PORT_DATA_SET reply (the whole management message).
-func DecodePortDataSet(reply []byte) (PortDataSet, error) {
-	off := binary.Size(protocol.ManagementMsgHead{})
-	if len(reply) < off+6 {
-		return PortDataSet{}, fmt.Errorf("%w: %d bytes", ErrShortTLV, len(reply))
-	}
-	be := binary.BigEndian
-	typ, length, id := protocol.TLVType(be.Uint16(reply[off:])), int(be.Uint16(reply[off+2:])), protocol.ManagementID(be.Uint16(reply[off+4:]))
-	if typ != protocol.TLVManagement || id != protocol.IDPortDataSet {
-		return PortDataSet{}, fmt.Errorf("not a PORT_DATA_SET TLV: type %v id 0x%04x", typ, uint16(id))
-	}
-	d := reply[off+6:]
-	if length-2 < PortDataSetSize || len(d) < PortDataSetSize {
-		return PortDataSet{}, fmt.Errorf("%w: PORT_DATA_SET length %d, %d bytes", ErrShortTLV, length, len(d))
-	}
-	var p PortDataSet
-	p.PortIdentity.ClockIdentity = protocol.ClockIdentity(be.Uint64(d[0:8]))
-	p.PortIdentity.PortNumber = be.Uint16(d[8:])
-	p.PortState = protocol.PortState(d[10])
-	p.LogMinDelayReqInterval = int8(d[11])
-	p.PeerMeanPathDelayNS = int64(be.Uint64(d[12:])) >> 16
-	p.LogAnnounceInterval = int8(d[20])
-	p.AnnounceReceiptTimeout = d[21]
-	p.LogSyncInterval = int8(d[22])
-	p.DelayMechanism = d[23]
-	p.LogMinPdelayReqInterval = int8(d[24])
-	p.VersionNumber = d[25] & 0x0f
-	return p, nil
-}
-
 // PortDataSet asks for PORT_DATA_SET.
 func (m *Monitor) PortDataSet(ctx context.Context) (PortDataSet, error) {
 	reply, err := m.get(ctx, protocol.IDPortDataSet)
@@ -299,8 +201,7 @@ func (m *Monitor) PortDataSet(ctx context.Context) (PortDataSet, error) {
 		return PortDataSet{}, err
 	}
 	// An error status TLV comes back as one.
-	if len(reply) > binary.Size(protocol.ManagementMsgHead{})+2 &&
-		protocol.TLVType(binary.BigEndian.Uint16(reply[binary.Size(protocol.ManagementMsgHead{}):])) == protocol.TLVManagementErrorStatus {
+	if isErrorStatus(reply) {
 		_, err := m.decode(reply)
 		return PortDataSet{}, err
 	}

@@ -1,15 +1,11 @@
 package ptp
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -73,14 +69,13 @@ type Notification struct {
 // sourcePortIdentity (ptp4l keys subscribers by it) are its own for its
 // life.
 type Subscriber struct {
-	socket, local string
-	cfg           SubscribeConfig
-	ident         protocol.PortIdentity
-	mask          [64]byte
-	conn          *net.UnixConn
-	seq           uint16
-	buf           [1500]byte
-	lastN         int // the last datagram's length (tests)
+	clientSocket
+	cfg   SubscribeConfig
+	ident protocol.PortIdentity
+	mask  [64]byte
+	seq   uint16
+	buf   [1500]byte
+	lastN int // the last datagram's length (tests)
 
 	Subscriptions atomic.Uint64 // SETs ptp4l acknowledged (the first and every renewal)
 	Notifications atomic.Uint64 // datasets pushed
@@ -107,8 +102,7 @@ func NewSubscriber(socket string, cfg SubscribeConfig) *Subscriber {
 		cfg.Events = []int{NotifyPortState, NotifyTimeSync, NotifyParentDataSet}
 	}
 	n := subSeq.Add(1)
-	s := &Subscriber{socket: socket, cfg: cfg,
-		local: filepath.Join(cmp.Or(cfg.Dir, filepath.Dir(socket)), fmt.Sprintf("monagent-sub.%d.%d", os.Getpid(), n)),
+	s := &Subscriber{clientSocket: clientSocket{socket: socket, local: localSocket(cfg.Dir, socket, "sub", n)}, cfg: cfg,
 		// "monag" and a per-process number: not the polling monitor's identity.
 		ident: protocol.PortIdentity{ClockIdentity: protocol.ClockIdentity(0x6d6f6e6167<<24 | n&0xffffff), PortNumber: uint16(os.Getpid())}}
 	for _, e := range cfg.Events {
@@ -125,20 +119,12 @@ func (s *Subscriber) LocalSocket() string { return s.local }
 // request is a management message of action and id with data, from
 // identity from.
 func (s *Subscriber) request(from protocol.PortIdentity, action protocol.Action, id protocol.ManagementID, data []byte) []byte {
-	head := protocol.CurrentDataSetRequest().ManagementMsgHead
 	s.seq++
-	head.SetSequence(s.seq)
-	head.SetDomainNumber(s.cfg.Domain)
+	head := requestHead(s.seq, s.cfg.Domain)
 	head.SourcePortIdentity = from
 	head.ActionField = action
-	tlv := binary.Size(protocol.ManagementTLVHead{}) + len(data)
-	head.MessageLength = uint16(binary.Size(protocol.ManagementMsgHead{}) + tlv)
-	var b bytes.Buffer
-	binary.Write(&b, binary.BigEndian, head)
-	binary.Write(&b, binary.BigEndian, protocol.ManagementTLVHead{
-		TLVHead: protocol.TLVHead{TLVType: protocol.TLVManagement, LengthField: uint16(2 + len(data))}, ManagementID: id})
-	b.Write(data)
-	return b.Bytes()
+	b, _ := managementMessage(head, id, data) // a buffer's writes do not fail
+	return b
 }
 
 // subscribeRequest is SET SUBSCRIBE_EVENTS_NP with the duration and mask
@@ -158,13 +144,10 @@ func (s *Subscriber) subscribeRequest(mask *[64]byte) []byte {
 // restarted: run again). Right after the first SET it asks for PORT_DATA_SET
 // once and hands each port's answer to fn as a Baseline.
 func (s *Subscriber) Run(ctx context.Context, fn func(*Notification)) error {
-	os.Remove(s.local)
-	c, err := net.DialUnix("unixgram", &net.UnixAddr{Name: s.local, Net: "unixgram"}, &net.UnixAddr{Name: s.socket, Net: "unixgram"})
-	if err != nil {
-		os.Remove(s.local)
-		return fmt.Errorf("ptp4l %s: subscribe: %w", s.socket, opCause(err))
+	if err := s.dial(); err != nil {
+		return fmt.Errorf("ptp4l %s: subscribe: %w", s.socket, err)
 	}
-	s.conn = c
+	c := s.conn
 	acked := false
 	defer func() {
 		if acked { // best effort: ptp4l forgets us now rather than at the expiry
@@ -172,9 +155,7 @@ func (s *Subscriber) Run(ctx context.Context, fn func(*Notification)) error {
 			c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 			c.Write(s.subscribeRequest(&none))
 		}
-		c.Close()
-		os.Remove(s.local)
-		s.conn = nil
+		s.hangUp()
 	}()
 	defer context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Unix(1, 0)) })()
 
@@ -232,8 +213,8 @@ func (s *Subscriber) Run(ctx context.Context, fn func(*Notification)) error {
 		read, _ := timebase.Realtime.Now()
 		s.lastN = l
 		msg := s.buf[:l]
-		var head protocol.ManagementMsgHead
-		if l < headSize+6 || binary.Read(bytes.NewReader(msg), binary.BigEndian, &head) != nil || head.MessageType() != protocol.MessageManagement {
+		head, ok := decodeHead(msg)
+		if l < headSize+6 || !ok || head.MessageType() != protocol.MessageManagement {
 			s.Undecodable.Add(1)
 			continue
 		}

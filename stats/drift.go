@@ -33,14 +33,8 @@ func (d Drift) Predict(t int64) float64 {
 // hold at least 3 points, for the confidence interval's n-2 degrees of
 // freedom; t and x must have the same length.
 func FitDrift(t, x []int64) (Drift, error) {
-	if len(t) != len(x) {
-		return Drift{}, fmt.Errorf("stats: drift fit: %d times but %d offsets", len(t), len(x))
-	}
-	if len(t) == 0 {
-		return Drift{}, fmt.Errorf("stats: drift fit: %w", ErrEmpty)
-	}
-	if len(t) < 3 {
-		return Drift{}, fmt.Errorf("stats: drift fit: %d points, want >= 3: %w", len(t), ErrTooShort)
+	if err := fitInputs("drift fit", len(t), "times", len(x), "offsets", "points"); err != nil {
+		return Drift{}, err
 	}
 	for i := 1; i < len(t); i++ {
 		if t[i] <= t[i-1] {

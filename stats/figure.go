@@ -197,17 +197,12 @@ func formatPow10(v float64) string {
 
 // timeAxis picks the unit of a time axis spanning span ns: s below 10
 // minutes, min below 2 hours, h below 2 days, else d; and its divisor.
-func timeAxis(span int64) (unit string, div float64) {
-	switch {
-	case span < 600e9:
-		return "s", 1e9
-	case span < 7200e9:
-		return "min", 60e9
-	case span < 172800e9:
-		return "h", 3600e9
-	}
-	return "d", 86400e9
+func timeAxis(span int64) (name string, div float64) {
+	return pickUnit(axisUnits[:], float64(span))
 }
+
+// axisUnits are timeAxis's units.
+var axisUnits = [...]unit{{600e9, "s", 1e9}, {7200e9, "min", 60e9}, {172800e9, "h", 3600e9}, {math.Inf(1), "d", 86400e9}}
 
 // gapSegments cuts sorted times t where an interval exceeds 3 times the
 // median interval (a gap between runs, not a lost sample or two), so that

@@ -42,14 +42,8 @@ func (l Line) Significant() bool { return l.SlopeLow > 0 || l.SlopeHigh < 0 }
 // same length and be finite; an x that does not vary fails with
 // ErrNoSpread rather than giving a slope.
 func FitLine(x, y []float64) (Line, error) {
-	if len(x) != len(y) {
-		return Line{}, fmt.Errorf("stats: line fit: %d x but %d y", len(x), len(y))
-	}
-	if len(x) == 0 {
-		return Line{}, fmt.Errorf("stats: line fit: %w", ErrEmpty)
-	}
-	if len(x) < 3 {
-		return Line{}, fmt.Errorf("stats: line fit: %d pairs, want >= 3: %w", len(x), ErrTooShort)
+	if err := fitInputs("line fit", len(x), "x", len(y), "y", "pairs"); err != nil {
+		return Line{}, err
 	}
 	l := Line{N: len(x), XMin: math.Inf(1), XMax: math.Inf(-1)}
 	// One pass of Welford-style co-moments, as FitDrift.
@@ -83,6 +77,21 @@ func FitLine(x, y []float64) (Line, error) {
 		l.R = max(-1, min(1, sxy/math.Sqrt(sxx*syy)))
 	}
 	return l, nil
+}
+
+// fitInputs checks the inputs of a straight-line fit (what, for the errors):
+// na values named a and as many named b, at least 3 of what is counted in
+// points, for the n-2 degrees of freedom of the slope's interval.
+func fitInputs(what string, na int, a string, nb int, b, points string) error {
+	switch {
+	case na != nb:
+		return fmt.Errorf("stats: %s: %d %s but %d %s", what, na, a, nb, b)
+	case na == 0:
+		return fmt.Errorf("stats: %s: %w", what, ErrEmpty)
+	case na < 3:
+		return fmt.Errorf("stats: %s: %d %s, want >= 3: %w", what, na, points, ErrTooShort)
+	}
+	return nil
 }
 
 // Frequency is a clock's mean frequency offset over one window of its

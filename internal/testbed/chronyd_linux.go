@@ -44,9 +44,7 @@ func ChronydClientConf(server string, poll int, bind string) string {
 // socket and log directory; it is stopped when the test ends.
 func StartChronyd(t testing.TB, host *Host, conf string) *Chronyd {
 	t.Helper()
-	if _, err := exec.LookPath("chronyd"); err != nil {
-		t.Skip("chronyd is not installed (Debian package chrony)")
-	}
+	needPrograms(t, "Debian package chrony", "chronyd")
 	dir := t.TempDir()
 	// chronyd refuses a command socket in a directory others can enter.
 	runDir := filepath.Join(dir, "run")
@@ -58,9 +56,7 @@ func StartChronyd(t testing.TB, host *Host, conf string) *Chronyd {
 	full := conf + fmt.Sprintf("cmdport 0\nbindcmdaddress %s\npidfile %s\nlogdir %s\ndriftfile %s\n",
 		c.Socket, filepath.Join(dir, "chronyd.pid"), dir, filepath.Join(dir, "drift"))
 	path := filepath.Join(dir, "chrony.conf")
-	if err := os.WriteFile(path, []byte(full), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, []byte(full))
 	c.host, c.conf = host, path
 	c.Start()
 	t.Cleanup(c.Stop)

@@ -40,8 +40,7 @@ func (d *daemon) start(t testing.TB, cmd *exec.Cmd, ready func() bool, timeout, 
 	for !ready() {
 		select {
 		case <-exited:
-			b, _ := os.ReadFile(d.log)
-			t.Fatalf("%s exited at start:\n%s", d.name, b)
+			t.Fatalf("%s exited at start:\n%s", d.name, d.output())
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -75,5 +74,34 @@ func exists(path string) func() bool {
 	return func() bool {
 		_, err := os.Stat(path)
 		return err == nil
+	}
+}
+
+// output is what the daemon wrote to its log so far.
+func (d *daemon) output() string { return fileText(d.log) }
+
+// fileText is the text of the file at path, empty when it cannot be read.
+func fileText(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+// needPrograms skips the test when one of programs is not on PATH, naming
+// where to get them (debian: "Debian package chrony").
+func needPrograms(t testing.TB, debian string, programs ...string) {
+	t.Helper()
+	for _, p := range programs {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s is not installed (%s)", p, debian)
+		}
+	}
+}
+
+// writeFile writes a daemon's configuration (or input) to path; the test
+// fails when it cannot.
+func writeFile(t testing.TB, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,8 +2,6 @@ package testbed
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,19 +37,13 @@ restrict ::1
 // test ends. It is ready once it answers mode 6 on 127.0.0.1:123 (ntpq).
 func StartNtpd(t testing.TB, host *Host, conf string) *Ntpd {
 	t.Helper()
-	for _, p := range []string{"ntpd", "ntpq", "setpriv"} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s is not installed (Debian packages ntpsec, util-linux)", p)
-		}
-	}
+	needPrograms(t, "Debian packages ntpsec, util-linux", "ntpd", "ntpq", "setpriv")
 	dir := t.TempDir()
 	n := &Ntpd{Dir: dir, Conf: filepath.Join(dir, "ntp.conf"), Log: filepath.Join(dir, "ntpd.log"), host: host}
 	n.d = daemon{name: "ntpd", log: filepath.Join(dir, "ntpd.out")}
 	full := conf + fmt.Sprintf("disable ntp\ndisable kernel\ndriftfile %s\nlogfile %s\nstatsdir %s/\n",
 		filepath.Join(dir, "ntp.drift"), n.Log, dir)
-	if err := os.WriteFile(n.Conf, []byte(full), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, n.Conf, []byte(full))
 	// setpriv drops CAP_SYS_TIME from the bounding and inheritable sets:
 	// the kernel refuses ntpd any clock adjustment. -n: foreground; no -g;
 	// -p: its own pid file.
@@ -80,9 +72,7 @@ func (n *Ntpd) Ntpq(args ...string) (string, error) {
 
 // LogText returns what ntpd logged so far.
 func (n *Ntpd) LogText() string {
-	b, _ := os.ReadFile(n.Log)
-	o, _ := os.ReadFile(n.d.log)
-	return strings.TrimSpace(string(b) + string(o))
+	return strings.TrimSpace(fileText(n.Log) + n.d.output())
 }
 
 // NtpdAddr is where ntpd answers mode 6 inside its namespace.

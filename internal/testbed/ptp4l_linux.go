@@ -2,7 +2,6 @@ package testbed
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -30,9 +29,7 @@ type Ptp4lOptions struct {
 // timestamping; it is stopped when the test ends.
 func StartPtp4l(t testing.TB, host *Host, o Ptp4lOptions) *Ptp4l {
 	t.Helper()
-	if _, err := exec.LookPath("ptp4l"); err != nil {
-		t.Skip("ptp4l is not installed (Debian package linuxptp)")
-	}
+	needPrograms(t, "Debian package linuxptp", "ptp4l")
 	dir := t.TempDir()
 	p := &Ptp4l{Dir: dir, Socket: filepath.Join(dir, "ptp4l.sock"), Log: filepath.Join(dir, "ptp4l.log")}
 	p.d = daemon{name: "ptp4l", log: p.Log}
@@ -57,9 +54,7 @@ summary_interval 0
 [%s]
 `, p.Socket, o.Transport, role, o.Extra, host.If)
 	path := filepath.Join(dir, "ptp4l.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, []byte(conf))
 	cmd := host.Command("ptp4l", "-f", path, "-m", "-q")
 	p.d.start(t, cmd, exists(p.Socket), 10*time.Second, 20*time.Millisecond, "ptp4l made no management socket within 10 s")
 	t.Cleanup(p.Stop)
@@ -82,6 +77,5 @@ func (p *Ptp4l) Pmc(t testing.TB, command string) string {
 
 // LogText returns what ptp4l printed so far.
 func (p *Ptp4l) LogText() string {
-	b, _ := os.ReadFile(p.Log)
-	return strings.TrimSpace(string(b))
+	return strings.TrimSpace(p.d.output())
 }
