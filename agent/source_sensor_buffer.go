@@ -86,7 +86,9 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Tr
 // produce drains the buffer into the queue until ctx is done, each sample
 // decoded with its kernel stamp and the time its read gives it
 // (sensors.Buffer.ReadScans); a device error ends it (the event source
-// counts it and runs it again after a back-off).
+// counts it and runs it again after a back-off). At the stop, the samples
+// the kernel's buffer still holds are read too, so that none the device
+// gave is left neither shipped nor counted.
 func (d *sensorBuffer) produce(ctx context.Context, q *collect.EventQueue[scan]) error {
 	batch := make([]scan, 64)
 	for ctx.Err() == nil {
@@ -102,6 +104,26 @@ func (d *sensorBuffer) produce(ctx context.Context, q *collect.EventQueue[scan])
 			return err
 		}
 		q.Put(batch[:n])
+	}
+	return d.drain(q, batch)
+}
+
+// drainReads bounds the reads at the stop: the trigger may still be running,
+// but a read takes up to 64 samples far faster than a trigger makes them,
+// so the buffer is found drained long before.
+const drainReads = 256
+
+// drain reads what the buffer holds now, without waiting, into q.
+func (d *sensorBuffer) drain(q *collect.EventQueue[scan], batch []scan) error {
+	for range drainReads {
+		n, err := d.buf.ReadScans(batch, 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		q.Put(batch[:n])
+		if n == 0 || d.buf.Drained() {
+			return nil
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -320,5 +321,35 @@ func TestSensorBufferRingOverflowIsCounted(t *testing.T) {
 	}
 	if len(b.Records) != 2 || !strings.Contains(strings.Join(self, " "), "ring_dropped=1 ") {
 		t.Fatalf("%d records, self %v", len(b.Records), self)
+	}
+}
+
+// TestSensorBufferDrainsAtStop: at the stop, the samples still in the
+// kernel's buffer are read and queued (here all of the fixture's three:
+// the stop came before any read), not left neither shipped nor counted.
+func TestSensorBufferDrainsAtStop(t *testing.T) {
+	fs := sensors.NewFS(sensorstest.Board(t))
+	dev, err := fs.FindIIODevice("TI-am335x-adc.0.auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := fs.OpenBuffer(dev, []string{"voltage0", "voltage1"}, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	d := &sensorBuffer{buf: b}
+	s, err := collect.NewEventSource(collect.EventSourceConfig[scan]{Name: "drain", Interval: time.Second, Ring: 4,
+		Producer: collect.ProducerFunc[scan](d.produce), Emit: d.emit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	stop()
+	if err := d.produce(ctx, s.Queue()); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Queue().Waiting(); got != 3 {
+		t.Errorf("%d samples queued at the stop, want the buffer's 3", got)
 	}
 }
