@@ -27,11 +27,11 @@ type GPIOSimDebs struct {
 const (
 	// gpioSimRecipe is part of the stamp: change it whenever the build
 	// recipe (edits, Kbuild, checks) changes, so old modules are rebuilt.
-	gpioSimRecipe = "gpio-sim recipe 2: gpio-sim, pps-ktimer"
+	gpioSimRecipe = "gpio-sim recipe 4: gpio-sim, pps-ktimer, iio_dummy with buffer, bursts and counters, iio-trig-hrtimer with counters, iio configfs, ina2xx"
 	// gpioSimTimeout bounds a whole build, extraction included.
 	gpioSimTimeout = 10 * time.Minute
 	gpioSimStamp   = "gpio-sim.stamp"
-	gpioSimKbuild  = "obj-m := gpio-sim.o pps-ktimer.o\ngpio-sim-y := gpio-sim-main.o irq_sim.o\n"
+	gpioSimKbuild  = "obj-m := gpio-sim.o pps-ktimer.o " + sensorKbuildObjs + "\ngpio-sim-y := gpio-sim-main.o irq_sim.o\n" + sensorKbuild
 	gpioSimTail    = 3000 // bytes of build output quoted in errors
 )
 
@@ -53,14 +53,14 @@ type gpioSimMember struct {
 // PPS source driven by a kernel timer: one assert edge a second, for the
 // PPS tests.
 func gpioSimMembers() []gpioSimMember {
-	return []gpioSimMember{
+	return append([]gpioSimMember{
 		{src: "drivers/gpio/gpio-sim.c", dst: "gpio-sim-main.c"},
 		{src: "drivers/gpio/gpiolib.h", dst: "gpiolib.h"},
 		{src: "drivers/pps/clients/pps-ktimer.c", dst: "pps-ktimer.c"},
 		{src: "kernel/irq/irq_sim.c", dst: "irq_sim.c", edits: []gpioSimEdit{
 			{"handle_simple_irq(irq_to_desc(irqnum));", "generic_handle_irq(irqnum);"},
 		}},
-	}
+	}, sensorMembers()...)
 }
 
 // edit applies the member's edits to its text; each must find what it replaces.
@@ -88,7 +88,7 @@ func (m gpioSimMember) edit(text []byte) ([]byte, error) {
 // (Module.symvers).
 func BuildGPIOSim(ctx context.Context, dir, rel string, debs GPIOSimDebs) (string, error) {
 	return buildModules(ctx, dir, rel, debs, modulePlan{
-		kbuild: gpioSimKbuild, kos: []string{"gpio-sim.ko", "pps-ktimer.ko"},
+		kbuild: gpioSimKbuild, kos: append([]string{"gpio-sim.ko", "pps-ktimer.ko"}, sensorKOs...),
 	})
 }
 
@@ -430,14 +430,18 @@ func gpioSimCheck(ko, rel, headers string) error {
 		return fmt.Errorf("gpio-sim build: %s has vermagic %q, want %q...", ko, info["vermagic"], want)
 	}
 
-	symvers, err := os.ReadFile(filepath.Join(headers, "Module.symvers"))
-	if err != nil {
-		return fmt.Errorf("gpio-sim build: %w", err)
-	}
+	// The kernel's and its modules' exports, and those of the modules
+	// built beside this one (the IIO configfs core the dummy needs).
 	exported := map[string]bool{}
-	for _, line := range strings.Split(string(symvers), "\n") {
-		if f := strings.Split(line, "\t"); len(f) >= 2 {
-			exported[f[1]] = true
+	for _, sv := range []string{filepath.Join(headers, "Module.symvers"), filepath.Join(filepath.Dir(ko), "Module.symvers")} {
+		symvers, err := os.ReadFile(sv)
+		if err != nil {
+			return fmt.Errorf("gpio-sim build: %w", err)
+		}
+		for _, line := range strings.Split(string(symvers), "\n") {
+			if f := strings.Split(line, "\t"); len(f) >= 2 {
+				exported[f[1]] = true
+			}
 		}
 	}
 	f, err := elf.Open(ko)

@@ -1,0 +1,113 @@
+package guest
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// The sensor modules built beside gpio-sim for the amd64 guest, none of
+// which Debian builds: the IIO configfs core (CONFIG_IIO_CONFIGFS,
+// CONFIG_IIO_SW_DEVICE, CONFIG_IIO_SW_TRIGGER), the hrtimer trigger
+// (CONFIG_IIO_HRTIMER_TRIGGER), iio_simple_dummy with its buffer
+// (CONFIG_IIO_SIMPLE_DUMMY, CONFIG_IIO_SIMPLE_DUMMY_BUFFER; without events,
+// whose generator needs IRQ_SIM) and the INA2xx power monitors' hwmon driver
+// (CONFIG_SENSORS_INA2XX). Debian builds the rest (industrialio,
+// industrialio-triggered-buffer, kfifo_buf, i2c-stub, i2c-dev, lm75).
+//
+// Edits make the IIO path countable from user space, so that a test can
+// account for every scan (module parameters under
+// /sys/module/<module>/parameters):
+//   - iio-trig-hrtimer counts its polls (fired), the periods its timer
+//     skipped because its callback ran late (overruns), and the polls it
+//     did not pass on because the consumer had not finished the last one
+//     (busy: iio_trigger_poll would have done nothing while use_count is
+//     set; checking it here, the only place that sets it, makes the count
+//     exact);
+//   - iio_dummy counts its trigger handler's runs (runs) and the scans it
+//     pushes (scans), and pushes burst scans a run (burst, writable, 1 by
+//     default), each with its own kernel timestamp, the way an ADC's
+//     driver empties its hardware FIFO; each scan's accel_x element is the
+//     scan count modulo 2^16 instead of a constant, so that a scan the
+//     buffer dropped is a gap in the sequence.
+//
+// Then scans = runs × burst, scans = scans read + gaps, and fired = runs +
+// busy + polls the IIO core dropped otherwise (a consumer's interrupt
+// masked, a wake-up of its thread merged).
+
+// sensorKOs are the modules in the order they load (each after what it needs).
+var sensorKOs = []string{
+	"industrialio-configfs.ko", "industrialio-sw-device.ko", "industrialio-sw-trigger.ko",
+	"iio-trig-hrtimer.ko", "iio_dummy.ko", "ina2xx.ko",
+}
+
+const (
+	sensorKbuildObjs = "industrialio-configfs.o industrialio-sw-device.o industrialio-sw-trigger.o iio-trig-hrtimer.o iio_dummy.o ina2xx.o"
+	sensorKbuild     = "iio_dummy-y := iio_simple_dummy.o iio_simple_dummy_buffer.o\nccflags-y += -DCONFIG_IIO_SIMPLE_DUMMY_BUFFER\n"
+)
+
+// SensorKernelModules are the IIO and hwmon modules built beside the gpio-sim
+// module BuildGPIOSim returned, in the order they load, after the kernel's
+// configfs, industrialio, industrialio-triggered-buffer and kfifo_buf
+// (SensorKernelDeps).
+func SensorKernelModules(gpioSim string) []string {
+	var out []string
+	for _, k := range sensorKOs {
+		out = append(out, filepath.Join(filepath.Dir(gpioSim), k))
+	}
+	return out
+}
+
+// SensorKernelDeps are the kernel's own modules the sensor modules and tests
+// need: the IIO core and its triggered kfifo buffer, and i2c-stub (loaded
+// with chip addresses, SensorI2CStubParams), i2c-dev and lm75.
+var SensorKernelDeps = []string{"configfs", "industrialio", "industrialio-triggered-buffer", "kfifo_buf", "i2c-dev", "i2c-stub", "lm75"}
+
+// SensorI2CStub is the parameter i2c-stub loads with: two emulated chips, at
+// the LM75's address and the INA226's.
+const SensorI2CStub = "chip_addr=0x48,0x40"
+
+func sensorMembers() []gpioSimMember {
+	return []gpioSimMember{
+		{src: "drivers/iio/industrialio-configfs.c", dst: "industrialio-configfs.c"},
+		{src: "drivers/iio/industrialio-sw-device.c", dst: "industrialio-sw-device.c"},
+		{src: "drivers/iio/industrialio-sw-trigger.c", dst: "industrialio-sw-trigger.c"},
+		{src: "drivers/iio/trigger/iio-trig-hrtimer.c", dst: "iio-trig-hrtimer.c", edits: []gpioSimEdit{
+			{"#define HRTIMER_DEFAULT_SAMPLING_FREQUENCY 100\n", "#define HRTIMER_DEFAULT_SAMPLING_FREQUENCY 100\n" +
+				cModuleParams("static unsigned long fired, overruns, busy;", "fired ulong 0444", "overruns ulong 0444", "busy ulong 0444")},
+			{"\thrtimer_forward_now(timer, info->period);\n\tiio_trigger_poll(info->swt.trigger);\n",
+				"\toverruns += hrtimer_forward_now(timer, info->period) - 1;\n" +
+					"\tfired++;\n" +
+					"\tif (atomic_read(&info->swt.trigger->use_count))\n\t\tbusy++;\n" +
+					"\telse\n\t\tiio_trigger_poll(info->swt.trigger);\n"},
+		}},
+		{src: "drivers/iio/dummy/iio_simple_dummy.c", dst: "iio_simple_dummy.c"},
+		{src: "drivers/iio/dummy/iio_simple_dummy.h", dst: "iio_simple_dummy.h"},
+		{src: "drivers/iio/dummy/iio_simple_dummy_buffer.c", dst: "iio_simple_dummy_buffer.c", edits: []gpioSimEdit{
+			{"#include \"iio_simple_dummy.h\"\n", "#include \"iio_simple_dummy.h\"\n" +
+				cModuleParams("static unsigned long runs, scans;\nstatic unsigned int burst = 1;", "runs ulong 0444", "scans ulong 0444", "burst uint 0644")},
+			{"\tu16 *data;\n\n", "\tu16 *data;\n\tunsigned int k, n = burst;\n\n\truns++;\n"},
+			{"\tfor_each_set_bit(j, indio_dev->active_scan_mask, indio_dev->masklength)\n\t\tdata[i++] = fakedata[j];\n\n" +
+				"\tiio_push_to_buffers_with_timestamp(indio_dev, data,\n\t\t\t\t\t   iio_get_time_ns(indio_dev));\n",
+				"\tfor (k = 0; k < n; k++) {\n" +
+					"\t\tscans++;\n" +
+					"\t\ti = 0;\n" +
+					"\t\tfor_each_set_bit(j, indio_dev->active_scan_mask, indio_dev->masklength)\n" +
+					"\t\t\tdata[i++] = j == DUMMY_INDEX_ACCELX ? (u16)scans : fakedata[j];\n" +
+					"\t\tiio_push_to_buffers_with_timestamp(indio_dev, data, iio_get_time_ns(indio_dev));\n" +
+					"\t}\n"},
+		}},
+		{src: "drivers/hwmon/ina2xx.c", dst: "ina2xx.c"},
+	}
+}
+
+// cModuleParams is C declaring a module's parameters: decls, then a
+// module_param(name, type, perm) for each "name type perm".
+func cModuleParams(decls string, params ...string) string {
+	s := "\n#include <linux/moduleparam.h>\n" + decls + "\n"
+	for _, p := range params {
+		f := strings.Fields(p)
+		s += fmt.Sprintf("module_param(%s, %s, %s);\n", f[0], f[1], f[2])
+	}
+	return s
+}
