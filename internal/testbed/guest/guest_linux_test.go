@@ -125,7 +125,9 @@ func TestGuestARM(t *testing.T) {
 // TestGuestAMD64 runs the GPIO tests on an amd64 kernel with gpio-sim (built
 // out of tree from the kernel's own source): bursts of edges, the kernel's
 // queue overflowed on purpose and every lost edge accounted for; the
-// e1000e's PHC; and the PPS source on pps-ktimer (built likewise).
+// e1000e's PHC; the PPS source on pps-ktimer (built likewise); and the
+// sensors on real drivers: iio_simple_dummy's buffer on the hrtimer trigger
+// (built likewise, with counters), lm75 and ina226 on i2c-stub.
 func TestGuestAMD64(t *testing.T) {
 	cache, root := requireRig(t, AMD64)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
@@ -146,14 +148,15 @@ func TestGuestAMD64(t *testing.T) {
 	}
 	spec := Spec{
 		Machine: AMD64, Cache: cache, ModuleRoot: root,
-		Packages:   []string{"gpio", "phc", "internal/testbed/gpioladder", "agent"},
-		Run:        map[string]string{"agent": "OnGPIOSim|FrozenPHC|OnKtimer"},
+		Packages:   []string{"gpio", "phc", "internal/testbed/gpioladder", "agent", "sensors"},
+		Run:        map[string]string{"agent": "OnGPIOSim|FrozenPHC|OnKtimer", "sensors": "OnRealKernel"},
 		TestArgs:   guestTestArgs(),
-		Modules:    []string{"e1000e", "configfs"},
-		ExtraKOs:   []string{ko, PPSKtimerModule(ko)},
+		Modules:    append([]string{"e1000e"}, SensorKernelDeps...),
+		Params:     map[string]string{"i2c-stub": SensorI2CStub},
+		ExtraKOs:   append([]string{ko, PPSKtimerModule(ko)}, SensorKernelModules(ko)...),
 		ConfigFS:   true,
 		Interfaces: []string{"eth0"},
-		Env:        []string{"MONAGENT_GUEST_PHC_IFACE=eth0"},
+		Env:        []string{"MONAGENT_GUEST_PHC_IFACE=eth0", "MONAGENT_GUEST_IIO=1", "MONAGENT_GUEST_I2C_STUB=0x48,0x40"},
 		Files:      files,
 		Timeout:    4 * time.Minute,
 	}
