@@ -3,7 +3,6 @@ package sensors_test
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -12,26 +11,10 @@ import (
 	"github.com/monagent/monagent/sensors/sensorstest"
 )
 
-// The hwmon tests below need i2c-stub loaded with chips at 0x48 and 0x40,
-// i2c-dev, lm75 and ina2xx, as the rig's amd64 guest has them
-// (MONAGENT_GUEST_I2C_STUB names the addresses).
 const (
-	lm75Addr   = 0x48
-	ina226Addr = 0x40
+	lm75Addr   = sensorstest.StubLM75
+	ina226Addr = sensorstest.StubINA226
 )
-
-func requireI2CStub(t *testing.T) *sensorstest.I2CStub {
-	t.Helper()
-	if os.Getenv("MONAGENT_GUEST_I2C_STUB") != "0x48,0x40" {
-		t.Skip("needs i2c-stub with chips at 0x48 and 0x40, i2c-dev, lm75 and ina2xx, as the rig's amd64 guest has them (MONAGENT_GUEST_I2C_STUB=0x48,0x40)")
-	}
-	s, err := sensorstest.OpenI2CStub("/sys", "/dev")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
 
 // hwmonRegs are register values for the LM75 and the INA226 and the readings
 // the drivers must give for them, in our units (sensors.Kind). LM75
@@ -76,21 +59,6 @@ func (r hwmonRegs) want() map[string]int64 {
 	}
 }
 
-// bindChips instantiates the LM75 and the INA226 on the stub and removes
-// them at the test's end.
-func bindChips(t *testing.T, s *sensorstest.I2CStub) {
-	t.Helper()
-	for _, c := range []struct {
-		name string
-		addr uint16
-	}{{"lm75", lm75Addr}, {"ina226", ina226Addr}} {
-		if err := s.NewDevice(c.name, c.addr); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.DeleteDevice(c.addr) })
-	}
-}
-
 // readAll reads every sensor of the selection by ID.
 func readAll(m sensors.Matched) (map[string]int64, map[string]error) {
 	got, errs := map[string]int64{}, map[string]error{}
@@ -111,9 +79,9 @@ func readAll(m sensors.Matched) (map[string]int64, map[string]error) {
 // datasheets give them, in the documented units; values written while the
 // drivers are bound are the next readings.
 func TestHwmonI2CStubOnRealKernel(t *testing.T) {
-	s := requireI2CStub(t)
+	s := sensorstest.RequireI2CStub(t)
 	hwmonCases[0].write(t, s)
-	bindChips(t, s)
+	s.BindChips(t)
 	m, err := sensors.NewFS("", "").Match([]string{"hwmon/lm75/*", "hwmon/ina226/*"})
 	if err != nil {
 		t.Fatal(err)
@@ -142,10 +110,10 @@ func TestHwmonI2CStubOnRealKernel(t *testing.T) {
 // the open attribute, then ENOENT), the INA226 beside it keeps reading, and
 // a listing after the chip is added again reads it again.
 func TestHwmonChipRemovedOnRealKernel(t *testing.T) {
-	s := requireI2CStub(t)
+	s := sensorstest.RequireI2CStub(t)
 	c := hwmonCases[0]
 	c.write(t, s)
-	bindChips(t, s)
+	s.BindChips(t)
 	sel := sensors.NewSelection(func() (sensors.Matched, error) {
 		return sensors.NewFS("", "").Match([]string{"hwmon/lm75/*", "hwmon/ina226/*"})
 	}, time.Now)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -118,4 +119,41 @@ func (s *I2CStub) busAttr(name, v string) error {
 		return fmt.Errorf("i2c-%d: write %q to %s: %w", s.Bus, v, name, err)
 	}
 	return nil
+}
+
+// StubChips are the chips the rig's amd64 guest loads i2c-stub with
+// ($MONAGENT_GUEST_I2C_STUB): an LM75 and an INA226 at their usual addresses.
+const (
+	StubLM75   = 0x48
+	StubINA226 = 0x40
+)
+
+// RequireI2CStub opens the guest's i2c-stub, closed at the test's end, or
+// skips the test where there is none.
+func RequireI2CStub(t testing.TB) *I2CStub {
+	t.Helper()
+	if os.Getenv("MONAGENT_GUEST_I2C_STUB") != "0x48,0x40" {
+		t.Skip("needs i2c-stub with chips at 0x48 and 0x40, i2c-dev, lm75 and ina2xx, as the rig's amd64 guest has them (MONAGENT_GUEST_I2C_STUB=0x48,0x40)")
+	}
+	s, err := OpenI2CStub("/sys", "/dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// BindChips binds the lm75 driver to the LM75 and ina2xx to the INA226 and
+// removes both at the test's end.
+func (s *I2CStub) BindChips(t testing.TB) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		addr uint16
+	}{{"lm75", StubLM75}, {"ina226", StubINA226}} {
+		if err := s.NewDevice(c.name, c.addr); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.DeleteDevice(c.addr) })
+	}
 }

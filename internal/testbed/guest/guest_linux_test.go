@@ -149,7 +149,7 @@ func TestGuestAMD64(t *testing.T) {
 	spec := Spec{
 		Machine: AMD64, Cache: cache, ModuleRoot: root,
 		Packages:   []string{"gpio", "phc", "internal/testbed/gpioladder", "agent", "sensors"},
-		Run:        map[string]string{"agent": "OnGPIOSim|FrozenPHC|OnKtimer", "sensors": "OnRealKernel"},
+		Run:        map[string]string{"agent": "OnGPIOSim|FrozenPHC|OnKtimer|OnRealKernel", "sensors": "OnRealKernel"},
 		TestArgs:   guestTestArgs(),
 		Modules:    append([]string{"e1000e"}, SensorKernelDeps...),
 		Params:     map[string]string{"i2c-stub": SensorI2CStub},
