@@ -27,11 +27,11 @@ type GPIOSimDebs struct {
 const (
 	// gpioSimRecipe is part of the stamp: change it whenever the build
 	// recipe (edits, Kbuild, checks) changes, so old modules are rebuilt.
-	gpioSimRecipe = "gpio-sim recipe 4: gpio-sim, pps-ktimer, iio_dummy with buffer, bursts and counters, iio-trig-hrtimer with counters, iio configfs, ina2xx"
+	gpioSimRecipe = "gpio-sim recipe 6: gpio-sim, pps-ktimer, iio_dummy with buffer, bursts and counters, iio-trig-hrtimer with counters, iio configfs, ina2xx"
 	// gpioSimTimeout bounds a whole build, extraction included.
 	gpioSimTimeout = 10 * time.Minute
 	gpioSimStamp   = "gpio-sim.stamp"
-	gpioSimKbuild  = "obj-m := gpio-sim.o pps-ktimer.o " + sensorKbuildObjs + "\ngpio-sim-y := gpio-sim-main.o irq_sim.o\n" + sensorKbuild
+	gpioSimKbuild  = "obj-m := gpio-sim.o pps-ktimer.o " + sensorKbuildObjs + "\ngpio-sim-y := gpio-sim-main.o irq_sim.o\n" + iioKbuild
 	gpioSimTail    = 3000 // bytes of build output quoted in errors
 )
 
@@ -96,14 +96,15 @@ func BuildGPIOSim(ctx context.Context, dir, rel string, debs GPIOSimDebs) (strin
 // release rel (e.g. "6.1.0-50-armmp") in dir with Debian's
 // arm-linux-gnueabihf cross compiler (package gcc-arm-linux-gnueabihf, the
 // compiler Debian builds the kernel with), against debs (the armmp headers)
-// and returns its path. Only pps-ktimer: the ARM guest has a real GPIO
-// controller.
+// and returns its path; the IIO modules (IIOKernelModules) are built beside
+// it. No gpio-sim: the ARM guest has a real GPIO controller.
 func BuildPPSKtimerARM(ctx context.Context, dir, rel string, debs GPIOSimDebs) (string, error) {
 	if _, err := exec.LookPath(armCrossPrefix + "gcc"); err != nil {
 		return "", fmt.Errorf("pps-ktimer for arm: no cross compiler (Debian package gcc-arm-linux-gnueabihf): %w", err)
 	}
 	return buildModules(ctx, dir, rel, debs, modulePlan{
-		kbuild: "obj-m := pps-ktimer.o\n", kos: []string{"pps-ktimer.ko"},
+		kbuild:   "obj-m := pps-ktimer.o " + iioKbuildObjs + "\n" + iioKbuild,
+		kos:      append([]string{"pps-ktimer.ko"}, iioKOs...),
 		makeArgs: []string{"ARCH=arm", "CROSS_COMPILE=" + armCrossPrefix},
 	})
 }

@@ -71,8 +71,10 @@ func check(t *testing.T, spec Spec, res *Result, err error) {
 
 // TestGuestARM runs the kernel-facing packages' tests on a 32-bit ARM kernel:
 // the PHC of an e1000e, the PL061 GPIO controller with QEMU's power button on
-// line 3, packet timestamps on loopback and eth0, and the PPS source on
-// pps-ktimer (cross-built out of tree).
+// line 3, packet timestamps on loopback and eth0, the PPS source on
+// pps-ktimer (cross-built out of tree), and iio_simple_dummy's buffer on
+// the hrtimer trigger as in the amd64 guest (cross-built likewise; no hwmon:
+// armmp has no i2c-stub and ina2xx does not cross-build, IIOKernelModules).
 func TestGuestARM(t *testing.T) {
 	cache, root := requireRig(t, ARM)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
@@ -93,13 +95,14 @@ func TestGuestARM(t *testing.T) {
 	t.Logf("pps-ktimer module for arm: %s (%v)", pps, time.Since(start).Round(time.Second))
 	spec := Spec{
 		Machine: ARM, Cache: cache, ModuleRoot: root,
-		Packages:   []string{"phc", "gpio", "sockts", "ntp", "ptp", "agent"},
-		Run:        map[string]string{"agent": "OnPowerButton|FrozenPHC|GuestPHCSet|OnKtimer"},
-		ExtraKOs:   []string{pps},
+		Packages:   []string{"phc", "gpio", "sockts", "ntp", "ptp", "agent", "sensors"},
+		Run:        map[string]string{"agent": "OnPowerButton|FrozenPHC|GuestPHCSet|OnKtimer|OnRealKernel", "sensors": "OnRealKernel"},
+		ExtraKOs:   append([]string{pps}, IIOKernelModules(pps)...),
+		ConfigFS:   true,
 		TestArgs:   guestTestArgs(),
-		Modules:    []string{"e1000e"},
+		Modules:    append([]string{"e1000e"}, IIOKernelDeps...),
 		Interfaces: []string{"eth0"},
-		Env:        []string{"MONAGENT_GUEST_POWER_BUTTON=gpiochip0:3", "MONAGENT_GUEST_PHC_IFACE=eth0"},
+		Env:        []string{"MONAGENT_GUEST_POWER_BUTTON=gpiochip0:3", "MONAGENT_GUEST_PHC_IFACE=eth0", IIOGuestEnv},
 		DTB:        dtb,
 		Timeout:    4 * time.Minute,
 	}
@@ -151,12 +154,12 @@ func TestGuestAMD64(t *testing.T) {
 		Packages:   []string{"gpio", "phc", "internal/testbed/gpioladder", "agent", "sensors"},
 		Run:        map[string]string{"agent": "OnGPIOSim|FrozenPHC|OnKtimer|OnRealKernel", "sensors": "OnRealKernel"},
 		TestArgs:   guestTestArgs(),
-		Modules:    append([]string{"e1000e"}, SensorKernelDeps...),
-		Params:     map[string]string{"i2c-stub": SensorI2CStub},
+		Modules:    append(append([]string{"e1000e"}, IIOKernelDeps...), HwmonKernelDeps...),
+		Params:     map[string]string{"i2c-stub": I2CStubParams},
 		ExtraKOs:   append([]string{ko, PPSKtimerModule(ko)}, SensorKernelModules(ko)...),
 		ConfigFS:   true,
 		Interfaces: []string{"eth0"},
-		Env:        []string{"MONAGENT_GUEST_PHC_IFACE=eth0", "MONAGENT_GUEST_IIO=1", "MONAGENT_GUEST_I2C_STUB=0x48,0x40"},
+		Env:        []string{"MONAGENT_GUEST_PHC_IFACE=eth0", IIOGuestEnv, HwmonGuestEnv},
 		Files:      files,
 		Timeout:    4 * time.Minute,
 	}

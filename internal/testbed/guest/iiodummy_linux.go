@@ -3,6 +3,7 @@ package guest
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -35,37 +36,59 @@ import (
 // busy + polls the IIO core dropped otherwise (a consumer's interrupt
 // masked, a wake-up of its thread merged).
 
-// sensorKOs are the modules in the order they load (each after what it needs).
-var sensorKOs = []string{
-	"industrialio-configfs.ko", "industrialio-sw-device.ko", "industrialio-sw-trigger.ko",
-	"iio-trig-hrtimer.ko", "iio_dummy.ko", "ina2xx.ko",
-}
+// iioKOs are the IIO modules in the order they load (each after what it
+// needs); sensorKOs add the INA2xx driver, which builds for amd64 only: the
+// cross-build for arm stops at modpost, whose host build (Debian's amd64
+// linux-kbuild) sizes struct of_device_id for 64 bits (200 bytes, not the
+// 196 of arm) and refuses every module with an OF match table.
+var (
+	iioKOs    = []string{"industrialio-configfs.ko", "industrialio-sw-device.ko", "industrialio-sw-trigger.ko", "iio-trig-hrtimer.ko", "iio_dummy.ko"}
+	sensorKOs = append(slices.Clip(iioKOs), "ina2xx.ko")
+)
 
 const (
-	sensorKbuildObjs = "industrialio-configfs.o industrialio-sw-device.o industrialio-sw-trigger.o iio-trig-hrtimer.o iio_dummy.o ina2xx.o"
-	sensorKbuild     = "iio_dummy-y := iio_simple_dummy.o iio_simple_dummy_buffer.o\nccflags-y += -DCONFIG_IIO_SIMPLE_DUMMY_BUFFER\n"
+	iioKbuildObjs    = "industrialio-configfs.o industrialio-sw-device.o industrialio-sw-trigger.o iio-trig-hrtimer.o iio_dummy.o"
+	sensorKbuildObjs = iioKbuildObjs + " ina2xx.o"
+	iioKbuild        = "iio_dummy-y := iio_simple_dummy.o iio_simple_dummy_buffer.o\nccflags-y += -DCONFIG_IIO_SIMPLE_DUMMY_BUFFER\n"
 )
 
 // SensorKernelModules are the IIO and hwmon modules built beside the gpio-sim
 // module BuildGPIOSim returned, in the order they load, after the kernel's
-// configfs, industrialio, industrialio-triggered-buffer and kfifo_buf
-// (SensorKernelDeps).
-func SensorKernelModules(gpioSim string) []string {
+// own (IIOKernelDeps, HwmonKernelDeps).
+func SensorKernelModules(gpioSim string) []string { return beside(gpioSim, sensorKOs) }
+
+// IIOKernelModules are the IIO modules built beside the ARM pps-ktimer
+// module BuildPPSKtimerARM returned, in the order they load, after the
+// kernel's own (IIOKernelDeps).
+func IIOKernelModules(ppsKtimer string) []string { return beside(ppsKtimer, iioKOs) }
+
+func beside(ko string, names []string) []string {
 	var out []string
-	for _, k := range sensorKOs {
-		out = append(out, filepath.Join(filepath.Dir(gpioSim), k))
+	for _, k := range names {
+		out = append(out, filepath.Join(filepath.Dir(ko), k))
 	}
 	return out
 }
 
-// SensorKernelDeps are the kernel's own modules the sensor modules and tests
-// need: the IIO core and its triggered kfifo buffer, and i2c-stub (loaded
-// with chip addresses, SensorI2CStubParams), i2c-dev and lm75.
-var SensorKernelDeps = []string{"configfs", "industrialio", "industrialio-triggered-buffer", "kfifo_buf", "i2c-dev", "i2c-stub", "lm75"}
+// IIOKernelDeps are the kernel's own modules the IIO modules need: configfs,
+// the IIO core and its triggered kfifo buffer. HwmonKernelDeps are those
+// the hwmon tests need: i2c-stub (loaded with chip addresses, I2CStubParams),
+// i2c-dev and lm75 (amd64: armmp has no i2c-stub).
+var (
+	IIOKernelDeps   = []string{"configfs", "industrialio", "industrialio-triggered-buffer", "kfifo_buf"}
+	HwmonKernelDeps = []string{"i2c-stub", "i2c-dev", "lm75"}
+)
 
-// SensorI2CStub is the parameter i2c-stub loads with: two emulated chips, at
-// the LM75's address and the INA226's.
-const SensorI2CStub = "chip_addr=0x48,0x40"
+// IIOGuestEnv tells the tests in a guest that the IIO dummy and its trigger
+// are there; HwmonGuestEnv that i2c-stub's chips are.
+var (
+	IIOGuestEnv   = "MONAGENT_GUEST_IIO=1"
+	HwmonGuestEnv = "MONAGENT_GUEST_I2C_STUB=0x48,0x40"
+)
+
+// I2CStubParams are i2c-stub's parameters: two emulated chips, at the LM75's
+// address and the INA226's.
+const I2CStubParams = "chip_addr=0x48,0x40"
 
 func sensorMembers() []gpioSimMember {
 	return []gpioSimMember{
