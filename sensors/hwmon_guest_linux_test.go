@@ -3,6 +3,7 @@ package sensors_test
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -163,4 +164,33 @@ func readAllIDs(m sensors.Matched) map[string]bool {
 		ids[x.ID()] = true
 	}
 	return ids
+}
+
+// TestThermalZonesOnRealKernel lists the guest kernel's thermal zones and
+// reads each; it says which there are, or why there are none.
+func TestThermalZonesOnRealKernel(t *testing.T) {
+	if os.Getenv("MONAGENT_GUEST") == "" {
+		t.Skip("lists the thermal zones of the rig's guests (MONAGENT_GUEST)")
+	}
+	zones, err := sensors.NewFS("", "").Thermal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sensors.CloseAll(zones)
+	if len(zones) == 0 {
+		ents, _ := os.ReadDir("/sys/class/thermal")
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Skipf("the %s guest's kernel has no thermal zone (/sys/class/thermal: %v): QEMU's machine describes none (no ACPI _TZ, no thermal-zones node in the device tree) and Debian's kernel lacks CONFIG_THERMAL_EMULATION", os.Getenv("MONAGENT_GUEST"), names)
+	}
+	for _, z := range zones {
+		v, err := z.Read()
+		if err != nil {
+			t.Errorf("%s: %v", z.ID(), err)
+			continue
+		}
+		t.Logf("%s = %d µ°C", z.ID(), v)
+	}
 }

@@ -1,0 +1,147 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/collect/collecttest"
+	"github.com/monagent/monagent/internal/testbed"
+	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/sensors"
+	"github.com/monagent/monagent/sensors/sensorstest"
+	"github.com/monagent/monagent/timebase"
+)
+
+// TestGPIOTriggerReadsHwmonOnRealKernel: rising edges of a gpio-sim line
+// trigger readings of the LM75 and the INA226 on i2c-stub (the rig's amd64
+// guest), through the gpio.triggers path with the agent's collection every
+// 10 ms (gpio.interval): one gpio_trigger record per rising edge at the
+// edge's kernel stamp (REALTIME line clock), with the values the chips hold,
+// and the latency from the edge's stamp to the reading (read_delay_ns)
+// measured, its distribution logged.
+func TestGPIOTriggerReadsHwmonOnRealKernel(t *testing.T) {
+	sim := testbed.NewGPIOSim(t, 1)
+	stub := sensorstest.RequireI2CStub(t)
+	const lm75, ina226 = sensorstest.StubLM75, sensorstest.StubINA226
+	if err := stub.WriteWordSwapped(lm75, 0, 0x1a80); err != nil { // 26.5 °C
+		t.Fatal(err)
+	}
+	if err := stub.WriteWordSwapped(ina226, 3, 160); err != nil { // 160 × 6.25 mW
+		t.Fatal(err)
+	}
+	stub.BindChips(t)
+
+	_, s := simSource(t, sim, gpioLineCfg(0, "drdy", "realtime"), func(d *gpioSource) {
+		d.attachTriggers([]GPIOTriggerConfig{{Name: "power", Chip: sim.Chip, Line: 0, Edge: "rising",
+			Sensors: []string{"hwmon/ina226/power1", "hwmon/lm75/temp1"}}}, sensors.NewFS("", ""), nil)
+	})
+
+	// The agent's loop for this source: a collection every gpio.interval.
+	var mu sync.Mutex
+	var recs []record.Record
+	var collectErr error
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			b := &collect.Batch{Host: "h"}
+			err := s.Collect(context.Background(), b)
+			mu.Lock()
+			recs = append(recs, b.Records...)
+			if err != nil && !errors.Is(err, collect.ErrNoData) {
+				collectErr = err
+			}
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	const edges = 200
+	for range edges { // 50 rising edges a second
+		sim.Pull(t, 0, true)
+		time.Sleep(10 * time.Millisecond)
+		sim.Pull(t, 0, false)
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	<-done
+	if collectErr != nil {
+		t.Error(collectErr)
+	}
+
+	var delays []int64
+	rising := 0
+	for _, r := range recs {
+		switch r.Measurement {
+		case "gpio_event":
+			if r.Tag("edge") == "rising" {
+				rising++
+			}
+		case "gpio_trigger":
+			kernel, _ := r.Field("kernel_ns")
+			delay, _ := r.Field("read_delay_ns")
+			power, _ := r.Field("hwmon/ina226/power1")
+			temp, _ := r.Field("hwmon/lm75/temp1")
+			if r.TimeNS != kernel.I || power.I != 1_000_000 || temp.I != 26_500_000 || delay.I <= 0 {
+				t.Errorf("gpio_trigger at %d: kernel_ns %d, power %d µW, temp %d µ°C, read_delay_ns %d; want at the edge's stamp, 1000000, 26500000, > 0",
+					r.TimeNS, kernel.I, power.I, temp.I, delay.I)
+			}
+			delays = append(delays, delay.I)
+		}
+	}
+	readings := collecttest.Self(t, s, "trigger_power_readings").U
+	readErrors := collecttest.Self(t, s, "trigger_power_read_errors").U
+	lost := collecttest.Self(t, s, "line0_lost").U
+	t.Logf("%d edge pairs pulled: %d rising gpio_event, %d gpio_trigger records, %d readings, %d read errors, %d edges lost from the kernel's queue",
+		edges, rising, len(delays), readings, readErrors, lost)
+	if rising != edges || len(delays) != rising || readings != uint64(rising) || readErrors != 0 || lost != 0 {
+		t.Errorf("want %d rising edges, each one gpio_trigger record and one reading, no read error, none lost", edges)
+	}
+	if len(delays) == 0 {
+		return
+	}
+	slices.Sort(delays)
+	q := func(p float64) time.Duration { return time.Duration(delays[int(p*float64(len(delays)-1))]) }
+	t.Logf("edge stamp to reading, %d readings (gpio.interval 10ms): min %v p50 %v p90 %v p99 %v max %v",
+		len(delays), time.Duration(delays[0]), q(0.5), q(0.9), q(0.99), time.Duration(delays[len(delays)-1]))
+}
+
+// simSource runs the GPIO source on line of a gpio-sim chip, both edges,
+// with a collection interval of 10 ms, set up by with before it starts, and
+// returns once the line's IRQ shows.
+func simSource(t *testing.T, sim *testbed.GPIOSim, line GPIOLineConfig, with func(*gpioSource)) (*gpioSource, *collect.EventSource[gpioEdge]) {
+	t.Helper()
+	cc := entryDefaults[GPIOChipConfig]()
+	cc.Chip, cc.Lines = sim.Chip, []GPIOLineConfig{line}
+	cc.Lines[0].Edge = "both"
+	d, err := newGPIOSource(cc, cc.Lines, sim.Path(), timebase.NewTranslators(), timebase.DomainUnknown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with(d)
+	s, err := collect.Decode("gpio:"+sim.Chip, 10*time.Millisecond, 4096, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runEvents(t, s)
+	deadline := time.Now().Add(5 * time.Second)
+	for !d.irqs.Live() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the line's IRQ never showed: %q", d.irqs.Why())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return d, s
+}
