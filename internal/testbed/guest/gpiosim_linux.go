@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -27,7 +28,7 @@ type GPIOSimDebs struct {
 const (
 	// gpioSimRecipe is part of the stamp: change it whenever the build
 	// recipe (edits, Kbuild, checks) changes, so old modules are rebuilt.
-	gpioSimRecipe = "gpio-sim recipe 6: gpio-sim, pps-ktimer, iio_dummy with buffer, bursts and counters, iio-trig-hrtimer with counters, iio configfs, ina2xx"
+	gpioSimRecipe = "gpio-sim recipe 7: gpio-sim, pps-ktimer, i2c-stub and no device tables (arm), iio_dummy with buffer, bursts and counters, iio-trig-hrtimer with counters, iio configfs, ina2xx"
 	// gpioSimTimeout bounds a whole build, extraction included.
 	gpioSimTimeout = 10 * time.Minute
 	gpioSimStamp   = "gpio-sim.stamp"
@@ -96,16 +97,19 @@ func BuildGPIOSim(ctx context.Context, dir, rel string, debs GPIOSimDebs) (strin
 // release rel (e.g. "6.1.0-50-armmp") in dir with Debian's
 // arm-linux-gnueabihf cross compiler (package gcc-arm-linux-gnueabihf, the
 // compiler Debian builds the kernel with), against debs (the armmp headers)
-// and returns its path; the IIO modules (IIOKernelModules) are built beside
-// it. No gpio-sim: the ARM guest has a real GPIO controller.
+// and returns its path; gpio-sim (PPSKtimerARMGPIOSim), i2c-stub, which
+// armmp lacks (I2CStubModule), and the sensor modules (SensorKernelModules)
+// are built beside it, without their modules' device tables
+// (armNoDeviceTables).
 func BuildPPSKtimerARM(ctx context.Context, dir, rel string, debs GPIOSimDebs) (string, error) {
 	if _, err := exec.LookPath(armCrossPrefix + "gcc"); err != nil {
 		return "", fmt.Errorf("pps-ktimer for arm: no cross compiler (Debian package gcc-arm-linux-gnueabihf): %w", err)
 	}
 	return buildModules(ctx, dir, rel, debs, modulePlan{
-		kbuild:   "obj-m := pps-ktimer.o " + iioKbuildObjs + "\n" + iioKbuild,
-		kos:      append([]string{"pps-ktimer.ko"}, iioKOs...),
+		kbuild:   "obj-m := pps-ktimer.o i2c-stub.o " + sensorKbuildObjs + " gpio-sim.o\ngpio-sim-y := gpio-sim-main.o irq_sim.o\n" + iioKbuild,
+		kos:      append([]string{"pps-ktimer.ko", "gpio-sim.ko", "i2c-stub.ko"}, sensorKOs...),
 		makeArgs: []string{"ARCH=arm", "CROSS_COMPILE=" + armCrossPrefix},
+		edits:    armNoDeviceTables,
 	})
 }
 
@@ -113,11 +117,13 @@ func BuildPPSKtimerARM(ctx context.Context, dir, rel string, debs GPIOSimDebs) (
 const armCrossPrefix = "arm-linux-gnueabihf-"
 
 // modulePlan is what buildModules builds: the Kbuild file, the modules it
-// makes (the first is returned) and make's extra arguments.
+// makes (the first is returned), make's extra arguments and edits of the
+// source files beyond their members' own (by source path).
 type modulePlan struct {
 	kbuild   string
 	kos      []string
 	makeArgs []string
+	edits    map[string][]gpioSimEdit
 }
 
 func buildModules(ctx context.Context, dir, rel string, debs GPIOSimDebs, plan modulePlan) (string, error) {
@@ -176,7 +182,7 @@ func buildModules(ctx context.Context, dir, rel string, debs GPIOSimDebs, plan m
 	if err := gpioSimHostTools(headers); err != nil {
 		return "", err
 	}
-	if err := gpioSimExtract(ctx, debs.Source, build); err != nil {
+	if err := gpioSimExtract(ctx, debs.Source, build, plan.edits); err != nil {
 		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(build, "Kbuild"), []byte(plan.kbuild), 0o644); err != nil {
@@ -316,12 +322,13 @@ func gpioSimHostTools(headers string) error {
 // gpioSimExtract streams the kernel source tarball out of the source package
 // (dpkg-deb --fsys-tarfile, then xz) and writes the module's members into
 // build, edited. It stops reading as soon as it has them all.
-func gpioSimExtract(ctx context.Context, deb, build string) error {
+func gpioSimExtract(ctx context.Context, deb, build string, more map[string][]gpioSimEdit) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	want := map[string]gpioSimMember{}
 	for _, m := range gpioSimMembers() {
+		m.edits = append(slices.Clip(m.edits), more[m.src]...)
 		want[m.src] = m
 	}
 

@@ -72,9 +72,10 @@ func check(t *testing.T, spec Spec, res *Result, err error) {
 // TestGuestARM runs the kernel-facing packages' tests on a 32-bit ARM kernel:
 // the PHC of an e1000e, the PL061 GPIO controller with QEMU's power button on
 // line 3, packet timestamps on loopback and eth0, the PPS source on
-// pps-ktimer (cross-built out of tree), and iio_simple_dummy's buffer on
-// the hrtimer trigger as in the amd64 guest (cross-built likewise; no hwmon:
-// armmp has no i2c-stub and ina2xx does not cross-build, IIOKernelModules).
+// pps-ktimer (cross-built out of tree), and the sensors as in the amd64
+// guest: iio_simple_dummy's buffer on the hrtimer trigger, lm75 and ina226
+// on i2c-stub, gpio-sim edges triggering readings (gpio-sim, i2c-stub and
+// the IIO and INA2xx drivers cross-built likewise).
 func TestGuestARM(t *testing.T) {
 	cache, root := requireRig(t, ARM)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
@@ -97,12 +98,13 @@ func TestGuestARM(t *testing.T) {
 		Machine: ARM, Cache: cache, ModuleRoot: root,
 		Packages:   []string{"phc", "gpio", "sockts", "ntp", "ptp", "agent", "sensors"},
 		Run:        map[string]string{"agent": "OnPowerButton|FrozenPHC|GuestPHCSet|OnKtimer|OnRealKernel", "sensors": "OnRealKernel"},
-		ExtraKOs:   append([]string{pps}, IIOKernelModules(pps)...),
+		ExtraKOs:   append([]string{pps, PPSKtimerARMGPIOSim(pps), I2CStubModule(pps)}, SensorKernelModules(pps)...),
+		Params:     map[string]string{"i2c-stub": I2CStubParams},
 		ConfigFS:   true,
 		TestArgs:   guestTestArgs(),
-		Modules:    append([]string{"e1000e"}, IIOKernelDeps...),
+		Modules:    append(append([]string{"e1000e"}, IIOKernelDeps...), HwmonKernelDeps...),
 		Interfaces: []string{"eth0"},
-		Env:        []string{"MONAGENT_GUEST_POWER_BUTTON=gpiochip0:3", "MONAGENT_GUEST_PHC_IFACE=eth0", IIOGuestEnv},
+		Env:        []string{"MONAGENT_GUEST_POWER_BUTTON=gpiochip0:3", "MONAGENT_GUEST_PHC_IFACE=eth0", IIOGuestEnv, HwmonGuestEnv},
 		DTB:        dtb,
 		Timeout:    4 * time.Minute,
 	}
@@ -154,7 +156,7 @@ func TestGuestAMD64(t *testing.T) {
 		Packages:   []string{"gpio", "phc", "internal/testbed/gpioladder", "agent", "sensors"},
 		Run:        map[string]string{"agent": "OnGPIOSim|FrozenPHC|OnKtimer|OnRealKernel", "sensors": "OnRealKernel"},
 		TestArgs:   guestTestArgs(),
-		Modules:    append(append([]string{"e1000e"}, IIOKernelDeps...), HwmonKernelDeps...),
+		Modules:    append(append([]string{"e1000e", "i2c-stub"}, IIOKernelDeps...), HwmonKernelDeps...),
 		Params:     map[string]string{"i2c-stub": I2CStubParams},
 		ExtraKOs:   append([]string{ko, PPSKtimerModule(ko)}, SensorKernelModules(ko)...),
 		ConfigFS:   true,

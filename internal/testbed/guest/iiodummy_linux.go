@@ -37,10 +37,7 @@ import (
 // masked, a wake-up of its thread merged).
 
 // iioKOs are the IIO modules in the order they load (each after what it
-// needs); sensorKOs add the INA2xx driver, which builds for amd64 only: the
-// cross-build for arm stops at modpost, whose host build (Debian's amd64
-// linux-kbuild) sizes struct of_device_id for 64 bits (200 bytes, not the
-// 196 of arm) and refuses every module with an OF match table.
+// needs); sensorKOs add the INA2xx driver.
 var (
 	iioKOs    = []string{"industrialio-configfs.ko", "industrialio-sw-device.ko", "industrialio-sw-trigger.ko", "iio-trig-hrtimer.ko", "iio_dummy.ko"}
 	sensorKOs = append(slices.Clip(iioKOs), "ina2xx.ko")
@@ -53,14 +50,10 @@ const (
 )
 
 // SensorKernelModules are the IIO and hwmon modules built beside the gpio-sim
-// module BuildGPIOSim returned, in the order they load, after the kernel's
-// own (IIOKernelDeps, HwmonKernelDeps).
+// module BuildGPIOSim returned (or the ARM pps-ktimer BuildPPSKtimerARM
+// did), in the order they load, after the kernel's own (IIOKernelDeps,
+// HwmonKernelDeps).
 func SensorKernelModules(gpioSim string) []string { return beside(gpioSim, sensorKOs) }
-
-// IIOKernelModules are the IIO modules built beside the ARM pps-ktimer
-// module BuildPPSKtimerARM returned, in the order they load, after the
-// kernel's own (IIOKernelDeps).
-func IIOKernelModules(ppsKtimer string) []string { return beside(ppsKtimer, iioKOs) }
 
 func beside(ko string, names []string) []string {
 	var out []string
@@ -72,11 +65,12 @@ func beside(ko string, names []string) []string {
 
 // IIOKernelDeps are the kernel's own modules the IIO modules need: configfs,
 // the IIO core and its triggered kfifo buffer. HwmonKernelDeps are those
-// the hwmon tests need: i2c-stub (loaded with chip addresses, I2CStubParams),
-// i2c-dev and lm75 (amd64: armmp has no i2c-stub).
+// the hwmon tests need: i2c-dev and lm75, and i2c-stub (loaded with chip
+// addresses, I2CStubParams), the kernel's on amd64, built on arm
+// (I2CStubModule).
 var (
 	IIOKernelDeps   = []string{"configfs", "industrialio", "industrialio-triggered-buffer", "kfifo_buf"}
-	HwmonKernelDeps = []string{"i2c-stub", "i2c-dev", "lm75"}
+	HwmonKernelDeps = []string{"i2c-dev", "lm75"}
 )
 
 // IIOGuestEnv tells the tests in a guest that the IIO dummy and its trigger
@@ -85,6 +79,28 @@ var (
 	IIOGuestEnv   = "MONAGENT_GUEST_IIO=1"
 	HwmonGuestEnv = "MONAGENT_GUEST_I2C_STUB=0x48,0x40"
 )
+
+// armNoDeviceTables are the edits that let the modules with device tables
+// cross-build for arm: modpost, built for the host by Debian's amd64
+// linux-kbuild, sizes the tables' entries for 64 bits (struct
+// of_device_id: 200 bytes, not arm's 196; struct i2c_device_id: 32, not 24)
+// and refuses them. The tables stay (the drivers match by them); only the
+// aliases for autoloading go, which the guest does not use.
+var armNoDeviceTables = map[string][]gpioSimEdit{
+	"drivers/gpio/gpio-sim.c": {{"MODULE_DEVICE_TABLE(of, gpio_sim_of_match);", ""}},
+	"drivers/hwmon/ina2xx.c":  {{"MODULE_DEVICE_TABLE(i2c, ina2xx_id);", ""}, {"MODULE_DEVICE_TABLE(of, ina2xx_of_match);", ""}},
+}
+
+// I2CStubModule is i2c-stub.ko and PPSKtimerARMGPIOSim gpio-sim.ko, built
+// beside the ARM pps-ktimer module BuildPPSKtimerARM returned (the amd64
+// kernel has its own i2c-stub, and BuildGPIOSim builds its gpio-sim).
+func I2CStubModule(ppsKtimer string) string {
+	return filepath.Join(filepath.Dir(ppsKtimer), "i2c-stub.ko")
+}
+
+func PPSKtimerARMGPIOSim(ppsKtimer string) string {
+	return filepath.Join(filepath.Dir(ppsKtimer), "gpio-sim.ko")
+}
 
 // I2CStubParams are i2c-stub's parameters: two emulated chips, at the LM75's
 // address and the INA226's.
@@ -121,6 +137,7 @@ func sensorMembers() []gpioSimMember {
 					"\t}\n"},
 		}},
 		{src: "drivers/hwmon/ina2xx.c", dst: "ina2xx.c"},
+		{src: "drivers/i2c/i2c-stub.c", dst: "i2c-stub.c"}, // built for arm only: armmp lacks it
 	}
 }
 
