@@ -1,93 +1,31 @@
 package sensors_test
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/monagent/monagent/sensors"
+	"github.com/monagent/monagent/sensors/sensorstest"
 )
 
-// The IIO tests below need the rig's amd64 guest: iio_simple_dummy with its
-// buffer and the hrtimer trigger, both built out of tree with counters
-// (internal/testbed/guest/iiodummy_linux.go), and configfs mounted. The guest
-// says so with MONAGENT_GUEST_IIO=1.
+// iioDummy is the rig's dummy device read through this package.
+type iioDummy struct {
+	*sensorstest.IIODummy
+	fs  sensors.FS
+	dev sensors.IIODevice
+}
+
 func requireIIODummy(t *testing.T) *iioDummy {
 	t.Helper()
-	if os.Getenv("MONAGENT_GUEST_IIO") == "" {
-		t.Skip("needs iio_dummy and iio-trig-hrtimer with their counters, as the rig's amd64 guest has them (MONAGENT_GUEST_IIO=1)")
-	}
-	const cfg = "/sys/kernel/config/iio"
-	name, trigName := "monagent-dummy", "monagent-hrtimer"
-	for _, d := range []string{cfg + "/devices/dummy/" + name, cfg + "/triggers/hrtimer/" + trigName} {
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			t.Fatalf("creating %s: %v", d, err)
-		}
-	}
-	fs := sensors.NewFS("", "")
-	dev, err := fs.FindIIODevice(name)
-	if err != nil {
+	d := &iioDummy{IIODummy: sensorstest.RequireIIODummy(t), fs: sensors.NewFS("", "")}
+	var err error
+	if d.dev, err = d.fs.FindIIODevice(d.Name); err != nil {
 		t.Fatal(err)
 	}
-	trigs, _ := filepath.Glob("/sys/bus/iio/devices/trigger*")
-	d := &iioDummy{fs: fs, dev: dev}
-	for _, tr := range trigs {
-		if b, _ := os.ReadFile(filepath.Join(tr, "name")); strings.TrimSpace(string(b)) == trigName {
-			d.trig = tr
-		}
-	}
-	if d.trig == "" {
-		t.Fatalf("no IIO trigger named %s among %v", trigName, trigs)
-	}
-	writeSys(t, filepath.Join(dev.Dir, "buffer", "enable"), "0")
-	writeSys(t, filepath.Join(dev.Dir, "trigger", "current_trigger"), trigName)
 	return d
-}
-
-type iioDummy struct {
-	fs   sensors.FS
-	dev  sensors.IIODevice
-	trig string // the hrtimer trigger's sysfs directory
-}
-
-func writeSys(t *testing.T, path, v string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(v), 0); err != nil {
-		t.Fatalf("write %s to %s: %v", v, path, err)
-	}
-}
-
-// iioCounters are the modules' counters (module parameters).
-type iioCounters struct{ fired, overruns, busy, runs, scans uint64 }
-
-func readIIOCounters(t *testing.T) iioCounters {
-	t.Helper()
-	var c iioCounters
-	for _, p := range []struct {
-		dst  *uint64
-		path string
-	}{
-		{&c.fired, "/sys/module/iio_trig_hrtimer/parameters/fired"},
-		{&c.overruns, "/sys/module/iio_trig_hrtimer/parameters/overruns"},
-		{&c.busy, "/sys/module/iio_trig_hrtimer/parameters/busy"},
-		{&c.runs, "/sys/module/iio_dummy/parameters/runs"},
-		{&c.scans, "/sys/module/iio_dummy/parameters/scans"},
-	} {
-		b, err := os.ReadFile(p.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if *p.dst, err = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err != nil {
-			t.Fatalf("%s: %v", p.path, err)
-		}
-	}
-	return c
 }
 
 // iioRun is one capture: what the reader got and what the kernel counted.
@@ -127,9 +65,8 @@ func (r iioRun) String() string {
 // lost in the buffer, and fired = runs + busy + unrun with unrun ≥ 0.
 func (d *iioDummy) capture(t *testing.T, rate, burst int, span time.Duration, length int) iioRun {
 	t.Helper()
-	writeSys(t, filepath.Join(d.trig, "sampling_frequency"), strconv.Itoa(rate))
-	writeSys(t, "/sys/module/iio_dummy/parameters/burst", strconv.Itoa(burst))
-	before := readIIOCounters(t)
+	d.Set(t, rate, burst)
+	before := d.Counters(t)
 	b, err := d.fs.OpenBuffer(d.dev, []string{"accel_x"}, length)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +76,7 @@ func (d *iioDummy) capture(t *testing.T, rate, burst int, span time.Duration, le
 		t.Fatal("the dummy's buffer has no timestamp channel")
 	}
 	r := iioRun{rate: rate, burst: burst, span: span}
-	idx := before.scans // the scan count of the last scan seen
+	idx := before.Scans // the scan count of the last scan seen
 	var last int64
 	var intervals []int64
 	scans := make([]sensors.Scan, 64)
@@ -175,7 +112,7 @@ func (d *iioDummy) capture(t *testing.T, rate, burst int, span time.Duration, le
 	}
 	// Stop the trigger (disabling the buffer detaches it), then read what
 	// the buffer still holds.
-	writeSys(t, filepath.Join(d.dev.Dir, "buffer", "enable"), "0")
+	sensorstest.WriteSys(t, filepath.Join(d.dev.Dir, "buffer", "enable"), "0")
 	for {
 		n, err := b.ReadScans(scans, 200*time.Millisecond)
 		if err != nil {
@@ -186,13 +123,13 @@ func (d *iioDummy) capture(t *testing.T, rate, burst int, span time.Duration, le
 		}
 		take(n)
 	}
-	after := readIIOCounters(t)
-	r.fired, r.busy, r.overruns = after.fired-before.fired, after.busy-before.busy, after.overruns-before.overruns
-	r.runs, r.pushed = after.runs-before.runs, after.scans-before.scans
-	if idx > after.scans {
-		t.Errorf("%d Hz: the scans read run to scan %d, the dummy counted %d", rate, idx, after.scans)
+	after := d.Counters(t)
+	r.fired, r.busy, r.overruns = after.Fired-before.Fired, after.Busy-before.Busy, after.Overruns-before.Overruns
+	r.runs, r.pushed = after.Runs-before.Runs, after.Scans-before.Scans
+	if idx > after.Scans {
+		t.Errorf("%d Hz: the scans read run to scan %d, the dummy counted %d", rate, idx, after.Scans)
 	}
-	r.gaps += after.scans - idx // dropped after the last scan read
+	r.gaps += after.Scans - idx // dropped after the last scan read
 	if r.pushed != r.runs*uint64(burst) {
 		t.Errorf("%d Hz: %d scans pushed in %d handler runs of %d", rate, r.pushed, r.runs, burst)
 	}
