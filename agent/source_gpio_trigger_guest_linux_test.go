@@ -36,10 +36,12 @@ func TestGPIOTriggerReadsHwmonOnRealKernel(t *testing.T) {
 	}
 	stub.BindChips(t)
 
-	_, s := simSource(t, sim, gpioLineCfg(0, "drdy", "realtime"), func(d *gpioSource) {
+	d, s := newSimSource(t, sim, gpioLineCfg(0, "drdy", "realtime"), 10*time.Millisecond, func(d *gpioSource) {
 		d.attachTriggers([]GPIOTriggerConfig{{Name: "power", Chip: sim.Chip, Line: 0, Edge: "rising",
 			Sensors: []string{"hwmon/ina226/power1", "hwmon/lm75/temp1"}}}, sensors.NewFS("", ""), nil)
 	})
+	runEvents(t, s)
+	waitLineIRQ(t, d)
 
 	// The agent's loop for this source: a collection every gpio.interval.
 	var mu sync.Mutex
@@ -118,10 +120,9 @@ func TestGPIOTriggerReadsHwmonOnRealKernel(t *testing.T) {
 		len(delays), time.Duration(delays[0]), q(0.5), q(0.9), q(0.99), time.Duration(delays[len(delays)-1]))
 }
 
-// simSource runs the GPIO source on line of a gpio-sim chip, both edges,
-// with a collection interval of 10 ms, set up by with before it starts, and
-// returns once the line's IRQ shows.
-func simSource(t *testing.T, sim *testbed.GPIOSim, line GPIOLineConfig, with func(*gpioSource)) (*gpioSource, *collect.EventSource[gpioEdge]) {
+// newSimSource is the GPIO source of line of a gpio-sim chip, both edges,
+// collected every interval, set up by with; not started.
+func newSimSource(t *testing.T, sim *testbed.GPIOSim, line GPIOLineConfig, interval time.Duration, with func(*gpioSource)) (*gpioSource, *collect.EventSource[gpioEdge]) {
 	t.Helper()
 	cc := entryDefaults[GPIOChipConfig]()
 	cc.Chip, cc.Lines = sim.Chip, []GPIOLineConfig{line}
@@ -131,11 +132,16 @@ func simSource(t *testing.T, sim *testbed.GPIOSim, line GPIOLineConfig, with fun
 		t.Fatal(err)
 	}
 	with(d)
-	s, err := collect.Decode("gpio:"+sim.Chip, 10*time.Millisecond, 4096, d)
+	s, err := collect.Decode("gpio:"+sim.Chip, interval, cc.Ring, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runEvents(t, s)
+	return d, s
+}
+
+// waitLineIRQ waits until the source's line request is open (its IRQ shows).
+func waitLineIRQ(t *testing.T, d *gpioSource) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !d.irqs.Live() {
 		if time.Now().After(deadline) {
@@ -143,5 +149,4 @@ func simSource(t *testing.T, sim *testbed.GPIOSim, line GPIOLineConfig, with fun
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return d, s
 }
