@@ -163,8 +163,8 @@ func (d *iioDummy) capture(t *testing.T, rate, burst int, span time.Duration, le
 // the handler's, and every loss counted; the reader must lose none.
 func TestIIODummyBufferOnRealKernel(t *testing.T) {
 	d := requireIIODummy(t)
-	r := d.capture(t, 200, 384, 5*time.Second, 4096)
-	t.Logf("iio_dummy, hrtimer trigger, buffer 4096 scans: %v", r)
+	r := d.capture(t, 200, 384, 5*time.Second, 8192)
+	t.Logf("iio_dummy, hrtimer trigger, buffer 8192 scans: %v", r)
 	if r.lostByReader() > 0 {
 		t.Errorf("the reader lost %d scans", r.lostByReader())
 	}
