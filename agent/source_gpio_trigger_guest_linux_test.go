@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -15,137 +13,140 @@ import (
 	"github.com/monagent/monagent/internal/testbed"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sensors"
+	"github.com/monagent/monagent/sensors/sensorstest"
 	"github.com/monagent/monagent/timebase"
 )
 
-// iioDummyConfigfs is where iio_simple_dummy devices are made
-// (drivers/iio/dummy: industrialio-sw-device's configfs, type "dummy").
-const iioDummyConfigfs = "/sys/kernel/config/iio/devices/dummy"
-
-// newIIODummy makes an iio_simple_dummy device named name for the test, or
-// skips it where the module is absent (the rig's amd64 guest has it).
-func newIIODummy(t *testing.T, name string) {
-	t.Helper()
-	if _, err := os.Stat(iioDummyConfigfs); err != nil {
-		t.Skipf("no iio_simple_dummy device can be made here: %v (needs the iio_dummy module and configfs; the rig's amd64 guest has them)", err)
-	}
-	dir := filepath.Join(iioDummyConfigfs, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
+// TestGPIOTriggerReadsHwmonOnRealKernel: rising edges of a gpio-sim line
+// trigger readings of the LM75 and the INA226 on i2c-stub (the rig's amd64
+// guest), through the gpio.triggers path with the agent's collection every
+// 10 ms (gpio.interval): one gpio_trigger record per rising edge at the
+// edge's kernel stamp (REALTIME line clock), with the values the chips hold,
+// and the latency from the edge's stamp to the reading (read_delay_ns)
+// measured, its distribution logged.
+func TestGPIOTriggerReadsHwmonOnRealKernel(t *testing.T) {
+	sim := testbed.NewGPIOSim(t, 1)
+	stub := sensorstest.RequireI2CStub(t)
+	const lm75, ina226 = sensorstest.StubLM75, sensorstest.StubINA226
+	if err := stub.WriteWordSwapped(lm75, 0, 0x1a80); err != nil { // 26.5 °C
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Remove(dir) })
+	if err := stub.WriteWordSwapped(ina226, 3, 160); err != nil { // 160 × 6.25 mW
+		t.Fatal(err)
+	}
+	stub.BindChips(t)
+
+	d, s := newSimSource(t, sim, gpioLineCfg(0, "drdy", "realtime"), 10*time.Millisecond, func(d *gpioSource) {
+		d.attachTriggers([]GPIOTriggerConfig{{Name: "power", Chip: sim.Chip, Line: 0, Edge: "rising",
+			Sensors: []string{"hwmon/ina226/power1", "hwmon/lm75/temp1"}}}, sensors.NewFS("", ""), nil)
+	})
+	runEvents(t, s)
+	waitLineIRQ(t, d)
+
+	// The agent's loop for this source: a collection every gpio.interval.
+	var mu sync.Mutex
+	var recs []record.Record
+	var collectErr error
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			b := &collect.Batch{Host: "h"}
+			err := s.Collect(context.Background(), b)
+			mu.Lock()
+			recs = append(recs, b.Records...)
+			if err != nil && !errors.Is(err, collect.ErrNoData) {
+				collectErr = err
+			}
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	const edges = 200
+	for range edges { // 50 rising edges a second
+		sim.Pull(t, 0, true)
+		time.Sleep(10 * time.Millisecond)
+		sim.Pull(t, 0, false)
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	<-done
+	if collectErr != nil {
+		t.Error(collectErr)
+	}
+
+	var delays []int64
+	rising := 0
+	for _, r := range recs {
+		switch r.Measurement {
+		case "gpio_event":
+			if r.Tag("edge") == "rising" {
+				rising++
+			}
+		case "gpio_trigger":
+			kernel, _ := r.Field("kernel_ns")
+			delay, _ := r.Field("read_delay_ns")
+			power, _ := r.Field("hwmon/ina226/power1")
+			temp, _ := r.Field("hwmon/lm75/temp1")
+			if r.TimeNS != kernel.I || power.I != 1_000_000 || temp.I != 26_500_000 || delay.I <= 0 {
+				t.Errorf("gpio_trigger at %d: kernel_ns %d, power %d µW, temp %d µ°C, read_delay_ns %d; want at the edge's stamp, 1000000, 26500000, > 0",
+					r.TimeNS, kernel.I, power.I, temp.I, delay.I)
+			}
+			delays = append(delays, delay.I)
+		}
+	}
+	readings := collecttest.Self(t, s, "trigger_power_readings").U
+	readErrors := collecttest.Self(t, s, "trigger_power_read_errors").U
+	lost := collecttest.Self(t, s, "line0_lost").U
+	t.Logf("%d edge pairs pulled: %d rising gpio_event, %d gpio_trigger records, %d readings, %d read errors, %d edges lost from the kernel's queue",
+		edges, rising, len(delays), readings, readErrors, lost)
+	if rising != edges || len(delays) != rising || readings != uint64(rising) || readErrors != 0 || lost != 0 {
+		t.Errorf("want %d rising edges, each one gpio_trigger record and one reading, no read error, none lost", edges)
+	}
+	if len(delays) == 0 {
+		return
+	}
+	slices.Sort(delays)
+	q := func(p float64) time.Duration { return time.Duration(delays[int(p*float64(len(delays)-1))]) }
+	t.Logf("edge stamp to reading, %d readings (gpio.interval 10ms): min %v p50 %v p90 %v p99 %v max %v",
+		len(delays), time.Duration(delays[0]), q(0.5), q(0.9), q(0.99), time.Duration(delays[len(delays)-1]))
 }
 
-// TestGPIOTriggerReadsIIOOnGPIOSim: gpio.triggers on a real kernel. A
-// gpio-sim line's rising edges trigger one-shot readings of an
-// iio_simple_dummy ADC channel through sysfs while the collection runs
-// every 10 ms, as gpio.interval 10ms would: every rising edge gives one
-// gpio_trigger record at the edge's kernel stamp (REALTIME) with the
-// channel's value, and read_delay_ns (the reading's REALTIME stamp less the
-// edge's) has the distribution logged, the wait for the next collection
-// included.
-func TestGPIOTriggerReadsIIOOnGPIOSim(t *testing.T) {
-	sim := testbed.NewGPIOSim(t, 1)
-	const dev = "trigger_adc"
-	newIIODummy(t, dev)
+// newSimSource is the GPIO source of line of a gpio-sim chip, both edges,
+// collected every interval, set up by with; not started.
+func newSimSource(t *testing.T, sim *testbed.GPIOSim, line GPIOLineConfig, interval time.Duration, with func(*gpioSource)) (*gpioSource, *collect.EventSource[gpioEdge]) {
+	t.Helper()
 	cc := entryDefaults[GPIOChipConfig]()
-	cc.Chip, cc.Lines = sim.Chip, []GPIOLineConfig{gpioLineCfg(0, "drdy", "realtime")}
+	cc.Chip, cc.Lines = sim.Chip, []GPIOLineConfig{line}
+	cc.Lines[0].Edge = "both"
 	d, err := newGPIOSource(cc, cc.Lines, sim.Path(), timebase.NewTranslators(), timebase.DomainUnknown)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.attachTriggers([]GPIOTriggerConfig{{Name: "adc", Chip: sim.Chip, Line: 0, Edge: "rising",
-		Sensors: []string{"iio/" + dev + "/voltage0"}}}, sensors.NewFS("/sys", "/dev"), nil)
-	if n := len(d.lines[0].triggers[0].found.Sensors); n != 1 {
-		t.Fatalf("the trigger found %d sensors for iio/%s/voltage0, want 1", n, dev)
-	}
-	s, err := collect.Decode("gpio:"+sim.Chip, 10*time.Millisecond, 4096, d)
+	with(d)
+	s, err := collect.Decode("gpio:"+sim.Chip, interval, cc.Ring, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runEvents(t, s)
-	for deadline := time.Now().Add(5 * time.Second); !d.irqs.Live(); time.Sleep(20 * time.Millisecond) {
+	return d, s
+}
+
+// waitLineIRQ waits until the source's line request is open (its IRQ shows).
+func waitLineIRQ(t *testing.T, d *gpioSource) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !d.irqs.Live() {
 		if time.Now().After(deadline) {
 			t.Fatalf("the line's IRQ never showed: %q", d.irqs.Why())
 		}
+		time.Sleep(20 * time.Millisecond)
 	}
-
-	// The collection, every 10 ms, beside the edges.
-	var (
-		mu   sync.Mutex
-		recs []record.Record
-	)
-	collectOnce := func() {
-		b := &collect.Batch{Host: "h"}
-		if err := s.Collect(context.Background(), b); err != nil && !errors.Is(err, collect.ErrNoData) {
-			t.Error(err)
-		}
-		mu.Lock()
-		recs = append(recs, b.Records...)
-		mu.Unlock()
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for ctx.Err() == nil {
-			select {
-			case <-ctx.Done():
-			case <-tick.C:
-				collectOnce()
-			}
-		}
-	})
-	const rising = 200
-	for i := range 2 * rising {
-		sim.Pull(t, 0, i%2 == 0)
-		time.Sleep(time.Duration(3+i%5) * time.Millisecond) // out of step with the collection
-	}
-	time.Sleep(200 * time.Millisecond)
-	stop()
-	wg.Wait()
-	collectOnce()
-	checkRecordRules(t, recs)
-
-	var risingAt []int64
-	var trig []record.Record
-	for _, r := range recs {
-		switch {
-		case r.Measurement == "gpio_event" && r.Tag("edge") == "rising":
-			risingAt = append(risingAt, r.TimeNS)
-		case r.Measurement == "gpio_trigger":
-			trig = append(trig, r)
-		}
-	}
-	lost := collecttest.Self(t, s, "line0_lost").U + collecttest.Self(t, s, "line0_merged").U
-	if len(risingAt) == 0 || len(trig) != len(risingAt) {
-		t.Fatalf("%d rising edges recorded (%d lost or merged), %d gpio_trigger records: want one per rising edge", len(risingAt), lost, len(trig))
-	}
-	raw, err := os.ReadFile(d.lines[0].triggers[0].found.Sensors[0].Path)
-	if err != nil {
-		t.Errorf("the channel's attribute: %v", err)
-	}
-	delays := make([]int64, 0, len(trig))
-	for i, r := range trig {
-		if r.TimeNS != risingAt[i] || gpioField(t, r, "kernel_ns").I != r.TimeNS {
-			t.Errorf("gpio_trigger %d at %d, want its edge's stamp %d", i, r.TimeNS, risingAt[i])
-		}
-		if _, ok := r.Field("iio/" + dev + "/voltage0"); !ok {
-			t.Errorf("gpio_trigger %d has no reading of the ADC: %v", i, r.Fields)
-		}
-		dl := gpioField(t, r, "read_delay_ns").I
-		if dl <= 0 || dl > int64(5*time.Second) {
-			t.Errorf("gpio_trigger %d: read_delay_ns %d, want within (0, 5 s]", i, dl)
-		}
-		delays = append(delays, dl)
-	}
-	if n := collecttest.Self(t, s, "trigger_adc_read_errors").U; n != 0 {
-		t.Errorf("%d read errors", n)
-	}
-	slices.Sort(delays)
-	q := func(p int) time.Duration { return time.Duration(delays[(len(delays)-1)*p/100]) } // nearest rank
-	t.Logf("%d rising edges on %s, each read iio/%s/voltage0 (%s = %q); edge stamp to reading, collection every 10 ms: "+
-		"min %v, p50 %v, p90 %v, p99 %v, max %v", len(trig), sim.Chip, dev, filepath.Base(d.lines[0].triggers[0].found.Sensors[0].Path),
-		raw, q(0), q(50), q(90), q(99), q(100))
 }

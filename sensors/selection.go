@@ -33,9 +33,20 @@ func (s *Selection) Scan() error {
 	return err
 }
 
-// Due says whether there was no Scan yet or the last is every or more ago.
+// Due says whether there was no Scan yet, the last is every or more ago,
+// or a sensor of the last listing is gone (Sensor.Gone: its chip was
+// removed), so that a chip that went away costs one failed read, not one
+// every collection until the next periodic listing.
 func (s *Selection) Due(every time.Duration) bool {
-	return s.last.IsZero() || s.now().Sub(s.last) >= every
+	if s.last.IsZero() || s.now().Sub(s.last) >= every {
+		return true
+	}
+	for _, x := range s.Sensors {
+		if x.Gone() {
+			return true
+		}
+	}
+	return false
 }
 
 // ScanFailures is the sources that could not be listed, over every Scan.

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/monagent/monagent/internal/closing"
 )
@@ -80,15 +82,18 @@ type Sensor struct {
 	scale  float64
 	exact  int64 // integer multiplier when scale is exact (hwmon, thermal); 0 otherwise
 
-	f   *os.File
-	buf [32]byte
+	f    *os.File
+	buf  [32]byte
+	gone bool // the last Read found the attribute or its device gone
 }
 
 // Read reads the sensor's value now.
 func (s *Sensor) Read() (int64, error) {
+	s.gone = false
 	if s.f == nil {
 		f, err := os.Open(s.Path)
 		if err != nil {
+			s.gone = isGone(err)
 			return 0, fmt.Errorf("sensors: %w", err)
 		}
 		s.f = f
@@ -98,7 +103,8 @@ func (s *Sensor) Read() (int64, error) {
 		// The device went away or refused (a disabled thermal zone): reopen next time.
 		s.f.Close()
 		s.f = nil
-		return 0, fmt.Errorf("sensors: read %s: %w", s.Path, err)
+		s.gone = isGone(err)
+		return 0, fmt.Errorf("sensors: %w", err) // a *PathError: "read PATH: why"
 	}
 	raw, err := parseInt(s.buf[:n])
 	if err != nil {
@@ -109,6 +115,15 @@ func (s *Sensor) Read() (int64, error) {
 	}
 	return roundInt((float64(raw) + s.offset) * s.scale), nil
 }
+
+// Gone says whether the last Read failed because the sensor is no longer
+// there: its attribute file is gone (ENOENT) or its device was removed
+// while the file was open (ENODEV), as when a chip is deleted from its bus
+// or its driver unloaded. A listing again finds it if it came back, at a
+// new path perhaps (hwmon nodes are numbered anew).
+func (s *Sensor) Gone() bool { return s.gone }
+
+func isGone(err error) bool { return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENODEV) }
 
 // Close closes the attribute file.
 func (s *Sensor) Close() error { return closing.Clear(&s.f) }
@@ -152,13 +167,15 @@ func parseInt(b []byte) (int64, error) {
 	return v, nil
 }
 
-// readString reads a short sysfs text attribute, trimmed.
+// readString reads a short sysfs text attribute, trimmed of white space and
+// of the NUL some attributes end with (IIO's current_timestamp_clock gives
+// "realtime\n\x00").
 func readString(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(string(b)), nil
+	return strings.TrimSpace(strings.TrimRight(string(b), "\x00")), nil
 }
 
 // dirsMatching lists the entries of dir whose names start with prefix,

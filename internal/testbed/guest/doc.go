@@ -11,6 +11,12 @@
 //   - amd64: Debian's amd64 kernel with gpio-sim, built out of tree from the
 //     kernel's own source (Debian does not build it), for bursts of edges.
 //
+// Both also have the sensors on real drivers: iio_simple_dummy's buffer on
+// the hrtimer trigger (the IIO configfs core, the trigger and the dummy
+// built out of tree, with counters that account for every scan), an LM75
+// and an INA226 emulated by i2c-stub under the kernel's lm75 and ina2xx
+// drivers, and on ARM gpio-sim too (cross-built; iiodummy_linux.go).
+//
 // Everything comes from Debian's package registry by name, pinned to one
 // kernel ABI (KernelABI) and cached between runs under the testbed's cache
 // directory. The rig builds the test binaries statically for the guest

@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -27,11 +28,11 @@ type GPIOSimDebs struct {
 const (
 	// gpioSimRecipe is part of the stamp: change it whenever the build
 	// recipe (edits, Kbuild, checks) changes, so old modules are rebuilt.
-	gpioSimRecipe = "gpio-sim recipe 2: gpio-sim, pps-ktimer"
+	gpioSimRecipe = "gpio-sim recipe 7: gpio-sim, pps-ktimer, i2c-stub and no device tables (arm), iio_dummy with buffer, bursts and counters, iio-trig-hrtimer with counters, iio configfs, ina2xx"
 	// gpioSimTimeout bounds a whole build, extraction included.
 	gpioSimTimeout = 10 * time.Minute
 	gpioSimStamp   = "gpio-sim.stamp"
-	gpioSimKbuild  = "obj-m := gpio-sim.o pps-ktimer.o\ngpio-sim-y := gpio-sim-main.o irq_sim.o\n"
+	gpioSimKbuild  = "obj-m := gpio-sim.o pps-ktimer.o " + sensorKbuildObjs + "\ngpio-sim-y := gpio-sim-main.o irq_sim.o\n" + iioKbuild
 	gpioSimTail    = 3000 // bytes of build output quoted in errors
 )
 
@@ -53,14 +54,14 @@ type gpioSimMember struct {
 // PPS source driven by a kernel timer: one assert edge a second, for the
 // PPS tests.
 func gpioSimMembers() []gpioSimMember {
-	return []gpioSimMember{
+	return append([]gpioSimMember{
 		{src: "drivers/gpio/gpio-sim.c", dst: "gpio-sim-main.c"},
 		{src: "drivers/gpio/gpiolib.h", dst: "gpiolib.h"},
 		{src: "drivers/pps/clients/pps-ktimer.c", dst: "pps-ktimer.c"},
 		{src: "kernel/irq/irq_sim.c", dst: "irq_sim.c", edits: []gpioSimEdit{
 			{"handle_simple_irq(irq_to_desc(irqnum));", "generic_handle_irq(irqnum);"},
 		}},
-	}
+	}, sensorMembers()...)
 }
 
 // edit applies the member's edits to its text; each must find what it replaces.
@@ -88,7 +89,7 @@ func (m gpioSimMember) edit(text []byte) ([]byte, error) {
 // (Module.symvers).
 func BuildGPIOSim(ctx context.Context, dir, rel string, debs GPIOSimDebs) (string, error) {
 	return buildModules(ctx, dir, rel, debs, modulePlan{
-		kbuild: gpioSimKbuild, kos: []string{"gpio-sim.ko", "pps-ktimer.ko"},
+		kbuild: gpioSimKbuild, kos: append([]string{"gpio-sim.ko", "pps-ktimer.ko"}, sensorKOs...),
 	})
 }
 
@@ -96,15 +97,19 @@ func BuildGPIOSim(ctx context.Context, dir, rel string, debs GPIOSimDebs) (strin
 // release rel (e.g. "6.1.0-50-armmp") in dir with Debian's
 // arm-linux-gnueabihf cross compiler (package gcc-arm-linux-gnueabihf, the
 // compiler Debian builds the kernel with), against debs (the armmp headers)
-// and returns its path. Only pps-ktimer: the ARM guest has a real GPIO
-// controller.
+// and returns its path; gpio-sim (PPSKtimerARMGPIOSim), i2c-stub, which
+// armmp lacks (I2CStubModule), and the sensor modules (SensorKernelModules)
+// are built beside it, without their modules' device tables
+// (armNoDeviceTables).
 func BuildPPSKtimerARM(ctx context.Context, dir, rel string, debs GPIOSimDebs) (string, error) {
 	if _, err := exec.LookPath(armCrossPrefix + "gcc"); err != nil {
 		return "", fmt.Errorf("pps-ktimer for arm: no cross compiler (Debian package gcc-arm-linux-gnueabihf): %w", err)
 	}
 	return buildModules(ctx, dir, rel, debs, modulePlan{
-		kbuild: "obj-m := pps-ktimer.o\n", kos: []string{"pps-ktimer.ko"},
+		kbuild:   "obj-m := pps-ktimer.o i2c-stub.o " + sensorKbuildObjs + " gpio-sim.o\ngpio-sim-y := gpio-sim-main.o irq_sim.o\n" + iioKbuild,
+		kos:      append([]string{"pps-ktimer.ko", "gpio-sim.ko", "i2c-stub.ko"}, sensorKOs...),
 		makeArgs: []string{"ARCH=arm", "CROSS_COMPILE=" + armCrossPrefix},
+		edits:    armNoDeviceTables,
 	})
 }
 
@@ -112,11 +117,13 @@ func BuildPPSKtimerARM(ctx context.Context, dir, rel string, debs GPIOSimDebs) (
 const armCrossPrefix = "arm-linux-gnueabihf-"
 
 // modulePlan is what buildModules builds: the Kbuild file, the modules it
-// makes (the first is returned) and make's extra arguments.
+// makes (the first is returned), make's extra arguments and edits of the
+// source files beyond their members' own (by source path).
 type modulePlan struct {
 	kbuild   string
 	kos      []string
 	makeArgs []string
+	edits    map[string][]gpioSimEdit
 }
 
 func buildModules(ctx context.Context, dir, rel string, debs GPIOSimDebs, plan modulePlan) (string, error) {
@@ -175,7 +182,7 @@ func buildModules(ctx context.Context, dir, rel string, debs GPIOSimDebs, plan m
 	if err := gpioSimHostTools(headers); err != nil {
 		return "", err
 	}
-	if err := gpioSimExtract(ctx, debs.Source, build); err != nil {
+	if err := gpioSimExtract(ctx, debs.Source, build, plan.edits); err != nil {
 		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(build, "Kbuild"), []byte(plan.kbuild), 0o644); err != nil {
@@ -315,12 +322,13 @@ func gpioSimHostTools(headers string) error {
 // gpioSimExtract streams the kernel source tarball out of the source package
 // (dpkg-deb --fsys-tarfile, then xz) and writes the module's members into
 // build, edited. It stops reading as soon as it has them all.
-func gpioSimExtract(ctx context.Context, deb, build string) error {
+func gpioSimExtract(ctx context.Context, deb, build string, more map[string][]gpioSimEdit) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	want := map[string]gpioSimMember{}
 	for _, m := range gpioSimMembers() {
+		m.edits = append(slices.Clip(m.edits), more[m.src]...)
 		want[m.src] = m
 	}
 
@@ -430,14 +438,18 @@ func gpioSimCheck(ko, rel, headers string) error {
 		return fmt.Errorf("gpio-sim build: %s has vermagic %q, want %q...", ko, info["vermagic"], want)
 	}
 
-	symvers, err := os.ReadFile(filepath.Join(headers, "Module.symvers"))
-	if err != nil {
-		return fmt.Errorf("gpio-sim build: %w", err)
-	}
+	// The kernel's and its modules' exports, and those of the modules
+	// built beside this one (the IIO configfs core the dummy needs).
 	exported := map[string]bool{}
-	for _, line := range strings.Split(string(symvers), "\n") {
-		if f := strings.Split(line, "\t"); len(f) >= 2 {
-			exported[f[1]] = true
+	for _, sv := range []string{filepath.Join(headers, "Module.symvers"), filepath.Join(filepath.Dir(ko), "Module.symvers")} {
+		symvers, err := os.ReadFile(sv)
+		if err != nil {
+			return fmt.Errorf("gpio-sim build: %w", err)
+		}
+		for _, line := range strings.Split(string(symvers), "\n") {
+			if f := strings.Split(line, "\t"); len(f) >= 2 {
+				exported[f[1]] = true
+			}
 		}
 	}
 	f, err := elf.Open(ko)

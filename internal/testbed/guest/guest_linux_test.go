@@ -71,8 +71,11 @@ func check(t *testing.T, spec Spec, res *Result, err error) {
 
 // TestGuestARM runs the kernel-facing packages' tests on a 32-bit ARM kernel:
 // the PHC of an e1000e, the PL061 GPIO controller with QEMU's power button on
-// line 3, packet timestamps on loopback and eth0, and the PPS source on
-// pps-ktimer (cross-built out of tree).
+// line 3, packet timestamps on loopback and eth0, the PPS source on
+// pps-ktimer (cross-built out of tree), and the sensors as in the amd64
+// guest: iio_simple_dummy's buffer on the hrtimer trigger, lm75 and ina226
+// on i2c-stub, gpio-sim edges triggering readings (gpio-sim, i2c-stub and
+// the IIO and INA2xx drivers cross-built likewise).
 func TestGuestARM(t *testing.T) {
 	cache, root := requireRig(t, ARM)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
@@ -93,13 +96,15 @@ func TestGuestARM(t *testing.T) {
 	t.Logf("pps-ktimer module for arm: %s (%v)", pps, time.Since(start).Round(time.Second))
 	spec := Spec{
 		Machine: ARM, Cache: cache, ModuleRoot: root,
-		Packages:   []string{"phc", "gpio", "sockts", "ntp", "ptp", "agent"},
-		Run:        map[string]string{"agent": "OnPowerButton|FrozenPHC|GuestPHCSet|OnKtimer"},
-		ExtraKOs:   []string{pps},
+		Packages:   []string{"phc", "gpio", "sockts", "ntp", "ptp", "agent", "sensors"},
+		Run:        map[string]string{"agent": "OnPowerButton|FrozenPHC|GuestPHCSet|OnKtimer|OnRealKernel", "sensors": "OnRealKernel"},
+		ExtraKOs:   append([]string{pps, PPSKtimerARMGPIOSim(pps), I2CStubModule(pps)}, SensorKernelModules(pps)...),
+		Params:     map[string]string{"i2c-stub": I2CStubParams},
+		ConfigFS:   true,
 		TestArgs:   guestTestArgs(),
-		Modules:    []string{"e1000e"},
+		Modules:    append(append([]string{"e1000e"}, IIOKernelDeps...), HwmonKernelDeps...),
 		Interfaces: []string{"eth0"},
-		Env:        []string{"MONAGENT_GUEST_POWER_BUTTON=gpiochip0:3", "MONAGENT_GUEST_PHC_IFACE=eth0"},
+		Env:        []string{"MONAGENT_GUEST_POWER_BUTTON=gpiochip0:3", "MONAGENT_GUEST_PHC_IFACE=eth0", IIOGuestEnv, HwmonGuestEnv},
 		DTB:        dtb,
 		Timeout:    4 * time.Minute,
 	}
@@ -125,7 +130,9 @@ func TestGuestARM(t *testing.T) {
 // TestGuestAMD64 runs the GPIO tests on an amd64 kernel with gpio-sim (built
 // out of tree from the kernel's own source): bursts of edges, the kernel's
 // queue overflowed on purpose and every lost edge accounted for; the
-// e1000e's PHC; and the PPS source on pps-ktimer (built likewise).
+// e1000e's PHC; the PPS source on pps-ktimer (built likewise); and the
+// sensors on real drivers: iio_simple_dummy's buffer on the hrtimer trigger
+// (built likewise, with counters), lm75 and ina226 on i2c-stub.
 func TestGuestAMD64(t *testing.T) {
 	cache, root := requireRig(t, AMD64)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
@@ -146,14 +153,15 @@ func TestGuestAMD64(t *testing.T) {
 	}
 	spec := Spec{
 		Machine: AMD64, Cache: cache, ModuleRoot: root,
-		Packages:   []string{"gpio", "phc", "internal/testbed/gpioladder", "agent"},
-		Run:        map[string]string{"agent": "OnGPIOSim|FrozenPHC|OnKtimer"},
+		Packages:   []string{"gpio", "phc", "internal/testbed/gpioladder", "agent", "sensors"},
+		Run:        map[string]string{"agent": "OnGPIOSim|FrozenPHC|OnKtimer|OnRealKernel", "sensors": "OnRealKernel"},
 		TestArgs:   guestTestArgs(),
-		Modules:    []string{"e1000e", "configfs"},
-		ExtraKOs:   []string{ko, PPSKtimerModule(ko)},
+		Modules:    append(append([]string{"e1000e", "i2c-stub"}, IIOKernelDeps...), HwmonKernelDeps...),
+		Params:     map[string]string{"i2c-stub": I2CStubParams},
+		ExtraKOs:   append([]string{ko, PPSKtimerModule(ko)}, SensorKernelModules(ko)...),
 		ConfigFS:   true,
 		Interfaces: []string{"eth0"},
-		Env:        []string{"MONAGENT_GUEST_PHC_IFACE=eth0"},
+		Env:        []string{"MONAGENT_GUEST_PHC_IFACE=eth0", IIOGuestEnv, HwmonGuestEnv},
 		Files:      files,
 		Timeout:    4 * time.Minute,
 	}

@@ -17,11 +17,13 @@ const PlanPath = "/etc/monagent-guest.json"
 // configfs, bring interfaces up, then run each test binary and report its
 // exit status.
 type Plan struct {
-	Modules    []string `json:"modules"`    // .ko paths in the initramfs, loaded in this order
-	ConfigFS   bool     `json:"configfs"`   // mount configfs on /sys/kernel/config
-	Interfaces []string `json:"interfaces"` // brought up (lo always is)
-	Env        []string `json:"env"`        // added to every run's environment
-	Runs       []Run    `json:"runs"`
+	Modules []string `json:"modules"` // .ko paths in the initramfs, loaded in this order
+	// Params are a module's parameters ("chip_addr=0x48"), by its .ko path.
+	Params     map[string]string `json:"params,omitempty"`
+	ConfigFS   bool              `json:"configfs"`   // mount configfs on /sys/kernel/config
+	Interfaces []string          `json:"interfaces"` // brought up (lo always is)
+	Env        []string          `json:"env"`        // added to every run's environment
+	Runs       []Run             `json:"runs"`
 }
 
 // Run is one test binary, run in Dir (its package's directory, with its

@@ -20,6 +20,7 @@ type Spec struct {
 	Run        map[string]string // a package's tests to run (go test -run), if not all
 	TestArgs   []string          // for every test binary, after -test.v (and -test.run of Run)
 	Modules    []string          // kernel modules by name, dependencies resolved
+	Params     map[string]string // a module's parameters by its name as in Modules ("i2c-stub")
 	ExtraKOs   []string          // out-of-tree modules, loaded after Modules
 	ConfigFS   bool
 	Interfaces []string
@@ -63,6 +64,17 @@ func Prepare(ctx context.Context, spec Spec, work string) (*Boot, error) {
 			return nil, err
 		}
 		plan.Modules = append(plan.Modules, dst)
+		if p := paramsOf(spec.Params, m); p != "" {
+			if plan.Params == nil {
+				plan.Params = map[string]string{}
+			}
+			plan.Params[dst] = p
+		}
+	}
+	for name := range spec.Params {
+		if !hasParams(plan, name) {
+			return nil, fmt.Errorf("guest: parameters for module %q, which the guest does not load", name)
+		}
 	}
 	for _, pkg := range spec.Packages {
 		name := filepath.Base(pkg)
@@ -176,4 +188,25 @@ func HostProgram(ctx context.Context, prog string) (map[string]string, error) {
 		files[g] = r
 	}
 	return files, nil
+}
+
+// hasParams says whether the plan gives parameters to the module of that name.
+func hasParams(plan *Plan, name string) bool {
+	for path := range plan.Params {
+		if modName(filepath.Base(path)) == modName(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// paramsOf is the parameters params gives the module file ko, by its name
+// with - or _.
+func paramsOf(params map[string]string, ko string) string {
+	for name, p := range params {
+		if modName(name) == modName(filepath.Base(ko)) {
+			return p
+		}
+	}
+	return ""
 }

@@ -57,7 +57,7 @@ func run() error {
 		return err
 	}
 	for _, m := range plan.Modules {
-		if err := loadModule(m); err != nil {
+		if err := loadModule(m, plan.Params[m]); err != nil {
 			return err
 		}
 	}
@@ -82,13 +82,13 @@ func run() error {
 	return nil
 }
 
-func loadModule(path string) error {
+func loadModule(path, params string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := unix.FinitModule(int(f.Fd()), "", 0); err != nil && !errors.Is(err, unix.EEXIST) {
+	if err := unix.FinitModule(int(f.Fd()), params, 0); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("loading %s: %w", path, err)
 	}
 	return nil
