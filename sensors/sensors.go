@@ -152,13 +152,15 @@ func parseInt(b []byte) (int64, error) {
 	return v, nil
 }
 
-// readString reads a short sysfs text attribute, trimmed.
+// readString reads a short sysfs text attribute, trimmed of white space and
+// of the NUL some attributes end with (IIO's current_timestamp_clock gives
+// "realtime\n\x00").
 func readString(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(string(b)), nil
+	return strings.TrimSpace(strings.TrimRight(string(b), "\x00")), nil
 }
 
 // dirsMatching lists the entries of dir whose names start with prefix,
