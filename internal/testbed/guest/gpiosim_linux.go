@@ -112,11 +112,13 @@ func BuildPPSKtimerARM(ctx context.Context, dir, rel string, debs GPIOSimDebs) (
 const armCrossPrefix = "arm-linux-gnueabihf-"
 
 // modulePlan is what buildModules builds: the Kbuild file, the modules it
-// makes (the first is returned) and make's extra arguments.
+// makes (the first is returned), make's extra arguments and the source
+// files it needs (nil: gpioSimMembers).
 type modulePlan struct {
 	kbuild   string
 	kos      []string
 	makeArgs []string
+	members  []gpioSimMember
 }
 
 func buildModules(ctx context.Context, dir, rel string, debs GPIOSimDebs, plan modulePlan) (string, error) {
@@ -175,7 +177,11 @@ func buildModules(ctx context.Context, dir, rel string, debs GPIOSimDebs, plan m
 	if err := gpioSimHostTools(headers); err != nil {
 		return "", err
 	}
-	if err := gpioSimExtract(ctx, debs.Source, build); err != nil {
+	members := plan.members
+	if members == nil {
+		members = gpioSimMembers()
+	}
+	if err := gpioSimExtract(ctx, debs.Source, build, members); err != nil {
 		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(build, "Kbuild"), []byte(plan.kbuild), 0o644); err != nil {
@@ -315,12 +321,12 @@ func gpioSimHostTools(headers string) error {
 // gpioSimExtract streams the kernel source tarball out of the source package
 // (dpkg-deb --fsys-tarfile, then xz) and writes the module's members into
 // build, edited. It stops reading as soon as it has them all.
-func gpioSimExtract(ctx context.Context, deb, build string) error {
+func gpioSimExtract(ctx context.Context, deb, build string, members []gpioSimMember) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	want := map[string]gpioSimMember{}
-	for _, m := range gpioSimMembers() {
+	for _, m := range members {
 		want[m.src] = m
 	}
 
@@ -430,14 +436,18 @@ func gpioSimCheck(ko, rel, headers string) error {
 		return fmt.Errorf("gpio-sim build: %s has vermagic %q, want %q...", ko, info["vermagic"], want)
 	}
 
-	symvers, err := os.ReadFile(filepath.Join(headers, "Module.symvers"))
-	if err != nil {
-		return fmt.Errorf("gpio-sim build: %w", err)
-	}
+	// The kernel's and its modules' exports, and those of the modules
+	// built beside this one (the IIO configfs core the dummy needs).
 	exported := map[string]bool{}
-	for _, line := range strings.Split(string(symvers), "\n") {
-		if f := strings.Split(line, "\t"); len(f) >= 2 {
-			exported[f[1]] = true
+	for _, sv := range []string{filepath.Join(headers, "Module.symvers"), filepath.Join(filepath.Dir(ko), "Module.symvers")} {
+		symvers, err := os.ReadFile(sv)
+		if err != nil {
+			return fmt.Errorf("gpio-sim build: %w", err)
+		}
+		for _, line := range strings.Split(string(symvers), "\n") {
+			if f := strings.Split(line, "\t"); len(f) >= 2 {
+				exported[f[1]] = true
+			}
 		}
 	}
 	f, err := elf.Open(ko)
