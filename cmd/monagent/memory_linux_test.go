@@ -18,13 +18,17 @@ import (
 )
 
 // rssKiB reads a process's resident set size.
-func rssKiB(pid int) int64 {
+func rssKiB(pid int) int64 { return procStatusKiB(pid, "VmRSS") }
+
+// procStatusKiB reads one of a process's memory sizes in /proc/PID/status
+// (VmRSS, VmHWM...), in kB; 0 when it cannot.
+func procStatusKiB(pid int, key string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == key+":" {
 			v, _ := strconv.ParseInt(f[1], 10, 64)
 			return v
 		}

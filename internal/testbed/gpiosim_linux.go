@@ -71,7 +71,13 @@ func (s *GPIOSim) Pull(t testing.TB, line int, up bool) {
 	if up {
 		v = "pull-up"
 	}
-	if err := os.WriteFile(fmt.Sprintf("/sys/devices/platform/%s/%s/sim_gpio%d/pull", s.dev, s.Chip, line), []byte(v), 0); err != nil {
+	if err := os.WriteFile(s.PullPath(line), []byte(v), 0); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// PullPath is the sysfs attribute that drives a line ("pull-up",
+// "pull-down"), for a generator that keeps it open.
+func (s *GPIOSim) PullPath(line int) string {
+	return fmt.Sprintf("/sys/devices/platform/%s/%s/sim_gpio%d/pull", s.dev, s.Chip, line)
 }
