@@ -90,7 +90,10 @@ func (tr *gpioTrigger) fire(b *collect.Batch, e *gpioEdge, t int64) {
 		return
 	}
 	tr.fired, tr.lastEdge = true, e.ev.TimestampNS
-	if len(tr.found.Sensors) == 0 && tr.found.Due(triggerRescan) {
+	// A sensor gone at the last edge (its chip removed) is listed again
+	// at once, to be read again once it is back; no sensor at all, every
+	// triggerRescan.
+	if tr.found.Gone() || len(tr.found.Sensors) == 0 && tr.found.Due(triggerRescan) {
 		tr.found.Scan()
 	}
 	f := make([]record.Field, 0, len(tr.found.Sensors)+2)

@@ -147,6 +147,46 @@ func TestGPIOTriggerWithoutSensorsRescans(t *testing.T) {
 	}
 }
 
+// TestGPIOTriggerReadsAChipThatCameBack: a chip removed between two edges
+// is one counted read error (the reading ships without it), and is read
+// again at the first edge after it came back, without waiting for a
+// periodic listing.
+func TestGPIOTriggerReadsAChipThatCameBack(t *testing.T) {
+	sys, dev := sensorstest.Board(t)
+	writeSysfs(t, sys, "class/hwmon/hwmon9/name", "ina219\n")
+	writeSysfs(t, sys, "class/hwmon/hwmon9/in0_input", "3300\n")
+	tr := newGPIOTrigger(GPIOTriggerConfig{Name: "x", Chip: "c", Line: 1, Edge: "both", Sensors: []string{"hwmon/ina219/*"}},
+		sensors.NewFS(sys, dev), func() time.Time { return time.Unix(1000, 0) }) // no periodic listing
+	t.Cleanup(func() { tr.found.Close() })
+	if err := tr.found.Scan(); err != nil || len(tr.found.Sensors) != 1 {
+		t.Fatalf("scan: %v, %d sensors; want 1", err, len(tr.found.Sensors))
+	}
+	b := &collect.Batch{Host: "h"}
+	rt, _ := timebase.Realtime.Now()
+	edge := func(i int64) {
+		tr.fire(b, &gpioEdge{ev: gpio.Event{TimestampNS: rt + i, Edge: gpio.EdgeRising}}, rt+i)
+	}
+	tr.cfg.MinInterval = 0
+	hwmon := filepath.Join(sys, "class/hwmon/hwmon9")
+	if err := os.RemoveAll(hwmon); err != nil {
+		t.Fatal(err)
+	}
+	edge(0)
+	// Back, numbered anew as the kernel does.
+	writeSysfs(t, sys, "class/hwmon/hwmon10/name", "ina219\n")
+	writeSysfs(t, sys, "class/hwmon/hwmon10/in0_input", "3400\n")
+	edge(1)
+	if len(b.Records) != 2 || tr.readErrors != 1 {
+		t.Fatalf("%d records, %d read errors; want 2 and 1", len(b.Records), tr.readErrors)
+	}
+	if _, ok := b.Records[0].Field("hwmon/ina219/in0"); ok {
+		t.Errorf("a reading of the removed chip: %v", b.Records[0].Fields)
+	}
+	if v, ok := b.Records[1].Field("hwmon/ina219/in0"); !ok || v.I != 3400e6 {
+		t.Errorf("after it came back: %v, want hwmon/ina219/in0=3400000000", b.Records[1].Fields)
+	}
+}
+
 func writeSysfs(t *testing.T, sys, rel, content string) {
 	t.Helper()
 	p := filepath.Join(sys, rel)

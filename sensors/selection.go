@@ -38,9 +38,11 @@ func (s *Selection) Scan() error {
 // removed), so that a chip that went away costs one failed read, not one
 // every collection until the next periodic listing.
 func (s *Selection) Due(every time.Duration) bool {
-	if s.last.IsZero() || s.now().Sub(s.last) >= every {
-		return true
-	}
+	return s.last.IsZero() || s.now().Sub(s.last) >= every || s.Gone()
+}
+
+// Gone says whether a sensor of the last listing is gone (Sensor.Gone).
+func (s *Selection) Gone() bool {
 	for _, x := range s.Sensors {
 		if x.Gone() {
 			return true
