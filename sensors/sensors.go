@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -123,7 +122,7 @@ func (s *Sensor) Read() (int64, error) {
 // new path perhaps (hwmon nodes are numbered anew).
 func (s *Sensor) Gone() bool { return s.gone }
 
-func isGone(err error) bool { return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENODEV) }
+func isGone(err error) bool { return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENODEV) }
 
 // Close closes the attribute file.
 func (s *Sensor) Close() error { return closing.Clear(&s.f) }

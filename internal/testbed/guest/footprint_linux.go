@@ -16,29 +16,20 @@ import (
 // BuildPPSKtimerARM beside pps-ktimer on arm, sharing their caches), in
 // the order they load after IIOKernelDeps; and the ARM guest's device tree.
 func Footprint(ctx context.Context, cache string, m Machine) (dtb string, kos []string, err error) {
-	if m.Arch != "arm" {
-		debs, err := FetchGPIOSimDebs(ctx, cache)
-		if err != nil {
+	if m.Arch == "arm" {
+		if dtb, err = ARMDeviceTree(ctx, filepath.Join(cache, "dtb")); err != nil {
 			return "", nil, err
 		}
-		ko, err := BuildGPIOSim(ctx, filepath.Join(cache, "gpio-sim-"+KernelABI+"-amd64"), KernelABI+"-amd64", debs)
-		if err != nil {
-			return "", nil, err
-		}
-		return "", append([]string{ko}, beside(ko, iioKOs)...), nil
 	}
-	if dtb, err = ARMDeviceTree(ctx, filepath.Join(cache, "dtb")); err != nil {
-		return "", nil, err
-	}
-	debs, err := FetchARMModuleDebs(ctx, cache)
+	first, err := BuildRigModules(ctx, cache, m)
 	if err != nil {
 		return "", nil, err
 	}
-	pps, err := BuildPPSKtimerARM(ctx, filepath.Join(cache, "pps-ktimer-"+KernelABI+"-armmp"), KernelABI+"-armmp", debs)
-	if err != nil {
-		return "", nil, err
+	gpioSim := first
+	if m.Arch == "arm" {
+		gpioSim = PPSKtimerARMGPIOSim(first)
 	}
-	return dtb, append([]string{PPSKtimerARMGPIOSim(pps)}, beside(pps, iioKOs)...), nil
+	return dtb, append([]string{gpioSim}, beside(first, iioKOs)...), nil
 }
 
 // GoBinary builds the package pkg (relative to the module root: "cmd/monagent")

@@ -113,6 +113,22 @@ func BuildPPSKtimerARM(ctx context.Context, dir, rel string, debs GPIOSimDebs) (
 	})
 }
 
+// BuildRigModules fetches the packages m's kernel's modules build against
+// and builds the rig's out-of-tree modules for it under cache: BuildGPIOSim
+// on amd64, BuildPPSKtimerARM on arm; it returns the first module's path
+// (gpio-sim's, pps-ktimer's).
+func BuildRigModules(ctx context.Context, cache string, m Machine) (string, error) {
+	rel, fetch, build, dir := KernelABI+"-amd64", FetchGPIOSimDebs, BuildGPIOSim, "gpio-sim-"
+	if m.Arch == "arm" {
+		rel, fetch, build, dir = KernelABI+"-armmp", FetchARMModuleDebs, BuildPPSKtimerARM, "pps-ktimer-"
+	}
+	debs, err := fetch(ctx, cache)
+	if err != nil {
+		return "", err
+	}
+	return build(ctx, filepath.Join(cache, dir+rel), rel, debs)
+}
+
 // armCrossPrefix is Debian's ARMv7 hard-float cross toolchain.
 const armCrossPrefix = "arm-linux-gnueabihf-"
 
