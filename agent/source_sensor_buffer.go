@@ -86,9 +86,9 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Tr
 // produce drains the buffer into the queue until ctx is done, each sample
 // decoded with its kernel stamp and the time its read gives it
 // (sensors.Buffer.ReadScans); a device error ends it (the event source
-// counts it and runs it again after a back-off). At the stop, the samples
-// the kernel's buffer still holds are read too, so that none the device
-// gave is left neither shipped nor counted.
+// counts it and runs it again after a back-off). At the stop, the buffer is
+// disabled and the samples it still holds are read too, so that none the
+// device gave is left neither shipped nor counted.
 func (d *sensorBuffer) produce(ctx context.Context, q *collect.EventQueue[scan]) error {
 	batch := make([]scan, 64)
 	for ctx.Err() == nil {
@@ -108,15 +108,21 @@ func (d *sensorBuffer) produce(ctx context.Context, q *collect.EventQueue[scan])
 	return d.drain(q, batch)
 }
 
-// drainReads bounds the reads at the stop: the trigger may still be running,
-// but a read takes up to 64 samples far faster than a trigger makes them,
-// so the buffer is found drained long before.
-const drainReads = 256
+// drainReads bounds the reads at the stop, in case a device went on
+// pushing: a disabled buffer holds at most its length, read 64 a time.
+const drainReads = 1024
 
-// drain reads what the buffer holds now, without waiting, into q.
+// drainWait is the most a read at the stop waits: a disabled buffer has
+// nothing more coming (a deadline already passed would read nothing at all).
+const drainWait = 10 * time.Millisecond
+
+// drain disables the buffer and reads what it holds into q.
 func (d *sensorBuffer) drain(q *collect.EventQueue[scan], batch []scan) error {
+	if err := d.buf.Stop(); err != nil {
+		return err
+	}
 	for range drainReads {
-		n, err := d.buf.ReadScans(batch, 0)
+		n, err := d.buf.ReadScans(batch, drainWait)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return err
 		}

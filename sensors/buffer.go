@@ -316,7 +316,12 @@ func (b *Buffer) decodeScan(raw []int64, sc *Scan) {
 }
 
 // Close stops the buffer and closes the device.
+// Stop disables the buffer: the device pushes no more scans, and those it
+// holds stay to be read (Read until it finds none). Close disables it too.
+func (b *Buffer) Stop() error {
+	return writeAttr(filepath.Join(b.Device.Dir, "buffer", "enable"), "0")
+}
+
 func (b *Buffer) Close() error {
-	err := writeAttr(filepath.Join(b.Device.Dir, "buffer", "enable"), "0")
-	return errors.Join(err, b.f.Close())
+	return errors.Join(b.Stop(), b.f.Close())
 }
