@@ -315,13 +315,13 @@ func (b *Buffer) decodeScan(raw []int64, sc *Scan) {
 	}
 }
 
-// Close stops the buffer and closes the device.
 // Stop disables the buffer: the device pushes no more scans, and those it
 // holds stay to be read (Read until it finds none). Close disables it too.
 func (b *Buffer) Stop() error {
 	return writeAttr(filepath.Join(b.Device.Dir, "buffer", "enable"), "0")
 }
 
+// Close stops the buffer and closes the device.
 func (b *Buffer) Close() error {
 	return errors.Join(b.Stop(), b.f.Close())
 }
