@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -20,14 +19,13 @@ import (
 	"github.com/monagent/monagent/timebase"
 )
 
-// hcaSource runs this agent's part of the clock synchronisation between
-// agents (HCAConfig). Every rank serves its endpoint: it answers pings,
-// carries out the exchanges rank 0 asks of it, and takes its model from
-// rank 0. Rank 0 runs the rounds (hca.Driver) and ships every model
-// (hca_model) and each round's figures (hca_sync). Failures are logged
-// when they start, when they change and when they end, not every round.
+// hcaSource runs this agent's member of the clock synchronisation between
+// agents (HCAConfig, hca.Node): every rank ships the model it takes from
+// rank 0 (hca_model); rank 0 runs the rounds and ships every model and each
+// round's figures (hca_sync). Failures are logged when they start, when
+// they change and when they end, not every round.
 //
-// It is a collect.EventSource: the endpoint and the driver are its producer, run
+// It is a collect.EventSource: the node's Serve is its producer, run
 // by Run and returned from before Run returns, and its records wait in the
 // event source's ring (counted when it overflows) for the next collection,
 // the agent's last one at shutdown included. Building it binds the socket
@@ -36,8 +34,7 @@ type hcaSource struct {
 	*collect.EventSource[pendingRecord]
 	cfg    HCAConfig
 	log    *slog.Logger
-	ep     *hca.Endpoint
-	driver *hca.Driver // rank 0's
+	node   *hca.Node
 	global *hca.Global
 	n      int
 	tags   []record.Tag // algorithm and rank
@@ -46,11 +43,8 @@ type hcaSource struct {
 	qmu sync.Mutex // serialises the ring's two producers: the endpoint's goroutine (onModel) and the driver's (onRound)
 	q   *collect.EventQueue[pendingRecord]
 
-	roundLog, giveLog faultlog.Log // what of the failing rounds and deliveries is logged (the driver's goroutine)
-
-	rounds, failures, failing, modelsSent, modelsUndelivered atomic.Uint64
-	modelsTaken, modelsRefused, boundExceeded                atomic.Uint64
-	roundErr                                                 atomic.Pointer[string] // the failing rounds' error, nil once one succeeds
+	roundLog, giveLog faultlog.Log           // what of the failing rounds and deliveries is logged (the driver's goroutine)
+	roundErr          atomic.Pointer[string] // the failing rounds' error, nil once one succeeds
 }
 
 // pendingRecord is a record made on a goroutine of the source, shipped by
@@ -102,60 +96,36 @@ func buildHCASource(env *Env) ([]collect.Source, error) {
 		tags: []record.Tag{{Key: "algorithm", Value: alg.Name()}, {Key: "rank", Value: strconv.Itoa(c.Rank)}},
 	}
 	s.EventSource, err = collect.NewEventSource(collect.EventSourceConfig[pendingRecord]{Name: "hca", Interval: c.Interval, Ring: hcaRingSize(s.n),
-		Producer: collect.ProducerFunc[pendingRecord](s.produce), Emit: emitPending, Self: s.selfFields,
-		Close: func() error { return s.ep.Close() }})
+		Producer: collect.ProducerFunc[pendingRecord](func(ctx context.Context, _ *collect.EventQueue[pendingRecord]) error { return s.node.Serve(ctx) }),
+		Emit:     emitPending, Self: s.selfFields, Close: func() error { return s.node.Close() }})
 	if err != nil {
 		return nil, err
 	}
 	s.q = s.Queue()
-	ecfg := hca.Cluster{Addrs: addrs, Algorithm: c.Algorithm}.Endpoint(c.Rank, c.Listen)
-	ecfg.Key, ecfg.Clock, ecfg.Timeout, ecfg.OnModel = key, g.Now, c.Timeout, s.onModel
-	s.ep, err = hca.Listen(ecfg)
+	s.node, err = hca.NewNode(hca.NodeConfig{Cluster: hca.Cluster{Addrs: addrs, Algorithm: c.Algorithm}, Rank: c.Rank, Listen: c.Listen,
+		Key: key, Timeout: c.Timeout, Algorithm: alg, Params: c.params(), Resync: c.Resync, MaxBound: c.MaxBound, RetryAfter: c.RetryAfter,
+		Global: g, OnModel: s.onModel, OnRound: s.onRound})
 	clear(key)
-	if err != nil {
+	if err != nil { // the configuration's checks leave binding the one failure
 		return nil, keyErr("hca.listen", "%v", err)
 	}
 	if c.Rank != 0 { // a model is due every resync, one retry later at worst
 		if s.judged, err = env.judges.add("hca", "hca:rank"+strconv.Itoa(c.Rank), c.Judge, 2*c.Resync+c.RetryAfter); err != nil {
-			s.ep.Close()
+			s.node.Close()
 			return nil, keyErr("hca.judge", "%v", err)
 		}
 	}
-	if c.Rank == 0 {
-		g.Set(timebase.Identity, 0) // rank 0's clock is the global timeline
-		s.driver, err = hca.NewDriver(hca.DriverConfig{Endpoint: s.ep, Ranks: s.n, Algorithm: alg, Params: c.params(),
-			Resync: c.Resync, MaxBound: c.MaxBound, RetryAfter: c.RetryAfter, OnRound: s.onRound})
-		if err != nil { // the configuration's checks rule it out
-			s.ep.Close()
-			return nil, keyErr("hca", "%v", err)
-		}
-	}
-	s.log.Info("hca endpoint", "listen", s.ep.LocalAddr(), "ranks", s.n, "algorithm", alg.Name(), "test_clock", c.TestClock != nil)
+	s.log.Info("hca endpoint", "listen", s.node.LocalAddr(), "ranks", s.n, "algorithm", alg.Name(), "test_clock", c.TestClock != nil)
 	return []collect.Source{s}, nil
 }
 
 func emitPending(b *collect.Batch, r *pendingRecord) { b.Add(r.measurement, r.t, r.tags, r.fields...) }
 
-// produce serves the endpoint and, on rank 0, drives the rounds, until ctx
-// ends; it returns once both have (the endpoint's runs too). A failed
-// socket ends it with the error; the event source counts it and runs it
-// again.
-func (s *hcaSource) produce(ctx context.Context, _ *collect.EventQueue[pendingRecord]) error {
-	serve := s.ep.Serve
-	if s.driver != nil {
-		serve = s.driver.Serve
-	}
-	if err := serve(ctx); ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
-		return err
-	}
-	return nil
-}
-
 // selfFields are the endpoint's counters and the source's own; the event
 // source adds the ring's, the agent last_error (collections only: a failed
 // round is no failed collection, its class is round_error).
 func (s *hcaSource) selfFields() []record.Field {
-	st := s.ep.Stats()
+	st := s.node.Stats()
 	f := []record.Field{
 		record.Uint("sent", st.Sent), record.Uint("received", st.Received), record.Uint("answered", st.Answered),
 		record.Uint("runs", st.Runs), record.Uint("matched", st.Matched), record.Uint("kernel_stamped", st.KernelStamped),
@@ -165,11 +135,10 @@ func (s *hcaSource) selfFields() []record.Field {
 		record.Uint("dropped_misaddressed", st.DroppedMisaddressed), record.Uint("dropped_unmatched", st.DroppedUnmatched),
 		record.Uint("dropped_busy", st.DroppedBusy), record.Uint("lost", st.Lost), record.Uint("send_errors", st.SendErrors),
 		record.Uint("peer_restarts", st.PeerRestarts),
-		record.Uint("rounds", s.rounds.Load()), record.Uint("round_failures", s.failures.Load()),
-		record.Uint("failing_rounds", s.failing.Load()),
-		record.Uint("models_sent", s.modelsSent.Load()), record.Uint("models_undelivered", s.modelsUndelivered.Load()),
-		record.Uint("models_taken", s.modelsTaken.Load()), record.Uint("models_refused", s.modelsRefused.Load()),
-		record.Uint("bound_exceeded", s.boundExceeded.Load()),
+		record.Uint("rounds", st.Rounds), record.Uint("round_failures", st.RoundFailures), record.Uint("failing_rounds", st.FailingRounds),
+		record.Uint("models_sent", st.ModelsSent), record.Uint("models_undelivered", st.ModelsUndelivered),
+		record.Uint("models_taken", st.ModelsTaken), record.Uint("models_refused", st.ModelsRefused),
+		record.Uint("bound_exceeded", st.BoundExceeded),
 	}
 	if m, round, ok := s.global.Model(); ok {
 		x := s.global.Now()
@@ -200,16 +169,9 @@ func (s *hcaSource) add(r pendingRecord) {
 	s.qmu.Unlock()
 }
 
-// onModel takes this rank's model from rank 0 (on the endpoint's
-// goroutine); the endpoint hands over only models newer than the last of
-// rank 0's epoch.
-func (s *hcaSource) onModel(from int, round int64, m timebase.LinearModel) {
-	if from != 0 {
-		s.modelsRefused.Add(1)
-		return
-	}
-	s.global.Set(m, round)
-	s.modelsTaken.Add(1)
+// onModel ships the model this rank took from rank 0 (on the endpoint's
+// goroutine) and judges the rank by it.
+func (s *hcaSource) onModel(round int64, m timebase.LinearModel) {
 	rt, _ := timebase.Realtime.Now()
 	x := s.global.Now()
 	s.add(pendingRecord{"hca_model", rt, s.tags, modelFields(m, round, x)})
@@ -235,15 +197,13 @@ func modelFields(m timebase.LinearModel, round, x int64) []record.Field {
 	}
 }
 
-// onRound ships and counts a round of the driver's (on its goroutine).
-// Logged before counted: whoever sees a count sees its log line.
+// onRound ships and logs a round of the driver's (on its goroutine), before
+// the node counts it: whoever sees a count sees its log line.
 func (s *hcaSource) onRound(r hca.Round) {
 	if r.Err != nil {
 		class := hca.FailureKind(r.Err)
 		s.roundLog.NoteKind(s.log, time.Now(), class, fmt.Errorf("round %d: %w", r.Number, r.Err), roundWhat, roundKeeps...)
 		s.roundErr.Store(&class)
-		s.failing.Add(1)
-		s.failures.Add(1)
 		return
 	}
 	alg, res := s.tags[0], r.Result
@@ -257,8 +217,6 @@ func (s *hcaSource) onRound(r hca.Round) {
 		record.Int("rejected", int64(res.Rejected)), record.Int("max_bound_ns", r.MaxBound),
 		record.Int("models_undelivered", int64(len(r.Undelivered))),
 	}})
-	s.modelsSent.Add(uint64(s.n - 1 - len(r.Undelivered)))
-	s.modelsUndelivered.Add(uint64(len(r.Undelivered)))
 	if len(r.Undelivered) == 0 {
 		s.giveLog.NoteKind(s.log, time.Now(), "", nil, giveWhat)
 	} else {
@@ -268,14 +226,9 @@ func (s *hcaSource) onRound(r hca.Round) {
 		}
 		s.giveLog.NoteKind(s.log, time.Now(), "ranks "+strings.Join(ranks, ", ")+" do not acknowledge their models", r.DeliveryErr, giveWhat, giveKeeps...)
 	}
-	if r.MaxBound > int64(s.cfg.MaxBound) {
-		s.boundExceeded.Add(1)
-	}
 	s.log.Debug("hca round", "round", r.Number, "duration", time.Duration(res.DurationNS), "messages", res.Messages, "max_bound_ns", r.MaxBound)
 	s.roundLog.NoteKind(s.log, time.Now(), "", nil, roundWhat)
 	s.roundErr.Store(nil)
-	s.failing.Store(0)
-	s.rounds.Add(1)
 }
 
 // hcaSection is the hca section's entry in the table (config.go).

@@ -55,10 +55,11 @@
 // request, which that node carries out and reports; after a round it gives
 // each node its model (SendModel). PeerNetwork is the Network the driver's
 // harness sees: its own exchanges are pings, others' are runs, and the
-// exchanges of disjoint pairs run concurrently (paralleler). A Driver runs
-// the driving rank's rounds over it, again and again, and reports each
-// round to its caller; the members of a Cluster share its peer list and
-// algorithm, and the session derived from them.
+// exchanges of disjoint pairs run concurrently (paralleler). A Node is an
+// agent's member: its Endpoint and, on rank 0, the driver that runs the
+// rounds over it, again and again, reporting each round to its caller;
+// the members of a Cluster share its peer list and algorithm, and the
+// session derived from them.
 //
 // The algorithms run the exchange schedule from the driver (rank 0's
 // agent): a central schedule over distributed exchanges, not the paper's

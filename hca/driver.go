@@ -10,7 +10,7 @@ import (
 	"github.com/monagent/monagent/timebase"
 )
 
-// A Driver runs the synchronisation rounds of the rank that drives them (an
+// A driver runs the synchronisation rounds of the rank that drives them (an
 // agent's rank 0) over its Endpoint, for as long as Run's context lasts.
 // Before a round it pings every other rank until it answers, up to three
 // times; then it runs the algorithm on a PeerNetwork, gives each rank its
@@ -20,18 +20,18 @@ import (
 // failed round is tried again after RetryAfter, every rank keeping its last
 // model meanwhile, its bound growing with time.
 //
-// Rounds are numbered from 1 for as long as the Driver lives, across Runs
+// Rounds are numbered from 1 for as long as the driver lives, across Runs
 // (the ranks refuse an older round of its Endpoint's epoch); a failed
-// round's number is tried again. The Driver does not log: OnRound says what
+// round's number is tried again. The driver does not log: OnRound says what
 // happened.
-type Driver struct {
-	cfg  DriverConfig
+type driver struct {
+	cfg  driverConfig
 	net  *PeerNetwork
 	next int64 // the next round's number (Run's goroutine)
 }
 
-// DriverConfig describes a Driver.
-type DriverConfig struct {
+// driverConfig describes a driver.
+type driverConfig struct {
 	// Endpoint is the driving rank's; its Serve must run while Run does,
 	// and so must the other ranks'. Its clock is the global timeline.
 	Endpoint  *Endpoint
@@ -47,7 +47,7 @@ type DriverConfig struct {
 	OnRound func(Round)
 }
 
-// Round is the outcome of a Driver's round.
+// Round is the outcome of a round of rank 0's Node.
 type Round struct {
 	Number int64
 	// Err is why the round failed: a NoAnswerError, or the algorithm's
@@ -68,8 +68,8 @@ type Round struct {
 // for a bound.
 func (r Round) RankClock(rank int) int64 { return r.End + r.Result.Models[rank].Intercept }
 
-// NewDriver returns the Driver of cfg; nothing runs before Run.
-func NewDriver(cfg DriverConfig) (*Driver, error) {
+// newDriver returns the driver of cfg; nothing runs before Run.
+func newDriver(cfg driverConfig) (*driver, error) {
 	if cfg.Algorithm == nil || cfg.OnRound == nil {
 		return nil, errors.New("hca driver: no algorithm or no OnRound")
 	}
@@ -80,13 +80,13 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Driver{cfg: cfg, net: net, next: 1}, nil
+	return &driver{cfg: cfg, net: net, next: 1}, nil
 }
 
 // Serve serves the driver's Endpoint and runs rounds over it until ctx
 // ends or the Endpoint's Serve fails; it returns Serve's error once the
 // rounds have stopped too.
-func (d *Driver) Serve(ctx context.Context) error {
+func (d *driver) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var rounds sync.WaitGroup
@@ -101,7 +101,7 @@ func (d *Driver) Serve(ctx context.Context) error {
 // (Serve runs both). A round the algorithm finished is
 // reported even when ctx ends while its models are given out; a round
 // failed by ctx's end is not.
-func (d *Driver) Run(ctx context.Context) {
+func (d *driver) Run(ctx context.Context) {
 	var wait time.Duration
 	for {
 		select {
@@ -127,7 +127,7 @@ func (d *Driver) Run(ctx context.Context) {
 }
 
 // round runs one synchronisation and gives out its models.
-func (d *Driver) round(ctx context.Context) Round {
+func (d *driver) round(ctx context.Context) Round {
 	r := Round{Number: d.next}
 	for rank := 1; rank < d.cfg.Ranks; rank++ {
 		if r.Err = d.reach(ctx, rank); r.Err != nil {
@@ -152,7 +152,7 @@ func (d *Driver) round(ctx context.Context) Round {
 }
 
 // reach pings rank until it answers, up to three times.
-func (d *Driver) reach(ctx context.Context, rank int) error {
+func (d *driver) reach(ctx context.Context, rank int) error {
 	var err error
 	for range 3 {
 		if _, err = d.cfg.Endpoint.Ping(ctx, rank); err == nil {
@@ -163,7 +163,7 @@ func (d *Driver) reach(ctx context.Context, rank int) error {
 }
 
 // give sends rank its model of r, up to three times while it is lost.
-func (d *Driver) give(ctx context.Context, rank int, r Round) error {
+func (d *driver) give(ctx context.Context, rank int, r Round) error {
 	var err error
 	for range 3 {
 		if err = d.cfg.Endpoint.SendModel(ctx, rank, r.Number, r.Result.Models[rank]); !errors.Is(err, ErrLost) {
@@ -176,7 +176,7 @@ func (d *Driver) give(ctx context.Context, rank int, r Round) error {
 // untilResync is the time to the next round: Resync, or sooner when the
 // predicted bound of a model passes MaxBound, but not sooner than
 // RetryAfter.
-func (d *Driver) untilResync(models []timebase.LinearModel) time.Duration {
+func (d *driver) untilResync(models []timebase.LinearModel) time.Duration {
 	now := d.cfg.Endpoint.clock()
 	step := max(d.cfg.Resync/64, time.Millisecond)
 	for t := step; t < d.cfg.Resync; t += step {

@@ -31,7 +31,7 @@ func TestDriver(t *testing.T) {
 	rounds := make(chan Round, 64)
 	p := DefaultParams()
 	p.Fitpoints, p.Exchanges, p.SpacingNS, p.MaxPingPongs, p.MinPingPongs = 3, 3, 2_000_000, 5, 2
-	d, err := NewDriver(DriverConfig{Endpoint: eps[0], Ranks: 3, Algorithm: hca3{}, Params: p,
+	d, err := newDriver(driverConfig{Endpoint: eps[0], Ranks: 3, Algorithm: hca3{}, Params: p,
 		Resync: 20 * time.Millisecond, MaxBound: time.Second, RetryAfter: 10 * time.Millisecond,
 		OnRound: func(r Round) { rounds <- r }})
 	if err != nil {
@@ -130,22 +130,22 @@ func TestDriver(t *testing.T) {
 
 func TestNewDriverErrors(t *testing.T) {
 	ep := newEndpoint(t, 0, testKey, nil, 0)
-	good := DriverConfig{Endpoint: ep, Ranks: 2, Algorithm: hca{}, Params: DefaultParams(),
+	good := driverConfig{Endpoint: ep, Ranks: 2, Algorithm: hca{}, Params: DefaultParams(),
 		Resync: time.Minute, MaxBound: time.Millisecond, RetryAfter: time.Second, OnRound: func(Round) {}}
-	if _, err := NewDriver(good); err != nil {
-		t.Fatalf("NewDriver: %v", err)
+	if _, err := newDriver(good); err != nil {
+		t.Fatalf("newDriver: %v", err)
 	}
-	for name, change := range map[string]func(*DriverConfig){
-		"no algorithm": func(c *DriverConfig) { c.Algorithm = nil },
-		"no OnRound":   func(c *DriverConfig) { c.OnRound = nil },
-		"no resync":    func(c *DriverConfig) { c.Resync = 0 },
-		"no retry":     func(c *DriverConfig) { c.RetryAfter = -time.Second },
-		"no ranks":     func(c *DriverConfig) { c.Ranks = 0 },
+	for name, change := range map[string]func(*driverConfig){
+		"no algorithm": func(c *driverConfig) { c.Algorithm = nil },
+		"no OnRound":   func(c *driverConfig) { c.OnRound = nil },
+		"no resync":    func(c *driverConfig) { c.Resync = 0 },
+		"no retry":     func(c *driverConfig) { c.RetryAfter = -time.Second },
+		"no ranks":     func(c *driverConfig) { c.Ranks = 0 },
 	} {
 		c := good
 		change(&c)
-		if _, err := NewDriver(c); err == nil {
-			t.Errorf("%s: NewDriver succeeded", name)
+		if _, err := newDriver(c); err == nil {
+			t.Errorf("%s: newDriver succeeded", name)
 		}
 	}
 }
@@ -155,7 +155,7 @@ func TestNewDriverErrors(t *testing.T) {
 func TestDriverUntilResync(t *testing.T) {
 	const now = int64(1e12)
 	ep := newEndpoint(t, 0, testKey, func() int64 { return now }, 0)
-	d := &Driver{cfg: DriverConfig{Endpoint: ep, Resync: time.Minute, MaxBound: 50 * time.Microsecond, RetryAfter: time.Second}}
+	d := &driver{cfg: driverConfig{Endpoint: ep, Resync: time.Minute, MaxBound: 50 * time.Microsecond, RetryAfter: time.Second}}
 	// A model fitted at its rank's now, its bound growing 1 µs per second
 	// from a floor: it passes 50 µs after about 50 s − floor.
 	grows := func(floor int64) timebase.LinearModel {
