@@ -213,7 +213,7 @@ func (g *GPIOConfig) checkTriggers(p *problems) {
 	names := conf.Seen[string]{}
 	for i, tr := range g.Triggers {
 		key := fmt.Sprintf("gpio.triggers[%d]", i)
-		if !validTriggerName(tr.Name) {
+		if !conf.IsName(tr.Name) {
 			p.Add(key+".name", "%q: want letters, digits and _ (it names the self-metrics trigger_<name>_*)", tr.Name)
 		} else if j, dup := names.Again(tr.Name, i); dup {
 			p.Add(key+".name", "%q is also gpio.triggers[%d]", tr.Name, j)
@@ -245,12 +245,6 @@ func (g *GPIOConfig) checkTriggers(p *problems) {
 			p.Add(key+".edge", "%s: line %d of %s detects %s edges only: the trigger would never fire", tr.Edge, tr.Line, tr.Chip, line.Edge)
 		}
 	}
-}
-
-func validTriggerName(s string) bool {
-	return s != "" && !strings.ContainsFunc(s, func(r rune) bool {
-		return !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
-	})
 }
 
 // triggerLine is the configured line a trigger names (nil: none), and

@@ -22,10 +22,10 @@ type NTPConfig struct {
 	TxWait  time.Duration     `yaml:"tx_wait"` // wait for a kernel transmit timestamp
 	// Timestamping is software (kernel) or hardware (the NIC of Interface; its
 	// PHC must be measured by the phc source so timestamps can be translated).
-	Timestamping string                  `yaml:"timestamping"`
-	Interface    string                  `yaml:"interface"`
-	Chrony       Instances[ChronyConfig] `yaml:"chrony"`
-	Ntpd         Instances[NtpdConfig]   `yaml:"ntpd"`
+	Timestamping string                       `yaml:"timestamping"`
+	Interface    string                       `yaml:"interface"`
+	Chrony       conf.Instances[ChronyConfig] `yaml:"chrony"`
+	Ntpd         conf.Instances[NtpdConfig]   `yaml:"ntpd"`
 	// Judge judges the system clock against each server the probe polls
 	// (clock "system", source "ntp:<server>").
 	Judge JudgeConfig `yaml:"judge"`
@@ -47,10 +47,10 @@ type NTPServerConfig struct {
 // ChronyConfig monitors a local chronyd, over its command socket or, when
 // Address is set instead, its UDP command port.
 type ChronyConfig struct {
-	Instance `yaml:",inline"` // its source and judged clock: chrony:<name>
-	Socket   string           `yaml:"socket"`  // command socket (tracking, sources, ntpdata, serverstats); "" and no address: DefaultChronySocket
-	Address  string           `yaml:"address"` // or UDP host:port (tracking, sources only)
-	Interval time.Duration    `yaml:"interval"`
+	conf.Instance `yaml:",inline"` // its source and judged clock: chrony:<name>
+	Socket        string           `yaml:"socket"`  // command socket (tracking, sources, ntpdata, serverstats); "" and no address: DefaultChronySocket
+	Address       string           `yaml:"address"` // or UDP host:port (tracking, sources only)
+	Interval      time.Duration    `yaml:"interval"`
 	// Judge judges the system clock as chronyd disciplines it (clock
 	// "system", source "chrony").
 	Judge JudgeConfig `yaml:"judge"`
@@ -60,22 +60,22 @@ type ChronyConfig struct {
 // control messages, as ntpq does: ntpd must answer queries from the agent's
 // address (`restrict 127.0.0.1` without noquery; docs/deployment.md).
 type NtpdConfig struct {
-	Instance `yaml:",inline"` // its source and judged clock: ntpd:<name>
-	Address  string           `yaml:"address"` // ntpd's UDP address, IP:port
-	Interval time.Duration    `yaml:"interval"`
+	conf.Instance `yaml:",inline"` // its source and judged clock: ntpd:<name>
+	Address       string           `yaml:"address"` // ntpd's UDP address, IP:port
+	Interval      time.Duration    `yaml:"interval"`
 	// Judge judges the system clock as ntpd disciplines it (clock "system",
 	// source "ntpd").
 	Judge JudgeConfig `yaml:"judge"`
 }
 
-func (c ChronyConfig) place() (string, string) {
+func (c ChronyConfig) Place() (string, string) {
 	if c.Address != "" && c.Socket == "" {
 		return "address", c.Address
 	}
 	return "socket", c.target()
 }
 
-func (c NtpdConfig) place() (string, string) { return "address", c.Address }
+func (c NtpdConfig) Place() (string, string) { return "address", c.Address }
 
 // DefaultChronySocket is chronyd's command socket where Debian puts it.
 const DefaultChronySocket = "/run/chrony/chronyd.sock"
@@ -95,8 +95,8 @@ func (c ChronyConfig) target() string {
 func (n *NTPConfig) defaults() {
 	*n = NTPConfig{
 		Timeout: time.Second, TxWait: 10 * time.Millisecond, Timestamping: "software",
-		Chrony: newInstances("ntp.chrony", ChronyConfig{Interval: 8 * time.Second, Judge: ntpJudge(1)}),
-		Ntpd:   newInstances("ntp.ntpd", NtpdConfig{Address: "127.0.0.1:123", Interval: 8 * time.Second, Judge: ntpJudge(1)}),
+		Chrony: conf.NewInstances("ntp.chrony", ChronyConfig{Interval: 8 * time.Second, Judge: ntpJudge(1)}),
+		Ntpd:   conf.NewInstances("ntp.ntpd", NtpdConfig{Address: "127.0.0.1:123", Interval: 8 * time.Second, Judge: ntpJudge(1)}),
 		Judge:  ntpJudge(4),
 	}
 }
@@ -143,23 +143,21 @@ func (n *NTPConfig) check(p *problems) {
 		return
 	}
 	n.Judge.check("ntp.judge", p)
-	ck, chronys := n.Chrony.All()
-	checkInstances(ck, chronys, p, func(k string, c ChronyConfig) {
+	n.Chrony.Check(p, func(k string, c ChronyConfig) {
 		c.Judge.check(k+".judge", p)
 		if c.Socket != "" && c.Address != "" {
 			p.Dup(k+".address", k+".socket", "set one of the command socket and the UDP address, not both (the socket gives ntpdata and serverstats too)")
 		}
 		p.Positive(k+".interval", c.Interval)
 	})
-	nk, ntpds := n.Ntpd.All()
-	checkInstances(nk, ntpds, p, func(k string, c NtpdConfig) {
+	n.Ntpd.Check(p, func(k string, c NtpdConfig) {
 		c.Judge.check(k+".judge", p)
 		if _, err := netip.ParseAddrPort(c.Address); err != nil {
 			p.Add(k+".address", "want ntpd's IP:port (mode 6 over UDP, e.g. 127.0.0.1:123), got %q", c.Address)
 		}
 		p.Positive(k+".interval", c.Interval)
 	})
-	if len(n.Servers) == 0 && !someOn(chronys) && !someOn(ntpds) {
+	if len(n.Servers) == 0 && !n.Chrony.On() && !n.Ntpd.On() {
 		p.Add("ntp.servers", "no server to probe and the chrony and ntpd monitors are off")
 	}
 	seen := conf.Seen[string]{}

@@ -16,17 +16,17 @@ type PTPConfig struct {
 	Enabled bool `yaml:"enabled"`
 	// Ptp4l are the ptp4l monitored: one (a mapping), or a boundary
 	// clock's or a dual-NIC board's several (a list of named instances).
-	Ptp4l Instances[Ptp4lConfig] `yaml:"ptp4l"`
-	Probe PTPProbeConfig         `yaml:"probe"`
+	Ptp4l conf.Instances[Ptp4lConfig] `yaml:"ptp4l"`
+	Probe PTPProbeConfig              `yaml:"probe"`
 }
 
 // Ptp4lConfig monitors a ptp4l.
 type Ptp4lConfig struct {
-	Instance `yaml:",inline"` // its sources: ptp4l:<name>
-	Socket   string           `yaml:"socket"` // ptp4l's uds_address
-	Domain   int              `yaml:"domain"`
-	Interval time.Duration    `yaml:"interval"`
-	Timeout  time.Duration    `yaml:"timeout"`
+	conf.Instance `yaml:",inline"` // its sources: ptp4l:<name>
+	Socket        string           `yaml:"socket"` // ptp4l's uds_address
+	Domain        int              `yaml:"domain"`
+	Interval      time.Duration    `yaml:"interval"`
+	Timeout       time.Duration    `yaml:"timeout"`
 	// Judge judges the clock ptp4l disciplines against its grandmaster
 	// (clock "ptp4l", source "ptp4l:<socket>").
 	Judge JudgeConfig `yaml:"judge"`
@@ -45,7 +45,7 @@ type Ptp4lConfig struct {
 	DelayFilterLength int `yaml:"delay_filter_length"`
 }
 
-func (c Ptp4lConfig) place() (string, string) { return "socket", c.Socket }
+func (c Ptp4lConfig) Place() (string, string) { return "socket", c.Socket }
 
 // ptp4lJudge: the bound is |offset from master| + mean path delay (the
 // delay covers any path asymmetry, which PTP cannot see), so the threshold,
@@ -75,7 +75,7 @@ type PTPProbeConfig struct {
 
 func (p *PTPConfig) defaults() {
 	*p = PTPConfig{
-		Ptp4l: newInstances("ptp.ptp4l", Ptp4lConfig{Socket: "/var/run/ptp4l", Interval: time.Second, Timeout: time.Second, Judge: ptp4lJudge(),
+		Ptp4l: conf.NewInstances("ptp.ptp4l", Ptp4lConfig{Socket: "/var/run/ptp4l", Interval: time.Second, Timeout: time.Second, Judge: ptp4lJudge(),
 			Subscribe: true, SubscribeDuration: 180 * time.Second, DelayFilterLength: ptp.DefaultDelayFilterLength}),
 		Probe: PTPProbeConfig{Transport: "udp", TxWait: 10 * time.Millisecond, Timestamping: "software", Judge: ptp4lJudge()},
 	}
@@ -85,12 +85,12 @@ func (p *PTPConfig) check(ps *problems) {
 	if !p.Enabled {
 		return
 	}
-	if !p.Ptp4l.on() && !p.Probe.Enabled {
+	if !p.Ptp4l.On() && !p.Probe.Enabled {
 		ps.Add("ptp", "enable ptp4l (the monitor) or probe")
 	}
-	keys, all := p.Ptp4l.All()
+	keys, _ := p.Ptp4l.All()
 	monitors := conf.Seen[string]{}
-	checkInstances(keys, all, ps, func(k string, l Ptp4lConfig) {
+	p.Ptp4l.Check(ps, func(k string, l Ptp4lConfig) {
 		if j, dup := monitors.Again(l.EventMonitor, slices.Index(keys, k)); dup && l.EventMonitor != "" {
 			ps.Dup(k+".event_monitor", keys[j]+".event_monitor", "%s is another instance's event monitor", l.EventMonitor)
 		}

@@ -267,6 +267,6 @@ func (s *chronySource) SelfFields() []record.Field {
 var ntpSection = section{key: "ntp", of: func(c *Config) sectionConfig { return &c.NTP },
 	sources: []sourceKind{
 		{"ntp", func(c *Config) bool { return c.NTP.Enabled && len(c.NTP.Servers) > 0 }, buildNTPSources},
-		{"chrony", func(c *Config) bool { return c.NTP.Enabled && c.NTP.Chrony.on() }, buildChronySource},
-		{"ntpd", func(c *Config) bool { return c.NTP.Enabled && c.NTP.Ntpd.on() }, buildNtpdSource},
+		{"chrony", func(c *Config) bool { return c.NTP.Enabled && c.NTP.Chrony.On() }, buildChronySource},
+		{"ntpd", func(c *Config) bool { return c.NTP.Enabled && c.NTP.Ntpd.On() }, buildNtpdSource},
 	}}

@@ -280,6 +280,6 @@ func (d *ptpProbe) self() []record.Field {
 // monitor and the own probe.
 var ptpSection = section{key: "ptp", of: func(c *Config) sectionConfig { return &c.PTP },
 	sources: []sourceKind{
-		{"ptp4l", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Ptp4l.on() }, buildPtp4lSource},
+		{"ptp4l", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Ptp4l.On() }, buildPtp4lSource},
 		{"ptp_probe", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Probe.Enabled }, buildPTPProbe},
 	}}
