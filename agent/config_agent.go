@@ -36,11 +36,9 @@ func (p PathsConfig) Runtime() string {
 }
 
 func (p *PathsConfig) check(ps *problems) {
-	for _, kv := range [][2]string{{"paths.sys", p.Sys}, {"paths.dev", p.Dev}, {"paths.run", p.Run}} {
-		if kv[1] == "" {
-			ps.Add(kv[0], "must not be empty")
-		}
-	}
+	ps.NotEmpty("paths.sys", p.Sys)
+	ps.NotEmpty("paths.dev", p.Dev)
+	ps.NotEmpty("paths.run", p.Run)
 }
 
 // LogConfig sets the agent's log.

@@ -50,10 +50,6 @@ func (c *ClockConfig) check(p *problems) {
 			p.Dup(key, fmt.Sprintf("clock.clocks[%d]", j), "%q is listed twice: two identical clock_offset points each collection", name)
 		}
 	}
-	if c.StepThreshold <= 0 {
-		p.Add("clock.step_threshold", "must be positive, got %s", c.StepThreshold)
-	}
-	if c.MaxSlewPPM < 0 || c.MaxSlewPPM > 1e6 {
-		p.Add("clock.max_slew_ppm", "must be within 0..1000000, got %g", c.MaxSlewPPM)
-	}
+	p.Positive("clock.step_threshold", c.StepThreshold)
+	conf.Within(p, "clock.max_slew_ppm", c.MaxSlewPPM, 0, 1e6, "")
 }

@@ -95,9 +95,7 @@ func (x *ExttsConfig) check(p *problems) {
 		if _, err := phc.ParseEdges(c.Edges); err != nil {
 			p.Add(key+".edges", "%q: want both, falling, rising", c.Edges)
 		}
-		if c.Period < 0 {
-			p.Add(key+".period", "must not be negative, got %s", c.Period)
-		}
+		conf.NotNegative(p, key+".period", c.Period)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/gnss"
 )
 
@@ -51,10 +52,6 @@ func (g *GNSSConfig) check(ps *problems) {
 	if g.Reference != "pps" && g.Reference != "toff" {
 		ps.Add("gnss.reference", "want pps or toff, got %q", g.Reference)
 	}
-	if g.Latency < 0 {
-		ps.Add("gnss.latency", "must not be negative, got %s", g.Latency)
-	}
-	if g.TOFFLatency < 0 {
-		ps.Add("gnss.toff_latency", "must not be negative, got %s", g.TOFFLatency)
-	}
+	conf.NotNegative(ps, "gnss.latency", g.Latency)
+	conf.NotNegative(ps, "gnss.toff_latency", g.TOFFLatency)
 }

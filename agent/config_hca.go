@@ -95,9 +95,7 @@ func (h *HCAConfig) check(ps *problems) {
 			ps.Add("hca.listen", "%q: want IP:port (0.0.0.0:7400): %v", h.Listen, err)
 		}
 	}
-	if h.KeyFile == "" {
-		ps.Add("hca.key_file", "must be set: the cluster key authenticates every message")
-	}
+	ps.Set("hca.key_file", h.KeyFile, ": the cluster key authenticates every message")
 	if tc := h.TestClock; tc != nil && (tc.DriftPPM < -500 || tc.DriftPPM > 500) {
 		ps.Add("hca.test_clock.drift_ppm", "%g: at most ±500 ppm", tc.DriftPPM)
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/notify"
 )
 
@@ -60,13 +61,9 @@ func (n *NotifyConfig) check(p *problems) {
 			p.Add("notify.webhooks["+strconv.Itoa(i)+"]", "%v", err)
 		}
 	}
-	if n.Queue < 1 {
-		p.Add("notify.queue", "must be at least 1, got %d", n.Queue)
-	}
+	conf.AtLeast(p, "notify.queue", n.Queue, 1, "")
 	p.Positive("notify.timeout", n.Timeout)
-	if n.MaxBackoff < 100*time.Millisecond {
-		p.Add("notify.max_backoff", "must be at least 100ms, got %s", n.MaxBackoff)
-	}
+	conf.AtLeast(p, "notify.max_backoff", n.MaxBackoff, 100*time.Millisecond, "")
 }
 
 // sender is the notifications' sender, nil without webhooks.

@@ -1,6 +1,10 @@
 package agent
 
-import "time"
+import (
+	"time"
+
+	"github.com/monagent/monagent/conf"
+)
 
 // LoadgenConfig is a synthetic source of sequence-numbered points
 // (source_loadgen.go), for checking delivery end to end and measuring
@@ -19,8 +23,6 @@ func (l *LoadgenConfig) check(p *problems) {
 	if !l.Enabled {
 		return
 	}
-	if l.Rate < 1 || l.Rate > 10_000_000 {
-		p.Add("loadgen.rate", "must be within 1..10000000 points/s, got %d", l.Rate)
-	}
+	conf.Within(p, "loadgen.rate", l.Rate, 1, 10_000_000, " points/s")
 	p.Positive("loadgen.interval", l.Interval)
 }

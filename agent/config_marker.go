@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/marker"
 )
 
@@ -65,9 +66,7 @@ func (m *MarkerConfig) check(ps *problems) {
 		ps.Add("marker.mode", "%s: the owner (the agent) cannot write it: no one could send markers", m.Mode)
 	}
 	checkRing(ps, "marker.ring", m.Ring)
-	if m.MaxSeries < 1 {
-		ps.Add("marker.max_series", "must be at least 1, got %d", m.MaxSeries)
-	}
+	conf.AtLeast(ps, "marker.max_series", m.MaxSeries, 1, "")
 }
 
 // board checks that the socket's directory exists and the whole path fits.

@@ -170,9 +170,7 @@ func (n *NTPConfig) check(p *problems) {
 		} else if j, dup := seen.Again(srv.String(), i); dup {
 			p.Dup(key+".address", fmt.Sprintf("ntp.servers[%d].address", j), "%q is %s again: two probes of one server would mix their series", s.Address, srv)
 		}
-		if s.Interval < time.Second {
-			p.Add(key+".interval", "must be at least 1s (servers rate-limit faster clients), got %s", s.Interval)
-		}
+		conf.AtLeast(p, key+".interval", s.Interval, time.Second, " (servers rate-limit faster clients)")
 		if s.Burst < 1 || s.Burst > 16 {
 			p.Add(key+".burst", "must be within 1..16, got %d", s.Burst)
 		} else if s.Burst > 1 && (s.BurstSpacing <= 0 || time.Duration(s.Burst-1)*s.BurstSpacing >= s.Interval) {

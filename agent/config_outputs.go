@@ -60,9 +60,7 @@ func (s *SpoolConfig) check(p *problems) {
 	if !s.Enabled {
 		return
 	}
-	if s.Dir == "" {
-		p.Add("spool.dir", "must not be empty")
-	}
+	p.NotEmpty("spool.dir", s.Dir)
 	if s.SegmentBytes < 4096 {
 		p.Add("spool.segment_bytes", "must be at least 4096, got %d", s.SegmentBytes)
 	} else if s.MaxBytes < 2*s.SegmentBytes {
@@ -116,9 +114,7 @@ func (i *InfluxConfig) check(p *problems) {
 	if err := influx.CheckURL(i.URL); err != nil {
 		p.Add("influx.url", "%v", err)
 	}
-	if i.Bucket == "" {
-		p.Add("influx.bucket", `must be set ("db/rp" for InfluxDB 1.8)`)
-	}
+	p.Set("influx.bucket", i.Bucket, ` ("db/rp" for InfluxDB 1.8)`)
 	if i.BatchPoints < 1 {
 		p.Add("influx.batch_points", "must be positive, got %d", i.BatchPoints)
 	}

@@ -57,9 +57,7 @@ func (p *PHCConfig) defaults() {
 
 func (p *PHCConfig) check(ps *problems) {
 	ps.Positive("phc.interval", p.Interval)
-	if p.Samples < 1 || p.Samples > phc.MaxSamples {
-		ps.Add("phc.samples", "must be within 1..%d (PTP_MAX_SAMPLES), got %d", phc.MaxSamples, p.Samples)
-	}
+	conf.Within(ps, "phc.samples", p.Samples, 1, phc.MaxSamples, " (PTP_MAX_SAMPLES)")
 	if _, err := phc.ParseMethod(p.Method); err != nil {
 		ps.Add("phc.method", "%v", err)
 	}
@@ -76,9 +74,7 @@ func (p *PHCConfig) check(ps *problems) {
 			ps.Dup(key, fmt.Sprintf("phc.against[%d]", j), "%q is listed twice: two identical phc_offset points each collection", name)
 		}
 	}
-	if p.Window < 2 {
-		ps.Add("phc.window", "must be at least 2 samples, got %d", p.Window)
-	}
+	conf.AtLeast(ps, "phc.window", p.Window, 2, " samples")
 	devices := conf.Seen[string]{}
 	for i, d := range p.Devices {
 		key := fmt.Sprintf("phc.devices[%d]", i)
@@ -94,19 +90,13 @@ func (p *PHCConfig) check(ps *problems) {
 			ps.Dup(fmt.Sprintf("phc.interfaces[%d]", i), fmt.Sprintf("phc.interfaces[%d]", j), "%s is listed twice: list each PHC once", name)
 		}
 	}
-	if p.StepThreshold <= 0 {
-		ps.Add("phc.step_threshold", "must be positive, got %s", p.StepThreshold)
-	}
-	if !(p.MaxSlewPPM >= 0 && p.MaxSlewPPM <= 1e6) {
-		ps.Add("phc.max_slew_ppm", "must be within 0..1000000, got %g", p.MaxSlewPPM)
-	}
+	ps.Positive("phc.step_threshold", p.StepThreshold)
+	conf.Within(ps, "phc.max_slew_ppm", p.MaxSlewPPM, 0, 1e6, "")
 	p.Judge.check("phc.judge", ps)
 	if p.Timescale != "tai" && p.Timescale != "utc" {
 		ps.Add("phc.timescale", "%q: want tai or utc", p.Timescale)
 	}
-	if p.TAIUTC < 0 {
-		ps.Add("phc.tai_utc", "must not be negative, got %d", p.TAIUTC)
-	}
+	conf.NotNegative(ps, "phc.tai_utc", p.TAIUTC)
 	if p.Through != "" && p.Through != "ptp4l" {
 		ps.Add("phc.through", "%q: want ptp4l, or nothing", p.Through)
 	}

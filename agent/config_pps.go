@@ -58,9 +58,7 @@ func (p *PPSConfig) check(ps *problems) {
 	}
 	ps.Positive("pps.interval", p.Interval)
 	p.Judge.check("pps.judge", ps)
-	if p.Latency < 0 {
-		ps.Add("pps.latency", "must not be negative, got %s", p.Latency)
-	}
+	conf.NotNegative(ps, "pps.latency", p.Latency)
 	if len(p.Devices) == 0 {
 		ps.Add("pps.devices", "list at least one PPS device")
 	}

@@ -98,15 +98,11 @@ func (p *PTPConfig) check(ps *problems) {
 	})
 	if pr := p.Probe; pr.Enabled {
 		pr.Judge.check("ptp.probe.judge", ps)
-		if pr.Interface == "" {
-			ps.Add("ptp.probe.interface", "must be set")
-		}
+		ps.Set("ptp.probe.interface", pr.Interface, "")
 		if pr.Transport != "udp" && pr.Transport != "l2" {
 			ps.Add("ptp.probe.transport", "%q: must be udp or l2", pr.Transport)
 		}
-		if pr.Domain < 0 || pr.Domain > 255 {
-			ps.Add("ptp.probe.domain", "must be within 0..255, got %d", pr.Domain)
-		}
+		conf.Within(ps, "ptp.probe.domain", pr.Domain, 0, 255, "")
 		if pr.Master != "" {
 			if pr.Transport == "l2" {
 				ps.Add("ptp.probe.master", "unicast Delay_Req is for transport udp; l2 sends to 01:1b:19:00:00:00")
@@ -122,21 +118,15 @@ func (p *PTPConfig) check(ps *problems) {
 }
 
 func (p *PTPConfig) checkPtp4l(key string, l Ptp4lConfig, ps *problems) {
-	if l.Socket == "" {
-		ps.Add(key+".socket", "must be set (ptp4l's uds_address)")
-	}
-	if l.Domain < 0 || l.Domain > 255 {
-		ps.Add(key+".domain", "must be within 0..255, got %d", l.Domain)
-	}
+	ps.Set(key+".socket", l.Socket, " (ptp4l's uds_address)")
+	conf.Within(ps, key+".domain", l.Domain, 0, 255, "")
 	ps.Positive(key+".interval", l.Interval)
 	ps.Positive(key+".timeout", l.Timeout)
 	l.Judge.check(key+".judge", ps)
 	if l.Subscribe && (l.SubscribeDuration < 2*time.Second || l.SubscribeDuration > 65535*time.Second) {
 		ps.Add(key+".subscribe_duration", "%v: must be within 2s..65535s (ptp4l's duration is a 16-bit count of seconds)", l.SubscribeDuration)
 	}
-	if l.DelayFilterLength < 1 || l.DelayFilterLength > ptp.MaxDelayFilterLength {
-		ps.Add(key+".delay_filter_length", "must be within 1..%d (ptp4l's delay_filter_length), got %d", ptp.MaxDelayFilterLength, l.DelayFilterLength)
-	}
+	conf.Within(ps, key+".delay_filter_length", l.DelayFilterLength, 1, ptp.MaxDelayFilterLength, " (ptp4l's delay_filter_length)")
 	if m := l.EventMonitor; m != "" {
 		if !filepath.IsAbs(m) {
 			ps.Add(key+".event_monitor", "%q: must be an absolute path (ptp4l's slave_event_monitor)", m)

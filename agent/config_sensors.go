@@ -83,9 +83,7 @@ func (s *SensorsConfig) check(p *problems) {
 	}
 	for i, b := range s.Buffers {
 		key := fmt.Sprintf("sensors.buffers[%d]", i)
-		if b.Device == "" {
-			p.Add(key+".device", "must be set (the IIO device's name or iio:deviceN)")
-		}
+		p.Set(key+".device", b.Device, " (the IIO device's name or iio:deviceN)")
 		if len(b.Channels) == 0 || len(b.Channels) > sensors.MaxScanChannels {
 			p.Add(key+".channels", "%d channels: 1 to %d", len(b.Channels), sensors.MaxScanChannels)
 		}

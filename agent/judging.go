@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/collect"
+	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/notify"
 	"github.com/monagent/monagent/record"
@@ -30,9 +31,7 @@ func (j *JudgeConfig) check(key string, p *problems) {
 	}
 	p.Positive(key+".threshold", j.Threshold)
 	p.Positive(key+".holdover", j.Holdover)
-	if j.MinSamples < 1 {
-		p.Add(key+".min_samples", "must be at least 1, got %d", j.MinSamples)
-	}
+	conf.AtLeast(p, key+".min_samples", j.MinSamples, 1, "")
 }
 
 // judging is the agent's judged clocks: what /status and /metrics show, and

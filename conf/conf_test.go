@@ -3,6 +3,7 @@ package conf
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -272,5 +273,40 @@ func TestDecodeOverKeepsDefaults(t *testing.T) {
 	var h []hidden
 	if err := yaml.Unmarshal([]byte("- {name: a}\n"), &h); err == nil || !strings.Contains(err.Error(), "field inner is unexported") {
 		t.Errorf("unexported field: %v", err)
+	}
+}
+
+// The value checks say what the value must be, in the words a person
+// wrote the bounds in, and say nothing of a value that is fine.
+func TestValueChecks(t *testing.T) {
+	var l List
+	Within(&l, "a", 26, 1, 25, " (PTP_MAX_SAMPLES)")
+	Within(&l, "b", -1.0, 0, 1e6, "")
+	Within(&l, "c", math.NaN(), 0, 1e6, "")
+	Within(&l, "ok", 0.5, 0, 1, "")
+	AtLeast(&l, "d", 500*time.Millisecond, time.Second, " (servers rate-limit faster clients)")
+	AtLeast(&l, "e", 1, 2, " samples")
+	AtLeast(&l, "ok", 2, 2, "")
+	NotNegative(&l, "f", -3)
+	NotNegative(&l, "ok", time.Duration(0))
+	l.Set("g", "", ": the key authenticates")
+	l.Set("ok", "x", "")
+	l.NotEmpty("h", "")
+	var got []string
+	for _, ke := range l.Problems {
+		got = append(got, ke.Key+": "+ke.Reason)
+	}
+	want := []string{
+		"a: must be within 1..25 (PTP_MAX_SAMPLES), got 26",
+		"b: must be within 0..1000000, got -1",
+		"c: must be within 0..1000000, got NaN",
+		"d: must be at least 1s (servers rate-limit faster clients), got 500ms",
+		"e: must be at least 2 samples, got 1",
+		"f: must not be negative, got -3",
+		"g: must be set: the key authenticates",
+		"h: must not be empty",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -174,4 +175,51 @@ func (s Seen[K]) Again(k K, i int) (first int, again bool) {
 		s[k] = i
 	}
 	return first, again
+}
+
+// Set records a problem when v is empty: "must be set", then why (" (a
+// path)", ": what it is for", or "").
+func (l *List) Set(key, v, why string) {
+	if v == "" {
+		l.Add(key, "must be set%s", why)
+	}
+}
+
+// NotEmpty records a problem when v is empty.
+func (l *List) NotEmpty(key, v string) {
+	if v == "" {
+		l.Add(key, "must not be empty")
+	}
+}
+
+// Within records a problem when v lies outside lo..hi (a NaN does):
+// "must be within lo..hi<unit>, got v".
+func Within[N int | int64 | float64](l *List, key string, v, lo, hi N, unit string) {
+	if !(v >= lo && v <= hi) {
+		l.Add(key, "must be within %s..%s%s, got %s", number(lo), number(hi), unit, number(v))
+	}
+}
+
+// AtLeast records a problem when v is less than least: "must be at least
+// least<unit>, got v".
+func AtLeast[N int | int64 | time.Duration](l *List, key string, v, least N, unit string) {
+	if v < least {
+		l.Add(key, "must be at least %v%s, got %v", least, unit, v)
+	}
+}
+
+// NotNegative records a problem when v is negative.
+func NotNegative[N int | time.Duration](l *List, key string, v N) {
+	if v < 0 {
+		l.Add(key, "must not be negative, got %v", v)
+	}
+}
+
+// number writes a bound or a value as a person wrote it: 1000000, not
+// 1e+06.
+func number[N int | int64 | float64](v N) string {
+	if f, ok := any(v).(float64); ok {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
 }
