@@ -95,16 +95,12 @@ func (l *GPIOLineConfig) UnmarshalYAML(n *yaml.Node) error {
 	return conf.DecodeOver(n, l, GPIOLineConfig{Edge: "both", Bias: "as_is", Clock: "monotonic"})
 }
 
-var (
-	gpioEdges  = map[string]gpio.EdgeDetect{"rising": gpio.DetectRising, "falling": gpio.DetectFalling, "both": gpio.DetectBoth}
-	gpioBiases = map[string]gpio.Bias{"as_is": gpio.BiasAsIs, "pull_up": gpio.BiasPullUp, "pull_down": gpio.BiasPullDown, "disabled": gpio.BiasDisabled}
-	gpioClocks = map[string]gpio.EventClock{"monotonic": gpio.ClockMonotonic, "realtime": gpio.ClockRealtime, "hte": gpio.ClockHTE}
-)
-
 // lineConfig is the request settings of a checked line.
 func (l *GPIOLineConfig) lineConfig() gpio.LineConfig {
-	return gpio.LineConfig{Consumer: "monagent", Edge: gpioEdges[l.Edge], Bias: gpioBiases[l.Bias],
-		ActiveLow: l.ActiveLow, Debounce: l.Debounce, Clock: gpioClocks[l.Clock]}
+	edge, _ := gpio.ParseEdgeDetect(l.Edge)
+	bias, _ := gpio.ParseBias(l.Bias)
+	clock, _ := gpio.ParseEventClock(l.Clock)
+	return gpio.LineConfig{Consumer: "monagent", Edge: edge, Bias: bias, ActiveLow: l.ActiveLow, Debounce: l.Debounce, Clock: clock}
 }
 
 // tagName is the line's name tag.
@@ -141,15 +137,6 @@ func offsetsString(lines []GPIOLineConfig) string {
 	return strings.Join(s, ",")
 }
 
-func keysOf[V any](m map[string]V) string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return strings.Join(ks, ", ")
-}
-
 func (g *GPIOConfig) check(p *problems) {
 	if !g.Enabled {
 		return
@@ -164,9 +151,8 @@ func (g *GPIOConfig) check(p *problems) {
 	chips := conf.Seen[string]{}
 	for i, c := range g.Chips {
 		key := fmt.Sprintf("gpio.chips[%d]", i)
-		if c.Chip == "" {
-			p.Add(key+".chip", "must be set (gpiochipN or a device path)")
-		} else if j, dup := chips.Again(c.Chip, i); dup {
+		p.Set(key+".chip", c.Chip, " (gpiochipN or a device path)")
+		if j, dup := chips.Again(c.Chip, i); dup && c.Chip != "" {
 			p.Add(key+".chip", "%s is also gpio.chips[%d]: list its lines in one entry", c.Chip, j)
 		}
 		if len(c.Lines) == 0 {
@@ -184,14 +170,14 @@ func (g *GPIOConfig) check(p *problems) {
 			} else if k, dup := offsets.Again(l.Offset, j); dup {
 				p.Add(lk+".offset", "offset %d is also %s.lines[%d]", l.Offset, key, k)
 			}
-			if _, ok := gpioEdges[l.Edge]; !ok {
-				p.Add(lk+".edge", "%q: want %s", l.Edge, keysOf(gpioEdges))
+			if _, err := gpio.ParseEdgeDetect(l.Edge); err != nil {
+				p.Add(lk+".edge", "%v", err)
 			}
-			if _, ok := gpioBiases[l.Bias]; !ok {
-				p.Add(lk+".bias", "%q: want %s", l.Bias, keysOf(gpioBiases))
+			if _, err := gpio.ParseBias(l.Bias); err != nil {
+				p.Add(lk+".bias", "%v", err)
 			}
-			if _, ok := gpioClocks[l.Clock]; !ok {
-				p.Add(lk+".clock", "%q: want %s", l.Clock, keysOf(gpioClocks))
+			if _, err := gpio.ParseEventClock(l.Clock); err != nil {
+				p.Add(lk+".clock", "%v", err)
 			} else if l.Clock == "hte" {
 				p.Add(lk+".clock", "hte stamps count in the engine's own timebase, which monagent cannot move to REALTIME yet")
 			}
@@ -218,9 +204,9 @@ func (g *GPIOConfig) checkTriggers(p *problems) {
 		} else if j, dup := names.Again(tr.Name, i); dup {
 			p.Add(key+".name", "%q is also gpio.triggers[%d]", tr.Name, j)
 		}
-		edge, okEdge := gpioEdges[tr.Edge]
-		if !okEdge {
-			p.Add(key+".edge", "%q: want %s", tr.Edge, keysOf(gpioEdges))
+		edge, errEdge := gpio.ParseEdgeDetect(tr.Edge)
+		if errEdge != nil {
+			p.Add(key+".edge", "%v", errEdge)
 		}
 		if tr.MinInterval < 0 {
 			p.Add(key+".min_interval", "%v is negative", tr.MinInterval)
@@ -241,7 +227,7 @@ func (g *GPIOConfig) checkTriggers(p *problems) {
 			p.Add(key+".chip", "%s is not in gpio.chips", tr.Chip)
 		case line == nil:
 			p.Add(key+".line", "%d is not a line of %s in gpio.chips", tr.Line, tr.Chip)
-		case okEdge && gpioEdges[line.Edge]&edge == 0:
+		case errEdge == nil && line.lineConfig().Edge&edge == 0:
 			p.Add(key+".edge", "%s: line %d of %s detects %s edges only: the trigger would never fire", tr.Edge, tr.Line, tr.Chip, line.Edge)
 		}
 	}

@@ -39,7 +39,8 @@ type gpioTrigger struct {
 }
 
 func newGPIOTrigger(cfg GPIOTriggerConfig, fs sensors.FS, now func() time.Time) *gpioTrigger {
-	return &gpioTrigger{cfg: cfg, edge: gpioEdges[cfg.Edge],
+	edge, _ := gpio.ParseEdgeDetect(cfg.Edge) // checked
+	return &gpioTrigger{cfg: cfg, edge: edge,
 		found: sensors.NewSelection(func() (sensors.Matched, error) { return fs.Match(cfg.Sensors) }, now),
 		tags:  edgeTags(record.Tag{Key: "trigger", Value: cfg.Name}, record.Tag{Key: "chip", Value: cfg.Chip}, record.Tag{Key: "line", Value: strconv.Itoa(cfg.Line)})}
 }

@@ -2,7 +2,9 @@ package gpio
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -62,9 +64,7 @@ const (
 )
 
 // String returns "monotonic", "realtime" or "hte".
-func (c EventClock) String() string {
-	return enumName([]string{ClockMonotonic: "monotonic", ClockRealtime: "realtime", ClockHTE: "hte"}, "clock", uint8(c))
-}
+func (c EventClock) String() string { return enumName(clockNames, "clock", uint8(c)) }
 
 // Domain is the timebase domain of the clock. HTE stamps have no system
 // clock domain: it returns timebase.DomainUnknown for them, and a caller
@@ -122,6 +122,31 @@ const (
 	BiasPullDown
 	BiasDisabled
 )
+
+// The settings' names, as String gives them and Parse takes them.
+var (
+	clockNames  = []string{ClockMonotonic: "monotonic", ClockRealtime: "realtime", ClockHTE: "hte"}
+	detectNames = []string{DetectRising: "rising", DetectFalling: "falling", DetectBoth: "both"}
+	biasNames   = []string{BiasAsIs: "as_is", BiasPullUp: "pull_up", BiasPullDown: "pull_down", BiasDisabled: "disabled"}
+)
+
+// ParseEventClock is the event clock named s: monotonic, realtime or hte.
+func ParseEventClock(s string) (EventClock, error) { return parseName[EventClock](clockNames, s) }
+
+// ParseEdgeDetect is the edge detection named s: rising, falling or both.
+func ParseEdgeDetect(s string) (EdgeDetect, error) { return parseName[EdgeDetect](detectNames, s) }
+
+// ParseBias is the bias named s: as_is, pull_up, pull_down or disabled.
+func ParseBias(s string) (Bias, error) { return parseName[Bias](biasNames, s) }
+
+// parseName is the value named s in names; the error lists the names.
+func parseName[T ~uint8](names []string, s string) (T, error) {
+	if i := slices.Index(names, s); i >= 0 && s != "" {
+		return T(i), nil
+	}
+	want := slices.Sorted(slices.Values(slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "" })))
+	return 0, fmt.Errorf("%q: want %s", s, strings.Join(want, ", "))
+}
 
 // Consumer is the consumer label of monagent's requests on the chip at
 // path: gpiolib-cdev names the lines' IRQs after it, so it tells them from

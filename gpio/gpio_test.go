@@ -30,3 +30,32 @@ func TestDevicePath(t *testing.T) {
 		}
 	}
 }
+
+// Settings parse from the names String gives; a name that is none says
+// which are.
+func TestParseSettings(t *testing.T) {
+	for _, c := range []EventClock{ClockMonotonic, ClockRealtime, ClockHTE} {
+		if got, err := ParseEventClock(c.String()); err != nil || got != c {
+			t.Errorf("ParseEventClock(%q) = %v, %v", c.String(), got, err)
+		}
+	}
+	if d, err := ParseEdgeDetect("both"); err != nil || d != DetectBoth {
+		t.Errorf("ParseEdgeDetect(both) = %v, %v", d, err)
+	}
+	if b, err := ParseBias("pull_down"); err != nil || b != BiasPullDown {
+		t.Errorf("ParseBias(pull_down) = %v, %v", b, err)
+	}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{func() error { _, err := ParseEdgeDetect("up"); return err }(), `"up": want both, falling, rising`},
+		{func() error { _, err := ParseEdgeDetect(""); return err }(), `"": want both, falling, rising`},
+		{func() error { _, err := ParseBias("pullup"); return err }(), `"pullup": want as_is, disabled, pull_down, pull_up`},
+		{func() error { _, err := ParseEventClock("tai"); return err }(), `"tai": want hte, monotonic, realtime`},
+	} {
+		if c.err == nil || c.err.Error() != c.want {
+			t.Errorf("got %v, want %s", c.err, c.want)
+		}
+	}
+}
