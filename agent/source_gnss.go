@@ -38,18 +38,15 @@ type gnssSource struct {
 	log  *slog.Logger
 	dial func(ctx context.Context) (gnssConn, error)
 
-	judged    *judgement // the system clock against the receiver, or nil
-	reference gnss.Class // the class judged: PPS or TOFF
-	latency   int64      // the reference's latency term, ns
+	judged  *judgement    // the system clock against the receiver, or nil
+	referee *gnss.Referee // what each message says of that clock
 
 	// Counted by the producer.
 	connections, garbage, unknown, logged atomic.Uint64
 
 	// Written on the collection goroutine only.
-	series  map[gnssKey]*gnssSeries
-	fix     map[string]gnssFix // per device: its latest TPV
-	lastRef map[string]int64   // per device: the latest reference message's stamp (or its first message's)
-	bumps   uint64
+	series map[gnssKey]*gnssSeries
+	bumps  uint64
 }
 
 type gnssKey struct {
@@ -61,11 +58,6 @@ type gnssKey struct {
 type gnssSeries struct {
 	tags  []record.Tag
 	times record.SeriesTime
-}
-
-type gnssFix struct {
-	mode gnss.Mode
-	at   int64 // the TPV's read time
 }
 
 func buildGNSS(env *Env) ([]collect.Source, error) {
@@ -81,7 +73,7 @@ func buildGNSS(env *Env) ([]collect.Source, error) {
 // connecting to it (tests).
 func newGNSSSource(c GNSSConfig, log *slog.Logger, dial func(ctx context.Context) (gnssConn, error)) *gnssSource {
 	s := &gnssSource{name: "gnss:" + c.Address, log: log, dial: dial,
-		series: map[gnssKey]*gnssSeries{}, fix: map[string]gnssFix{}, lastRef: map[string]int64{}}
+		series: map[gnssKey]*gnssSeries{}}
 	if s.dial == nil {
 		s.dial = func(ctx context.Context) (gnssConn, error) { return gnss.Dial(ctx, c.Address) }
 	}
@@ -91,13 +83,14 @@ func newGNSSSource(c GNSSConfig, log *slog.Logger, dial func(ctx context.Context
 // judge registers the system clock's judge against the receiver
 // (gnss.judge): its PPS edges, or with reference toff its TOFF messages.
 func (s *gnssSource) judge(g *judging, c GNSSConfig) (err error) {
-	s.reference, s.latency = gnss.ClassPPS, int64(c.Latency)
+	reference, latency := gnss.ClassPPS, c.Latency
 	if c.Reference == "toff" {
-		s.reference, s.latency = gnss.ClassTOFF, int64(c.TOFFLatency)
+		reference, latency = gnss.ClassTOFF, c.TOFFLatency
 	}
 	if s.judged, err = g.add("system", s.name, c.Judge, gnssStale); err != nil {
 		return keyErr("gnss.judge", "%v", err)
 	}
+	s.referee = gnss.NewReferee(reference, int64(gnssStale), int64(latency))
 	return nil
 }
 
@@ -162,14 +155,15 @@ func (s *gnssSource) seriesOf(c gnss.Class, device string) *gnssSeries {
 // Emit ships one message as a gnss record: TPV and SKY at the read time,
 // TOFF and PPS at the system clock's stamp in the message (clock_sec,
 // clock_nsec). No two records of a class and device share a time: a time
-// the series has moves to the first free ns after it (time_bumps).
+// the series has moves to the first free ns after it (time_bumps). The
+// judge, if any, gets the referee's verdict on every message (gnss.Referee).
 func (s *gnssSource) Emit(b *collect.Batch, e *gnssEvent) {
 	m := &e.msg
 	ser := s.seriesOf(m.Class, m.Device)
 	f := make([]record.Field, 0, 6)
+	t := e.read
 	switch m.Class {
 	case gnss.ClassTPV:
-		s.fix[m.Device] = gnssFix{mode: m.Mode, at: e.read}
 		f = append(f, record.Int("mode", int64(m.Mode)))
 		if m.Has&gnss.HasTime != 0 {
 			f = append(f, record.Int("fix_time_ns", m.TimeNS))
@@ -183,7 +177,8 @@ func (s *gnssSource) Emit(b *collect.Batch, e *gnssEvent) {
 		if m.Has&gnss.HasAlt != 0 {
 			f = append(f, record.Float("alt_m", m.AltM))
 		}
-		b.Add("gnss", ser.times.Next(e.read, &s.bumps), ser.tags, f...)
+		t = ser.times.Next(e.read, &s.bumps)
+		b.Add("gnss", t, ser.tags, f...)
 	case gnss.ClassSKY:
 		if m.Has&gnss.HasSeen != 0 {
 			f = append(f, record.Int("satellites_seen", int64(m.Seen)))
@@ -195,7 +190,7 @@ func (s *gnssSource) Emit(b *collect.Batch, e *gnssEvent) {
 			b.Add("gnss", ser.times.Next(e.read, &s.bumps), ser.tags, f...)
 		}
 	case gnss.ClassTOFF, gnss.ClassPPS:
-		t := ser.times.Next(m.ClockNS, &s.bumps)
+		t = ser.times.Next(m.ClockNS, &s.bumps)
 		f = append(f, record.Int("real_ns", m.RealNS), record.Int("clock_ns", m.ClockNS), record.Int("offset_ns", m.OffsetNS()),
 			record.Int("read_ns", e.read))
 		if m.Has&gnss.HasPrecision != 0 {
@@ -205,37 +200,16 @@ func (s *gnssSource) Emit(b *collect.Batch, e *gnssEvent) {
 			f = append(f, record.Int("qerr_ps", m.QErrPS))
 		}
 		b.Add("gnss", t, ser.tags, f...)
-		s.judgeMessage(b, m, t)
 	}
-}
-
-// judgeMessage feeds the judge a reference message: the system clock is off
-// by clock − real, and the stamp lags the instant by up to the latency, so
-// the bound is |offset| + latency; synchronised while the device's latest
-// TPV, at most gnssStale old, has a 3D fix. A TOFF while PPS is the
-// reference and none came for gnssStale (since the device's first message)
-// is a missed sample: gpsd gives time but no pulse. Before the device's
-// first TPV nothing is judged.
-func (s *gnssSource) judgeMessage(b *collect.Batch, m *gnss.Message, t int64) {
 	if s.judged == nil {
 		return
 	}
-	if m.Class != s.reference {
-		if last, ok := s.lastRef[m.Device]; !ok {
-			s.lastRef[m.Device] = t // the wait for the reference starts
-		} else if t-last > int64(gnssStale) {
-			s.judged.missed(b, t)
-		}
-		return
+	switch v := s.referee.Judge(m, e.read, t); v.Kind {
+	case gnss.VerdictMissed:
+		s.judged.missed(b, v.TimeNS)
+	case gnss.VerdictSample:
+		s.judged.observe(b, judge.Sample{TimeNS: v.TimeNS, Synced: v.Synced, OffsetNS: v.OffsetNS, BoundNS: v.BoundNS, FreqErrPPB: -1})
 	}
-	s.lastRef[m.Device] = t
-	fx, ok := s.fix[m.Device]
-	if !ok {
-		return // no TPV yet: whether there is a fix is not known
-	}
-	synced := fx.mode == gnss.Mode3D && judge.Abs(t-fx.at) <= int64(gnssStale)
-	off := m.OffsetNS()
-	s.judged.observe(b, judge.Sample{TimeNS: t, Synced: synced, OffsetNS: off, BoundNS: judge.Sum(judge.Abs(off), s.latency), FreqErrPPB: -1})
 }
 
 // Self is the decoder's counts beside the event source's.

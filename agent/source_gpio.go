@@ -184,7 +184,8 @@ func (d *gpioSource) Produce(ctx context.Context, q *collect.EventQueue[gpioEdge
 			}
 			q.Put(batch[:n])
 			if d.irqs != nil {
-				d.irqs.Queued(rd.Loss())
+				// Fewer events than asked for: the read emptied the kernel's queue.
+				d.irqs.Queued(rd.Loss(), err == nil && n < min(d.buffer, gpio.MaxEventBufferSize))
 			}
 		}
 		if lost > 0 {

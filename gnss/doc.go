@@ -20,6 +20,12 @@
 // Unix epoch in UTC (gpsd's clock is CLOCK_REALTIME); Conn stamps each line
 // with CLOCK_REALTIME when the read that completed it returned.
 //
+// A Referee holds the rule by which the system clock is judged against a
+// receiver: per device, a reference message (PPS, or TOFF) is a sample of
+// clock − real, bounded by |offset| + latency and synchronised while the
+// latest TPV, at most the staleness old, has a 3D fix; the other class with
+// the reference quiet for longer than the staleness is a missed sample.
+//
 // Decoding a TPV, SKY, TOFF or PPS line allocates nothing once the device
 // path has been seen (Decoder keeps it). The package neither logs nor
 // reconnects: a caller that wants a long-lived feed (the agent's gnss

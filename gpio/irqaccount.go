@@ -3,6 +3,7 @@ package gpio
 import (
 	"os"
 	"sync"
+	"time"
 )
 
 // IRQAccount counts the edges a line request's lines raised as IRQs
@@ -11,22 +12,35 @@ import (
 // are counted too: per line, irqs (the kernel saw) = events + lost (seqno
 // gaps) + merged.
 //
-// merged is judged one check late: the IRQs counted at the previous check
-// (an interval ago) must all have been queued, and read, by now; any beyond
-// the line's last seqno were merged. While edges stream it is a lower bound
-// (the seqno also counts edges of later IRQs), never decreasing; it is exact
-// once the line has been quiet for an interval, and when the request
+// Each check reads the IRQ counts (a snapshot). An IRQ is counted when it
+// fires; its thread queues the event a little later, and the reader reads
+// it later still. A snapshot is judged — its IRQs beyond the line's events
+// read and counted lost (Queued) are merged — only once the reader has
+// shown it has read everything queued since: by a read that emptied the
+// kernel's queue (drained) and began at least half an interval (the time
+// since the previous check) after the snapshot, or by reporting no read at
+// all until the next check (it was blocked on an empty queue). A reader
+// that lags behind, however far, delays the judgement and never inflates
+// it, so merged never exceeds the edges the kernel merged. While edges
+// stream it is a lower bound that never decreases. It is exact once a
+// snapshot taken after the reader read the line's last edge is judged (at
+// the next check when nothing is read in between), and when the request
 // closes (edges the kernel queued but nobody read by then are lost with it,
-// and counted here). It assumes the reader drains the kernel's queue within
-// an interval, which it does unless the agent stalls.
+// and counted here). It assumes the reader never stalls for a whole interval
+// while edges wait in the queue.
 type IRQAccount struct {
 	path     string // /proc/interrupts
 	consumer string
 	offsets  []int
+	now      func() int64 // monotonic ns
 
 	mu          sync.Mutex
 	live        bool           // a request is open and its IRQs were found
-	base, prev  map[int]uint64 // counts when the request opened, at the last check
+	base, cur   map[int]uint64 // counts when the request opened, at the last check
+	snap        map[int]uint64 // the counts awaiting judgement (pending)
+	pending     bool
+	snapAt, due int64          // when snap was read; a drained read begun from due judges it
+	lastQ       int64          // when the reader last reported (Queued), or Start
 	merged      map[int]uint64 // this request's
 	queued      map[int]uint64 // this request's events + counted losses (Queued)
 	irqsDone    map[int]uint64 // earlier requests'
@@ -42,8 +56,10 @@ func NewIRQAccount(consumer string, offsets []int) *IRQAccount {
 }
 
 func newIRQAccount(path, consumer string, offsets []int) *IRQAccount {
+	t0 := time.Now()
 	return &IRQAccount{path: path, consumer: consumer, offsets: offsets,
-		base: map[int]uint64{}, prev: map[int]uint64{}, merged: map[int]uint64{}, queued: map[int]uint64{},
+		now:  func() int64 { return int64(time.Since(t0)) },
+		base: map[int]uint64{}, cur: map[int]uint64{}, snap: map[int]uint64{}, merged: map[int]uint64{}, queued: map[int]uint64{},
 		irqsDone: map[int]uint64{}, mergedDone: map[int]uint64{}, found: map[int]bool{}}
 }
 
@@ -59,9 +75,11 @@ func (w *IRQAccount) read() (map[int]uint64, error) {
 	return LineIRQCounts(irqs, w.consumer, w.offsets)
 }
 
-// Start takes the counts when a request has opened: its baseline.
+// Start takes the counts when a request has opened: its baseline. The
+// reader's first read begins after it.
 func (w *IRQAccount) Start() {
 	counts, err := w.read()
+	now := w.now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.live = err == nil && len(counts) > 0
@@ -74,25 +92,47 @@ func (w *IRQAccount) Start() {
 		w.unavailable = ""
 	}
 	clear(w.base)
-	clear(w.prev)
+	clear(w.cur)
+	clear(w.snap)
 	clear(w.merged)
 	clear(w.queued)
+	w.pending, w.snapAt, w.lastQ = false, now, now
 	for o, c := range counts {
-		w.base[o], w.prev[o] = c, c
+		w.base[o], w.cur[o] = c, c
 		w.found[o] = true
 	}
 }
 
 // Queued is called by the reader after each read with its loss tracker:
 // each line's events + counted losses in the open request (Received + Lost),
-// what Check and Stop judge the IRQs against. It does not allocate.
-func (w *IRQAccount) Queued(t *LossTracker) {
+// what Check and Stop judge the IRQs against. drained says the read emptied
+// the kernel's queue: it returned fewer events than it asked for. It does
+// not allocate.
+func (w *IRQAccount) Queued(t *LossTracker, drained bool) {
+	now := w.now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i := range t.lines[:t.n] {
 		l := &t.lines[i]
 		w.queued[int(l.offset)] = l.received + l.lost
 	}
+	// The read began after the previous report: if that was late enough
+	// for the snapshot's IRQs to have been queued, the read took the last
+	// of them.
+	if drained && w.pending && w.lastQ >= w.due {
+		w.judge()
+	}
+	w.lastQ = now
+}
+
+// judge counts snap's IRQs beyond what was queued as merged.
+func (w *IRQAccount) judge() {
+	for o, c := range w.snap {
+		if seen, q := c-w.base[o], w.queued[o]; seen > q {
+			w.merged[o] = max(w.merged[o], seen-q)
+		}
+	}
+	w.pending = false
 }
 
 // Stop is called by the reader, which reads no more, before the request
@@ -107,19 +147,22 @@ func (w *IRQAccount) Stop() {
 		return
 	}
 	for o := range w.base {
-		if cur, ok := counts[o]; err == nil && ok && cur >= w.prev[o] {
-			w.prev[o] = cur
+		if c, ok := counts[o]; err == nil && ok && c >= w.cur[o] {
+			w.cur[o] = c
 		}
-		if seen, q := w.prev[o]-w.base[o], w.queued[o]; seen > q {
-			w.merged[o] = max(w.merged[o], seen-q)
-		}
-		w.irqsDone[o] += w.prev[o] - w.base[o]
+		w.snap[o] = w.cur[o]
+	}
+	w.judge()
+	for o := range w.base {
+		w.irqsDone[o] += w.cur[o] - w.base[o]
 		w.mergedDone[o] += w.merged[o]
 	}
 	w.live = false
 }
 
-// Check reads the counts and updates merged (once an interval).
+// Check reads the counts, judges the previous check's if the reader has
+// reported nothing since, and keeps the new ones for judgement (once an
+// interval).
 func (w *IRQAccount) Check() {
 	w.mu.Lock()
 	live := w.live
@@ -128,6 +171,7 @@ func (w *IRQAccount) Check() {
 		return
 	}
 	counts, err := w.read()
+	now := w.now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.live {
@@ -138,15 +182,16 @@ func (w *IRQAccount) Check() {
 		return
 	}
 	w.unavailable = ""
-	for o, cur := range counts {
-		if _, ok := w.base[o]; !ok || cur < w.prev[o] {
+	if w.pending && w.lastQ <= w.snapAt {
+		w.judge()
+	}
+	for o, c := range counts {
+		if _, ok := w.base[o]; !ok || c < w.cur[o] {
 			continue
 		}
-		if seen, q := w.prev[o]-w.base[o], w.queued[o]; seen > q {
-			w.merged[o] = max(w.merged[o], seen-q)
-		}
-		w.prev[o] = cur
+		w.cur[o], w.snap[o] = c, c
 	}
+	w.pending, w.due, w.snapAt = true, now+(now-w.snapAt)/2, now
 }
 
 // Counts are a line's IRQs and the edges merged before queuing, since the
@@ -159,7 +204,7 @@ func (w *IRQAccount) Counts(offset int) (irqs, merged uint64, ok bool) {
 	}
 	irqs, merged = w.irqsDone[offset], w.mergedDone[offset]
 	if w.live {
-		irqs += w.prev[offset] - w.base[offset]
+		irqs += w.cur[offset] - w.base[offset]
 		merged += w.merged[offset]
 	}
 	return irqs, merged, true
