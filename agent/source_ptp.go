@@ -75,18 +75,10 @@ func (s *ptp4lSource) Collect(ctx context.Context, b *collect.Batch) error {
 			record.Int("mean_path_delay_ns", cur.MeanPathDelayNS), record.Int("steps_removed", int64(cur.StepsRemoved)))
 	}
 	if par := st.Parent; par != nil {
-		q := par.GrandmasterClockQuality
-		b.Add("ptp4l_parent", now, s.tags,
-			record.String("parent_port", par.ParentPortIdentity.String()), record.String("grandmaster", par.GrandmasterIdentity.String()),
-			record.Int("gm_priority1", int64(par.GrandmasterPriority1)), record.Int("gm_priority2", int64(par.GrandmasterPriority2)),
-			record.Int("gm_clock_class", int64(q.ClockClass)), record.Int("gm_clock_accuracy", int64(q.ClockAccuracy)),
-			record.Int("gm_offset_scaled_log_variance", int64(q.OffsetScaledLogVariance)))
+		b.Add("ptp4l_parent", now, s.tags, parentFields(par)...)
 	}
 	if ts := st.TimeStatus; ts != nil {
-		b.Add("ptp4l_time_status", now, s.tags,
-			record.Int("master_offset_ns", ts.MasterOffsetNS), record.Int("ingress_time_ns", ts.IngressTimeNS),
-			record.Int("cumulative_scaled_rate_offset", int64(ts.CumulativeScaledRateOffset)),
-			record.Bool("gm_present", ts.GMPresent != 0), record.String("gm_identity", ts.GMIdentity.String()))
+		b.Add("ptp4l_time_status", now, s.tags, timeStatusFields(ts)...)
 	}
 	if pd := st.Port; pd != nil {
 		b.Add("ptp4l_port", now, withTags(s.tags, record.Tag{Key: "port", Value: pd.PortIdentity.String()}),
@@ -111,6 +103,26 @@ func (s *ptp4lSource) Collect(ctx context.Context, b *collect.Batch) error {
 	}
 	s.judge(b, now, st)
 	return err
+}
+
+// parentFields are PARENT_DATA_SET's, polled (ptp4l_parent) or pushed
+// (ptp4l_parent_event, which adds the sequence).
+func parentFields(par *protocol.ParentDataSetTLV, more ...record.Field) []record.Field {
+	q := par.GrandmasterClockQuality
+	return append([]record.Field{
+		record.String("parent_port", par.ParentPortIdentity.String()), record.String("grandmaster", par.GrandmasterIdentity.String()),
+		record.Int("gm_priority1", int64(par.GrandmasterPriority1)), record.Int("gm_priority2", int64(par.GrandmasterPriority2)),
+		record.Int("gm_clock_class", int64(q.ClockClass)), record.Int("gm_clock_accuracy", int64(q.ClockAccuracy)),
+		record.Int("gm_offset_scaled_log_variance", int64(q.OffsetScaledLogVariance))}, more...)
+}
+
+// timeStatusFields are TIME_STATUS_NP's, polled (ptp4l_time_status) or
+// pushed (ptp4l_time_sync, which adds the sequence).
+func timeStatusFields(ts *protocol.TimeStatusNPTLV, more ...record.Field) []record.Field {
+	return append([]record.Field{
+		record.Int("master_offset_ns", ts.MasterOffsetNS), record.Int("ingress_time_ns", ts.IngressTimeNS),
+		record.Int("cumulative_scaled_rate_offset", int64(ts.CumulativeScaledRateOffset)),
+		record.Bool("gm_present", ts.GMPresent != 0), record.String("gm_identity", ts.GMIdentity.String())}, more...)
 }
 
 // judge feeds what ptp4l said at now: synchronised while its port follows a

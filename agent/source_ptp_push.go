@@ -95,21 +95,10 @@ func (d *ptp4lPush) Emit(b *collect.Batch, n *ptp.Notification) {
 		b.Add("ptp4l_port_event", d.seriesTime("port/"+port).Next(n.ReadNS, &d.bumps), withTags(d.tags, record.Tag{Key: "port", Value: port}), f...)
 	case ptp.IDTimeStatusNP:
 		d.events++
-		ts := n.TimeStatus
-		b.Add("ptp4l_time_sync", d.seriesTime("time").Next(n.ReadNS, &d.bumps), d.tags,
-			record.Int("master_offset_ns", ts.MasterOffsetNS), record.Int("ingress_time_ns", ts.IngressTimeNS),
-			record.Int("cumulative_scaled_rate_offset", int64(ts.CumulativeScaledRateOffset)),
-			record.Bool("gm_present", ts.GMPresent != 0), record.String("gm_identity", ts.GMIdentity.String()),
-			record.Uint("sequence", uint64(n.Seq)))
+		b.Add("ptp4l_time_sync", d.seriesTime("time").Next(n.ReadNS, &d.bumps), d.tags, timeStatusFields(&n.TimeStatus, record.Uint("sequence", uint64(n.Seq)))...)
 	case protocol.IDParentDataSet:
 		d.events++
-		par := n.Parent
-		q := par.GrandmasterClockQuality
-		b.Add("ptp4l_parent_event", d.seriesTime("parent").Next(n.ReadNS, &d.bumps), d.tags,
-			record.String("parent_port", par.ParentPortIdentity.String()), record.String("grandmaster", par.GrandmasterIdentity.String()),
-			record.Int("gm_priority1", int64(par.GrandmasterPriority1)), record.Int("gm_priority2", int64(par.GrandmasterPriority2)),
-			record.Int("gm_clock_class", int64(q.ClockClass)), record.Int("gm_clock_accuracy", int64(q.ClockAccuracy)),
-			record.Int("gm_offset_scaled_log_variance", int64(q.OffsetScaledLogVariance)), record.Uint("sequence", uint64(n.Seq)))
+		b.Add("ptp4l_parent_event", d.seriesTime("parent").Next(n.ReadNS, &d.bumps), d.tags, parentFields(&n.Parent, record.Uint("sequence", uint64(n.Seq)))...)
 	}
 }
 
