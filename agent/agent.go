@@ -97,8 +97,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	a := &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: host, queue: sink.NewBatches(cfg.Memory.QueueBytes),
-		judges: &judging{host: host, log: log}}
+	a := bare(cfg, log, out, host)
 	var err error
 	if a.judges.notify, err = cfg.Notify.sender(); err != nil {
 		return nil, &KeyError{Key: "notify", Reason: err.Error(), Err: err}
@@ -117,22 +116,23 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 				a.closeSources()
 				return nil, fmt.Errorf("source %s: %w", k.name, err)
 			}
-			for _, s := range srcs {
-				a.sources = append(a.sources, &running{Counted: collect.Counted{Source: s}})
-			}
+			a.add(srcs...)
 		}
 	}
 	return a, nil
 }
 
-// newWithSources is New with given sources, for tests.
-func newWithSources(cfg Config, log *slog.Logger, out sink.Sink, srcs ...collect.Source) *Agent {
-	a := &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: cfg.Host, queue: sink.NewBatches(cfg.Memory.QueueBytes),
-		judges: &judging{host: cfg.Host, log: log}}
+// bare is the agent of cfg without its sources.
+func bare(cfg Config, log *slog.Logger, out sink.Sink, host string) *Agent {
+	return &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: host, queue: sink.NewBatches(cfg.Memory.QueueBytes),
+		judges: &judging{host: host, log: log}}
+}
+
+// add adds sources to run.
+func (a *Agent) add(srcs ...collect.Source) {
 	for _, s := range srcs {
 		a.sources = append(a.sources, &running{Counted: collect.Counted{Source: s}})
 	}
-	return a
 }
 
 // Outputs are the agent's outputs (nil in tests that hand in a sink).

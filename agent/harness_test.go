@@ -2,12 +2,21 @@ package agent
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/collect/collecttest"
+	"github.com/monagent/monagent/sink"
 )
+
+// newWithSources is New with given sources and a given sink, for tests.
+func newWithSources(cfg Config, log *slog.Logger, out sink.Sink, srcs ...collect.Source) *Agent {
+	a := bare(cfg, log, out, cfg.Host)
+	a.add(srcs...)
+	return a
+}
 
 // closeCheck is an event source whose Close checks that its reader stopped.
 type closeCheck struct {
