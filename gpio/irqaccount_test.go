@@ -310,3 +310,21 @@ func TestIRQAccountMergedWhileStreaming(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkIRQAccountQueued is what the reader pays per read for the IRQ
+// accounting: a live request of one line, its snapshot pending.
+func BenchmarkIRQAccountQueued(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "interrupts")
+	if err := os.WriteFile(path, []byte(" 24: 7 0 gpio-sim 0 Edge monagent-gpiochip1\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	w := newIRQAccount(path, "monagent-gpiochip1", []int{0})
+	w.Start()
+	w.Check()
+	var lt LossTracker
+	lt.Observe(&Event{Offset: 0, LineSeqno: 1})
+	b.ReportAllocs()
+	for b.Loop() {
+		w.Queued(&lt, false)
+	}
+}
