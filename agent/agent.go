@@ -32,14 +32,10 @@ type Agent struct {
 	host        string
 	start       int64
 
-	queue        *sink.Batches
-	batches      atomic.Uint64
-	droppedBatch atomic.Uint64
-	droppedRecs  atomic.Uint64
-	written      atomic.Uint64
-	writeErrors  atomic.Uint64
-	writeLog     faultlog.Log // the outputs' failures (writer goroutine only)
-	draining     atomic.Bool  // the sources have stopped: the last batches wait for room
+	queue       *sink.Batches // between the sources and the writer; it counts what it drops
+	written     atomic.Uint64
+	writeErrors atomic.Uint64
+	writeLog    faultlog.Log // the outputs' failures (writer goroutine only)
 
 	judges *judging       // the judged clocks
 	http   *status.Server // /metrics and /status; nil when http.listen is ""
@@ -207,7 +203,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	// What the readers queued since the last collection is shipped, not lost.
 	// The last batches wait for room in the queue rather than drop: no source
 	// is left to hold up, and the writer never waits for long.
-	a.draining.Store(true)
+	a.queue.Drain()
 	final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	for _, r := range a.sources {
 		if _, ok := r.Source.(collect.Runner); ok {
@@ -270,20 +266,10 @@ func (a *Agent) collect(ctx context.Context, r *running) {
 	}
 }
 
-// enqueue hands a batch to the writer without waiting; beyond the queue's
-// bound (memory.queue_bytes) the batch is dropped and counted.
-func (a *Agent) enqueue(recs []record.Record) {
-	put := a.queue.Put
-	if a.draining.Load() {
-		put = a.queue.PutWait
-	}
-	if put(recs) {
-		a.batches.Add(1)
-		return
-	}
-	a.droppedBatch.Add(1)
-	a.droppedRecs.Add(uint64(len(recs)))
-}
+// enqueue hands a batch to the writer without waiting (until the queue
+// drains at the end of Run); beyond the queue's bound (memory.queue_bytes)
+// the batch is dropped and counted.
+func (a *Agent) enqueue(recs []record.Record) { a.queue.Put(recs) }
 
 // write hands a batch to the outputs: the spool first, which never waits,
 // then the optional outputs, each of which queues its own copy or drops it,
@@ -312,12 +298,13 @@ func (a *Agent) selfMetrics() []record.Record {
 	}
 	a.judges.records(b, now)
 	queued, queuedBytes := a.queue.State()
+	qs := a.queue.Stats()
 	b.Add("monagent", now, nil,
 		record.Int("uptime_ns", now-a.start),
-		record.Uint("batches", a.batches.Load()),
+		record.Uint("batches", qs.Batches),
 		record.Uint("records_out", a.written.Load()),
-		record.Uint("dropped_batches", a.droppedBatch.Load()),
-		record.Uint("dropped_records", a.droppedRecs.Load()),
+		record.Uint("dropped_batches", qs.DroppedBatches),
+		record.Uint("dropped_records", qs.DroppedRecords),
 		record.Int("queued_batches", int64(queued)),
 		record.Int("queued_bytes", queuedBytes),
 		record.Uint("output_errors", a.writeErrors.Load()),

@@ -178,10 +178,10 @@ func TestAgentCountsDropsInsteadOfBlocking(t *testing.T) {
 	for i := 0; i < fit+50; i++ {
 		a.collect(context.Background(), a.sources[0])
 	}
-	if got := a.droppedBatch.Load(); got != 50 {
+	if got := a.queue.Stats().DroppedBatches; got != 50 {
 		t.Fatalf("dropped %d batches, want 50 (%d fit)", got, fit)
 	}
-	if got := a.droppedRecs.Load(); got != 50 {
+	if got := a.queue.Stats().DroppedRecords; got != 50 {
 		t.Fatalf("dropped %d records, want 50", got)
 	}
 	if n, bytes := a.queue.State(); n != fit || bytes > cfg.Memory.QueueBytes {

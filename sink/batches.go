@@ -2,16 +2,20 @@ package sink
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/monagent/monagent/record"
 )
 
 // Batches are batches of records waiting for a writer, bounded in bytes of
-// memory (BatchBytes): Put drops a batch that does not fit, for the caller to
-// count, and never waits, so a producer never blocks on the writer and the
-// queue never holds more than its bound, whatever the batches' sizes.
-// Any number of goroutines may Put; one writer Gets.
+// memory (BatchBytes): Put drops a batch that does not fit, and counts it,
+// and never waits, so a producer never blocks on the writer and the queue
+// never holds more than its bound, whatever the batches' sizes. Any number
+// of goroutines may Put; one writer Gets.
 type Batches struct {
+	draining                    atomic.Bool // Put waits for room (Drain)
+	taken, dropped, droppedRecs atomic.Uint64
+
 	mu     sync.Mutex
 	items  []waiting
 	head   int
@@ -42,9 +46,24 @@ func BatchBytes(recs []record.Record) int64 {
 }
 
 // Put queues recs unless that would take the queue beyond its bound (or it
-// is closed); it never waits.
+// is closed); it never waits, until Drain.
 func (q *Batches) Put(recs []record.Record) bool {
-	return q.add(recs, false)
+	return q.add(recs, q.draining.Load())
+}
+
+// Drain makes Put wait for room as PutWait does: for the last batches of a
+// run, when no producer is left to hold up.
+func (q *Batches) Drain() { q.draining.Store(true) }
+
+// BatchStats are what a queue took and dropped.
+type BatchStats struct {
+	Batches                        uint64 // batches queued
+	DroppedBatches, DroppedRecords uint64 // batches refused (beyond the bound, or closed), and their records
+}
+
+// Stats are the queue's counts so far.
+func (q *Batches) Stats() BatchStats {
+	return BatchStats{Batches: q.taken.Load(), DroppedBatches: q.dropped.Load(), DroppedRecords: q.droppedRecs.Load()}
 }
 
 // PutWait queues recs, waiting for the writer to make room: for the last
@@ -65,11 +84,14 @@ func (q *Batches) add(recs []record.Record, wait bool) bool {
 	}
 	if q.closed || (q.bytes+size > q.limit && !(wait && q.bytes == 0)) {
 		q.mu.Unlock()
+		q.dropped.Add(1)
+		q.droppedRecs.Add(uint64(len(recs)))
 		return false
 	}
 	q.items = append(q.items, waiting{recs, size})
 	q.bytes += size
 	q.mu.Unlock()
+	q.taken.Add(1)
 	select {
 	case q.ready <- struct{}{}:
 	default:

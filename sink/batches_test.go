@@ -59,3 +59,34 @@ func TestBatchesBoundAndWait(t *testing.T) {
 		t.Fatal("PutWait after close")
 	}
 }
+
+// The queue counts what it took and what it refused, records included;
+// after Drain, Put waits for room instead of refusing.
+func TestBatchesCountAndDrain(t *testing.T) {
+	size := BatchBytes(oneRecordBatch())
+	q := NewBatches(2 * size)
+	q.Put(oneRecordBatch())
+	q.Put(oneRecordBatch())
+	two := append(oneRecordBatch(), oneRecordBatch()...)
+	if q.Put(two) {
+		t.Fatal("a batch beyond the bound was queued")
+	}
+	if st := q.Stats(); st != (BatchStats{Batches: 2, DroppedBatches: 1, DroppedRecords: 2}) {
+		t.Errorf("stats %+v, want 2 queued, 1 dropped of 2 records", st)
+	}
+	q.Drain()
+	done := make(chan bool)
+	go func() { done <- q.Put(oneRecordBatch()) }()
+	select {
+	case <-done:
+		t.Fatal("Put after Drain did not wait for room")
+	case <-time.After(50 * time.Millisecond):
+	}
+	q.Get()
+	if !<-done {
+		t.Fatal("Put after Drain refused once there was room")
+	}
+	if st := q.Stats(); st.Batches != 3 || st.DroppedBatches != 1 {
+		t.Errorf("stats %+v after the drained put", st)
+	}
+}
