@@ -138,7 +138,7 @@ func (s *ntpSource) Collect(ctx context.Context, b *collect.Batch) error {
 	s.probeRecord(b, best.T4, &best)
 	// A delay outlier is judged too: its larger bound still holds.
 	h := best.Header
-	s.judged.observe(b, judge.Sample{TimeNS: best.T4, Synced: h.Leap != 3 && h.Stratum >= 1 && h.Stratum <= 15,
+	s.judged.observe(b, judge.Sample{TimeNS: best.T4, Synced: h.Synced(),
 		OffsetNS: best.OffsetNS, BoundNS: judge.Exchange(best.OffsetNS, best.DelayNS, h.RootDelayNS, h.RootDispNS, best.DispersionNS),
 		FreqErrPPB: -1})
 	return nil
@@ -222,8 +222,7 @@ func (s *chronySource) Collect(ctx context.Context, b *collect.Batch) error {
 			record.Int("freq_ppb", tr.FreqPPB), record.Int("residual_freq_ppb", tr.ResidualFreqPPB), record.Int("skew_ppb", tr.SkewPPB),
 			record.Int("root_delay_ns", tr.RootDelayNS), record.Int("root_dispersion_ns", tr.RootDispersionNS),
 			record.Int("update_interval_ns", tr.UpdateIntervalNS))
-		// Synchronised: a reference, and leap status not 3 (unsynchronised).
-		s.judgeDaemon(b, st.TrackingNS, tr.LeapStatus != 3 && tr.RefID != 0, tr.SystemTimeNS, tr.RootDelayNS, tr.RootDispersionNS, tr.SkewPPB)
+		s.judgeDaemon(b, st.TrackingNS, tr.Synced(), tr.SystemTimeNS, tr.RootDelayNS, tr.RootDispersionNS, tr.SkewPPB)
 	} else {
 		s.unanswered(b, err)
 	}

@@ -45,9 +45,7 @@ func (s *ntpdSource) Collect(ctx context.Context, b *collect.Batch) error {
 			f = append(f, record.Int("tai", sys.TAI))
 		}
 		b.Add("ntpd_system", sys.TimeNS, s.tags, f...)
-		// Synchronised: leap indicator not 3 (binary 11, alarm) and a
-		// system peer selected.
-		s.judgeDaemon(b, sys.TimeNS, sys.Leap != 3 && sys.SysPeer != 0, sys.OffsetNS, sys.RootDelayNS, sys.RootDispNS, sys.ClkWanderPPB)
+		s.judgeDaemon(b, sys.TimeNS, sys.Synced(), sys.OffsetNS, sys.RootDelayNS, sys.RootDispNS, sys.ClkWanderPPB)
 	} else {
 		s.unanswered(b, err)
 	}

@@ -125,22 +125,20 @@ func timeStatusFields(ts *protocol.TimeStatusNPTLV, more ...record.Field) []reco
 		record.Bool("gm_present", ts.GMPresent != 0), record.String("gm_identity", ts.GMIdentity.String())}, more...)
 }
 
-// judge feeds what ptp4l said at now: synchronised while its port follows a
-// master (SLAVE, or UNCALIBRATED: a servo not locked yet, or never, as with
-// free_running) with a grandmaster present and a path delay measured, the
-// bound then deciding; bound |master offset| + mean path delay
+// judge feeds what ptp4l said at now: synchronised while it follows a
+// master (ptp.Status.Following), the bound then deciding; bound |master
+// offset| + mean path delay
 // (judge.PathDelay), the offset of the last Sync as TIME_STATUS_NP gives it
 // (CURRENT_DATA_SET's stays 0 when ptp4l runs free). ptp4l
 // not answering is a missed sample.
 func (s *ptp4lSource) judge(b *collect.Batch, now int64, st ptp.Status) {
-	cur, ts, pd := st.Current, st.TimeStatus, st.Port
-	if cur == nil || ts == nil || pd == nil {
+	cur, ts := st.Current, st.TimeStatus
+	if cur == nil || ts == nil || st.Port == nil {
 		s.judged.missed(b, now)
 		return
 	}
-	s.judged.observe(b, judge.Sample{TimeNS: now, Synced: (pd.PortState == protocol.PortStateSlave || pd.PortState == protocol.PortStateUncalibrated) && ts.GMPresent != 0 &&
-		cur.MeanPathDelayNS > 0, // no path delay measured yet: nothing to bound the offset with
-		OffsetNS: ts.MasterOffsetNS, BoundNS: judge.PathDelay(ts.MasterOffsetNS, cur.MeanPathDelayNS, 0), FreqErrPPB: -1})
+	s.judged.observe(b, judge.Sample{TimeNS: now, Synced: st.Following(), OffsetNS: ts.MasterOffsetNS,
+		BoundNS: judge.PathDelay(ts.MasterOffsetNS, cur.MeanPathDelayNS, 0), FreqErrPPB: -1})
 }
 
 // SelfFields implements collect.SelfReporter.

@@ -38,6 +38,10 @@ type ChronyTracking struct {
 	UpdateIntervalNS                  int64
 }
 
+// Synced says whether chronyd is synchronised: a reference, and leap
+// status not 3 (unsynchronised).
+func (t *ChronyTracking) Synced() bool { return t.LeapStatus != 3 && t.RefID != 0 }
+
 // ChronySource is one of chronyd's sources (chronyc sources), with its
 // statistics and, over the command socket, its last NTP exchange.
 type ChronySource struct {

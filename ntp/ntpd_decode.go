@@ -364,6 +364,10 @@ func (r *varReader) timestamp(name string, required bool) int64 {
 // ntpEpochOffset is 1970 − 1900 in seconds.
 const ntpEpochOffset = 2208988800
 
+// Synced says whether ntpd is synchronised: leap indicator not 3 (alarm)
+// and a system peer selected.
+func (s *NtpdSystem) Synced() bool { return s.Leap != 3 && s.SysPeer != 0 }
+
 // NtpdSystem is ntpd's system variables (ntpq rv) in integer units. Offsets,
 // delays, dispersions and jitters in ns (ntpd's milliseconds, rounded),
 // frequencies in ppb (its ppm).

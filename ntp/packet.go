@@ -51,6 +51,10 @@ func rejectf(r Reject, format string, a ...any) error {
 // RejectOf returns the reason of a *RejectError, or RejectNone.
 func RejectOf(err error) Reject { return reject.Of[Reject](err) }
 
+// Synced says whether the server is synchronised, as it says it: leap not
+// 3 (alarm) and a stratum from 1 to 15.
+func (h *Header) Synced() bool { return h.Leap != 3 && h.Stratum >= 1 && h.Stratum <= 15 }
+
 // Header is what a valid reply says about the server.
 type Header struct {
 	Leap           uint8

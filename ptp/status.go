@@ -18,6 +18,15 @@ type Status struct {
 	PortServiceStats *protocol.PortServiceStatsNPTLV // nil too once ptp4l said it has none
 }
 
+// Following says whether ptp4l follows a master: its port is SLAVE, or
+// UNCALIBRATED (a servo not locked yet, or never, as with free_running),
+// a grandmaster is present and a path delay has been measured (nothing to
+// bound the offset with before it). It needs Current, TimeStatus and Port.
+func (s *Status) Following() bool {
+	return (s.Port.PortState == protocol.PortStateSlave || s.Port.PortState == protocol.PortStateUncalibrated) &&
+		s.TimeStatus.GMPresent != 0 && s.Current.MeanPathDelayNS > 0
+}
+
 // Current is CURRENT_DATA_SET in ns (the wire's scaled ns, truncated).
 type Current struct {
 	OffsetFromMasterNS, MeanPathDelayNS int64

@@ -35,3 +35,28 @@ func TestProbeStatsRejected(t *testing.T) {
 		t.Fatalf("rejected %d, want 7", s.Rejected())
 	}
 }
+
+// ptp4l follows a master while its port is SLAVE or UNCALIBRATED, a
+// grandmaster is present and a path delay has been measured.
+func TestStatusFollowing(t *testing.T) {
+	st := func(state protocol.PortState, gm int32, delay int64) *Status {
+		return &Status{Current: &Current{MeanPathDelayNS: delay}, TimeStatus: &protocol.TimeStatusNPTLV{GMPresent: gm},
+			Port: &PortDataSet{PortState: state}}
+	}
+	for _, c := range []struct {
+		name string
+		s    *Status
+		want bool
+	}{
+		{"slave", st(protocol.PortStateSlave, 1, 20_000), true},
+		{"uncalibrated (free_running)", st(protocol.PortStateUncalibrated, 1, 20_000), true},
+		{"listening", st(protocol.PortStateListening, 1, 20_000), false},
+		{"master", st(protocol.PortStateMaster, 1, 20_000), false},
+		{"no grandmaster", st(protocol.PortStateSlave, 0, 20_000), false},
+		{"no path delay yet", st(protocol.PortStateSlave, 1, 0), false},
+	} {
+		if got := c.s.Following(); got != c.want {
+			t.Errorf("%s: following %v, want %v", c.name, got, c.want)
+		}
+	}
+}
