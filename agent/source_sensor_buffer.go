@@ -2,9 +2,7 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"sync/atomic"
 	"time"
 
@@ -83,55 +81,11 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Tr
 	return s, nil
 }
 
-// produce drains the buffer into the queue until ctx is done, each sample
-// decoded with its kernel stamp and the time its read gives it
-// (sensors.Buffer.ReadScans); a device error ends it (the event source
-// counts it and runs it again after a back-off). At the stop, the buffer is
-// disabled and the samples it still holds are read too, so that none the
-// device gave is left neither shipped nor counted.
+// produce pumps the buffer into the queue (sensors.Buffer.Pump: at the
+// stop, what the buffer still holds too); a device error ends it (the event
+// source counts it and runs it again after a back-off).
 func (d *sensorBuffer) produce(ctx context.Context, q *collect.EventQueue[scan]) error {
-	batch := make([]scan, 64)
-	for ctx.Err() == nil {
-		n, err := d.buf.ReadScans(batch, 100*time.Millisecond)
-		if errors.Is(err, io.EOF) { // nothing more now (a file at its end): wait, not spin
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		q.Put(batch[:n])
-	}
-	return d.drain(q, batch)
-}
-
-// drainReads bounds the reads at the stop, in case a device went on
-// pushing: a disabled buffer holds at most its length, read 64 a time.
-const drainReads = 1024
-
-// drainWait is the most a read at the stop waits: a disabled buffer has
-// nothing more coming (a deadline already passed would read nothing at all).
-const drainWait = 10 * time.Millisecond
-
-// drain disables the buffer and reads what it holds into q.
-func (d *sensorBuffer) drain(q *collect.EventQueue[scan], batch []scan) error {
-	if err := d.buf.Stop(); err != nil {
-		return err
-	}
-	for range drainReads {
-		n, err := d.buf.ReadScans(batch, drainWait)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		q.Put(batch[:n])
-		if n == 0 || d.buf.Drained() {
-			return nil
-		}
-	}
-	return nil
+	return d.buf.Pump(ctx, func(s []scan) { q.Put(s) })
 }
 
 // emit ships one sample at its kernel timestamp moved to REALTIME
