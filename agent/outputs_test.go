@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -97,28 +96,19 @@ func TestBuildingTheAgentStartsNothing(t *testing.T) {
 	cfg.PHC.Enabled, cfg.Sensors.Enabled = false, false
 	cfg.Clock.Interval = 20 * time.Millisecond
 	cfg.Spool.Dir = t.TempDir()
-	before := runtime.NumGoroutine()
 	cfg.HTTP.Listen = "127.0.0.1:0"
+	before := goroutines()
 	a, err := New(cfg, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Goroutines of earlier tests may still be ending: fewer is fine, more is not.
-	if n := runtime.NumGoroutine(); n > before {
-		t.Fatalf("New started %d goroutines", n-before)
-	}
+	noneStartedHere(t, before, 0, "New started")
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	if err := a.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // exiting goroutines are still counted for a moment
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Fatalf("%d goroutines outlive Run", n-before)
-	}
+	noneStartedHere(t, before, 2*time.Second, "outliving Run")
 	if st := a.Outputs().Spool.Stats(); st.Appended == 0 {
 		t.Fatal("nothing reached the spool")
 	}

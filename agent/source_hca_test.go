@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -260,24 +259,16 @@ func TestHCASourceRunsOnlyInRun(t *testing.T) {
 	go func() { served <- ep.Serve(ctx) }()
 	defer func() { cancel(); <-served }()
 
-	before := runtime.NumGoroutine()
+	before := goroutines()
 	s := buildHCA(t, cfg, nil)
-	if n := runtime.NumGoroutine(); n > before {
-		t.Errorf("building the source started %d goroutines", n-before)
-	}
+	noneStartedHere(t, before, 0, "building the source started")
 	if _, err := ep.Ping(ctx, 1); !errors.Is(err, hca.ErrLost) {
 		t.Errorf("a ping to a source not run yet: %v, want it unanswered", err)
 	}
 	r := runHCA(t, s)
 	eventually(t, "the running source to answer", func() bool { _, err := ep.Ping(ctx, 1); return err == nil })
 	r.stop()
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // exiting goroutines are still counted for a moment
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Errorf("%d goroutines outlive Run", n-before)
-	}
+	noneStartedHere(t, before, 2*time.Second, "outliving Run")
 }
 
 // TestHCASourceShipsAtShutdown (issue 20, item 10): what the source made
