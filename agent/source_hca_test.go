@@ -261,7 +261,7 @@ func TestHCASourceRunsOnlyInRun(t *testing.T) {
 
 	before := goroutines()
 	s := buildHCA(t, cfg, nil)
-	noneStartedHere(t, before, 0, "building the source started")
+	noneStartedHere(t, before, time.Second, "building the source left running")
 	if _, err := ep.Ping(ctx, 1); !errors.Is(err, hca.ErrLost) {
 		t.Errorf("a ping to a source not run yet: %v, want it unanswered", err)
 	}
