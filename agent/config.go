@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"time"
-
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/conf"
 )
@@ -168,8 +166,6 @@ type (
 )
 
 func keyErr(key, format string, a ...any) error { return conf.KeyErr(key, format, a...) }
-
-func positive(key string, d time.Duration) error { return conf.Positive(key, d) }
 
 // validate is a section's Validate: every problem its check finds, or nil.
 func validate(c interface{ check(*problems) }) error {

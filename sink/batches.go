@@ -46,35 +46,11 @@ func BatchBytes(recs []record.Record) int64 {
 }
 
 // Put queues recs unless that would take the queue beyond its bound (or it
-// is closed); it never waits, until Drain.
+// is closed); it never waits, until Drain. After Drain it waits for the
+// writer to make room, and a batch larger than the whole bound goes into an
+// empty queue: false only once the queue is closed.
 func (q *Batches) Put(recs []record.Record) bool {
-	return q.add(recs, q.draining.Load())
-}
-
-// Drain makes Put wait for room as PutWait does: for the last batches of a
-// run, when no producer is left to hold up.
-func (q *Batches) Drain() { q.draining.Store(true) }
-
-// BatchStats are what a queue took and dropped.
-type BatchStats struct {
-	Batches                        uint64 // batches queued
-	DroppedBatches, DroppedRecords uint64 // batches refused (beyond the bound, or closed), and their records
-}
-
-// Stats are the queue's counts so far.
-func (q *Batches) Stats() BatchStats {
-	return BatchStats{Batches: q.taken.Load(), DroppedBatches: q.dropped.Load(), DroppedRecords: q.droppedRecs.Load()}
-}
-
-// PutWait queues recs, waiting for the writer to make room: for the last
-// batches of a run, when no producer is left to hold up. A batch larger than
-// the whole bound goes into an empty queue. False only once the queue is
-// closed.
-func (q *Batches) PutWait(recs []record.Record) bool {
-	return q.add(recs, true)
-}
-
-func (q *Batches) add(recs []record.Record, wait bool) bool {
+	wait := q.draining.Load()
 	size := BatchBytes(recs)
 	q.mu.Lock()
 	for wait && !q.closed && q.bytes > 0 && q.bytes+size > q.limit {
@@ -97,6 +73,21 @@ func (q *Batches) add(recs []record.Record, wait bool) bool {
 	default:
 	}
 	return true
+}
+
+// Drain makes Put wait for room: for the last batches of a run, when no
+// producer is left to hold up.
+func (q *Batches) Drain() { q.draining.Store(true) }
+
+// BatchStats are what a queue took and dropped.
+type BatchStats struct {
+	Batches                        uint64 // batches queued
+	DroppedBatches, DroppedRecords uint64 // batches refused (beyond the bound, or closed), and their records
+}
+
+// Stats are the queue's counts so far.
+func (q *Batches) Stats() BatchStats {
+	return BatchStats{Batches: q.taken.Load(), DroppedBatches: q.dropped.Load(), DroppedRecords: q.droppedRecs.Load()}
 }
 
 // Get returns the oldest batch, waiting for one; false once the queue is
