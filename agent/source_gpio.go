@@ -174,8 +174,11 @@ func (d *gpioSource) Produce(ctx context.Context, q *collect.EventQueue[gpioEdge
 	}
 	evs := make([]gpio.Event, d.buffer)
 	batch := make([]gpioEdge, d.buffer)
+	pace := collect.Pacer{Capacity: min(d.buffer, gpio.MaxEventBufferSize)}
 	for {
 		n, lost, err := rd.Read(ctx, evs)
+		// Fewer events than asked for: the read emptied the kernel's queue.
+		drained := err == nil && n < min(d.buffer, gpio.MaxEventBufferSize)
 		if n > 0 {
 			readEv, _ := d.clock.Now()
 			readRT, _ := timebase.Realtime.Now()
@@ -184,8 +187,7 @@ func (d *gpioSource) Produce(ctx context.Context, q *collect.EventQueue[gpioEdge
 			}
 			q.Put(batch[:n])
 			if d.irqs != nil {
-				// Fewer events than asked for: the read emptied the kernel's queue.
-				d.irqs.Queued(rd.Loss(), err == nil && n < min(d.buffer, gpio.MaxEventBufferSize))
+				d.irqs.Queued(rd.Loss(), drained)
 			}
 		}
 		if lost > 0 {
@@ -199,6 +201,7 @@ func (d *gpioSource) Produce(ctx context.Context, q *collect.EventQueue[gpioEdge
 			})
 		}
 		if err == nil {
+			pace.Pause(ctx, n, drained) // the next read takes a batch
 			continue
 		}
 		if ctx.Err() != nil {

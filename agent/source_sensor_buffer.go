@@ -82,10 +82,15 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Tr
 }
 
 // produce pumps the buffer into the queue (sensors.Buffer.Pump: at the
-// stop, what the buffer still holds too); a device error ends it (the event
-// source counts it and runs it again after a back-off).
+// stop, what the buffer still holds too), paced so that a read takes a
+// batch of the kernel's buffer, not one scan; a device error ends it (the
+// event source counts it and runs it again after a back-off).
 func (d *sensorBuffer) produce(ctx context.Context, q *collect.EventQueue[scan]) error {
-	return d.buf.Pump(ctx, func(s []scan) { q.Put(s) })
+	pace := collect.Pacer{Capacity: d.buf.Length()}
+	return d.buf.Pump(ctx, func(s []scan) {
+		q.Put(s)
+		pace.Pause(ctx, len(s), d.buf.Drained()) // the next read takes a batch
+	})
 }
 
 // emit ships one sample at its kernel timestamp moved to REALTIME

@@ -30,6 +30,7 @@ type Buffer struct {
 	names   []string // the channels of a Scan's Values
 
 	f       *os.File
+	length  int // the kernel buffer's length in records (0: unknown)
 	buf     []byte
 	pend    int  // bytes of a partial record at the start of buf
 	drained bool // the last Read took every record there was
@@ -172,6 +173,13 @@ func (fs FS) OpenBuffer(dev IIODevice, channels []string, length int) (*Buffer, 
 			return nil, err
 		}
 	}
+	// The length the kernel took (it may round it), or the device's own.
+	b.length = length
+	if v, err := os.ReadFile(filepath.Join(dev.Dir, "buffer", "length")); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(v))); err == nil && n > 0 {
+			b.length = n
+		}
+	}
 	node := filepath.Join(fs.Dev, dev.Node)
 	if b.f, err = os.Open(node); err != nil {
 		return nil, fmt.Errorf("sensors: %w", err)
@@ -261,6 +269,10 @@ func (b *Buffer) Read(vals []int64, timeout time.Duration) (int, error) {
 // a record reached the buffer (its conversion came before that, by the
 // driver's latency).
 func (b *Buffer) Drained() bool { return b.drained }
+
+// Length is how many records the kernel's buffer holds (buffer/length; 0
+// when unknown).
+func (b *Buffer) Length() int { return b.length }
 
 // Stamped says whether the buffer has a timestamp channel.
 func (b *Buffer) Stamped() bool { return b.tsIndex >= 0 }
