@@ -69,6 +69,9 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 			out.Close()
 			return nil, cfg.Place(&KeyError{Key: "http.listen", Reason: err.Error(), Err: err})
 		}
+		if cfg.HTTP.Pprof {
+			a.http.Profiles()
+		}
 	}
 	return a, nil
 }

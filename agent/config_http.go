@@ -16,6 +16,10 @@ type HTTPConfig struct {
 	// loopback only: expose it on purpose (0.0.0.0:9469) for a Prometheus
 	// elsewhere.
 	Listen string `yaml:"listen"`
+	// Pprof serves Go's profiles under /debug/pprof/ on the same address
+	// (off by default: a CPU profile costs the board while it runs, and a
+	// profile shows the agent's internals to whoever reaches the port).
+	Pprof bool `yaml:"pprof"`
 }
 
 // DefaultHTTPListen is where the endpoint listens unless told otherwise

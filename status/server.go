@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 type Server struct {
 	ln  net.Listener
 	srv *http.Server
+	mux *http.ServeMux
 }
 
 // Listen binds addr (host:port) and prepares the handlers: reg is gathered
@@ -39,7 +41,20 @@ func Listen(addr string, reg prometheus.Gatherer, doc func() Doc) (*Server, erro
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "monagent: /metrics (Prometheus), /status (JSON)")
 	})
-	return &Server{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}}, nil
+	return &Server{ln: ln, mux: mux, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}}, nil
+}
+
+// Profiles adds Go's profiles under /debug/pprof/ (net/http/pprof's
+// handlers: CPU for ?seconds=N, at most 25 s within the write timeout;
+// heap, allocs, goroutine, mutex, block; the execution trace): where the
+// agent's CPU and memory go on a board, read with `go tool pprof` and the
+// binary. Call it before Serve.
+func (s *Server) Profiles() {
+	s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	s.mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 }
 
 // Addr is the address the server listens on.

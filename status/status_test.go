@@ -189,3 +189,34 @@ func TestStateChangeEvent(t *testing.T) {
 		t.Fatalf("%s\nwant\n%s", b, want)
 	}
 }
+
+// Profiles serves Go's profiles only when asked.
+func TestProfilesOnlyWhenAsked(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		s, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), func() Doc { return Doc{} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if on {
+			s.Profiles()
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- s.Serve(ctx) }()
+		for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap?debug=1", "/debug/pprof/profile?seconds=1"} {
+			resp, err := http.Get("http://" + s.Addr() + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if want := map[bool]int{false: 404, true: 200}[on]; resp.StatusCode != want || (on && len(b) == 0) {
+				t.Errorf("profiles %v: GET %s: %d (%d bytes), want %d", on, path, resp.StatusCode, len(b), want)
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
