@@ -25,8 +25,9 @@ type scan = sensors.Scan
 type sensorBuffer struct {
 	buf    *sensors.Buffer
 	tr     *timebase.Translators
-	tags   []record.Tag
-	fields []string // per value of a scan: the channel's field name
+	tags   collect.HostTags // device, node, clock
+	fields []string         // per value of a scan: the channel's field name
+	slab   collect.Slab     // the scans' fields (collection goroutine)
 
 	untranslated atomic.Uint64
 	unstamped    atomic.Uint64
@@ -64,7 +65,8 @@ func newSensorBufferSource(fs sensors.FS, bc SensorBufferConfig, tr *timebase.Tr
 	}
 	d := &sensorBuffer{buf: b, tr: tr, global: global, toRaw: tr.Route(b.Clock, timebase.DomainMonotonicRaw),
 		fields: b.ValueChannels(), // values in the kind's unit; raw for types without one
-		tags:   []record.Tag{{Key: "device", Value: dev.Name}, {Key: "node", Value: dev.Node}, {Key: "clock", Value: b.Clock.String()}}}
+		tags:   collect.NewFixedHostTags([]record.Tag{{Key: "device", Value: dev.Name}, {Key: "node", Value: dev.Node}, {Key: "clock", Value: b.Clock.String()}})}
+	d.slab = collect.NewSlab(len(d.fields)+scanExtraFields, slabRecords)
 	s, err := collect.NewEventSource(collect.EventSourceConfig[scan]{
 		Name: "sensor_buffer:" + dev.Node, Interval: time.Second, Ring: bc.Ring,
 		Producer: collect.ProducerFunc[scan](d.produce), Emit: d.emit, Close: b.Close,
@@ -102,7 +104,9 @@ func (d *sensorBuffer) produce(ctx context.Context, q *collect.EventQueue[scan])
 // uncertainty_ns. A time the series already has moves to the first free
 // nanosecond after it (counted in time_bumps, the stamp kept in kernel_ns).
 func (d *sensorBuffer) emit(b *collect.Batch, sc *scan) {
-	f := make([]record.Field, 0, len(d.fields)+6)
+	// The fields come from a slab shared by many records (one allocation
+	// per slabRecords scans), the tags are shared by all.
+	f := d.slab.Next()
 	for i, name := range d.fields {
 		f = append(f, record.Int(name, sc.Values[i]))
 	}
@@ -140,5 +144,10 @@ func (d *sensorBuffer) emit(b *collect.Batch, sc *scan) {
 		// window's middle, so it is within at-sc.Stamp of the sample.
 		f = append(f, record.Int("uncertainty_ns", at-sc.Stamp))
 	}
-	b.Add("sensor_scan", at, d.tags, f...)
+	b.Records = append(b.Records, record.Record{Measurement: "sensor_scan", Tags: d.tags.Of(b.Host, 0), Fields: d.slab.Keep(f), TimeNS: at})
 }
+
+// scanExtraFields is the most fields of a sensor_scan record besides its
+// values: hca_local_ns, global_ns, global_bound_ns, kernel_ns, time_source,
+// uncertainty_ns.
+const scanExtraFields = 6

@@ -353,3 +353,32 @@ func TestSensorBufferDrainsAtStop(t *testing.T) {
 		t.Errorf("%d samples queued at the stop, want the buffer's 3", got)
 	}
 }
+
+// Emitting a scan's record does not allocate: its fields come from a slab
+// (one allocation per slabRecords scans), its tags are shared.
+func TestSensorBufferEmitDoesNotAllocate(t *testing.T) {
+	fs := sensors.NewFS(sensorstest.Board(t))
+	s, err := newSensorBufferSource(fs, SensorBufferConfig{Device: "TI-am335x-adc.0.auto", Channels: []string{"voltage0", "voltage1"}, Length: 16, Ring: 256}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	scans := make([]scan, 64)
+	for i := range scans {
+		scans[i] = scan{Stamp: 1_700_000_000_000_000_000 + int64(i)*1000, Read: 1_700_000_000_000_000_000 + int64(i), Values: [8]int64{int64(i), -int64(i)}}
+	}
+	b := &collect.Batch{Host: "bbb", Records: make([]record.Record, 0, len(scans))}
+	collectOnce := func() {
+		s.Queue().Put(scans)
+		b.Records = b.Records[:0]
+		if err := s.Collect(t.Context(), b); err != nil || len(b.Records) != len(scans) {
+			t.Fatalf("Collect: %d records, %v", len(b.Records), err)
+		}
+	}
+	if a := testing.AllocsPerRun(100, collectOnce); a != 0 {
+		t.Errorf("%.1f allocations per %d scans, want 0", a, len(scans))
+	}
+	if r := b.Records[0]; r.Tag("host") != "bbb" || r.Tag("device") == "" || len(r.Fields) < 3 {
+		t.Errorf("record %v", r)
+	}
+}

@@ -28,6 +28,11 @@ func NewHostTags(base []record.Tag, key string, values ...string) HostTags {
 	return t
 }
 
+// NewFixedHostTags returns the tags of base alone, one variant: Of(host, 0).
+func NewFixedHostTags(base []record.Tag) HostTags {
+	return HostTags{base: [][]record.Tag{slices.Clip(base)}, tags: make([][]record.Tag, 1)}
+}
+
 // Of is the tags of variant i of a record shipped by host.
 func (t *HostTags) Of(host string, i int) []record.Tag {
 	if t.host != host || t.tags[i] == nil {
