@@ -16,7 +16,10 @@ import (
 // iio-trig-hrtimer (both cross-built out of tree, Footprint);
 // cmd/monagent's TestFootprintOnGuestKernel drives it and logs RSS,
 // goroutines, CPU and the accounting of every edge and scan. One vCPU, as
-// the BeagleBone has.
+// the BeagleBone has. With MONAGENT_FOOTPRINT_PPROF=20s the agent's CPU
+// profile over 20 s of the edges is printed on the console, base64 on
+// lines starting "##pprof " (Go's profiles carry their symbols: decode
+// the lines and read them with `go tool pprof -top`; docs/performance.md).
 func TestGuestARMFootprint(t *testing.T) { footprintGuest(t, ARM, "") }
 
 // TestGuestAMD64Footprint is the same run on the amd64 kernel, for the
@@ -42,7 +45,7 @@ func footprintGuest(t *testing.T, m Machine, cmdline string) {
 		Modules:  IIOKernelDeps,
 		ExtraKOs: kos,
 		ConfigFS: true,
-		Env:      []string{"MONAGENT_GUEST_FOOTPRINT=60s", "MONAGENT_GUEST_BIN=" + guestBin},
+		Env:      []string{"MONAGENT_GUEST_FOOTPRINT=60s", "MONAGENT_GUEST_BIN=" + guestBin, "MONAGENT_FOOTPRINT_PPROF=" + os.Getenv("MONAGENT_FOOTPRINT_PPROF")},
 		DTB:      dtb,
 		Timeout:  5 * time.Minute,
 	}
