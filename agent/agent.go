@@ -259,6 +259,9 @@ func (a *Agent) loop(ctx context.Context, r *running) {
 }
 
 func (a *Agent) collect(ctx context.Context, r *running) {
+	if a.deferred(r) {
+		return
+	}
 	b := &collect.Batch{Host: a.host}
 	err := r.Counted.Collect(ctx, b)
 	if !errors.Is(err, collect.ErrNoData) {
@@ -267,6 +270,32 @@ func (a *Agent) collect(ctx context.Context, r *running) {
 	if len(b.Records) > 0 {
 		a.enqueue(b.Records)
 	}
+}
+
+// deferred says whether a source's collection is put off this time
+// (counted, monagent_source deferred): a source with a backlog of its own
+// (an event source's ring) leaves its events there while the outputs are
+// behind (the queue holds more than a quarter of memory.queue_bytes),
+// until its ring is half full. An edge waits in a ring in 40-80 bytes,
+// allocated once; as a record in the queue it takes ten times that on the
+// heap. So a writer that falls behind (a busy CPU, a slow card) holds the
+// sources back instead of growing the heap, the queue's bound is left for
+// the polled sources, and a stall too long for the rings loses events at
+// a ring (ring_dropped) rather than whole batches at the queue. Never once
+// the queue drains at the stop.
+func (a *Agent) deferred(r *running) bool {
+	bl, ok := r.Source.(collect.Backlogged)
+	if !ok || a.queue.Draining() {
+		return false
+	}
+	if _, bytes := a.queue.State(); bytes <= a.cfg.Memory.QueueBytes/4 {
+		return false
+	}
+	if waiting, capacity := bl.Backlog(); waiting >= capacity/2 {
+		return false
+	}
+	r.Counted.Defer()
+	return true
 }
 
 // enqueue hands a batch to the writer without waiting (until the queue

@@ -12,18 +12,19 @@ import (
 
 // Counted is a source with the counts of its collections (the agent ships
 // them as monagent_source): collections, records, errors, collections with
-// nothing by design (ErrNoData), the last one's duration and error, and the
+// nothing by design (ErrNoData), collections put off (Defer), the last
+// one's duration and error, and the
 // source's own self-metrics (SelfReporter), taken right after each
 // collection on the goroutine that collects, so that counters only Collect
 // writes need no lock. Fields is safe beside Collect.
 type Counted struct {
 	Source Source
 
-	collections, records, errors, nodata atomic.Uint64
-	lastDur                              atomic.Int64
-	mu                                   sync.Mutex
-	lastErr                              string
-	self                                 []record.Field
+	collections, records, errors, nodata, deferred atomic.Uint64
+	lastDur                                        atomic.Int64
+	mu                                             sync.Mutex
+	lastErr                                        string
+	self                                           []record.Field
 }
 
 // Collect collects once into b, counts it, and returns the source's error.
@@ -54,6 +55,9 @@ func (c *Counted) Collect(ctx context.Context, b *Batch) error {
 	return err
 }
 
+// Defer counts a collection put off (the agent's outputs were behind).
+func (c *Counted) Defer() { c.deferred.Add(1) }
+
 // Fields are the counts, then the source's latest self-metrics.
 func (c *Counted) Fields() []record.Field {
 	c.mu.Lock()
@@ -64,6 +68,7 @@ func (c *Counted) Fields() []record.Field {
 		record.Uint("records", c.records.Load()),
 		record.Uint("errors", c.errors.Load()),
 		record.Uint("no_data", c.nodata.Load()),
+		record.Uint("deferred", c.deferred.Load()),
 		record.Int("last_duration_ns", c.lastDur.Load()),
 		record.String("last_error", lastErr),
 	}

@@ -241,6 +241,9 @@ func (s *EventSource[E]) Collect(ctx context.Context, b *Batch) error {
 	return nil
 }
 
+// Backlog implements Backlogged: the events in the ring, and its size.
+func (s *EventSource[E]) Backlog() (waiting, capacity int) { return s.q.Waiting(), s.q.ring.Cap() }
+
 // Close implements Source.
 func (s *EventSource[E]) Close() error {
 	if s.cfg.Close != nil {

@@ -45,3 +45,11 @@ func (b *Batch) Add(measurement string, timeNS int64, tags []record.Tag, fields 
 	t = append(t, tags...)
 	b.Records = append(b.Records, record.Record{Measurement: measurement, Tags: t, Fields: fields, TimeNS: timeNS})
 }
+
+// Backlogged is implemented by sources that hold events between
+// collections (EventSource: its ring): how many wait, of how many it holds.
+// The agent may put a collection off while its outputs are behind, leaving
+// the events where they cost least, until the backlog reaches half.
+type Backlogged interface {
+	Backlog() (waiting, capacity int)
+}

@@ -79,6 +79,9 @@ func (q *Batches) Put(recs []record.Record) bool {
 // producer is left to hold up.
 func (q *Batches) Drain() { q.draining.Store(true) }
 
+// Draining says whether Drain was called.
+func (q *Batches) Draining() bool { return q.draining.Load() }
+
 // BatchStats are what a queue took and dropped.
 type BatchStats struct {
 	Batches                        uint64 // batches queued
