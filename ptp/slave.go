@@ -147,7 +147,7 @@ type Slave struct {
 	Port            protocol.PortIdentity // ours: the Delay_Req source, matched in Delay_Resp
 	Domain          uint8
 	AnnounceTimeout time.Duration // a master not heard for this long is forgotten (default 6 s)
-	DelayFilter     int           // path delays in the moving median (default 10, ptp4l's)
+	DelayFilter     int           // path delays in the moving median (default DefaultDelayFilterLength, ptp4l's)
 	// DelayTimeout is how long a Delay_Req waits for its Delay_Resp; zero
 	// derives it from what the master announces in its messages (see
 	// DelayTimeoutFor).
@@ -365,7 +365,7 @@ func (s *Slave) measure() *Exchange {
 	e := &s.out
 	e.Master, e.Seq, e.T1, e.T2, e.CorrSyncNS = s.sync.from, s.sync.seq, s.sync.t1, s.sync.t2, s.sync.corr
 	if cap(s.scratch) < len(s.delays) {
-		s.scratch = make([]int64, 0, max(s.DelayFilter, 10))
+		s.scratch = make([]int64, 0, max(s.DelayFilter, DefaultDelayFilterLength))
 	}
 	e.PathDelayNS = medianOf(s.delays, s.scratch)
 	e.OffsetNS = e.T2 - e.T1 - e.CorrSyncNS - e.PathDelayNS
@@ -376,7 +376,7 @@ func (s *Slave) measure() *Exchange {
 func (s *Slave) addDelay(d int64) {
 	n := s.DelayFilter
 	if n <= 0 {
-		n = 10
+		n = DefaultDelayFilterLength
 	}
 	if len(s.delays) == n {
 		copy(s.delays, s.delays[1:])
@@ -451,12 +451,15 @@ func (s *Slave) General(b []byte, now time.Time) (*Exchange, error) {
 		}
 		ds := s.delay.sync
 		t4 := tsNS(s.dr.ReceiveTimestamp) - s.utcOffset()
-		s.last = Exchange{T3: s.delay.t3, T4: t4, CorrDelayNS: corrNS(s.dr.CorrectionField)}
-		s.last.DelayNS = MeanPathDelay(ds.t1, ds.t2, s.delay.t3, t4, ds.corr, s.last.CorrDelayNS)
-		if s.last.DelayNS < 0 {
-			return nil, s.count(rejectf(RejectSequence, "negative path delay %d ns", s.last.DelayNS))
+		last := Exchange{T3: s.delay.t3, T4: t4, CorrDelayNS: corrNS(s.dr.CorrectionField)}
+		last.DelayNS = MeanPathDelay(ds.t1, ds.t2, s.delay.t3, t4, ds.corr, last.CorrDelayNS)
+		if last.DelayNS < 0 {
+			// Refused, and not kept either: the next Exchange's T3 and T4
+			// are still those of the latest delay in the filter.
+			return nil, s.count(rejectf(RejectSequence, "negative path delay %d ns", last.DelayNS))
 		}
-		s.addDelay(s.last.DelayNS)
+		s.last = last
+		s.addDelay(last.DelayNS)
 		return nil, nil
 	}
 	return nil, s.count(rejectf(RejectType, "%v on the general port", typ))

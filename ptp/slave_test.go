@@ -147,6 +147,31 @@ func TestSlaveTwoStepExchange(t *testing.T) {
 	}
 }
 
+// A negative path delay is refused and leaves no trace: the next Exchange
+// still shows the latest delay in the filter (its T3, T4 and DelayNS).
+func TestSlaveNegativeDelayKept(t *testing.T) {
+	s := &Slave{Port: us}
+	now := time.Unix(1_795_000_000, 0)
+	s.General(announce(gm, 128), now)
+	s.Event(syncMsg(gm, 3, false, 5_000, 0), 15_000, now)
+	s.DelayReq(make([]byte, 64), now)
+	s.Sent(20_000)
+	if _, err := s.General(delayResp(gm, 1, us, 30_000, 0), now); err != nil {
+		t.Fatal(err)
+	}
+	// ms = 5000 - 20000: a path delay of (10000 - 15000) / 2 < 0.
+	s.Event(syncMsg(gm, 4, false, 1e9+5_000, 0), 1e9+15_000, now)
+	s.DelayReq(make([]byte, 64), now)
+	s.Sent(1e9 + 20_000)
+	if _, err := s.General(delayResp(gm, 2, us, 1e9+5_000, 0), now); RejectOf(err) != RejectSequence {
+		t.Fatalf("negative path delay: %v", err)
+	}
+	ex, _, err := s.Event(syncMsg(gm, 5, false, 2e9+5_000, 0), 2e9+15_000, now)
+	if err != nil || ex == nil || ex.T3 != 20_000 || ex.T4 != 30_000 || ex.DelayNS != 10_000 || ex.PathDelayNS != 10_000 || len(s.delays) != 1 {
+		t.Fatalf("after a refused delay: %+v %v, filter %v", ex, err, s.delays)
+	}
+}
+
 func TestSlaveOneStepAndRejects(t *testing.T) {
 	s := &Slave{Port: us, Domain: 0}
 	now := time.Unix(1_795_000_000, 0)
