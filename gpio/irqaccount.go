@@ -162,7 +162,7 @@ func (w *IRQAccount) Stop() {
 
 // Check reads the counts, judges the previous check's if the reader has
 // reported nothing since, and keeps the new ones for judgement (once an
-// interval).
+// interval, and at least minCheckGap after the last it kept).
 func (w *IRQAccount) Check() {
 	w.mu.Lock()
 	live := w.live
@@ -182,6 +182,9 @@ func (w *IRQAccount) Check() {
 		return
 	}
 	w.unavailable = ""
+	if now-w.snapAt < int64(minCheckGap) {
+		return
+	}
 	if w.pending && w.lastQ <= w.snapAt {
 		w.judge()
 	}
@@ -193,6 +196,16 @@ func (w *IRQAccount) Check() {
 	}
 	w.pending, w.due, w.snapAt = true, now+(now-w.snapAt)/2, now
 }
+
+// minCheckGap is the least time between two snapshots: a check sooner
+// after the last one (collections bunched up behind a busy CPU) changes
+// nothing. Without it a reader that pauses between reads to take them in
+// batches (collect.Pacer: up to tens of ms) would pass for one blocked on
+// an empty queue at a check a few ms after the last, and a read begun a
+// few ms after a snapshot would judge it before an IRQ thread running late
+// under load had queued its IRQs: both count edges still on their way as
+// merged.
+const minCheckGap = 200 * time.Millisecond
 
 // Counts are a line's IRQs and the edges merged before queuing, since the
 // first request; ok once its IRQ was found.

@@ -172,6 +172,7 @@ type lineSim struct {
 	mergeEvery          uint64                // 0: none
 	fifo, batch         int
 	readEvery, interval int64
+	bunch               int64 // >0: a second check this many ms after each (collections bunched behind a busy CPU)
 
 	ms                     int64
 	fired, handled, merged uint64 // IRQs; handled by the thread; merged by it
@@ -212,7 +213,7 @@ func (s *lineSim) run(until int64) {
 			s.queue = s.queue[n:]
 			s.w.Queued(&s.lt, n < s.batch)
 		}
-		if s.ms%s.interval == 0 {
+		if s.ms%s.interval == 0 || (s.bunch > 0 && s.ms%s.interval == s.bunch) {
 			writeInterrupts(s.t, s.path, 1000+s.fired, 0)
 			s.w.Check()
 			if _, m := counts(s.w, 0); m > s.merged {
@@ -258,6 +259,26 @@ func TestIRQAccountLaggingReaderMergesNothing(t *testing.T) {
 	}
 	s.stop()
 	if irqs, merged := counts(s.w, 0); irqs != 3000 || merged != 0 {
+		t.Errorf("after stop: %d IRQs, %d merged", irqs, merged)
+	}
+}
+
+// TestIRQAccountBunchedChecksMergeNothing: 2,000 edges a second for a
+// second, none merged, read by a reader that takes a batch every 20 ms (it
+// pauses between reads, collect.Pacer), the account checked every 200 ms
+// and again 5 ms later (collections that bunched up behind a busy CPU).
+// The second check must not take the reader's pause for a reader blocked
+// on an empty queue, nor judge the first check's snapshot by a read begun
+// 2.5 ms after it: nothing may count as merged, ever.
+func TestIRQAccountBunchedChecksMergeNothing(t *testing.T) {
+	s := &lineSim{t: t, rate: burst(2, 1000), fifo: 1024, batch: 1024, readEvery: 20, interval: 200, bunch: 5}
+	s.start()
+	s.run(1600)
+	if irqs, merged := counts(s.w, 0); irqs != 2000 || merged != 0 || s.read() != 2000 {
+		t.Errorf("quiet: %d IRQs, %d merged, %d read; want 2000, none merged", irqs, merged, s.read())
+	}
+	s.stop()
+	if irqs, merged := counts(s.w, 0); irqs != 2000 || merged != 0 {
 		t.Errorf("after stop: %d IRQs, %d merged", irqs, merged)
 	}
 }
