@@ -54,7 +54,10 @@ const (
 // drops, kernel-queue seqno gaps, edges merged before queuing); the pulls
 // beside them. IIO: the scans the trigger delivered (the consumer's IRQ
 // count) = sensor_scan records + the agent's ring drops (at its stop the
-// agent disables the buffer and reads what it still holds).
+// agent disables the buffer and reads what it still holds). After the
+// span a ladder (2, 4, 8 kHz, 5 s a rung, until the guest cannot pull
+// faster) finds the highest edge rate the agent records whole here,
+// calibrated by the rates the guest takes without the agent.
 // Under QEMU TCG the CPU figures are the emulator's.
 func TestFootprintOnGuestKernel(t *testing.T) {
 	spec := os.Getenv(footprintEnv)
@@ -168,6 +171,12 @@ sensors:
 	}
 	cpu1, at1, sw1 := procCPU(t, pid), time.Now(), procSwitches(pid)
 	scans1, _ := testbed.IRQCountOf(scanIRQ)
+	hwm := procStatusKiB(pid, "VmHWM") // the peak through the 1 kHz span, before the ladder
+	rungs := footprintLadder(t, sim, consumer, pid)
+	irqEnd, err := testbed.IRQCount(consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(3 * time.Second) // the last collections
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatalf("the agent ended before its SIGTERM: %v\n%s", err, log.String())
@@ -185,21 +194,31 @@ sensors:
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := readFootprintSpool(t, filepath.Join(dir, "spool"))
+	got := readFootprintSpool(t, filepath.Join(dir, "spool"), rungs)
 
 	// GPIO: what the kernel saw, against what the agent recorded and counted.
 	gs, ok := got.source["gpio:"+sim.Chip]
 	if !ok {
 		t.Fatalf("no monagent_source record of gpio:%s\n%s", sim.Chip, log.String())
 	}
-	seen := irq1 - irq0
+	seen, all := irq1-irq0, irqEnd-irq0 // the 1 kHz span's edges; all edges (the ladder's too)
 	counted := gs["ring_dropped"] + gs["line0_lost"] + gs["line0_merged"]
-	t.Logf("footprint GPIO: %d pulls in %v (%.0f pulls/s, target %d; before the agent, 2 s each: %.0f pulls/s unheld, %.0f held unread, %.0f read by package gpio here); line IRQs (edges the kernel saw) %d; gpio_event records %d; "+
-		"agent's counted losses: ring_dropped %d, line0_lost (seqno gaps) %d, line0_merged (IRQs − queued) %d; agent's line0_irqs %d",
-		pulls, span, made, footprintEdgeRate, phase[0], phase[1], phase[2], seen, got.edges, gs["ring_dropped"], gs["line0_lost"], gs["line0_merged"], gs["line0_irqs"])
-	if got.edges+counted != gs["line0_irqs"] || gs["line0_irqs"] != seen {
-		t.Errorf("GPIO: %d records + %d counted lost ≠ the agent's %d IRQs (the kernel's: %d)", got.edges, counted, gs["line0_irqs"], seen)
+	t.Logf("footprint GPIO: %d pulls in %v (%.0f pulls/s, target %d; before the agent, 2 s each: %.0f pulls/s unheld, %.0f held unread, %.0f read by package gpio here); line IRQs (edges the kernel saw) %d, %d with the ladder's; gpio_event records %d; "+
+		"agent's counted losses: ring_dropped %d, line0_lost (seqno gaps) %d, line0_merged (IRQs − queued) %d; agent's line0_irqs %d; collections deferred %d",
+		pulls, span, made, footprintEdgeRate, phase[0], phase[1], phase[2], seen, all, got.edges, gs["ring_dropped"], gs["line0_lost"], gs["line0_merged"], gs["line0_irqs"], gs["deferred"])
+	if got.edges+counted != gs["line0_irqs"] || gs["line0_irqs"] != all {
+		t.Errorf("GPIO: %d records + %d counted lost ≠ the agent's %d IRQs (the kernel's: %d)", got.edges, counted, gs["line0_irqs"], all)
 	}
+	best := 0.0
+	for i, r := range rungs {
+		lossless := got.rungEdges[i] == r.irqs
+		if lossless {
+			best = max(best, r.made)
+		}
+		t.Logf("footprint ladder: %d pulls/s asked for %v: %.0f made, %d IRQs, %d gpio_event records in the rung (lossless %v), agent CPU %.0f %%",
+			r.rate, footprintRungSpan, r.made, r.irqs, got.rungEdges[i], lossless, 100*r.cpu)
+	}
+	t.Logf("footprint ladder: the fastest rung whose every edge the agent recorded, beside 1 kHz IIO: %.0f edges/s (0: none; the guest's limit before the agent: %.0f pulls/s read by package gpio alone)", best, phase[2])
 	if seen != pulls {
 		t.Logf("GPIO: %d of %d pulls merged before the line's IRQ (gpio-sim's interrupt, pending while the CPU was busy): no consumer can see them", int64(pulls)-int64(seen), pulls)
 	}
@@ -227,18 +246,67 @@ sensors:
 		"VmHWM %.1f MiB; goroutines max %d (last %d, /metrics go_goroutines); CPU %.0f %% of one CPU over the edges' span (%v user+sys in %v; under QEMU TCG: the emulator's figure); "+
 		"context switches %.0f/s (%.2f per event)",
 		filepath.Base(bin), runtime.GOARCH, ready.Round(100*time.Millisecond), mon.rssMedian(at0, at1)/1024, float64(mon.rssMax)/1024,
-		float64(mon.hwm)/1024, mon.goMax, mon.goLast, 100*cpu, (cpu1 - cpu0).Round(10*time.Millisecond), at1.Sub(at0).Round(10*time.Millisecond),
+		float64(hwm)/1024, mon.goMax, mon.goLast, 100*cpu, (cpu1 - cpu0).Round(10*time.Millisecond), at1.Sub(at0).Round(10*time.Millisecond),
 		float64(sw1-sw0)/secs, float64(sw1-sw0)/float64(max(1, seen+scans1-scans0)))
 	t.Logf("footprint Go runtime, highest scraped: %s", mon.memLine())
-	if mon.hwm == 0 || mon.goMax == 0 {
-		t.Errorf("the process was not measured: VmHWM %d kB, %d goroutines", mon.hwm, mon.goMax)
+	if hwm == 0 || mon.goMax == 0 {
+		t.Errorf("the process was not measured: VmHWM %d kB, %d goroutines", hwm, mon.goMax)
 	}
 	const budget = 25 << 10 // kB: issue 25's 25 MB at 1 kHz sensors and GPIO, on the 32-bit board
 	// A CPU profile holds its buffers and brings the binary's symbol tables
 	// into memory: the budget is for the agent as it runs.
-	if runtime.GOARCH == "arm" && mon.hwm > budget && profile == 0 {
-		t.Errorf("VmHWM %d kB over the board's budget of %d kB", mon.hwm, budget)
+	if runtime.GOARCH == "arm" && hwm > budget && profile == 0 {
+		t.Errorf("VmHWM %d kB over the board's budget of %d kB", hwm, budget)
 	}
+	t.Logf("footprint VmHWM after the ladder: %.1f MiB", float64(mon.hwm)/1024)
+}
+
+// The ladder after the 1 kHz span: the line pulled faster, footprintRungSpan
+// a rung, until the generator falls short of its rate (the guest has no
+// CPU left to give it).
+var footprintRates = []int{2000, 4000, 8000}
+
+const footprintRungSpan = 5 * time.Second
+
+// footprintRung is one rung of the ladder: its rate, the pulls/s made, the
+// line's IRQs, the agent's CPU, and its span in REALTIME ns (the edges'
+// records fall within it).
+type footprintRung struct {
+	rate     int
+	made     float64
+	irqs     uint64
+	cpu      float64
+	from, to int64
+}
+
+// footprintLadder runs the ladder while the agent records, 1 s apart.
+func footprintLadder(t *testing.T, sim *testbed.GPIOSim, consumer string, pid int) []footprintRung {
+	t.Helper()
+	var rungs []footprintRung
+	for _, rate := range footprintRates {
+		time.Sleep(time.Second)
+		r := footprintRung{rate: rate, from: time.Now().UnixNano()}
+		i0, err := testbed.IRQCount(consumer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c0, a0 := procCPU(t, pid), time.Now()
+		if _, r.made, err = footprintEdges(sim.PullPath(0), rate, footprintRungSpan); err != nil {
+			t.Fatal(err)
+		}
+		r.cpu = (procCPU(t, pid) - c0).Seconds() / time.Since(a0).Seconds()
+		time.Sleep(500 * time.Millisecond) // the IRQ thread catches up
+		i1, err := testbed.IRQCount(consumer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.irqs, r.to = i1-i0, time.Now().UnixNano()
+		rungs = append(rungs, r)
+		if r.made < 0.9*float64(rate) {
+			break
+		}
+	}
+	return rungs
 }
 
 // footprintPprofEnv asks for the agent's CPU profile over this long (e.g.
@@ -561,16 +629,18 @@ func procCPU(t *testing.T, pid int) time.Duration {
 // footprintSpool is what the run left in its spool.
 type footprintSpool struct {
 	edges, scans uint64
+	rungEdges    []uint64                     // gpio_event records within each rung of the ladder
 	scanGaps     uint64                       // trigger periods without a scan between consecutive sensor_scan records
 	source       map[string]map[string]uint64 // the last monagent_source fields by source
 	dropped      uint64                       // monagent dropped_records + monagent_spool dropped_*, last
 }
 
 // readFootprintSpool counts the gpio_event and sensor_scan records (the
-// scans' kernel stamps give the gaps) and keeps the last self-metrics.
-func readFootprintSpool(t *testing.T, dir string) footprintSpool {
+// scans' kernel stamps give the gaps; the edges' times place them in the
+// rungs) and keeps the last self-metrics.
+func readFootprintSpool(t *testing.T, dir string, rungs []footprintRung) footprintSpool {
 	t.Helper()
-	out := footprintSpool{source: map[string]map[string]uint64{}}
+	out := footprintSpool{source: map[string]map[string]uint64{}, rungEdges: make([]uint64, len(rungs))}
 	var lastScan int64
 	period := int64(time.Second) / footprintScanRate
 	var agent, sp uint64
@@ -585,6 +655,12 @@ func readFootprintSpool(t *testing.T, dir string) footprintSpool {
 			switch {
 			case bytes.HasPrefix(line, []byte("gpio_event,")):
 				out.edges++
+				at, _ := strconv.ParseInt(string(line[bytes.LastIndexByte(line, ' ')+1:]), 10, 64)
+				for i, r := range rungs {
+					if at >= r.from && at <= r.to {
+						out.rungEdges[i]++
+					}
+				}
 			case bytes.HasPrefix(line, []byte("sensor_scan,")):
 				out.scans++
 				fields, _ := lineFields(line)
