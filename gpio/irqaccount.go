@@ -18,10 +18,11 @@ import (
 // read and counted lost (Queued) are merged — only once the reader has
 // shown it has read everything queued since: by a read that emptied the
 // kernel's queue (drained) and began at least half an interval (the time
-// since the previous check) after the snapshot, or by reporting no read at
-// all until the next check (it was blocked on an empty queue). A reader
-// that lags behind, however far, delays the judgement and never inflates
-// it, so merged never exceeds the edges the kernel merged. While edges
+// since the previous check; at least judgeDelay) after the snapshot, or by
+// reporting no read at all until the next check, nor for judgeDelay (it
+// was blocked on an empty queue). A reader that lags behind, however far,
+// delays the judgement and never inflates it, so merged never exceeds the
+// edges the kernel merged. While edges
 // stream it is a lower bound that never decreases. It is exact once a
 // snapshot taken after the reader read the line's last edge is judged (at
 // the next check when nothing is read in between), and when the request
@@ -161,8 +162,8 @@ func (w *IRQAccount) Stop() {
 }
 
 // Check reads the counts, judges the previous check's if the reader has
-// reported nothing since, and keeps the new ones for judgement (once an
-// interval, and at least minCheckGap after the last it kept).
+// reported nothing since (and nothing for judgeDelay), and keeps the new
+// ones for judgement (once an interval).
 func (w *IRQAccount) Check() {
 	w.mu.Lock()
 	live := w.live
@@ -182,10 +183,7 @@ func (w *IRQAccount) Check() {
 		return
 	}
 	w.unavailable = ""
-	if now-w.snapAt < int64(minCheckGap) {
-		return
-	}
-	if w.pending && w.lastQ <= w.snapAt {
+	if w.pending && w.lastQ <= w.snapAt && now-w.lastQ >= int64(judgeDelay) {
 		w.judge()
 	}
 	for o, c := range counts {
@@ -194,18 +192,18 @@ func (w *IRQAccount) Check() {
 		}
 		w.cur[o], w.snap[o] = c, c
 	}
-	w.pending, w.due, w.snapAt = true, now+(now-w.snapAt)/2, now
+	w.pending, w.due, w.snapAt = true, now+max((now-w.snapAt)/2, int64(judgeDelay)), now
 }
 
-// minCheckGap is the least time between two snapshots: a check sooner
-// after the last one (collections bunched up behind a busy CPU) changes
-// nothing. Without it a reader that pauses between reads to take them in
-// batches (collect.Pacer: up to tens of ms) would pass for one blocked on
-// an empty queue at a check a few ms after the last, and a read begun a
-// few ms after a snapshot would judge it before an IRQ thread running late
-// under load had queued its IRQs: both count edges still on their way as
-// merged.
-const minCheckGap = 200 * time.Millisecond
+// judgeDelay is the least time the account waits before it judges a
+// snapshot: a reader silent for less than that is not taken for one
+// blocked on an empty queue (it may be pausing between reads to take them
+// in batches, collect.Pacer: up to tens of ms), and a drained read judges
+// a snapshot only if it began at least that long after it (an IRQ thread
+// runs late under load), however close the checks came (collections
+// bunched up behind a busy CPU). Without it both counted edges still on
+// their way as merged.
+const judgeDelay = 100 * time.Millisecond
 
 // Counts are a line's IRQs and the edges merged before queuing, since the
 // first request; ok once its IRQ was found.
