@@ -86,6 +86,19 @@ func noneStartedHere(t *testing.T, before map[string]goroutine, wait time.Durati
 	}
 }
 
+// startedHereBecomes waits up to 10 s for startedHere(before) to count want
+// goroutines, and fails with the last count if it does not.
+func startedHereBecomes(t *testing.T, before map[string]goroutine, want int, what string) {
+	t.Helper()
+	n := len(startedHere(before))
+	for deadline := time.Now().Add(10 * time.Second); n != want && time.Now().Before(deadline); n = len(startedHere(before)) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n != want {
+		t.Errorf("%d goroutines %s, want %d", n, what, want)
+	}
+}
+
 // The helper tells what the test started from what was there before.
 func TestStartedHere(t *testing.T) {
 	stop := make(chan struct{})
@@ -97,16 +110,13 @@ func TestStartedHere(t *testing.T) {
 		go func() { <-stop }()
 		<-done
 	}()
-	time.Sleep(20 * time.Millisecond)
-	if n := len(startedHere(before)); n != 2 {
-		t.Errorf("%d goroutines started here, want 2", n)
-	}
+	// Each count is waited for (up to 10 s), not read after a fixed 20 ms: on
+	// a loaded machine the parent may not have started its child, or ended,
+	// 20 ms on. A helper that miscounts never reaches the count.
+	startedHereBecomes(t, before, 2, "started here")
 	close(done)
-	time.Sleep(20 * time.Millisecond)
 	// The parent ended: its child is no longer known to be ours.
-	if n := len(startedHere(before)); n != 0 {
-		t.Errorf("%d goroutines started here after the parent ended, want 0", n)
-	}
+	startedHereBecomes(t, before, 0, "started here after the parent ended")
 	go func() { <-stop }()
 	if n := len(startedHere(before)); n != 1 {
 		t.Errorf("%d goroutines started here, want the one just started", n)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -211,16 +210,18 @@ func TestPTPProbeSourceAgainstPtp4l(t *testing.T) {
 	c := Default()
 	c.PTP.Enabled, c.PTP.Probe.Enabled, c.PTP.Probe.Interface = true, true, host.If
 	var srcs []collect.Source
-	goroutines := runtime.NumGoroutine()
+	// The goroutines this goroutine starts, not runtime.NumGoroutine, which
+	// counts every goroutine of the process (ptp4l's waiter, an earlier
+	// test's still ending) as they come and go: a snapshot that moves with
+	// the machine's timing, not with the source.
+	before := goroutines()
 	if err := host.Do(func() (err error) {
 		srcs, err = buildPTPProbe(&Env{Config: &c, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Translators: timebase.NewTranslators()})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n := runtime.NumGoroutine(); n != goroutines {
-		t.Errorf("building the source started %d goroutines: nothing may run before Agent.Run", n-goroutines)
-	}
+	noneStartedHere(t, before, time.Second, "building the source left running (nothing may run before Agent.Run)")
 	s := srcs[0]
 	defer s.Close()
 	rn, ok := s.(collect.Runner)

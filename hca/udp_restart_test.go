@@ -128,7 +128,9 @@ func setPeer(t *testing.T, e *Endpoint, rank int, a netip.AddrPort) {
 // of such a restart as replayed (5 of 5 pings lost, dropped_replayed=5).
 func TestEndpointRestartedPeer(t *testing.T) {
 	ctx := context.Background()
-	const timeout = 150 * time.Millisecond
+	// Every ping, run and model here is meant to be answered: a timeout
+	// only a lost datagram reaches, not a loaded machine (it was 150 ms).
+	const timeout = 2 * time.Second
 	a := start(t, EndpointConfig{Addr: "127.0.0.1:0", Rank: 0, Timeout: timeout})
 	b := start(t, EndpointConfig{Addr: "127.0.0.1:0", Rank: 1, Timeout: timeout})
 	c := start(t, EndpointConfig{Addr: "127.0.0.1:0", Rank: 2, Timeout: timeout})
@@ -220,7 +222,9 @@ func (l *modelLog) taken() []int64 {
 // driver's rounds, counted from 1 again, are taken.
 func TestEndpointModelReplay(t *testing.T) {
 	ctx := context.Background()
-	const timeout = 150 * time.Millisecond
+	// What must be answered is, on a loaded machine too: 1 s (it was 150
+	// ms), which the one model meant to go unacknowledged waits out.
+	const timeout = time.Second
 	var log1 modelLog
 	a := start(t, EndpointConfig{Addr: "127.0.0.1:0", Rank: 0, Timeout: timeout})
 	b := start(t, EndpointConfig{Addr: "127.0.0.1:0", Rank: 1, Timeout: timeout, OnModel: log1.onModel})

@@ -25,6 +25,7 @@ type fakeServer struct {
 	pending   [][]byte
 	pendingTs []int64
 	from      netip.AddrPort
+	sent      func(n int) // if set, called with the count of requests after each
 }
 
 func (f *fakeServer) WriteTo(b []byte, to netip.AddrPort) (sockts.Timestamp, error) {
@@ -35,6 +36,9 @@ func (f *fakeServer) WriteTo(b []byte, to netip.AddrPort) (sockts.Timestamp, err
 		d = f.delays[f.i]
 	}
 	f.i++
+	if f.sent != nil {
+		f.sent(f.i)
+	}
 	if f.silent {
 		return sockts.Timestamp{NS: t1, Source: sockts.SourceSoftware}, nil
 	}
@@ -152,16 +156,24 @@ func TestDispersion(t *testing.T) {
 // A burst stopped by its context keeps the samples it took: they are results,
 // not a failure.
 func TestBurstStoppedMidwayKeepsItsSamples(t *testing.T) {
-	f := &fakeServer{now: 1_795_000_000_000_000_000, delays: []int64{40_000, 12_000, 30_000}}
-	p := NewProber(ProbeConfig{Server: server, Burst: 3, BurstSpacing: 200 * time.Millisecond}, f)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// Stopped once the second request is out, not by a deadline at 300 ms
+	// between requests 200 ms apart (a machine stalled for 100 ms sends the
+	// second one after it): the second answer is taken, the third request
+	// never sent.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	f := &fakeServer{now: 1_795_000_000_000_000_000, delays: []int64{40_000, 12_000, 30_000}, sent: func(n int) {
+		if n == 2 {
+			cancel()
+		}
+	}}
+	p := NewProber(ProbeConfig{Server: server, Burst: 3, BurstSpacing: 200 * time.Millisecond}, f)
 	res, err := p.Poll(ctx)
 	if err != nil {
 		t.Fatalf("a burst stopped after 2 samples: %v", err)
 	}
-	if len(res.Samples) != 2 || res.Best != 1 {
-		t.Fatalf("samples %d best %d, want 2 and 1", len(res.Samples), res.Best)
+	if len(res.Samples) != 2 || res.Best != 1 || f.i != 2 {
+		t.Fatalf("samples %d best %d after %d requests, want 2, 1 and 2", len(res.Samples), res.Best, f.i)
 	}
 	// Stopped before any sample: that is the context's error.
 	ctx, cancel = context.WithCancel(context.Background())

@@ -56,6 +56,33 @@ func startAgent(t *testing.T, dir, cfg string, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// segments are the names of the spool's segment files in dir.
+func segments(dir string) map[string]bool {
+	segs, _ := filepath.Glob(filepath.Join(dir, "spool", "*.seg"))
+	out := map[string]bool{}
+	for _, s := range segs {
+		out[filepath.Base(s)] = true
+	}
+	return out
+}
+
+// waitAppended waits up to 30 s for the spool in dir to hold data in a
+// segment that is not in before: an agent started after before was taken
+// writes its points to a segment of its own, never to an existing one.
+func waitAppended(t *testing.T, dir string, before map[string]bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for name := range segments(dir) {
+			if fi, err := os.Stat(filepath.Join(dir, "spool", name)); !before[name] && err == nil && fi.Size() > 0 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent appended nothing to its spool 30 s after its start")
+		}
+	}
+}
+
 type runStats struct {
 	count, maxSeq, lastNS int64
 }
@@ -96,17 +123,20 @@ func TestKillNineNeverLosesMoreThanTheFsyncInterval(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	var kills []int64
 	for i := 0; i < 10; i++ {
+		before := segments(dir)
 		cmd := startAgent(t, dir, cfg)
+		// Killed 0.5 to 3 s after it wrote its first points (not after its
+		// start, which a loaded or emulated machine can make late enough
+		// that a kill at 0.5 s leaves a run without a point).
+		waitAppended(t, dir, before)
 		time.Sleep(time.Duration(500+rng.IntN(2500)) * time.Millisecond)
 		kills = append(kills, time.Now().UnixNano())
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 	}
-	// One last agent without load drains what the last kill left in the spool.
-	cmd := startAgent(t, dir, agentConfig(t, dir, in.URL, false), "--duration", "4s")
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("draining agent: %v", err)
-	}
+	// One last agent without load drains what the last kill left in the
+	// spool (4 s runs until it has, not one).
+	drainSpool(t, dir, agentConfig(t, dir, in.URL, false), 4*time.Second)
 	runs := loadgenRuns(t, in)
 	if len(runs) != 10 {
 		b, _ := os.ReadFile(filepath.Join(dir, "agent.log"))
@@ -150,10 +180,7 @@ func TestSIGTERMDuringOutage(t *testing.T) {
 		t.Fatalf("agent took %v to exit after SIGTERM", d)
 	}
 	in.Start()
-	drain := startAgent(t, dir, agentConfig(t, dir, in.URL, false), "--duration", "4s")
-	if err := drain.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	drainSpool(t, dir, agentConfig(t, dir, in.URL, false), 4*time.Second)
 	runs := loadgenRuns(t, in)
 	// The agent's last self-metrics say how many loadgen points it produced.
 	res := in.Query(faultDB, `SELECT LAST("records") FROM "monagent_source" WHERE "source"='loadgen'`)

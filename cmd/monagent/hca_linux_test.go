@@ -172,7 +172,24 @@ hca:
 		}
 		time.Sleep(150 * time.Millisecond)
 	}
-	time.Sleep(time.Second) // two marker intervals
+	// Until every agent shipped its 3 markers (up to 30 s), not for a fixed
+	// second (two marker intervals) that a loaded machine may take longer
+	// than to read and ship them.
+	markers := func(o *agentOut) (n int) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for _, l := range o.lines {
+			if strings.HasPrefix(l, "marker,") && strings.Contains(l, "name=hca-check") {
+				n++
+			}
+		}
+		return n
+	}
+	for r, deadline := 0, time.Now().Add(30*time.Second); r < len(outs) && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		for r < len(outs) && markers(outs[r]) >= 3 {
+			r++
+		}
+	}
 	stop()
 
 	for r, o := range outs {

@@ -120,6 +120,10 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(1500 * time.Millisecond)
+	// And until it runs (a line in out.lp), however long a loaded or
+	// emulated machine takes to start it: a SIGTERM before its handler is
+	// in place kills it, which is not what is tested here.
+	waitWritten(t, filepath.Join(dir, "out.lp"))
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
@@ -131,6 +135,22 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(dir, "out.lp"))
 	if !strings.Contains(string(b), "monagent,host=") {
 		t.Fatal("final self-metrics not written on SIGTERM")
+	}
+}
+
+// waitWritten waits up to 30 s for a file matching pattern to hold data.
+func waitWritten(t *testing.T, pattern string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		files, _ := filepath.Glob(pattern)
+		for _, f := range files {
+			if fi, err := os.Stat(f); err == nil && fi.Size() > 0 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing written to %s within 30 s", pattern)
+		}
 	}
 }
 

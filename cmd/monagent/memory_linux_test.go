@@ -85,7 +85,8 @@ func spoolLoadgen(t *testing.T, dir string) (count, distinct, maxSeq, dropped in
 
 // Under every output failure the agent's memory stays within its budget
 // (memory.limit, 128 MiB by default, the unit's MemoryMax), SIGTERM ends it
-// within 2 s, and every point reaches the spool or is counted as dropped by
+// after the stalled output's 1 s grace (within 5 s on a loaded machine), and
+// every point reaches the spool or is counted as dropped by
 // the agent's queue (monagent dropped_records, when the machine is too busy
 // for the writer): with loadgen at 100,000 points/s, output.file on a
 // FIFO read slowly, stdout into a pipe nobody reads, and InfluxDB that
@@ -145,7 +146,10 @@ func TestMemoryBoundedUnderOutputFailures(t *testing.T) {
 						held = append(held, c) // read nothing, answer nothing
 					}
 				}()
-				out = fmt.Sprintf("output:\n  stdout: false\ninflux:\n  enabled: true\n  url: http://%s\n  bucket: db/autogen\n  token_env: TEST_INFLUX_TOKEN\n  timeout: 5s\n", ln.Addr())
+				// A request timeout beyond the 15 s the stop is given: a stop
+				// that waited for the request would be a hang, not 5 s that
+				// the bound below has to tell from a loaded machine's stop.
+				out = fmt.Sprintf("output:\n  stdout: false\ninflux:\n  enabled: true\n  url: http://%s\n  bucket: db/autogen\n  token_env: TEST_INFLUX_TOKEN\n  timeout: 60s\n", ln.Addr())
 			}
 			cfgPath := writeConfig(t, dir, fmt.Sprintf(`clock:
   enabled: false
@@ -211,10 +215,23 @@ spool:
 			if peak*1024 > limit {
 				t.Errorf("peak RSS %d KiB beyond memory.limit %d KiB", peak, limit/1024)
 			}
-			if took > 2*time.Second {
-				t.Errorf("SIGTERM took %v (want <= 2 s)", took)
+			// The stop waits the stalled output's 1 s grace (1.0 s idle,
+			// docs/performance.md), then drains the agent's queue into the
+			// spool: 5 s leaves a loaded machine room (it was 2 s); what it
+			// tells apart is a stop that waits for the output or InfluxDB,
+			// which never ends (15 s above).
+			if took > 5*time.Second {
+				t.Errorf("SIGTERM took %v (want <= 5 s)", took)
 			}
-			if count < 500_000 || count != distinct || count+dropped < maxSeq+1 {
+			// The spool took points all along, beside the stalled output:
+			// 300,000 of the ~1.2 M the loadgen makes in 12 s (idle: all of
+			// them). A spool held up behind the output would get what the
+			// output takes, its 4 MiB queue (~70,000 points) and, on the FIFO,
+			// its reader's 400 KB/s (~80,000 in 12 s): half that at most.
+			// What a busy machine's writer cannot take the queue drops and
+			// counts. (It was 500,000: 42,000 points/s through the writer,
+			// 300,000 asks a quarter of an idle run's pace.)
+			if count < 300_000 || count != distinct || count+dropped < maxSeq+1 {
 				t.Errorf("the spool holds %d loadgen points (%d distinct) of seq 0..%d, %d dropped by the queue: each point must reach it once or be counted", count, distinct, maxSeq, dropped)
 			}
 		})

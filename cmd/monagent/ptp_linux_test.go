@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/monagent/monagent/internal/testbed"
 )
@@ -31,25 +33,36 @@ func TestRunPTPAgainstPtp4l(t *testing.T) {
     enabled: true
     interface: %s
 `, slave.Socket, hosts[2].If)))
-	text, stderr := runIn(t, hosts[2], dir, cfg, "14s")
-	for _, want := range []string{
+	wants := []string{
 		"ptp4l_current,host=", "mean_path_delay_ns=", "ptp4l_parent,", "ptp4l_time_status,", "gm_present=",
 		"ptp4l_port,", "port_state=", "ptp4l_port_stats,", "ptp_probe,", "offset_ns=", "path_delay_ns=", "ptp_probe_stats,",
 		"rejected_foreign=", "port_service_stats_unsupported=true", "timestamps=software/software", "untranslated=0i",
 		// Both judged: ptp4l's clock, and the system clock against the master
 		// the probe follows (software stamps over veth: bounds of tens of µs).
 		"sync_state,clock=ptp4l,", "sync_state,clock=system,host=", "source=ptp_probe:" + hosts[2].If,
-	} {
+	}
+	srcs := []string{"ptp4l:" + slave.Socket, "ptp_probe:" + hosts[2].If}
+	locked := func(text, src string) bool {
+		for _, l := range strings.Split(text, "\n") {
+			if strings.HasPrefix(l, "sync_state,") && strings.Contains(l, ",source="+src+" ") && strings.Contains(l, `to="LOCKED"`) {
+				return true
+			}
+		}
+		return false
+	}
+	// 14 s, and on until every record came and both clocks were LOCKED (it
+	// was 14 s, in which a loaded machine's slave may not lock).
+	text, stderr := runInUntil(t, hosts[2], dir, cfg, 14*time.Second, func(out string) bool {
+		return !slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(out, w) }) &&
+			!slices.ContainsFunc(srcs, func(src string) bool { return !locked(out, src) })
+	})
+	for _, want := range wants {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
-	for _, src := range []string{"ptp4l:" + slave.Socket, "ptp_probe:" + hosts[2].If} {
-		locked := false
-		for _, l := range strings.Split(text, "\n") {
-			locked = locked || strings.HasPrefix(l, "sync_state,") && strings.Contains(l, ",source="+src+" ") && strings.Contains(l, `to="LOCKED"`)
-		}
-		if !locked {
+	for _, src := range srcs {
+		if !locked(text, src) {
 			t.Errorf("no sync_state of %s to LOCKED", src)
 		}
 	}

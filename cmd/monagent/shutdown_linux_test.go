@@ -136,6 +136,10 @@ output:
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second)
+	// And until it runs (points in the spool), however long a loaded or
+	// emulated machine takes to start it: a SIGTERM before its handler is
+	// in place kills it.
+	waitWritten(t, filepath.Join(dir, "spool", "*.seg"))
 	cmd.Process.Signal(syscall.SIGTERM)
 	time.Sleep(200 * time.Millisecond) // inside the output's 1 s grace
 	start := time.Now()
