@@ -70,8 +70,12 @@ func TestProbeAgainstPtp4l(t *testing.T) {
 }
 
 // pairedSyncs is how many Syncs (1 Hz) both slaves must measure, once
-// settled, for the comparison.
-const pairedSyncs = 40
+// settled, for the comparison. 40 gave std ratios of 0.89-1.14 over 37
+// runs and then 1.22 in a CI run, where a few of the probe's Delay_Reqs
+// took ~16 µs from t3 to t4 against ~2 µs (its raw delays' std 1.3 µs,
+// ptp4l's 0.2 µs; a cause not yet found) and held its median filter high
+// for five Syncs: 80 halves the weight of such a spell.
+const pairedSyncs = 80
 
 // syncKey names one Sync: its master and sequence id.
 type syncKey struct {
@@ -129,7 +133,7 @@ func probeAgainstPtp4l(t *testing.T, transport string, listen func(string) (*Pro
 	}
 	defer p.Close()
 	p.Slave.DelayFilter = filter
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 160*time.Second)
 	defer cancel()
 	var slow atomic.Uint64 // Syncs this test could not take: none expected
 	// The probe's Exchanges, all of them: which are settled is told below.
