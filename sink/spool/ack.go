@@ -22,6 +22,12 @@ type Batch struct {
 // stores once.
 func (s *Spool) Ack(b Batch, deadLettered int) error {
 	s.io.Lock()
+	if s.ioClosed { // Ack writes the ack file itself: it needs the disk
+		s.io.Unlock()
+		s.disk.Lock()
+		defer s.disk.Unlock()
+		s.io.Lock()
+	}
 	defer s.io.Unlock()
 	if b.LastSeq <= s.acked {
 		if s.ioClosed && s.ackDirty {
@@ -51,10 +57,12 @@ func (s *Spool) Ack(b Batch, deadLettered int) error {
 }
 
 // persistAck replaces the ack file: write a temporary file, fsync it, rename it
-// over the old one and fsync the directory.
+// over the old one and fsync the directory. s.disk and s.io are held (io is
+// let go during the fsyncs: an acknowledgement meanwhile leaves ackDirty set).
 func (s *Spool) persistAck() error {
 	s.ackSync = time.Now()
-	binary.LittleEndian.PutUint64(s.ackScratch[:], s.acked)
+	acked := s.acked
+	binary.LittleEndian.PutUint64(s.ackScratch[:], acked)
 	binary.LittleEndian.PutUint32(s.ackScratch[8:], crc32.Checksum(s.ackScratch[:8], castagnoli))
 	tmp := s.ackPath() + ".tmp"
 	err := func() error {
@@ -64,7 +72,7 @@ func (s *Spool) persistAck() error {
 		}
 		_, err = f.Write(s.ackScratch[:])
 		if err == nil {
-			err = f.Sync()
+			err = s.syncFile(f)
 		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
@@ -79,7 +87,7 @@ func (s *Spool) persistAck() error {
 		if err != nil {
 			return err
 		}
-		err = d.Sync()
+		err = s.syncFile(d)
 		d.Close()
 		return err
 	}()
@@ -88,7 +96,7 @@ func (s *Spool) persistAck() error {
 		return fmt.Errorf("spool ack %s: %w", s.ackPath(), err)
 	}
 	s.fsyncs.Add(2)
-	s.ackDirty = false
+	s.ackDirty = s.acked != acked
 	return nil
 }
 

@@ -6,8 +6,10 @@
 // buffer; a background flusher seals the buffer into entries (of at most about
 // FlushBytes each) and writes them every flush interval (default 100 ms), and
 // fsyncs at most once per fsync interval (default 1 s, to spare flash) or once
-// half of MaxBuffer is written but not fsynced. A kill -9 loses at most the last
-// flush interval; a power cut at most the last fsync interval.
+// half of MaxBuffer is written but not fsynced. A kill -9 loses what is not yet
+// written: the last flush interval, and on a slow disk what arrived during the
+// flush's fsyncs too; a power cut what is not yet fsynced: the last fsync
+// interval, plus the flush interval and the time the fsyncs take.
 //
 // On disk, a directory holds segments named by the sequence number of their first
 // point (00000000000000000001.seg) and a file "ack" with the sequence number up to
@@ -43,13 +45,29 @@
 // where they are and the segment is ended: the reader hands them out if their
 // bytes are still there and counts them in DroppedCorrupt if not.
 //
-// MaxBuffer bounds, together, the points buffered, sealed but not written, and
-// written but not yet fsynced (what a failed fsync takes back). Beyond it Append
+// MaxBuffer bounds, together, the points buffered, being written, sealed but
+// not written, and written but not yet fsynced (what a failed fsync takes
+// back; with Compress, counted compressed). Beyond it Append
 // refuses: the points are counted in DroppedDisk while writing fails, in
 // DroppedBuffer when appends merely outran a working disk. Close counts in
 // DroppedDisk whatever it could not write. So every point handed to the spool
 // is, exactly, acknowledged, dead-lettered, pending on disk, buffered, or in one
 // dropped counter (Stats).
+//
+// # When the disk is slow
+//
+// An SD card can take hundreds of ms per fsync. Only the flusher waits for
+// it: Append takes the producer's lock alone, and the reader,
+// acknowledgements and Stats take the disk side's lock, which every fsync
+// lets go of while it runs. New points wait in the buffer meanwhile: one
+// flusher writes, and fsyncs, in turn. A flush fsyncs the segment, and the
+// directory after a segment was created or removed, and with acknowledgements
+// to record the ack file and the directory again; a segment that fills up is
+// fsynced as it is ended. Nothing is dropped while what arrives during the
+// longest of these flushes fits in what MaxBuffer leaves beside the data
+// written and not yet fsynced (up to half of MaxBuffer before an early
+// fsync). Measured figures, with a 500 ms fsync: BenchmarkSlowFsync, and
+// docs/performance.md.
 //
 // Every counter is an atomic 64-bit type, safe on 32-bit ARM.
 package spool

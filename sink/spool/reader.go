@@ -97,14 +97,13 @@ func (r *Reader) try() (Entry, <-chan struct{}, error) {
 		if err == io.EOF || damaged(err) {
 			// Damaged after it was written (open checked it): skip the rest of
 			// the segment, counted, rather than stop shipping for good.
+			// If the damage is in the segment being written, the next
+			// flush ends that segment before it writes (the flush under
+			// way, if one is in an fsync, writes nothing more): later
+			// entries go to a new one, not behind the damage.
 			s.droppedCorrupt.Add(seg.count(pos, seg.end()))
 			seg.corrupt = pos
 			r.release()
-			if s.active != nil && seg == s.segs[len(s.segs)-1] {
-				// The damage is in the segment being written: later entries
-				// go to a new one, not behind the damage.
-				s.closeActive(true)
-			}
 			continue
 		}
 		if err != nil {

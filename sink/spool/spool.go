@@ -58,10 +58,11 @@ const gzipBytes = 1<<20 + 256<<10
 // take the defaults), for a configuration check to weigh against the machine:
 //
 //   - 2 × MaxBuffer: the double buffer's halves, the one filling and the one
-//     being written (each up to MaxBuffer). While writing fails, the entries
-//     waiting for it, the points buffered behind them and the bytes written
-//     but not yet fsynced (which a failed fsync takes back) are bounded
-//     together by MaxBuffer, and taking back copies them once more;
+//     being written (together they hold at most MaxBuffer, but each may have
+//     grown to it in its turn). While writing fails, the entries waiting for
+//     it, the points buffered behind them and the bytes written but not yet
+//     fsynced (which a failed fsync takes back) are bounded together by
+//     MaxBuffer, and taking back copies them once more;
 //   - 4 × FlushBytes: the spare half and the frame of waiting entries, each
 //     kept up to 2 × FlushBytes once writing fails or works again;
 //   - 2 × (HeaderSize + FlushBytes) + 64 KiB: the reader's buffer for one entry
@@ -168,9 +169,17 @@ type Spool struct {
 	enc       record.Encoder
 	closed    bool
 
+	// disk is held, before io, by whoever writes, rolls, fsyncs or closes
+	// the files (a flush, Close, an acknowledgement after Close): one at a
+	// time. Every fsync lets go of io while it runs (syncFile), so that the
+	// reader, acknowledgements and Stats never wait for an fsync (hundreds
+	// of ms on an SD card); none of them writes, rolls or closes a segment.
+	disk sync.Mutex
+
 	// Disk side: files, sequence numbers, readers.
 	io         sync.Mutex
 	spare      []byte // the other half of the double buffer
+	flight     int    // points the flush under way took from the buffer and has neither written nor sealed
 	frame      []byte // sealed entries not yet written
 	framePts   int
 	gzbuf      bytes.Buffer
@@ -193,7 +202,9 @@ type Spool struct {
 	notify     chan struct{} // closed and replaced when entries are written
 	ackScratch [12]byte
 	hdr        [HeaderSize]byte // the header of an entry written from the buffer
-	// fsync is (*os.File).Sync; tests make it fail.
+	// fsync, when set, replaces (*os.File).Sync for every fsync of the
+	// spool (segments, the ack file, the directory): tests make it fail or
+	// take long.
 	fsync func(*os.File) error
 
 	kick chan struct{}
@@ -205,7 +216,7 @@ type Spool struct {
 	appended, rejected, acknowledged, deadLettered   atomic.Uint64
 	droppedCap, droppedBuffer, recovered, truncated  atomic.Uint64
 	writeErrors, fsyncs, droppedCorrupt, droppedDisk atomic.Uint64
-	unwritten                                        atomic.Int64 // bytes MaxBuffer bounds besides the producer's buffer (unsafe)
+	unwritten                                        atomic.Int64 // bytes MaxBuffer bounds besides the producer's buffer: the half being written, and unsafe
 	diskFailing                                      atomic.Bool  // the last attempt to write failed
 	lock                                             *os.File
 }
@@ -334,7 +345,7 @@ func (s *Spool) Stats() Stats {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st.Buffered = uint64(s.bufPoints) + s.frameUnresolved()
+	st.Buffered = uint64(s.bufPoints) + uint64(s.flight) + s.frameUnresolved()
 	st.Appended, st.Rejected = s.appended.Load(), s.rejected.Load()
 	st.Acknowledged, st.DeadLettered = s.acknowledged.Load(), s.deadLettered.Load()
 	st.DroppedCap, st.DroppedBuffer = s.droppedCap.Load(), s.droppedBuffer.Load()
@@ -380,6 +391,8 @@ func (s *Spool) Close() error {
 		// to a new segment if the disk takes them now.
 		err = s.Sync()
 	}
+	s.disk.Lock()
+	defer s.disk.Unlock()
 	s.io.Lock()
 	defer s.io.Unlock()
 	s.mu.Lock()
@@ -392,6 +405,14 @@ func (s *Spool) Close() error {
 	s.mu.Unlock()
 	if s.active != nil {
 		err = errors.Join(err, s.closeActive(true))
+	}
+	// Acknowledgements that came while the last fsyncs ran (io is let go
+	// meanwhile) reach the ack file now: after Close, Ack writes it itself.
+	for s.ackDirty {
+		if aerr := s.persistAck(); aerr != nil {
+			err = errors.Join(err, aerr)
+			break
+		}
 	}
 	if n := len(s.segs); n > 0 && s.segs[n-1].last <= s.acked && !s.ackDirty {
 		// Fully acknowledged, and the ack file says so: not needed at the next open.

@@ -73,11 +73,7 @@ func (s *Spool) syncActive() error {
 		return nil
 	}
 	g := s.segs[len(s.segs)-1]
-	sync := s.fsync
-	if sync == nil {
-		sync = (*os.File).Sync
-	}
-	if err := sync(s.active); err != nil {
+	if err := s.syncFile(s.active); err != nil {
 		s.writeFailed()
 		err = fmt.Errorf("spool %s: fsync: %w", g.path, err)
 		if terr := s.takeBack(g); terr != nil {
@@ -249,30 +245,44 @@ func (s *Spool) Flush() error {
 func (s *Spool) Sync() error { return s.flush(true) }
 
 func (s *Spool) flush(forceSync bool) error {
+	s.disk.Lock()
+	defer s.disk.Unlock()
 	s.io.Lock()
 	defer s.io.Unlock()
 	if s.ioClosed {
 		return ErrClosed
 	}
-	// Swap the producer's buffer for the spare half.
+	var err error
+	if s.active != nil && s.segs[len(s.segs)-1].corrupt > 0 {
+		// The reader found damage in the segment being written: later
+		// entries go to a new one, not behind the damage.
+		err = s.closeActive(true)
+	}
+	// Swap the producer's buffer for the spare half. The half taken still
+	// counts against MaxBuffer until it is fsynced: while it is written and
+	// fsynced (which a slow card makes last), Append fills the other half
+	// only up to what is left.
 	s.mu.Lock()
 	data, points := s.buf, s.bufPoints
 	s.buf, s.bufPoints = s.spare[:0], 0
+	s.unwritten.Add(int64(len(data)))
+	s.flight = points
 	s.mu.Unlock()
 	s.spare = data
-	var err error
 	switch {
 	case len(s.frame) > 0: // entries a failed write left go first
 		if points > 0 {
 			s.seal(data, points)
 		}
-		err = s.writeFrame()
+		err = errors.Join(err, s.writeFrame())
 	case points > 0:
-		err = s.writeData(data, points)
+		err = errors.Join(err, s.writeData(data, points))
 	}
 	if len(s.frame) > 0 && cap(s.spare) > 2*s.opts.FlushBytes {
 		s.spare = nil // the frame holds a copy while writing fails: let the large half go
 	}
+	// Data is now written (not yet fsynced) or sealed in the frame.
+	s.unwritten.Store(s.unsafe())
 	if (s.dirty || s.dirDirty) && (forceSync || time.Since(s.lastSync) >= s.opts.FsyncInterval || s.unsynced() >= int64(s.opts.MaxBuffer/2)) {
 		err = errors.Join(err, s.syncLocked())
 	}
@@ -335,14 +345,15 @@ func (s *Spool) payload(data []byte) ([]byte, uint8) {
 	return s.gzbuf.Bytes(), FlagGzip
 }
 
-// seal frames data (points points) as entries at the end of s.frame: a copy,
-// for entries that wait for a write that failed.
+// seal frames data (points points of the flush under way) as entries at the
+// end of s.frame: a copy, for entries that wait for a write that failed.
 func (s *Spool) seal(data []byte, points int) {
 	for len(data) > 0 {
 		n, pts := s.cut(data, points)
 		payload, flags := s.payload(data[:n])
 		s.frame = AppendEntry(s.frame, Header{FirstSeq: s.nextSeq, Points: uint32(pts), Flags: flags}, payload)
 		s.framePts += pts
+		s.flight -= pts
 		s.nextSeq += uint64(pts)
 		data, points = data[n:], points-pts
 	}
@@ -376,8 +387,8 @@ func (s *Spool) writeData(data []byte, points int) error {
 	return nil
 }
 
-// writeEntry writes one entry of data to the active segment, opening one
-// first if there is none.
+// writeEntry writes one entry of data (points points of the flush under way)
+// to the active segment, opening one first if there is none.
 func (s *Spool) writeEntry(data []byte, points int) error {
 	if s.active == nil {
 		if err := s.openSegment(); err != nil {
@@ -391,6 +402,7 @@ func (s *Spool) writeEntry(data []byte, points int) error {
 		return err
 	}
 	s.nextSeq += uint64(points)
+	s.flight -= points
 	return s.wrote(points, HeaderSize+len(payload))
 }
 
@@ -485,21 +497,38 @@ func (s *Spool) enforceCap() {
 	}
 }
 
+// syncFile fsyncs f (a segment, the ack file or the directory): every fsync
+// of the spool goes through it, and through s.fsync when a test sets it. The
+// caller holds s.disk and s.io; io is let go while the fsync runs (a slow
+// card takes hundreds of ms), so that the reader, acknowledgements and Stats
+// go on meanwhile. They write, roll and close nothing: what the caller
+// relies on stays as it was, but for what they change (acked, ackDirty,
+// dirDirty, delivered, segments before the active one, a segment's damage).
+func (s *Spool) syncFile(f *os.File) error {
+	s.io.Unlock()
+	defer s.io.Lock()
+	if s.fsync != nil {
+		return s.fsync(f)
+	}
+	return f.Sync()
+}
+
 // syncLocked fsyncs the active segment and the directory.
 func (s *Spool) syncLocked() error {
 	s.lastSync = time.Now()
 	err := s.syncActive()
 	if s.dirDirty {
+		s.dirDirty = false // an acknowledgement removing a segment during the fsync sets it again
 		d, derr := os.Open(s.opts.Dir)
 		if derr == nil {
-			derr = d.Sync()
+			derr = s.syncFile(d)
 			d.Close()
 		}
 		if derr != nil {
+			s.dirDirty = true
 			s.writeErrors.Add(1)
 			return errors.Join(err, fmt.Errorf("spool %s: fsync: %w", s.opts.Dir, derr))
 		}
-		s.dirDirty = false
 	}
 	return err
 }
