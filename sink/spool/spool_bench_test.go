@@ -2,6 +2,7 @@ package spool
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"time"
 )
@@ -86,10 +87,14 @@ func BenchmarkAppendSustained(b *testing.B) {
 // power cut loses), the most counted against the buffer (unwritten-bytes),
 // the segments ended (rolls), the longest Append, and with a shipper the
 // share of the kept points it had acknowledged when the run ended
-// (shipped-%). Skipped with -short.
+// (shipped-%). A search of all six takes some 17 minutes, so it runs only
+// with MONAGENT_BENCH_SLOWFSYNC=1 (the suite's one-iteration pass over
+// every benchmark skips it), and never with -short:
+//
+//	MONAGENT_BENCH_SLOWFSYNC=1 go test -run '^$' -bench SlowFsync -benchmem ./sink/spool
 func BenchmarkSlowFsync(b *testing.B) {
-	if testing.Short() {
-		b.Skip("minutes of runs at a steady rate")
+	if testing.Short() || os.Getenv("MONAGENT_BENCH_SLOWFSYNC") == "" {
+		b.Skip("minutes of runs at a steady rate: set MONAGENT_BENCH_SLOWFSYNC=1")
 	}
 	for _, buf := range []int{16 << 20, 2 << 20} {
 		for _, mode := range []struct {
