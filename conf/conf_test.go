@@ -310,3 +310,38 @@ func TestValueChecks(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// hook is a list entry written as a string (its URL) or as a mapping.
+type hook struct {
+	URL    string `yaml:"url"`
+	Header string `yaml:"header"`
+}
+
+func (hook) ShortForm() {}
+
+func (h *hook) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*h = hook{URL: n.Value}
+		return nil
+	}
+	return DecodeOver(n, h, hook{})
+}
+
+// TestDecodeStringOrEntry: a StringOrEntry list takes strings and mappings
+// side by side; a mapping's keys are checked and placed as a struct's, a
+// string is checked as a string.
+func TestDecodeStringOrEntry(t *testing.T) {
+	var c struct {
+		Hooks []hook `yaml:"hooks"`
+	}
+	d, ps := Decode("t.yaml", []byte("hooks:\n  - http://a/x\n  - url: http://b/y\n    header: X-Key\n"), &c)
+	if len(ps) != 0 || len(c.Hooks) != 2 || c.Hooks[0] != (hook{URL: "http://a/x"}) || c.Hooks[1] != (hook{URL: "http://b/y", Header: "X-Key"}) ||
+		d.Line("hooks[1].header") != 4 {
+		t.Fatalf("%v: %+v", ps, c)
+	}
+	_, ps = Decode("t.yaml", []byte("hooks:\n  - 12\n  - {url: http://b, token: x}\n  - [a]\n"), &c)
+	want := "2 hooks[0]: want a string, got int \"12\" (quote it)\n3 hooks[1].token: unknown key (known here: url, header)\n4 hooks[2]: want a mapping of keys, got a list\n"
+	if got := lines(ps); got != want {
+		t.Errorf("problems:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -183,6 +183,16 @@ type OneOrList interface {
 
 var oneOrListType = reflect.TypeFor[OneOrList]()
 
+// StringOrEntry is a type written either as one string (its short form: a
+// webhook's URL) or as a mapping of its keys (its long form): the walk
+// checks a string as a string, a mapping as the type's struct. The type
+// decodes both forms itself (UnmarshalYAML).
+type StringOrEntry interface {
+	ShortForm()
+}
+
+var stringOrEntryType = reflect.TypeFor[StringOrEntry]()
+
 // walker walks a YAML node against the Go type it will be decoded into, so
 // that unknown keys and wrong types are reported with their key path and
 // line, records the line of every key it sees, and removes from the tree what
@@ -216,6 +226,9 @@ func (w walker) check(n *yaml.Node, t reflect.Type, path string) bool {
 			et = reflect.SliceOf(et)
 		}
 		return w.check(n, et, path)
+	}
+	if t.Implements(stringOrEntryType) && n.Kind == yaml.ScalarNode {
+		return w.check(n, reflect.TypeFor[string](), path)
 	}
 	switch {
 	case t == durationType:
