@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,9 +39,18 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}{"1.0", "application/json", plain(e)})
 }
 
+// Receiver is one webhook. Its URL may hold a secret (Slack- and
+// Teams-style URLs carry one in the path, others in the query), and Header a
+// token: neither is ever shown. A receiver is named by its index and host
+// alone (Name, Stats), in every error too.
+type Receiver struct {
+	URL    string      // http:// or https://, without user info (CheckURL)
+	Header http.Header // sent with every request (a token); nil for none
+}
+
 // Options configure a Sender.
 type Options struct {
-	URLs       []string      // receivers, http:// or https://
+	Receivers  []Receiver
 	Queue      int           // events waiting per receiver; beyond, new ones are dropped and counted
 	Timeout    time.Duration // one request
 	MinBackoff time.Duration // after a failure; doubles to MaxBackoff
@@ -46,21 +58,62 @@ type Options struct {
 	// Attempts bounds the tries of one event (then it is dropped and
 	// counted); 0 for 8.
 	Attempts int
-	Client   *http.Client // nil: one with Timeout
+	// Client sends the requests; nil: one with Timeout. Redirects are never
+	// followed, whatever its CheckRedirect: a 3xx is a failed delivery (the
+	// event, and any token, would go to a host nobody configured).
+	Client *http.Client
+	// Observe, when set, is told the outcome of every attempt to deliver an
+	// event to receiver i (err nil: delivered), on that receiver's
+	// goroutine: the agent logs what changes. err names the receiver by
+	// index and host only.
+	Observe func(i int, err error)
 }
 
-// CheckURL names what is wrong with a receiver's URL.
+// ErrCredentials is CheckURL's answer to a URL with user info
+// (user:password@).
+var ErrCredentials = errors.New("holds credentials (user:password@)")
+
+// CheckURL names what is wrong with a receiver's URL without repeating the
+// URL (its path and query may be a secret): at most its host.
 func CheckURL(s string) error {
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an http:// or https:// URL", s)
+	switch {
+	case err != nil:
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the URL
+		}
+		return fmt.Errorf("not an http:// or https:// URL: %w", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("not an http:// or https:// URL (scheme %q)", u.Scheme)
+	case u.Host == "" || u.Hostname() == "":
+		return errors.New("not an http:// or https:// URL (no host)")
+	case u.User != nil:
+		return fmt.Errorf("the URL for %s %w", Host(u), ErrCredentials)
 	}
 	return nil
 }
 
-// Stats are one receiver's counters.
+// Host is u's host and port, the port defaulted from the scheme
+// (hooks.example:443): how a receiver is named.
+func Host(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// Name is how receiver i of host is named in errors and logs: "webhook 0
+// (hooks.example:443)".
+func Name(i int, host string) string { return "webhook " + strconv.Itoa(i) + " (" + host + ")" }
+
+// Stats are one receiver's counters, named by index and host.
 type Stats struct {
-	URL       string
+	Receiver  int    // its index in Options.Receivers
+	Host      string // host:port (Host)
 	Queued    uint64 // accepted into the queue
 	Delivered uint64 // answered 2xx
 	Retries   uint64 // failed attempts that were tried again
@@ -78,7 +131,11 @@ type Sender struct {
 }
 
 type receiver struct {
+	index                               int
 	url                                 string
+	host                                string
+	header                              http.Header
+	scrub                               *strings.Replacer // the URL's secrets out of an error's text
 	q                                   chan []byte
 	queued, delivered, retries, dropped atomic.Uint64
 	lastErr                             atomic.Pointer[string]
@@ -95,15 +152,21 @@ func New(o Options) (*Sender, error) {
 	if o.Attempts == 0 {
 		o.Attempts = 8
 	}
-	if o.Client == nil {
-		o.Client = &http.Client{Timeout: o.Timeout}
+	c := &http.Client{Timeout: o.Timeout}
+	if o.Client != nil {
+		c = new(http.Client)
+		*c = *o.Client
 	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	o.Client = c
 	s := &Sender{opts: o}
-	for _, u := range o.URLs {
-		if err := CheckURL(u); err != nil {
-			return nil, fmt.Errorf("notify: %w", err)
+	for i, r := range o.Receivers {
+		if err := CheckURL(r.URL); err != nil {
+			return nil, fmt.Errorf("notify: webhook %d: %w", i, err)
 		}
-		s.rcv = append(s.rcv, &receiver{url: u, q: make(chan []byte, o.Queue)})
+		u, _ := url.Parse(r.URL)
+		s.rcv = append(s.rcv, &receiver{index: i, url: r.URL, host: Host(u), header: r.Header.Clone(), scrub: scrubber(u),
+			q: make(chan []byte, o.Queue)})
 	}
 	return s, nil
 }
@@ -175,7 +238,7 @@ func (s *Sender) waiting() int {
 func (s *Sender) Stats() []Stats {
 	out := make([]Stats, len(s.rcv))
 	for i, r := range s.rcv {
-		out[i] = Stats{URL: r.url, Queued: r.queued.Load(), Delivered: r.delivered.Load(), Retries: r.retries.Load(), Dropped: r.dropped.Load()}
+		out[i] = Stats{Receiver: r.index, Host: r.host, Queued: r.queued.Load(), Delivered: r.delivered.Load(), Retries: r.retries.Load(), Dropped: r.dropped.Load()}
 		if e := r.lastErr.Load(); e != nil {
 			out[i].LastError = *e
 		}
@@ -196,7 +259,10 @@ func (s *Sender) send(ctx context.Context, r *receiver) {
 		}
 		backoff := s.opts.MinBackoff
 		for attempt := 1; ; attempt++ {
-			retry, err := s.post(ctx, r.url, body)
+			retry, err := s.post(ctx, r, body)
+			if s.opts.Observe != nil {
+				s.opts.Observe(r.index, err)
+			}
 			if err == nil {
 				r.delivered.Add(1)
 				break
@@ -219,28 +285,74 @@ func (s *Sender) send(ctx context.Context, r *receiver) {
 	}
 }
 
-func (s *Sender) post(ctx context.Context, u string, body []byte) (retry bool, err error) {
+// post tries body once. Its error names the receiver by index and host and
+// holds nothing of the URL's path, query or user info, nor of its headers.
+func (s *Sender) post(ctx context.Context, r *receiver, body []byte) (retry bool, err error) {
 	rctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, u, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, r.url, bytes.NewReader(body))
 	if err != nil {
-		return false, err
+		return false, r.fail(err)
+	}
+	for k, v := range r.header {
+		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/cloudevents+json; charset=utf-8")
 	resp, err := s.opts.Client.Do(req)
 	if err != nil {
-		return true, fmt.Errorf("%s: %w", u, err)
+		return true, r.fail(err)
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	switch c := resp.StatusCode; {
 	case c >= 200 && c < 300:
 		return false, nil
+	case c >= 300 && c < 400:
+		// Not followed: the event (and its token) would go where nobody
+		// configured, and a receiver redirecting to itself would cost a
+		// request per hop. Not retried: it would answer the same.
+		to := ""
+		if loc, err := resp.Location(); err == nil && loc.Host != "" {
+			to = " to " + Host(loc)
+		}
+		return false, r.fail(fmt.Errorf("HTTP %d: a redirect%s, not followed (not retried; give the webhook's final URL)", c, to))
 	case c == http.StatusRequestTimeout || c == http.StatusTooManyRequests || c >= 500:
-		return true, fmt.Errorf("%s: HTTP %d", u, c)
+		return true, r.fail(fmt.Errorf("HTTP %d", c))
 	default:
-		return false, fmt.Errorf("%s: HTTP %d (refused, not retried)", u, c)
+		return false, r.fail(fmt.Errorf("HTTP %d (refused, not retried)", c))
 	}
+}
+
+// fail is err naming r, without the URL (*url.Error repeats it whole) or any
+// of its secrets.
+func (r *receiver) fail(err error) error {
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		err = ue.Err
+	}
+	err = fmt.Errorf("%s: %w", Name(r.index, r.host), err)
+	if msg := err.Error(); r.scrub.Replace(msg) != msg {
+		return errors.New(r.scrub.Replace(msg))
+	}
+	return err
+}
+
+// scrubber takes u's secrets out of a text: the URL itself, its path (but
+// "/"), query and fragment, as written and unescaped.
+func scrubber(u *url.URL) *strings.Replacer {
+	var pairs []string
+	add := func(secret string) {
+		if len(secret) >= 6 { // shorter would garble the text (and is hardly a secret)
+			pairs = append(pairs, secret, "…")
+		}
+	}
+	add(u.String())
+	for _, part := range []string{u.EscapedPath(), u.Path, u.RawQuery, u.Fragment, u.EscapedFragment()} {
+		add(part)
+	}
+	if q, err := url.QueryUnescape(u.RawQuery); err == nil {
+		add(q)
+	}
+	return strings.NewReplacer(pairs...)
 }
 
 // ID is an event id unique for a source: its time and a sequence number.

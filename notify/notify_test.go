@@ -21,7 +21,11 @@ func event(i int) Event {
 
 func sender(t *testing.T, urls ...string) *Sender {
 	t.Helper()
-	s, err := New(Options{URLs: urls, Queue: 4, Timeout: 200 * time.Millisecond, MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, Attempts: 4})
+	var rs []Receiver
+	for _, u := range urls {
+		rs = append(rs, Receiver{URL: u})
+	}
+	s, err := New(Options{Receivers: rs, Queue: 4, Timeout: 200 * time.Millisecond, MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, Attempts: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,9 +145,10 @@ func TestRefusedIsNotRetriedAndBadOptions(t *testing.T) {
 		t.Errorf("a 400 was sent %d times", n.Load())
 	}
 	for _, o := range []Options{
-		{URLs: []string{"ftp://x"}, Queue: 1, Timeout: 1, MinBackoff: 1, MaxBackoff: 1},
-		{URLs: []string{"http://x"}, Queue: 0, Timeout: 1, MinBackoff: 1, MaxBackoff: 1},
-		{URLs: []string{"http://x"}, Queue: 1, Timeout: 0, MinBackoff: 1, MaxBackoff: 1},
+		{Receivers: []Receiver{{URL: "ftp://x"}}, Queue: 1, Timeout: 1, MinBackoff: 1, MaxBackoff: 1},
+		{Receivers: []Receiver{{URL: "http://u:p@x"}}, Queue: 1, Timeout: 1, MinBackoff: 1, MaxBackoff: 1},
+		{Receivers: []Receiver{{URL: "http://x"}}, Queue: 0, Timeout: 1, MinBackoff: 1, MaxBackoff: 1},
+		{Receivers: []Receiver{{URL: "http://x"}}, Queue: 1, Timeout: 0, MinBackoff: 1, MaxBackoff: 1},
 	} {
 		if _, err := New(o); err == nil {
 			t.Errorf("%+v accepted", o)
