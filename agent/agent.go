@@ -98,8 +98,11 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 	}
 	a := bare(cfg, log, out, host)
 	var err error
-	if a.judges.notify, err = cfg.Notify.sender(); err != nil {
-		return nil, &KeyError{Key: "notify", Reason: err.Error(), Err: err}
+	if err = a.judges.webhooks(cfg.Notify); err != nil {
+		if ke := (*KeyError)(nil); !errors.As(err, &ke) {
+			err = &KeyError{Key: "notify", Reason: err.Error(), Err: err}
+		}
+		return nil, err
 	}
 	env := &Env{Config: &a.cfg, Log: log, Translators: a.translators, judges: a.judges}
 	if cfg.HCA.Enabled {

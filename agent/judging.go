@@ -3,12 +3,14 @@ package agent
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/conf"
+	"github.com/monagent/monagent/faultlog"
 	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/notify"
 	"github.com/monagent/monagent/record"
@@ -43,6 +45,10 @@ type judging struct {
 	log    *slog.Logger
 	notify *notify.Sender // nil without webhooks
 	seq    atomic.Uint64
+	// hookNames name the receivers (index and host) and hookLogs log what
+	// changes in their deliveries, each on its receiver's goroutine.
+	hookNames []string
+	hookLogs  []faultlog.Log
 
 	mu   sync.Mutex
 	list []*judgement
@@ -109,6 +115,26 @@ func (m *judgement) emit(b adder, trs []judge.Transition) {
 	}
 }
 
+// webhooks makes the notifications' sender (none without webhooks), which
+// logs each receiver's failures when they start, change and end.
+func (g *judging) webhooks(n NotifyConfig) error {
+	s, err := n.sender(g.observe)
+	if err != nil || s == nil {
+		return err
+	}
+	g.hookNames, g.hookLogs = nil, make([]faultlog.Log, len(n.Webhooks))
+	for _, st := range s.Stats() {
+		g.hookNames = append(g.hookNames, notify.Name(st.Receiver, st.Host))
+	}
+	g.notify = s
+	return nil
+}
+
+// observe is told the outcome of each attempt to deliver to receiver i.
+func (g *judging) observe(i int, err error) {
+	g.hookLogs[i].Note(g.log, time.Now(), err, g.hookNames[i])
+}
+
 // transition logs a change of state and sends it to the webhooks.
 func (g *judging) transition(m *judgement, tr judge.Transition, t int64) {
 	level := slog.LevelInfo
@@ -144,8 +170,9 @@ func (g *judging) records(b *collect.Batch, now int64) {
 	}
 	if g.notify != nil {
 		for _, st := range g.notify.Stats() {
-			b.Add("monagent_notify", now, []record.Tag{{Key: "url", Value: st.URL}}, record.Uint("queued", st.Queued),
-				record.Uint("delivered", st.Delivered), record.Uint("retries", st.Retries), record.Uint("dropped", st.Dropped))
+			tags := []record.Tag{{Key: "receiver", Value: strconv.Itoa(st.Receiver)}, {Key: "receiver_host", Value: st.Host}}
+			b.Add("monagent_notify", now, tags, record.Uint("queued", st.Queued), record.Uint("delivered", st.Delivered),
+				record.Uint("retries", st.Retries), record.Uint("dropped", st.Dropped), record.String("last_error", st.LastError))
 		}
 	}
 }
