@@ -165,7 +165,7 @@ func New(o Options) (*Sender, error) {
 			return nil, fmt.Errorf("notify: webhook %d: %w", i, err)
 		}
 		u, _ := url.Parse(r.URL)
-		s.rcv = append(s.rcv, &receiver{index: i, url: r.URL, host: Host(u), header: r.Header.Clone(), scrub: scrubber(u),
+		s.rcv = append(s.rcv, &receiver{index: i, url: r.URL, host: Host(u), header: r.Header.Clone(), scrub: scrubber(r.URL, u),
 			q: make(chan []byte, o.Queue)})
 	}
 	return s, nil
@@ -336,15 +336,16 @@ func (r *receiver) fail(err error) error {
 	return err
 }
 
-// scrubber takes u's secrets out of a text: the URL itself, its path (but
-// "/"), query and fragment, as written and unescaped.
-func scrubber(u *url.URL) *strings.Replacer {
+// scrubber takes the secrets of raw, parsed as u, out of a text: the URL
+// itself, its path (but "/"), query and fragment, as written and unescaped.
+func scrubber(raw string, u *url.URL) *strings.Replacer {
 	var pairs []string
 	add := func(secret string) {
 		if len(secret) >= 6 { // shorter would garble the text (and is hardly a secret)
 			pairs = append(pairs, secret, "…")
 		}
 	}
+	add(raw)
 	add(u.String())
 	for _, part := range []string{u.EscapedPath(), u.Path, u.RawQuery, u.Fragment, u.EscapedFragment()} {
 		add(part)
