@@ -19,6 +19,7 @@ const SummaryEvery = 10 * time.Minute
 // goroutine.
 type Log struct {
 	kind    string // Kind of the current failure, "" when all is well
+	last    error  // its latest error, as it was (the log quotes it, not kind)
 	since   time.Time
 	count   uint64
 	lastLog time.Time
@@ -40,9 +41,9 @@ func (c *Log) Note(log *slog.Logger, now time.Time, err error, what string, attr
 func (c *Log) NoteKind(log *slog.Logger, now time.Time, kind string, err error, what string, attrs ...any) {
 	if err == nil {
 		if c.kind != "" {
-			log.Info(what+" recovered", append(attrs, "failures", c.count, "failing_for", now.Sub(c.since).Round(time.Millisecond).String(), "last", c.kind)...)
+			log.Info(what+" recovered", append(attrs, "failures", c.count, "failing_for", now.Sub(c.since).Round(time.Millisecond).String(), "last", c.lastText())...)
 		}
-		c.kind, c.count = "", 0
+		c.kind, c.count, c.last = "", 0, nil
 		return
 	}
 	if kind != c.kind {
@@ -50,17 +51,26 @@ func (c *Log) NoteKind(log *slog.Logger, now time.Time, kind string, err error, 
 			c.since, c.count = now, 0
 			log.Warn(what+" failed; every failure is counted, the log says when it changes or ends", append(attrs, "err", err)...)
 		} else {
-			log.Warn(what+" fails differently now", append(attrs, "err", err, "failures", c.count, "was", c.kind)...)
+			log.Warn(what+" fails differently now", append(attrs, "err", err, "failures", c.count, "was", c.lastText())...)
 		}
-		c.kind, c.lastLog = kind, now
+		c.kind, c.lastLog, c.last = kind, now, err
 		c.count++
 		return
 	}
+	c.last = err
 	c.count++
 	if now.Sub(c.lastLog) >= SummaryEvery {
 		c.lastLog = now
 		log.Warn(what+" still failing", append(attrs, "err", err, "failures", c.count, "since", c.since.UTC().Format(time.RFC3339))...)
 	}
+}
+
+// lastText is the latest error's message (its kind if it had none).
+func (c *Log) lastText() string {
+	if c.last == nil {
+		return c.kind
+	}
+	return c.last.Error()
 }
 
 // Kind is an error message with its numbers masked: one fault that

@@ -36,3 +36,30 @@ func TestLogsChangesNotAttempts(t *testing.T) {
 		t.Fatalf("a change of failure is logged: %d lines\n%s", n, buf.String())
 	}
 }
+
+// The lines that end or change a failure quote the real last error, not its
+// kind with the numbers masked ("ntp 10.0.0.1:123: no reply within 2s", not
+// "ntp #.#.#.#:#: no reply within #s").
+func TestEndAndChangeQuoteTheRealError(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	var c Log
+	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	c.Note(log, t0, errors.New("ntp 10.0.0.1:123: no reply within 2s"), "collection")
+	c.Note(log, t0.Add(time.Second), errors.New("ntp 10.0.0.1:123: no reply within 3s"), "collection")
+	c.Note(log, t0.Add(2*time.Second), errors.New("ntp 10.0.0.1:123: connection refused"), "collection")
+	c.Note(log, t0.Add(3*time.Second), nil, "collection")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines:\n%s", len(lines), buf.String())
+	}
+	if !strings.Contains(lines[1], `was="ntp 10.0.0.1:123: no reply within 3s"`) {
+		t.Errorf("the change does not quote the error it replaces: %s", lines[1])
+	}
+	if !strings.Contains(lines[2], `last="ntp 10.0.0.1:123: connection refused"`) {
+		t.Errorf("the end does not quote the last error: %s", lines[2])
+	}
+	if strings.Contains(buf.String(), "#") {
+		t.Errorf("a masked kind reached the log:\n%s", buf.String())
+	}
+}

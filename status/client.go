@@ -3,17 +3,55 @@ package status
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 )
 
-// Fetch reads the /status document of the agent at base (http://host:port).
+// ErrNotMonagent is Fetch's error for an answer that is not monagent's
+// /status document (another web server on the port, a proxy's page).
+var ErrNotMonagent = errors.New("not a monagent /status document")
+
+// StatusURL is the /status URL of the agent at base: http://host:port, with
+// or without a trailing slash or /status (the endpoint as copied from a
+// browser is taken as is). A base that is no http(s)://host[:port][/status]
+// URL is an error naming it.
+func StatusURL(base string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", fmt.Errorf("%q is not a URL: %w", base, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("%q: want an http:// or https:// URL, e.g. http://boarda:9469", base)
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return "", fmt.Errorf("%q: no host (want http://host:port)", base)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("%q: want http://host:port, without user, query or fragment", base)
+	}
+	switch p := strings.TrimSuffix(u.Path, "/"); {
+	case p == "" || p == "/status":
+		u.Path = "/status"
+	default:
+		return "", fmt.Errorf("%q: path %q: want none or /status", base, u.Path)
+	}
+	return u.String(), nil
+}
+
+// Fetch reads the /status document of the agent at base (see StatusURL). An
+// answer that is not monagent's document is ErrNotMonagent (wrapped), told
+// from an agent with no judged clock.
 func Fetch(ctx context.Context, base string) (Doc, error) {
-	u := strings.TrimSuffix(base, "/") + "/status"
+	u, err := StatusURL(base)
+	if err != nil {
+		return Doc{}, fmt.Errorf("status: %w", err)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return Doc{}, fmt.Errorf("status %s: %w", u, err)
@@ -30,9 +68,25 @@ func Fetch(ctx context.Context, base string) (Doc, error) {
 	if resp.StatusCode != http.StatusOK {
 		return Doc{}, fmt.Errorf("status %s: HTTP %d: %.200s", u, resp.StatusCode, body)
 	}
+	return decodeDoc(u, body)
+}
+
+// decodeDoc decodes a /status document, which must carry its three keys.
+func decodeDoc(u string, body []byte) (Doc, error) {
+	var keys struct {
+		Host   json.RawMessage `json:"host"`
+		TimeNS json.RawMessage `json:"time_ns"`
+		Clocks json.RawMessage `json:"clocks"`
+	}
+	if err := json.Unmarshal(body, &keys); err != nil {
+		return Doc{}, fmt.Errorf("status %s: %w: %v", u, ErrNotMonagent, err)
+	}
+	if len(keys.Host) == 0 || len(keys.TimeNS) == 0 || len(keys.Clocks) == 0 {
+		return Doc{}, fmt.Errorf("status %s: %w (no host, time_ns and clocks): %.120s", u, ErrNotMonagent, body)
+	}
 	var d Doc
 	if err := json.Unmarshal(body, &d); err != nil {
-		return Doc{}, fmt.Errorf("status %s: not a monagent status document: %w", u, err)
+		return Doc{}, fmt.Errorf("status %s: %w: %v", u, ErrNotMonagent, err)
 	}
 	return d, nil
 }

@@ -141,7 +141,12 @@ func TestListenAndFetchErrors(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if _, err := Fetch(ctx, "http://"+s.Addr()+"/nothing"); err == nil || !strings.Contains(err.Error(), "HTTP 404") {
+	if _, err := Fetch(ctx, "http://"+s.Addr()+"/nothing"); err == nil || !strings.Contains(err.Error(), "want none or /status") {
+		t.Errorf("another path: %v", err)
+	}
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	defer notFound.Close()
+	if _, err := Fetch(ctx, notFound.URL); err == nil || !strings.Contains(err.Error(), "HTTP 404") {
 		t.Errorf("404: %v", err)
 	}
 	if _, err := Fetch(ctx, "http://127.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "status http://127.0.0.1:1/status: ") {
@@ -217,6 +222,28 @@ func TestProfilesOnlyWhenAsked(t *testing.T) {
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+func TestStatusURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://boarda:9469":         "http://boarda:9469/status",
+		"http://boarda:9469/":        "http://boarda:9469/status",
+		"http://boarda:9469/status":  "http://boarda:9469/status",
+		"http://boarda:9469/status/": "http://boarda:9469/status",
+		"https://[::1]:9469":         "https://[::1]:9469/status",
+		"http://boarda:9469/metrics": "",
+		"http://a b:1":               "",
+		"ftp://boarda:9469":          "",
+		"http://:9469":               "",
+		"http://u:p@boarda:9469":     "",
+		"http://boarda:9469/?x=1":    "",
+		"boarda:9469":                "",
+	} {
+		got, err := StatusURL(in)
+		if (err != nil) != (want == "") || got != want {
+			t.Errorf("StatusURL(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 }

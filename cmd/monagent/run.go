@@ -66,6 +66,12 @@ func runCmd(args []string) error {
 	if err := cfg.Preflight(); err != nil {
 		return fileErr(*path, err)
 	}
+	// A reader of stdout or stderr that goes away (`monagent run --stdout |
+	// head`) must not kill the agent: with SIGPIPE ignored a write to the
+	// closed pipe fails with EPIPE, which the stdout output counts as it
+	// counts a gone FIFO reader, and log lines to a closed stderr are lost
+	// while the agent goes on measuring.
+	signal.Ignore(syscall.SIGPIPE)
 	log := newLogger(cfg.Log)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// The runtime collects harder near the limit rather than grow past it.

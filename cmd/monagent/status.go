@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,6 +33,17 @@ func statusFlags() (*flag.FlagSet, *statusOpts) {
 	return fs, &o
 }
 
+// The exit codes of `monagent status`, as a monitoring plugin's (Nagios,
+// Icinga, Sensu, a cron job) read them: 0 every judged clock LOCKED, 1 some
+// not LOCKED (or none judged), 2 usage, 3 no answer from a monagent (not
+// reachable, an HTTP error, or a server that is not monagent): the state is
+// unknown.
+const exitUnknown = 3
+
+// minWatch is the shortest --watch: faster adds load to the agent and shows
+// nothing new (its self-metrics and most judges tick every second or more).
+const minWatch = 100 * time.Millisecond
+
 // errNotLocked is status's exit 1 when the agent answered.
 type errNotLocked struct{ n, of int }
 
@@ -42,8 +54,14 @@ func (e errNotLocked) Error() string {
 	return fmt.Sprintf("status: %d of %d judged clocks not LOCKED", e.n, e.of)
 }
 
-// statusCmd handles 'monagent status': exit 0 when every judged clock is
-// LOCKED, 1 when any is not or the agent cannot be reached, 2 for usage.
+// errUnknown is status's exit 3: no monagent answered.
+type errUnknown struct{ err error }
+
+func (e errUnknown) Error() string { return e.err.Error() }
+func (e errUnknown) Unwrap() error { return e.err }
+func (e errUnknown) ExitCode() int { return exitUnknown }
+
+// statusCmd handles 'monagent status'; its exit codes are above.
 func statusCmd(args []string) error {
 	fs, o := statusFlags()
 	if err := parseFlags(fs, args); err != nil {
@@ -51,6 +69,9 @@ func statusCmd(args []string) error {
 	}
 	if fs.NArg() > 0 || (o.config != "" && o.url != "") || o.watch < 0 {
 		return usageError("status: want [--config FILE | --url URL] [--json] [--watch DURATION]")
+	}
+	if o.watch > 0 && o.watch < minWatch {
+		return usageError(fmt.Sprintf("status: --watch %v: want at least %v (or 0 for one look)", o.watch, minWatch))
 	}
 	base := "http://" + agent.DefaultHTTPListen
 	switch {
@@ -72,12 +93,21 @@ func statusCmd(args []string) error {
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
 	}
+	if _, err := status.StatusURL(base); err != nil {
+		return usageError("status: --url " + err.Error())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	for {
 		err := showStatus(ctx, os.Stdout, base, o.json)
 		if o.watch == 0 {
 			return err
+		}
+		var unknown errUnknown
+		if errors.As(err, &unknown) {
+			// Said at once where the table was: a watcher must not take
+			// the last table for the agent's state.
+			fmt.Fprintf(os.Stdout, "%s: no answer at %s: %v\n", base, time.Now().UTC().Format(time.RFC3339), err)
 		}
 		select {
 		case <-ctx.Done():
@@ -91,8 +121,11 @@ func showStatus(ctx context.Context, w io.Writer, base string, asJSON bool) erro
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	d, err := status.Fetch(rctx, base)
+	if errors.Is(err, status.ErrNotMonagent) {
+		return errUnknown{fmt.Errorf("%w (is this the address of monagent's http.listen?)", err)}
+	}
 	if err != nil {
-		return fmt.Errorf("%w (is the agent running with http.listen?)", err)
+		return errUnknown{fmt.Errorf("%w (is the agent running with http.listen?)", err)}
 	}
 	if asJSON {
 		enc := json.NewEncoder(w)
