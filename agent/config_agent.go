@@ -76,7 +76,7 @@ func (s *SelfMetricsConfig) defaults() {
 }
 
 func (s *SelfMetricsConfig) check(p *problems) {
-	p.Positive("self_metrics.interval", s.Interval)
+	p.Interval("self_metrics.interval", s.Interval)
 }
 
 // The agent's own sections' entries in the table (config.go): they build no

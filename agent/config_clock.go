@@ -33,7 +33,7 @@ func (c *ClockConfig) defaults() {
 }
 
 func (c *ClockConfig) check(p *problems) {
-	p.Positive("clock.interval", c.Interval)
+	p.Interval("clock.interval", c.Interval)
 	ref, err := timebase.ParseDomain(c.Reference)
 	if _, sys := timebase.SystemClockFor(ref); err != nil || !sys {
 		p.Add("clock.reference", "%q is not a system clock (realtime, tai, monotonic, monotonic_raw, boottime)", c.Reference)

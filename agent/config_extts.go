@@ -69,7 +69,7 @@ func (x *ExttsConfig) check(p *problems) {
 	if !x.Enabled {
 		return
 	}
-	p.Positive("extts.interval", x.Interval)
+	p.Interval("extts.interval", x.Interval)
 	if _, err := phc.DeviceDomain(x.PHC); err != nil {
 		p.Add("extts.phc", "%q is not a PHC device (/dev/ptpN)", x.PHC)
 	}

@@ -46,7 +46,7 @@ func (g *GNSSConfig) check(ps *problems) {
 	if _, port, err := net.SplitHostPort(g.Address); err != nil || port == "" {
 		ps.Add("gnss.address", "want host:port (gpsd's default %s), got %q", gnss.DefaultAddress, g.Address)
 	}
-	ps.Positive("gnss.interval", g.Interval)
+	ps.Interval("gnss.interval", g.Interval)
 	checkRing(ps, "gnss.ring", g.Ring)
 	g.Judge.check("gnss.judge", ps)
 	if g.Reference != "pps" && g.Reference != "toff" {

@@ -141,7 +141,7 @@ func (g *GPIOConfig) check(p *problems) {
 	if !g.Enabled {
 		return
 	}
-	p.Positive("gpio.interval", g.Interval)
+	p.Interval("gpio.interval", g.Interval)
 	if len(g.Chips) == 0 {
 		p.Add("gpio.chips", "list at least one chip with its lines")
 	}

@@ -74,9 +74,10 @@ func (h *HCAConfig) check(ps *problems) {
 		key string
 		v   time.Duration
 	}{{"hca.spacing", h.Spacing + 1}, {"hca.timeout", h.Timeout}, {"hca.resync", h.Resync},
-		{"hca.max_bound", h.MaxBound}, {"hca.retry_after", h.RetryAfter}, {"hca.interval", h.Interval}} {
+		{"hca.max_bound", h.MaxBound}, {"hca.retry_after", h.RetryAfter}} {
 		ps.Positive(d.key, d.v)
 	}
+	ps.Interval("hca.interval", h.Interval)
 	if _, err := hca.AlgorithmByName(h.Algorithm); err != nil {
 		ps.Add("hca.algorithm", "%q: want one of %s", h.Algorithm, strings.Join(hca.AlgorithmNames(), ", "))
 	}

@@ -24,5 +24,5 @@ func (l *LoadgenConfig) check(p *problems) {
 		return
 	}
 	conf.Within(p, "loadgen.rate", l.Rate, 1, 10_000_000, " points/s")
-	p.Positive("loadgen.interval", l.Interval)
+	p.Interval("loadgen.interval", l.Interval)
 }

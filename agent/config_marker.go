@@ -53,7 +53,7 @@ func (m *MarkerConfig) check(ps *problems) {
 	if !m.Enabled {
 		return
 	}
-	ps.Positive("marker.interval", m.Interval)
+	ps.Interval("marker.interval", m.Interval)
 	switch {
 	case m.Socket == "":
 		ps.Add("marker.socket", "must be set (a path, or a name under paths.runtime_dir)")

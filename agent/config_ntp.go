@@ -148,14 +148,14 @@ func (n *NTPConfig) check(p *problems) {
 		if c.Socket != "" && c.Address != "" {
 			p.Dup(k+".address", k+".socket", "set one of the command socket and the UDP address, not both (the socket gives ntpdata and serverstats too)")
 		}
-		p.Positive(k+".interval", c.Interval)
+		p.Interval(k+".interval", c.Interval)
 	})
 	n.Ntpd.Check(p, func(k string, c NtpdConfig) {
 		c.Judge.check(k+".judge", p)
 		if _, err := netip.ParseAddrPort(c.Address); err != nil {
 			p.Add(k+".address", "want ntpd's IP:port (mode 6 over UDP, e.g. 127.0.0.1:123), got %q", c.Address)
 		}
-		p.Positive(k+".interval", c.Interval)
+		p.Interval(k+".interval", c.Interval)
 	})
 	if len(n.Servers) == 0 && !n.Chrony.On() && !n.Ntpd.On() {
 		p.Add("ntp.servers", "no server to probe and the chrony and ntpd monitors are off")

@@ -56,7 +56,7 @@ func (p *PHCConfig) defaults() {
 }
 
 func (p *PHCConfig) check(ps *problems) {
-	ps.Positive("phc.interval", p.Interval)
+	ps.Interval("phc.interval", p.Interval)
 	conf.Within(ps, "phc.samples", p.Samples, 1, phc.MaxSamples, " (PTP_MAX_SAMPLES)")
 	if _, err := phc.ParseMethod(p.Method); err != nil {
 		ps.Add("phc.method", "%v", err)

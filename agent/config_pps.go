@@ -56,7 +56,7 @@ func (p *PPSConfig) check(ps *problems) {
 	if !p.Enabled {
 		return
 	}
-	ps.Positive("pps.interval", p.Interval)
+	ps.Interval("pps.interval", p.Interval)
 	p.Judge.check("pps.judge", ps)
 	conf.NotNegative(ps, "pps.latency", p.Latency)
 	if len(p.Devices) == 0 {

@@ -120,7 +120,7 @@ func (p *PTPConfig) check(ps *problems) {
 func (p *PTPConfig) checkPtp4l(key string, l Ptp4lConfig, ps *problems) {
 	ps.Set(key+".socket", l.Socket, " (ptp4l's uds_address)")
 	conf.Within(ps, key+".domain", l.Domain, 0, 255, "")
-	ps.Positive(key+".interval", l.Interval)
+	ps.Interval(key+".interval", l.Interval)
 	ps.Positive(key+".timeout", l.Timeout)
 	l.Judge.check(key+".judge", ps)
 	if l.Subscribe && (l.SubscribeDuration < 2*time.Second || l.SubscribeDuration > 65535*time.Second) {

@@ -71,7 +71,7 @@ func (s *SensorsConfig) check(p *problems) {
 	if !s.Enabled {
 		return
 	}
-	p.Positive("sensors.interval", s.Interval)
+	p.Interval("sensors.interval", s.Interval)
 	p.Positive("sensors.rescan", s.Rescan)
 	if !s.Hwmon && !s.Thermal && !s.IIO {
 		p.Add("sensors", "enable hwmon, thermal or iio")

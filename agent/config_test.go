@@ -34,8 +34,8 @@ func TestConfigErrorsNameFileLineKeyAndReason(t *testing.T) {
 	}{
 		{"unknown key", "clock:\n  intervall: 1s\n", "x.yaml:2: clock.intervall: unknown key (known here: enabled, interval,"},
 		{"unknown section", "ntpp: {}\n", "x.yaml:1: ntpp: unknown key"},
-		{"negative interval", "clock:\n  interval: -1s\n", "x.yaml:2: clock.interval: must be positive, got -1s"},
-		{"zero interval", "phc:\n  interval: 0s\n", "x.yaml:2: phc.interval: must be positive, got 0s"},
+		{"negative interval", "clock:\n  interval: -1s\n", "x.yaml:2: clock.interval: must be at least 10ms (a source's interval"},
+		{"zero interval", "phc:\n  interval: 0s\n", "x.yaml:2: phc.interval: must be at least 10ms (a source's interval"},
 		{"duration without unit", "phc:\n  interval: 5\n", `x.yaml:2: phc.interval: "5" is not a duration (write it with a unit`},
 		{"wrong type int", "phc:\n  samples: many\n", `x.yaml:2: phc.samples: want an integer, got "many"`},
 		{"wrong type bool", "clock:\n  timex: yes please\n", `x.yaml:2: clock.timex: want true or false, got "yes please"`},

@@ -208,6 +208,20 @@ func AtLeast[N int | int64 | time.Duration](l *List, key string, v, least N, uni
 	}
 }
 
+// MinInterval is the shortest interval a source may be given (clock, phc,
+// sensors, the daemons' polls, the event sources' shipping, self_metrics):
+// faster measures nothing more (a clock read takes microseconds, a daemon
+// updates its state once per measurement, an event source ships whatever
+// its ring holds) and floods the outputs (clock.interval: 1ns wrote 330,000
+// points in 3 s).
+const MinInterval = 10 * time.Millisecond
+
+// Interval records a problem when a source's interval d is under
+// MinInterval.
+func (l *List) Interval(key string, d time.Duration) {
+	AtLeast(l, key, d, MinInterval, " (a source's interval: faster measures nothing more and floods the outputs)")
+}
+
 // NotNegative records a problem when v is negative.
 func NotNegative[N int | time.Duration](l *List, key string, v N) {
 	if v < 0 {
