@@ -34,3 +34,12 @@ func TestSourceIntervalsHaveAFloor(t *testing.T) {
 		}
 	}
 }
+
+// A trailing --- (an empty second document) holds nothing to ignore: taken.
+func TestTrailingDocumentMarkerTaken(t *testing.T) {
+	for _, y := range []string{"clock:\n  interval: 1s\n---\n", "---\nclock:\n  interval: 1s\n", ""} {
+		if _, err := Parse("x.yaml", []byte(y)); err != nil {
+			t.Errorf("%q: %v", y, err)
+		}
+	}
+}

@@ -58,6 +58,8 @@ func TestConfigErrorsNameFileLineKeyAndReason(t *testing.T) {
 		{"loadgen zero rate", "loadgen:\n  enabled: true\n  rate: 0\n", "x.yaml:3: loadgen.rate: must be within 1..10000000 points/s, got 0"},
 		{"bad log level", "log:\n  level: loud\n", `x.yaml:2: log.level: "loud" is not one of debug, info, warn, error`},
 		{"number as string", "host: 42\n", `x.yaml:1: host: want a string, got int "42" (quote it)`},
+		{"second document", "clock:\n  interval: 1s\n---\nclock:\n  interval: 2s\n", "x.yaml:4: yaml: a second YAML document (after ---)"},
+		{"second document broken", "clock:\n  interval: 1s\n---\nclock: [\n", "x.yaml:"},
 		{"yaml syntax", "clock:\n  interval: [1s\n", "x.yaml:2: yaml: did not find expected ',' or ']'"},
 		{"yaml syntax in a nested mapping", "a: 1\nb:\n  c: 1\n d: 2\n", "x.yaml:4: yaml: did not find expected key"},
 		{"yaml syntax in a list", "- a\n- b\nc: 1\n", "x.yaml:3: yaml: did not find expected '-' indicator"},

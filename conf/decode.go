@@ -1,8 +1,10 @@
 package conf
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"regexp"
@@ -47,9 +49,29 @@ type Doc struct {
 func Decode(name string, data []byte, v any) (*Doc, Problems) {
 	d := &Doc{Source: Source{File: name, Lines: map[string]int{}}, dropped: map[string]bool{}}
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil && err != io.EOF {
 		d.dropped[""] = true
 		return d, Problems{syntaxError(name, err)}
+	}
+	// A second document (after ---) would be silently ignored: a
+	// configuration is one document (an empty one, a trailing ---, holds
+	// nothing to ignore).
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			d.dropped[""] = true
+			return d, Problems{syntaxError(name, err)}
+		}
+		if len(next.Content) > 0 && !(next.Content[0].Kind == yaml.ScalarNode && next.Content[0].ShortTag() == "!!null" && next.Content[0].Value == "") {
+			d.dropped[""] = true
+			return d, Problems{&KeyError{File: name, Key: "yaml", Line: next.Content[0].Line,
+				Reason: "a second YAML document (after ---): a configuration file holds one; merge them or use two files"}}
+		}
 	}
 	var l List
 	w := walker{lines: d.Lines, l: &l, dropped: d.dropped}
