@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,6 +98,9 @@ func replayDeadLetter(w io.Writer, path string, dry bool) error {
 	default:
 		fmt.Fprintf(w, "queued %d lines from %s into %s; the file is now %s\n", res.Lines, dl, cfg.Spool.Dir, res.MovedTo)
 	}
+	if !cfg.Influx.Enabled && res.Lines > 0 {
+		fmt.Fprintf(w, "warning: %s enables no influx section: the lines stay in the spool until an agent with one ships them\n", path)
+	}
 	return nil
 }
 
@@ -105,6 +110,9 @@ func spoolStats(w io.Writer, path string) error {
 	cfg, err := spoolConfig(path)
 	if err != nil {
 		return err
+	}
+	if err := looksLikeSpool(cfg.Spool.Dir); err != nil {
+		return fmt.Errorf("%s: spool.dir: %w", path, err)
 	}
 	st, err := spool.ReadDir(cfg.Spool.Dir, nil)
 	if err != nil {
@@ -116,5 +124,28 @@ func spoolStats(w io.Writer, path string) error {
 		fmt.Fprintf(w, "; %d bytes after the last whole entries (being written, or a torn tail the next start cuts)", st.TailBytes)
 	}
 	fmt.Fprintln(w)
+	return nil
+}
+
+// looksLikeSpool says when dir is no spool: missing, or holding files but
+// none of a spool's (a lock, an ack file, *.seg segments): a wrong spool.dir
+// must not read as an empty spool. An empty directory is a spool not yet
+// written.
+func looksLikeSpool(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no spool at %s (has the agent run with this configuration? a relative spool.dir is from its working directory)", dir)
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if n := e.Name(); n == "lock" || n == "ack" || strings.HasSuffix(n, ".seg") {
+			return nil
+		}
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("%s is not a spool: %d entries and none of a spool's (lock, ack, *.seg)", dir, len(entries))
+	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -29,6 +30,9 @@ func TestSpoolReplayDeadLetter(t *testing.T) {
 	out.Reset()
 	if err := replayDeadLetter(&out, cfg, false); err != nil || !strings.Contains(out.String(), "queued 2 lines") {
 		t.Fatalf("replay: %v %q", err, out.String())
+	}
+	if !strings.Contains(out.String(), "enables no influx section") {
+		t.Errorf("no warning that nothing will ship the lines: %q", out.String())
 	}
 	if m, _ := filepath.Glob(dl + ".replayed-*"); len(m) != 1 {
 		t.Fatalf("moved-aside files %v", m)
@@ -95,4 +99,28 @@ func TestSpoolStatsBesideTheAgentChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after the agent")
+}
+
+// 'spool stats' on a directory that is no spool says so (before: "0 points
+// pending in 0 segments", as for an empty spool), as on a missing one.
+func TestSpoolStatsOnWhatIsNoSpool(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, "other")
+	os.MkdirAll(other, 0o755)
+	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("hi"), 0o644)
+	empty := filepath.Join(dir, "empty")
+	os.MkdirAll(empty, 0o755)
+	for _, c := range []struct{ dir, want string }{
+		{other, "is not a spool"},
+		{filepath.Join(dir, "missing"), "no spool at"},
+		{empty, "0 points pending in 0 segments"},
+	} {
+		cfg := filepath.Join(dir, "agent.yaml")
+		os.WriteFile(cfg, []byte("spool:\n  dir: "+c.dir+"\n"), 0o644)
+		var out bytes.Buffer
+		err := spoolStats(&out, cfg)
+		if !strings.Contains(out.String()+fmt.Sprint(err), c.want) {
+			t.Errorf("%s: %v %q, want %q", c.dir, err, out.String(), c.want)
+		}
+	}
 }

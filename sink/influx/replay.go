@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"github.com/monagent/monagent/sink/spool"
 )
 
@@ -29,6 +30,9 @@ func ReplayDeadLetter(sp *spool.Spool, path string, dryRun bool, now time.Time) 
 	}
 	if err != nil {
 		return ReplayResult{}, fmt.Errorf("replay %s: %w", path, err)
+	}
+	if err := checkLines(b); err != nil {
+		return ReplayResult{}, fmt.Errorf("replay %s: %w (nothing queued: fix or remove the line)", path, err)
 	}
 	var res ReplayResult
 	const chunk = 1 << 20
@@ -70,4 +74,67 @@ func ReplayDeadLetter(sp *spool.Spool, path string, dryRun bool, now time.Time) 
 	}
 	res.MovedTo = moved
 	return res, nil
+}
+
+// checkLines finds the first line of b (not a '#' comment, not blank) that is
+// not InfluxDB line protocol: a file edited by hand, or not a dead-letter file
+// at all, is refused whole rather than queued for a server to reject.
+func checkLines(b []byte) error {
+	for n := 1; len(b) > 0; n++ {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if t := bytes.TrimSpace(line); len(t) == 0 || t[0] == '#' {
+			continue
+		}
+		if err := checkLine(line); err != nil {
+			return fmt.Errorf("line %d is not line protocol: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// checkLine decodes one line of line protocol: a measurement, its tags, at
+// least one field, a timestamp (the dead-letter file keeps each point's).
+func checkLine(line []byte) error {
+	d := lineprotocol.NewDecoderWithBytes(line)
+	if !d.Next() {
+		return errors.New("empty")
+	}
+	if _, err := d.Measurement(); err != nil {
+		return err
+	}
+	for {
+		k, _, err := d.NextTag()
+		if err != nil {
+			return err
+		}
+		if k == nil {
+			break
+		}
+	}
+	fields := 0
+	for {
+		k, _, err := d.NextField()
+		if err != nil {
+			return err
+		}
+		if k == nil {
+			break
+		}
+		fields++
+	}
+	if fields == 0 {
+		return errors.New("no field")
+	}
+	if _, err := d.Time(lineprotocol.Nanosecond, time.Time{}); err != nil {
+		return err
+	}
+	if d.Next() {
+		return errors.New("more than one line")
+	}
+	return d.Err()
 }

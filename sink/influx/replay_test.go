@@ -45,3 +45,31 @@ func TestReplayDeadLetter(t *testing.T) {
 		}
 	}
 }
+
+// A file with a line that is not line protocol (edited by hand, or not a
+// dead-letter file) is refused whole, naming the line, and nothing is queued
+// (before: every line went into the spool, for InfluxDB to reject again).
+func TestReplayRefusesWhatIsNotLineProtocol(t *testing.T) {
+	for _, bad := range []string{"hello world", "m", "m v=", "m,t v=1i notatime", "{\"json\": 1}"} {
+		dir := t.TempDir()
+		sp, err := spool.Open(spool.Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dl := filepath.Join(dir, "deadletter.lp")
+		os.WriteFile(dl, []byte("# 2026-01-01T00:00:00Z rejected: x\nm v=1i 1\n"+bad+"\nm v=2i 2\n"), 0o644)
+		for _, dry := range []bool{true, false} {
+			res, err := ReplayDeadLetter(sp, dl, dry, time.Now())
+			if err == nil || !strings.Contains(err.Error(), "line 3 is not line protocol") || res.Lines != 0 {
+				t.Errorf("%q (dry %v): %+v %v", bad, dry, res, err)
+			}
+		}
+		if st := sp.Stats(); st.Appended != 0 {
+			t.Errorf("%q: %d points queued", bad, st.Appended)
+		}
+		if _, err := os.Stat(dl); err != nil {
+			t.Errorf("%q: the file was moved: %v", bad, err)
+		}
+		sp.Close()
+	}
+}
