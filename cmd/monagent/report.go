@@ -177,6 +177,12 @@ func (o *reportOpts) query(now time.Time) (report.Query, report.Options, error) 
 		err = fmt.Errorf("--format %q: want text, markdown or json", o.format)
 	case o.bucket != "" && !influx:
 		err = errors.New("--bucket needs an InfluxDB --input http(s)://...")
+	case influx && o.bucket == "":
+		err = errors.New("an InfluxDB --input needs --bucket db/rp (InfluxDB 1.8: database/retention policy)")
+	case notDir(o.plots) != "":
+		err = fmt.Errorf("--plots %s: %s, want a directory (made if missing)", o.plots, notDir(o.plots))
+	case notDir(o.html) != "":
+		err = fmt.Errorf("--html %s: %s, want a directory (made if missing)", o.html, notDir(o.html))
 	case o.tau0 < 0:
 		err = errors.New("--tau0 must not be negative")
 	}
@@ -192,6 +198,24 @@ func repeated(l []string) string {
 		if slices.Contains(l[:i], v) {
 			return v
 		}
+	}
+	return ""
+}
+
+// notDir says why path cannot be an output directory ("" when it is one or
+// does not exist yet): found before the report reads its inputs, not after.
+func notDir(path string) string {
+	if path == "" {
+		return ""
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return ""
+	case err != nil:
+		return err.Error()
+	case !fi.IsDir():
+		return "is a file"
 	}
 	return ""
 }

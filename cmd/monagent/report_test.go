@@ -116,6 +116,10 @@ func TestReportErrors(t *testing.T) {
 		{[]string{"report", "--input", empty, "--measurement", "m", "--field", "f"}, 1, "no matching records: 0 records read"},
 		{[]string{"report", "--input", filepath.Join(dir, "none"), "--measurement", "m", "--field", "f"}, 1, "no such file"},
 		{[]string{"report", "--input", "http://127.0.0.1:1", "--bucket", "db/rp", "--measurement", "m", "--field", "f"}, 1, "influxdb http://127.0.0.1:1:"},
+		// Usage errors found before any input is read (before: after, exit 1).
+		{[]string{"report", "--input", "http://127.0.0.1:1", "--measurement", "m", "--field", "f"}, 2, "an InfluxDB --input needs --bucket"},
+		{[]string{"report", "--input", empty, "--measurement", "m", "--field", "f", "--plots", empty}, 2, "--plots " + empty + ": is a file"},
+		{[]string{"report", "--input", empty, "--measurement", "m", "--field", "f", "--html", empty}, 2, "--html " + empty + ": is a file"},
 	} {
 		_, stderr, code := run(t, dir, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
