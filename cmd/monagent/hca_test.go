@@ -98,6 +98,8 @@ func TestHCASimBadFlags(t *testing.T) {
 		{[]string{"sim", "--nodes", "0"}, "hca sim: --nodes 0: want at least 2"},
 		{[]string{"sim", "--nodes", "1"}, "hca sim: --nodes 1: want at least 2"},
 		{[]string{"sim", "--nodes", "1", "--transport", "udp"}, "--nodes 1: want at least 2"},
+		{[]string{"sim", "--nodes", "65537"}, "hca sim: --nodes 65537: want at most 65536"},
+		{[]string{"sim", "--nodes", "1025", "--transport", "udp"}, "--nodes 1025: want at most 1024 with --transport udp"},
 		{[]string{"sim", "--algorithm", "foo"}, `hca sim: --algorithm "foo": want one of ` + strings.Join(algs, ", ")},
 		{[]string{"sim", "--transport", "tcp"}, `hca sim: --transport "tcp": want sim or udp`},
 		{[]string{"sim", "--drift-ppm", "-1"}, "hca sim: --drift-ppm -1: want 0 to " + strconv.Itoa(hca.MaxDriftPPM)},
