@@ -39,12 +39,18 @@ type InfluxProbe struct {
 func probeInflux(ctx context.Context, client *http.Client, c Influx) InfluxProbe {
 	ip := InfluxProbe{URL: c.URL, Bucket: c.Bucket}
 	base := strings.TrimRight(c.URL, "/")
-	status, _, err := influxRequest(ctx, client, http.MethodGet, base+"/ping", "")
+	status, _, h, err := influxRequest(ctx, client, http.MethodGet, base+"/ping", "")
 	if err != nil {
 		ip.Detail = "unreachable: " + err.Error() + ": check influx.url and that InfluxDB runs"
 		return ip
 	}
 	ip.Reachable, ip.PingStatus = true, status
+	// Every InfluxDB (1.x, 2.x, 3.x) answers /ping 204 and names its version
+	// (X-Influxdb-Version): another server on the port is no InfluxDB.
+	if status != http.StatusNoContent || h.Get("X-Influxdb-Version") == "" {
+		ip.Detail = fmt.Sprintf("not InfluxDB: GET /ping answered %d without an X-Influxdb-Version header: check influx.url", status)
+		return ip
+	}
 	var token string
 	if c.Token != nil {
 		if token, err = c.Token(); err != nil {
@@ -53,7 +59,7 @@ func probeInflux(ctx context.Context, client *http.Client, c Influx) InfluxProbe
 		}
 	}
 	q := url.Values{"bucket": {c.Bucket}, "org": {c.Org}, "precision": {"ns"}}
-	status, body, err := influxRequest(ctx, client, http.MethodPost, base+"/api/v2/write?"+q.Encode(), token)
+	status, body, _, err := influxRequest(ctx, client, http.MethodPost, base+"/api/v2/write?"+q.Encode(), token)
 	if err != nil {
 		ip.Detail = "write: " + err.Error()
 		return ip
@@ -79,26 +85,26 @@ func probeInflux(ctx context.Context, client *http.Client, c Influx) InfluxProbe
 	return ip
 }
 
-// influxRequest makes one request with a 2 s limit and returns the status and
-// the first line of the body (at most 200 bytes).
-func influxRequest(ctx context.Context, client *http.Client, method, u, token string) (int, string, error) {
+// influxRequest makes one request with a 2 s limit and returns the status,
+// the first line of the body (at most 200 bytes) and the headers.
+func influxRequest(ctx context.Context, client *http.Client, method, u, token string) (int, string, http.Header, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, u, http.NoBody)
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Token "+token)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
-	return resp.StatusCode, line, nil
+	return resp.StatusCode, line, resp.Header, nil
 }
 
 func (inv *Inventory) writeInflux(pf func(string, ...any)) {

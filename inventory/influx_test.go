@@ -19,6 +19,7 @@ func fakeInflux(t *testing.T, token, bucket string) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/ping" && r.Method == http.MethodGet:
+			w.Header().Set("X-Influxdb-Version", "1.8.10")
 			w.WriteHeader(http.StatusNoContent)
 		case r.URL.Path == "/api/v2/write" && r.Method == http.MethodPost:
 			if r.Header.Get("Authorization") != "Token "+token {
@@ -60,6 +61,8 @@ func TestProbeInflux(t *testing.T) {
 	os.WriteFile(bad, []byte("user:wrong\n"), 0o600)
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close()
+	notInflux := httptest.NewServer(http.NotFoundHandler()) // a web server, not InfluxDB
+	defer notInflux.Close()
 	for _, c := range []struct {
 		name      string
 		cfg       Influx
@@ -73,6 +76,7 @@ func TestProbeInflux(t *testing.T) {
 		{"wrong token env", influxSection(srv.URL, "db/rp", "", "MONAGENT_PROBE_TEST_TOKEN"), true, false, "token refused: check influx.token_env ($MONAGENT_PROBE_TEST_TOKEN)"},
 		{"no bucket", influxSection(srv.URL, "nodb/rp", good, ""), true, false, `bucket/database not found: create "nodb/rp" or fix influx.bucket and influx.org (InfluxDB: {"error":"database not found`},
 		{"unreachable", influxSection(closed.URL, "db/rp", good, ""), false, false, "unreachable: "},
+		{"not InfluxDB", influxSection(notInflux.URL, "db/rp", good, ""), true, false, "not InfluxDB: GET /ping answered 404"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			env := fixtureProbeEnv(t.TempDir())

@@ -11,11 +11,14 @@ import (
 )
 
 // TestCLIProbeChecksTheConfiguredInflux runs probe --config with an influx
-// section against a server that knows one token and one bucket.
+// section against a server that knows one token and one bucket. probe exits
+// 1 when the configured InfluxDB cannot take the agent's writes (before: 0
+// whatever it found), with the verdict printed as ever.
 func TestCLIProbeChecksTheConfiguredInflux(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/ping":
+			w.Header().Set("X-Influxdb-Version", "1.8.10")
 			w.WriteHeader(http.StatusNoContent)
 		case r.Header.Get("Authorization") != "Token user:pass":
 			w.WriteHeader(http.StatusUnauthorized)
@@ -41,9 +44,10 @@ func TestCLIProbeChecksTheConfiguredInflux(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := writeConfig(t, dir, "spool:\n  dir: spool\ninflux:\n  enabled: true\n  url: "+srv.URL+"\n  bucket: "+c.bucket+"\n  token_file: "+tokenFile+"\n")
+			want := map[bool]int{true: 0, false: 1}[c.ok]
 			stdout, stderr, code := run(t, dir, "probe", "--config", cfg)
-			if code != 0 || !strings.Contains(stdout, "InfluxDB "+srv.URL) || !strings.Contains(stdout, c.want) {
-				t.Fatalf("exit %d, want %q in:\n%s%s", code, c.want, stdout, stderr)
+			if code != want || !strings.Contains(stdout, "InfluxDB "+srv.URL) || !strings.Contains(stdout, c.want) {
+				t.Fatalf("exit %d (want %d), want %q in:\n%s%s", code, want, c.want, stdout, stderr)
 			}
 			stdout, stderr, code = run(t, dir, "probe", "--json", "--config", cfg)
 			var inv struct {
@@ -53,13 +57,23 @@ func TestCLIProbeChecksTheConfiguredInflux(t *testing.T) {
 					WriteStatus int  `json:"write_status"`
 				} `json:"influx"`
 			}
-			if err := json.Unmarshal([]byte(stdout), &inv); code != 0 || err != nil || inv.Influx == nil {
+			if err := json.Unmarshal([]byte(stdout), &inv); code != want || err != nil || inv.Influx == nil {
 				t.Fatalf("probe --json: exit %d, %v\n%s%s", code, err, stdout, stderr)
 			}
 			if !inv.Influx.Reachable || inv.Influx.WriteOK != c.ok || inv.Influx.WriteStatus == 0 {
 				t.Errorf("influx in JSON: %+v", *inv.Influx)
 			}
 		})
+	}
+	notInflux := httptest.NewServer(http.NotFoundHandler())
+	defer notInflux.Close()
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	for _, u := range []string{notInflux.URL, gone.URL} {
+		cfg := writeConfig(t, dir, "spool:\n  dir: spool\ninflux:\n  enabled: true\n  url: "+u+"\n  bucket: db/rp\n  token_file: "+tokenFile+"\n")
+		if stdout, stderr, code := run(t, dir, "probe", "--config", cfg); code != 1 || !strings.Contains(stderr, "cannot take the agent's writes") {
+			t.Errorf("%s: exit %d, want 1 naming why:\n%s%s", u, code, stdout, stderr)
+		}
 	}
 	stdout, _, _ := run(t, dir, "probe")
 	if strings.Contains(stdout, "InfluxDB") {

@@ -36,7 +36,7 @@ type subcommand struct {
 func commands() []subcommand {
 	return []subcommand{
 		{"run", "--config FILE [flags]", "measure and write records until stopped", func() *flag.FlagSet { fs, _ := runFlags(); return fs }, runCmd},
-		{"probe", "[flags]", "inventory clocks, PHCs, NICs, GPIO, sensors, daemons, InfluxDB", func() *flag.FlagSet { fs, _ := probeFlags(); return fs }, probeCmd},
+		{"probe", "[flags]", "inventory clocks, PHCs, NICs, GPIO, sensors, daemons, InfluxDB; exit 1 when the configured InfluxDB cannot take writes", func() *flag.FlagSet { fs, _ := probeFlags(); return fs }, probeCmd},
 		{"config", "check FILE...", "validate configuration files (a shell glob works)", nil, configCmd},
 		{"spool", "replay-deadletter|stats --config FILE [--dry-run]", "ship dead-lettered lines again once their cause is fixed (stop the agent first); or show what the spool holds (runs beside the agent, changes nothing)", func() *flag.FlagSet { fs, _, _ := spoolFlags(); return fs }, spoolCmd},
 		{"report", "--measurement M --field F [flags]", "statistics of an offset series (mean, σ, percentiles, drift, ADEV/MDEV/TDEV/MTIE) from the spool, a line-protocol file or InfluxDB; tables and plots", func() *flag.FlagSet { fs, _ := reportFlags(); return fs }, reportCmd},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"time"
 
@@ -46,8 +47,16 @@ func probeCmd(args []string) error {
 	if o.json {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(inv)
+		if err := enc.Encode(inv); err != nil {
+			return err
+		}
+	} else {
+		inv.WriteText(os.Stdout)
 	}
-	inv.WriteText(os.Stdout)
+	// The configured InfluxDB is the one finding probe fails on: the agent
+	// would spool without shipping (the rest is an inventory, not a verdict).
+	if ip := inv.Influx; ip != nil && !ip.WriteOK {
+		return fmt.Errorf("probe: the InfluxDB of %s (%s) cannot take the agent's writes: %s", o.path, ip.URL, ip.Detail)
+	}
 	return nil
 }
