@@ -35,7 +35,14 @@
 // entries wait in memory meanwhile, and a write that fails ends its segment (a
 // partial entry is cut first; if the cut fails the garbage stays behind the last
 // whole entry, where readers stop), so later entries never follow garbage. The
-// spool recovers by itself once the cause is gone.
+// spool recovers by itself once the cause is gone, in whatever order space
+// comes back: the waiting entries are written a segment at a time, and a write
+// that fails part way keeps the whole entries it wrote, so a backlog larger
+// than the free space (or than the whole disk) goes to disk as far as it fits
+// and the rest follows as the shipper frees space; it is never retried whole.
+// When the segment a failed write ended holds only resolved points (a disk no
+// larger than a segment, full of what was shipped), it is deleted and the
+// write tried once more at once.
 //
 // A failed fsync is not retried on the same file: Linux reports a writeback
 // error once and may have dropped the pages, so a later fsync proves nothing.
