@@ -13,7 +13,9 @@
 //
 // On disk, a directory holds segments named by the sequence number of their first
 // point (00000000000000000001.seg) and a file "ack" with the sequence number up to
-// which every point is resolved (delivered or dead-lettered). Each entry is
+// which every point is resolved (delivered or dead-lettered). The directory
+// is its owner's alone (0700: Open creates it so, and narrows one others may
+// read) and so is every file in it (0600). Each entry is
 //
 //	u32 payload length | u32 CRC32C of the rest | u64 first point seq |
 //	u32 points | u8 flags (1 = gzip) | 3 zero bytes | payload

@@ -26,7 +26,7 @@ func (s *Spool) openSegment() error {
 		s.stale = ""
 	}
 	// Readable too: entries whose fsync failed are read back (takeBack).
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("spool %s: %w", p, err)
 	}
