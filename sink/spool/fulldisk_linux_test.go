@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -174,4 +176,56 @@ func runFullDisk(t *testing.T, order string, c fullDiskCase) {
 	}
 	h.s = nil
 	h.balance()
+}
+
+// While a backlog larger than the disk goes out a disk-full at a time, the
+// heap stays within MemoryBytes: the written part of the waiting entries'
+// array is let go as the new points MaxBuffer lets in take its place.
+func TestMemoryBytesBoundsTheHeapThroughAFullDisk(t *testing.T) {
+	mnt := mountTmpfs(t, "size=256k")
+	o := Options{Dir: filepath.Join(mnt, "spool"), MaxBuffer: 2 << 20, FlushBytes: 128 << 10, SegmentBytes: 64 << 10,
+		MaxBytes: 1 << 40, DeferFlush: true, FlushInterval: time.Hour}
+	batch := recs(0, 100)
+	var base, ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&base)
+	most := int64(0)
+	held := func(when string) {
+		t.Helper()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		n := int64(ms.HeapAlloc) - int64(base.HeapAlloc)
+		most = max(most, n)
+		if n > o.MemoryBytes() {
+			t.Fatalf("%s: %d bytes held, more than MemoryBytes %d", when, n, o.MemoryBytes())
+		}
+	}
+	s := open(t, o)
+	defer s.Close()
+	fill := func() { // until the buffer is full, flushing as the agent does
+		for i := 0; ; i++ {
+			if errors.Is(s.Append(batch), ErrBufferFull) {
+				break
+			}
+			if i%10 == 9 {
+				s.Flush()
+			}
+		}
+		s.Flush()
+	}
+	fill()
+	held("disk full, MaxBuffer reached")
+	for round := range 16 {
+		r := s.NewReader()
+		_, last := drain(t, r)
+		r.Close()
+		if last.Points > 0 {
+			if err := s.Ack(last, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fill() // the first flush writes what fits, the rest waits
+		held(fmt.Sprintf("round %d", round))
+	}
+	t.Logf("at most %d bytes held, MemoryBytes %d; %+v", most, o.MemoryBytes(), s.Stats())
 }

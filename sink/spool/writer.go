@@ -426,6 +426,15 @@ func (s *Spool) writeEntry(data []byte, points int) error {
 // free space (a backlog gathered while the disk was full) goes to disk as
 // far as it fits, and the rest as space comes back, never retried whole.
 func (s *Spool) writeFrame() error {
+	moved := false // entries left the front of the frame
+	defer func() {
+		if moved && len(s.frame) > 0 {
+			// What waits is copied out, so that the written part of a
+			// large array does not stay on the heap beside the new
+			// points MaxBuffer now lets in (MemoryBytes).
+			s.frame = append([]byte(nil), s.frame...)
+		}
+	}()
 	for len(s.frame) > 0 {
 		if s.active == nil {
 			if err := s.openSegment(); err != nil {
@@ -447,6 +456,7 @@ func (s *Spool) writeFrame() error {
 			if len(s.frame) == 0 {
 				s.frame = nil // the frame's array may be large: let it go
 			}
+			moved = true
 			// wrote may end the segment (full): its error is a failed fsync
 			// or close, which ends it anyway.
 			werr := s.wrote(points, n)
