@@ -145,3 +145,95 @@ func TestFixableServerFaults(t *testing.T) {
 		t.Errorf("after recovery: %+v", shst)
 	}
 }
+
+// TestFullDiskDuringOutage is issue 33 item 8 against real processes: the
+// spool on a real 1 MiB tmpfs, the shipper, a real influxd behind a proxy
+// answering 503 while points arrive at 20,000/s. The disk fills, then the
+// buffer (the drops are counted); the outage ends, the backlog drains, and
+// from then on every point is written and shipped, without a restart. Before
+// the fix the backlog in memory (2 MiB, larger than the tmpfs) was retried
+// whole at every flush and never fitted: every later point was dropped.
+func TestFullDiskDuringOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test against influxd; skipped with -short")
+	}
+	mnt := testbed.MountTmpfs(t, "size=1m")
+	in := testbed.StartInfluxd(t, db)
+	target, _ := url.Parse(in.URL)
+	pass := httputil.NewSingleHostReverseProxy(target)
+	var down atomic.Bool
+	var refusedRequests atomic.Int64
+	down.Store(true)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !down.Load() {
+			pass.ServeHTTP(w, r)
+			return
+		}
+		refusedRequests.Add(1)
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"code":"unavailable","message":"service unavailable"}`)
+	}))
+	defer proxy.Close()
+	const run = "fulldisk"
+	r := newRig(t, proxy.URL, spool.Options{Dir: filepath.Join(mnt, "spool"), SegmentBytes: 256 << 10, MaxBuffer: 2 << 20})
+	r.produce(20000, run)
+
+	// The outage: the disk fills, then the buffer; points are dropped, counted.
+	waitFor(t, 2*time.Minute, "the disk and the buffer to fill", r, func(st spool.Stats) bool { return st.DroppedDisk > 0 })
+	if st := r.sp.Stats(); !strings.Contains(st.LastError, "no space left on device") {
+		t.Fatalf("the spool does not say the disk is full: %+v", st)
+	}
+	time.Sleep(2 * time.Second) // the disk stays full a while
+	down.Store(false)
+	ended := time.Now()
+	atEnd := r.sp.Stats()
+	accepted := atEnd.Appended - dropped(atEnd) // points the spool took before the outage ended
+
+	// The outage is over: the backlog, on disk and in memory, drains.
+	waitFor(t, 2*time.Minute, "the backlog taken before the outage ended to be shipped", r, func(st spool.Stats) bool { return st.Acknowledged >= accepted })
+	recovery := time.Since(ended)
+	r.stopProducing()
+	atRecovery := r.sp.Stats()
+
+	// From now on every point is written and shipped.
+	r.produce(5000, run)
+	time.Sleep(5 * time.Second)
+	r.stopProducing()
+	appended := uint64(r.next.Load())
+	waitFor(t, 2*time.Minute, "every point to be shipped or counted", r, func(st spool.Stats) bool {
+		return st.Appended == appended && st.Acknowledged+dropped(st) == appended
+	})
+	final := r.sp.Stats()
+	after := appended - atRecovery.Appended
+	n := countRun(in, run)
+	t.Logf("outage: %d requests answered 503; %d points appended, %d dropped while the disk was full (%d before the outage ended); "+
+		"the backlog of %d points shipped %v after the outage ended; %d points appended after it: %d dropped, all others in influxd (%d points in all); %d write errors",
+		refusedRequests.Load(), appended, dropped(atRecovery), dropped(atEnd), accepted, recovery.Round(time.Millisecond), after,
+		dropped(final)-dropped(atRecovery), n, final.WriteErrors)
+	if dropped(final) != dropped(atRecovery) {
+		t.Fatalf("%d points appended after the backlog drained were dropped: %+v", dropped(final)-dropped(atRecovery), final)
+	}
+	if after == 0 || uint64(n) != final.Acknowledged || final.DroppedBuffer != 0 || final.DroppedCap != 0 || final.DroppedCorrupt != 0 {
+		t.Fatalf("influxd holds %d points; spool %+v", n, final)
+	}
+	spotCheck(t, in, run, 0, int64(atRecovery.Appended), int64(appended-1))
+}
+
+// dropped is every dropped counter of the spool.
+func dropped(st spool.Stats) uint64 {
+	return st.DroppedCap + st.DroppedBuffer + st.DroppedCorrupt + st.DroppedDisk
+}
+
+// waitFor polls the spool's stats until done, failing the test after timeout.
+func waitFor(t *testing.T, timeout time.Duration, what string, r *rig, done func(spool.Stats) bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for st := r.sp.Stats(); !done(st); st = r.sp.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s: spool %+v, shipper %+v", timeout, what, st, r.sh.Stats())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -141,6 +141,10 @@ func TestRejectedLinesAreBisectedAndDeadLettered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Issue 33 item 2: the agent's records, the owner's alone.
+	if fi, err := os.Stat(filepath.Join(sp.Dir(), "deadletter.lp")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("dead-letter file: %v, mode %v, want 0600", err, fi.Mode())
+	}
 	text := string(b)
 	if strings.Count(text, "# ") != 2 || !strings.Contains(text, `bad="17"`) || !strings.Contains(text, `bad="503"`) || !strings.Contains(text, "partial write") {
 		t.Fatalf("dead-letter file:\n%s", text)

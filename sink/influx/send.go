@@ -435,9 +435,10 @@ func (s *Shipper) flushDead(ctx context.Context) error {
 
 // appendSync appends b to path and fsyncs it; on failure it cuts the file back
 // so that a retry does not repeat lines. The file is opened per call, so a
-// replay can move it aside while the agent runs.
+// replay can move it aside while the agent runs; it is created 0600 (the
+// lines are the agent's records).
 func appendSync(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("influx dead-letter %s: %w", path, err)
 	}

@@ -39,14 +39,7 @@ func (s *Spool) Ack(b Batch, deadLettered int) error {
 	s.ackDirty = true
 	s.deadLettered.Add(uint64(deadLettered))
 	s.acknowledged.Add(uint64(b.Points - deadLettered))
-	for len(s.segs) > 0 && s.segs[0].last <= s.acked {
-		if s.active != nil && len(s.segs) == 1 {
-			break // the segment being written stays
-		}
-		os.Remove(s.segs[0].path)
-		s.dirDirty = true
-		s.segs = s.segs[1:]
-	}
+	s.removeResolved()
 	for len(s.gone) > 0 && s.gone[0].last <= s.acked {
 		s.gone = s.gone[1:]
 	}
@@ -54,6 +47,23 @@ func (s *Spool) Ack(b Batch, deadLettered int) error {
 		return s.persistAck()
 	}
 	return nil
+}
+
+// removeResolved deletes the oldest segments while every point in them is
+// resolved, but not the one being written, and reports whether it deleted
+// one.
+func (s *Spool) removeResolved() bool {
+	removed := false
+	for len(s.segs) > 0 && s.segs[0].last <= s.acked {
+		if s.active != nil && len(s.segs) == 1 {
+			break // the segment being written stays
+		}
+		os.Remove(s.segs[0].path)
+		s.dirDirty = true
+		s.segs = s.segs[1:]
+		removed = true
+	}
+	return removed
 }
 
 // persistAck replaces the ack file: write a temporary file, fsync it, rename it
@@ -66,7 +76,7 @@ func (s *Spool) persistAck() error {
 	binary.LittleEndian.PutUint32(s.ackScratch[8:], crc32.Checksum(s.ackScratch[:8], castagnoli))
 	tmp := s.ackPath() + ".tmp"
 	err := func() error {
-		f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 		if err != nil {
 			return err
 		}

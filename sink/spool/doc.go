@@ -13,7 +13,9 @@
 //
 // On disk, a directory holds segments named by the sequence number of their first
 // point (00000000000000000001.seg) and a file "ack" with the sequence number up to
-// which every point is resolved (delivered or dead-lettered). Each entry is
+// which every point is resolved (delivered or dead-lettered). The directory
+// is its owner's alone (0700: Open creates it so, and narrows one others may
+// read) and so is every file in it (0600). Each entry is
 //
 //	u32 payload length | u32 CRC32C of the rest | u64 first point seq |
 //	u32 points | u8 flags (1 = gzip) | 3 zero bytes | payload
@@ -35,7 +37,14 @@
 // entries wait in memory meanwhile, and a write that fails ends its segment (a
 // partial entry is cut first; if the cut fails the garbage stays behind the last
 // whole entry, where readers stop), so later entries never follow garbage. The
-// spool recovers by itself once the cause is gone.
+// spool recovers by itself once the cause is gone, in whatever order space
+// comes back: the waiting entries are written a segment at a time, and a write
+// that fails part way keeps the whole entries it wrote, so a backlog larger
+// than the free space (or than the whole disk) goes to disk as far as it fits
+// and the rest follows as the shipper frees space; it is never retried whole.
+// When the segment a failed write ended holds only resolved points (a disk no
+// larger than a segment, full of what was shipped), it is deleted and the
+// write tried once more at once.
 //
 // A failed fsync is not retried on the same file: Linux reports a writeback
 // error once and may have dropped the pages, so a later fsync proves nothing.

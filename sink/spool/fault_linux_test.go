@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/monagent/monagent/internal/testbed"
 )
 
 // Issue 20 items 1 and 2: real faults on real filesystems. Each test breaks
@@ -23,19 +25,7 @@ import (
 // unmounts it when the test ends.
 func mountTmpfs(t *testing.T, opts string) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, opts+",mode=0755"); err != nil {
-		t.Skipf("cannot mount a tmpfs (%s): %v", opts, err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, 0); err != nil {
-			unix.Unmount(dir, unix.MNT_DETACH)
-		}
-	})
-	return dir
+	return testbed.MountTmpfs(t, opts)
 }
 
 // faultHarness appends numbered points, reads and acknowledges them, and keeps

@@ -13,5 +13,5 @@ var ErrLocked = errors.New("spool in use by another process (is the agent runnin
 
 // lockDir only creates the lock file: this system has no flock.
 func lockDir(dir string) (*os.File, error) {
-	return os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	return os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 }

@@ -17,7 +17,7 @@ var ErrLocked = errors.New("spool in use by another process (is the agent runnin
 // processes appending to one spool would interleave sequence numbers.
 func lockDir(dir string) (*os.File, error) {
 	p := filepath.Join(dir, "lock")
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("spool %s: %w", p, err)
 	}

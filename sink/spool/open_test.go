@@ -2,6 +2,7 @@ package spool
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -86,19 +87,7 @@ func TestMemoryBytesBoundsTheHeap(t *testing.T) {
 		o := Options{Dir: dir, MaxBuffer: 2 << 20, FlushBytes: 128 << 10, Compress: compress,
 			SegmentBytes: 1, MaxBytes: 1 << 40, DeferFlush: true, FlushInterval: time.Hour}
 		batch := recs(0, 100)
-		var base, ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&base)
-		held := func(when string) {
-			t.Helper()
-			runtime.GC()
-			runtime.ReadMemStats(&ms)
-			n := int64(ms.HeapAlloc) - int64(base.HeapAlloc)
-			t.Logf("compress %v, %s: %d bytes held, MemoryBytes %d", compress, when, n, o.MemoryBytes())
-			if n > o.MemoryBytes() {
-				t.Fatalf("compress %v, %s: %d bytes held, more than MemoryBytes %d", compress, when, n, o.MemoryBytes())
-			}
-		}
+		held := heapWithin(t, o, fmt.Sprintf("compress %v", compress))
 		s := open(t, o)
 		os.Rename(dir, dir+".away") // no segment can be created: the directory is a file
 		os.WriteFile(dir, nil, 0o644)
@@ -125,5 +114,24 @@ func TestMemoryBytesBoundsTheHeap(t *testing.T) {
 		}
 		r.Close()
 		s.Close()
+	}
+}
+
+// heapWithin returns a check that the heap grown since the call (after a
+// GC) is within o.MemoryBytes(), naming what and when; it returns the bytes.
+func heapWithin(t *testing.T, o Options, what string) func(when string) int64 {
+	var base, ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&base)
+	return func(when string) int64 {
+		t.Helper()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		n := int64(ms.HeapAlloc) - int64(base.HeapAlloc)
+		t.Logf("%s, %s: %d bytes held, MemoryBytes %d", what, when, n, o.MemoryBytes())
+		if n > o.MemoryBytes() {
+			t.Fatalf("%s, %s: %d bytes held, more than MemoryBytes %d", what, when, n, o.MemoryBytes())
+		}
+		return n
 	}
 }

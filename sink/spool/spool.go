@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -228,8 +229,8 @@ func Open(opts Options) (*Spool, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("spool: no directory")
 	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("spool %s: %w", opts.Dir, err)
+	if err := makeDir(opts.Dir); err != nil {
+		return nil, err
 	}
 	s := &Spool{opts: opts, notify: make(chan struct{}), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	s.gz, _ = gzip.NewWriterLevel(&s.gzbuf, gzip.BestSpeed)
@@ -246,6 +247,34 @@ func Open(opts Options) (*Spool, error) {
 		s.Start()
 	}
 	return s, nil
+}
+
+// makeDir creates the spool's directory 0700 (its parents 0755), or narrows an
+// existing one to its owner: the points may carry what only the agent's user
+// should read (a receiver's address, a host name), and a directory left 0755
+// by an older agent would keep them open. Files are created 0600 in it.
+func makeDir(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("spool %s: %w", dir, err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("spool %s: %w", dir, err)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("spool %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("spool %s: not a directory", dir)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		mode := st.Mode() & (fs.ModePerm | fs.ModeSetgid | fs.ModeSticky) &^ 0o077
+		if err := os.Chmod(dir, mode); err != nil {
+			return fmt.Errorf("spool %s: its mode %#o lets other users read the spool and cannot be narrowed to %#o (chmod it): %w",
+				dir, st.Mode().Perm(), mode.Perm(), err)
+		}
+	}
+	return nil
 }
 
 // Start starts the background flush (every FlushInterval, and early when the

@@ -2,6 +2,7 @@ package spool
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -25,7 +26,7 @@ func (s *Spool) openSegment() error {
 		s.stale = ""
 	}
 	// Readable too: entries whose fsync failed are read back (takeBack).
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("spool %s: %w", p, err)
 	}
@@ -269,15 +270,23 @@ func (s *Spool) flush(forceSync bool) error {
 	s.flight = points
 	s.mu.Unlock()
 	s.spare = data
+	var werr error
 	switch {
 	case len(s.frame) > 0: // entries a failed write left go first
 		if points > 0 {
 			s.seal(data, points)
 		}
-		err = errors.Join(err, s.writeFrame())
+		werr = s.writeFrame()
 	case points > 0:
-		err = errors.Join(err, s.writeData(data, points))
+		werr = s.writeData(data, points)
 	}
+	if werr != nil && s.removeResolved() && len(s.frame) > 0 {
+		// The segment the failure ended held only resolved points (a disk
+		// no larger than a segment, full of what was shipped): its room
+		// is back, so once more, in a new segment.
+		werr = s.writeFrame()
+	}
+	err = errors.Join(err, werr)
 	if len(s.frame) > 0 && cap(s.spare) > 2*s.opts.FlushBytes {
 		s.spare = nil // the frame holds a copy while writing fails: let the large half go
 	}
@@ -398,8 +407,12 @@ func (s *Spool) writeEntry(data []byte, points int) error {
 	}
 	payload, flags := s.payload(data)
 	putHeader(&s.hdr, Header{FirstSeq: s.nextSeq, Points: uint32(points), Flags: flags}, payload)
-	if err := s.write(s.hdr[:], payload); err != nil {
-		return err
+	if written, err := s.write(s.hdr[:], payload); err != nil {
+		g := s.segs[len(s.segs)-1]
+		if written > 0 {
+			err = errors.Join(err, s.cutPartial(g, g.size))
+		}
+		return errors.Join(err, s.closeActive(true))
 	}
 	s.nextSeq += uint64(points)
 	s.flight -= points
@@ -407,58 +420,112 @@ func (s *Spool) writeEntry(data []byte, points int) error {
 }
 
 // writeFrame writes the sealed entries to the active segment, opening one
-// first if there is none.
+// first if there is none, a segment's worth at a time (at least one entry),
+// rolling as it goes. When a write fails part way, the whole entries it
+// wrote are kept and the rest waits in the frame: a frame larger than the
+// free space (a backlog gathered while the disk was full) goes to disk as
+// far as it fits, and the rest as space comes back, never retried whole.
 func (s *Spool) writeFrame() error {
-	if s.active == nil {
-		if err := s.openSegment(); err != nil {
-			s.writeFailed()
-			return err
+	moved := false // entries left the front of the frame
+	defer func() {
+		if moved && len(s.frame) > 0 {
+			// What waits is copied out, so that the written part of a
+			// large array does not stay on the heap beside the new
+			// points MaxBuffer now lets in (MemoryBytes).
+			s.frame = append([]byte(nil), s.frame...)
 		}
-	}
-	if err := s.write(s.frame); err != nil {
-		return err
-	}
-	points, n := s.framePts, len(s.frame)
-	s.frame, s.framePts = s.frame[:0], 0
-	if cap(s.frame) > 2*s.opts.FlushBytes {
-		s.frame = nil
-	}
-	return s.wrote(points, n)
-}
-
-// write appends bufs (whole entries) to the active segment. On failure a
-// partial entry is cut and the segment ended: whatever broke the file (a cut
-// that failed, a bad descriptor, a bad block), the next attempt starts a new
-// one.
-func (s *Spool) write(bufs ...[]byte) error {
-	g := s.segs[len(s.segs)-1]
-	var written int
-	for _, b := range bufs {
-		n, err := s.active.Write(b)
-		written += n
-		if err == nil {
-			continue
-		}
-		s.writeFailed()
-		err = fmt.Errorf("spool %s: %w", g.path, err)
-		if written > 0 { // take back the partial entry so that the file stays valid
-			if terr := s.active.Truncate(g.size); terr != nil {
-				// Garbage follows the last entry: the reader and the next
-				// open stop there, and nothing more goes after it.
-				err = errors.Join(err, fmt.Errorf("spool %s: cutting a partial write at %d: %w", g.path, g.size, terr))
+	}()
+	for len(s.frame) > 0 {
+		if s.active == nil {
+			if err := s.openSegment(); err != nil {
+				s.writeFailed()
+				return err
 			}
 		}
-		return errors.Join(err, s.closeActive(true))
+		g := s.segs[len(s.segs)-1]
+		n, points := entriesWithin(s.frame, max(s.opts.SegmentBytes-g.size, 1))
+		written, err := s.write(s.frame[:n])
+		if err != nil {
+			n, points = entriesWithin(s.frame[:written], 0)
+			if written > n {
+				err = errors.Join(err, s.cutPartial(g, g.size+int64(n)))
+			}
+		}
+		if n > 0 {
+			s.frame, s.framePts = s.frame[n:], s.framePts-points
+			if len(s.frame) == 0 {
+				s.frame = nil // the frame's array may be large: let it go
+			}
+			moved = true
+			// wrote may end the segment (full): its error is a failed fsync
+			// or close, which ends it anyway.
+			werr := s.wrote(points, n)
+			if err != nil {
+				s.diskFailing.Store(true) // wrote cleared it: the write failed all the same
+			}
+			err = errors.Join(err, werr)
+		}
+		if err != nil {
+			if s.active != nil {
+				err = errors.Join(err, s.closeActive(true))
+			}
+			return err
+		}
 	}
 	return nil
 }
 
-// wrote accounts n bytes of entries holding the points up to nextSeq-1 just
-// written to the active segment, wakes the reader, and rolls the segment
-// once it is full.
+// entriesWithin is the length and points of the whole entries at the start
+// of b (sealed by this spool) that end within limit bytes; with limit 0 or
+// less, within b. The first entry counts even if it alone is larger than a
+// positive limit.
+func entriesWithin(b []byte, limit int64) (n, points int) {
+	for n+HeaderSize <= len(b) {
+		size := HeaderSize + int(binary.LittleEndian.Uint32(b[n:]))
+		if n+size > len(b) || (limit > 0 && n > 0 && int64(n+size) > limit) {
+			break
+		}
+		points += int(binary.LittleEndian.Uint32(b[n+16:]))
+		n += size
+	}
+	return n, points
+}
+
+// write appends bufs (whole entries) to the active segment and returns how
+// many bytes of them reached it. On failure the caller keeps the whole
+// entries among them, cuts what follows (cutPartial) and ends the segment: whatever
+// broke the file (a cut that failed, a bad descriptor, a bad block), the next
+// attempt starts a new one.
+func (s *Spool) write(bufs ...[]byte) (int, error) {
+	var written int
+	for _, b := range bufs {
+		n, err := s.active.Write(b)
+		written += n
+		if err != nil {
+			s.writeFailed()
+			return written, fmt.Errorf("spool %s: %w", s.segs[len(s.segs)-1].path, err)
+		}
+	}
+	return written, nil
+}
+
+// cutPartial cuts the active segment g at off, the end of its last whole entry,
+// after a write that failed part way. If the cut fails, garbage follows the
+// last entry: the reader and the next open stop there, and nothing more goes
+// after it (the caller ends the segment).
+func (s *Spool) cutPartial(g *segment, off int64) error {
+	if err := s.active.Truncate(off); err != nil {
+		return fmt.Errorf("spool %s: cutting a partial write at %d: %w", g.path, off, err)
+	}
+	return nil
+}
+
+// wrote accounts n bytes of whole entries holding the next points of the
+// active segment, just written, wakes the reader, and rolls the segment once
+// it is full.
 func (s *Spool) wrote(points, n int) error {
 	g := s.segs[len(s.segs)-1]
-	g.last = s.nextSeq - 1
+	g.last += uint64(points) // a segment's entries run on without a gap
 	g.points += uint64(points)
 	g.size += int64(n)
 	s.dirty = true
