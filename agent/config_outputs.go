@@ -98,12 +98,15 @@ type InfluxConfig struct {
 	MaxBackoff    time.Duration `yaml:"max_backoff"`
 	Gzip          bool          `yaml:"gzip"`
 	DeadLetter    string        `yaml:"dead_letter"` // default: <spool.dir>/deadletter.lp
+	// DeadLetterMaxBytes caps the dead-letter file; rejected lines beyond are
+	// not kept, and counted (monagent_influx dead_letter_dropped).
+	DeadLetterMaxBytes int64 `yaml:"dead_letter_max_bytes"`
 }
 
 func (i *InfluxConfig) defaults() {
 	*i = InfluxConfig{
 		TokenEnv: "MONAGENT_INFLUX_TOKEN", BatchPoints: 5000, BatchInterval: time.Second,
-		Timeout: 10 * time.Second, MaxBackoff: time.Second, Gzip: true,
+		Timeout: 10 * time.Second, MaxBackoff: time.Second, Gzip: true, DeadLetterMaxBytes: influx.DefaultDeadLetterMaxBytes,
 	}
 }
 
@@ -121,6 +124,9 @@ func (i *InfluxConfig) check(p *problems) {
 	p.Positive("influx.batch_interval", i.BatchInterval)
 	p.Positive("influx.timeout", i.Timeout)
 	p.Positive("influx.max_backoff", i.MaxBackoff)
+	if i.DeadLetterMaxBytes < 4096 {
+		p.Add("influx.dead_letter_max_bytes", "must be at least 4096 bytes, got %d", i.DeadLetterMaxBytes)
+	}
 }
 
 // board checks that the token file is readable.

@@ -31,7 +31,7 @@ func OpenOutputs(cfg *Config) (*Outputs, error) {
 			oc.Influx = &influx.Config{
 				URL: ic.URL, Org: ic.Org, Bucket: ic.Bucket, Token: token,
 				BatchPoints: ic.BatchPoints, BatchInterval: ic.BatchInterval, Timeout: ic.Timeout,
-				MaxBackoff: ic.MaxBackoff, Gzip: ic.Gzip, DeadLetter: ic.DeadLetter,
+				MaxBackoff: ic.MaxBackoff, Gzip: ic.Gzip, DeadLetter: ic.DeadLetter, DeadLetterMaxBytes: ic.DeadLetterMaxBytes,
 			}
 		}
 	}

@@ -34,6 +34,11 @@ type Config struct {
 	MaxRetryAfter time.Duration // cap on a server's Retry-After (default 60 s)
 	Gzip          bool
 	DeadLetter    string // file rejected lines are appended to ("" = <spool>/deadletter.lp)
+	// DeadLetterMaxBytes caps the dead-letter file: a batch's rejected lines
+	// that would take it beyond are not kept, and counted
+	// (Stats.DeadLetterDropped); a replay moves the file aside and makes
+	// room. Default 64 MiB.
+	DeadLetterMaxBytes int64
 
 	// LogSummaryInterval is how often a failing shipper says it still fails,
 	// and the window in which at most logBurst changes of one kind are logged
@@ -66,10 +71,18 @@ func (c *Config) defaults() {
 	if c.MaxRetryAfter <= 0 {
 		c.MaxRetryAfter = time.Minute
 	}
+	if c.DeadLetterMaxBytes <= 0 {
+		c.DeadLetterMaxBytes = DefaultDeadLetterMaxBytes
+	}
 	if c.LogSummaryInterval <= 0 {
 		c.LogSummaryInterval = 10 * time.Minute
 	}
 }
+
+// DefaultDeadLetterMaxBytes is the dead-letter file's default cap: room for
+// some 300,000 rejected lines of the agent's records, small beside a board's
+// card.
+const DefaultDeadLetterMaxBytes = 64 << 20
 
 // Server states, as Stats.State reports them.
 const (
@@ -121,6 +134,9 @@ type Stats struct {
 	ReaderErrors     uint64
 	AckErrors        uint64
 	DeadLetterErrors uint64
+	// DeadLetterDropped is rejected lines not kept in the dead-letter file
+	// because it reached Config.DeadLetterMaxBytes.
+	DeadLetterDropped uint64
 }
 
 // writer is the part of WriteAPIBlocking we use; tests substitute fakes.
@@ -167,7 +183,7 @@ type Shipper struct {
 	capt   capture          // the body of the last request's answer, when not a success
 
 	batches, points, bytes, retries, deadLettered, requests, splits atomic.Uint64
-	readerErrors, ackErrors, deadErrors                             atomic.Uint64
+	readerErrors, ackErrors, deadErrors, deadDropped                atomic.Uint64
 	partialWrites, isolateRequests, heldBatches, logSuppressed      atomic.Uint64
 	rejected                                                        [len(causes)]atomic.Uint64
 	lastLatency                                                     atomic.Int64
@@ -239,7 +255,7 @@ func (s *Shipper) Stats() Stats {
 		Batches: s.batches.Load(), Points: s.points.Load(), Bytes: s.bytes.Load(), Retries: s.retries.Load(),
 		DeadLettered: s.deadLettered.Load(), Requests: s.requests.Load(), Splits: s.splits.Load(),
 		LastError: s.lastErr.Load().(string), LastLatency: time.Duration(s.lastLatency.Load()),
-		ReaderErrors: s.readerErrors.Load(), AckErrors: s.ackErrors.Load(), DeadLetterErrors: s.deadErrors.Load(),
+		ReaderErrors: s.readerErrors.Load(), AckErrors: s.ackErrors.Load(), DeadLetterErrors: s.deadErrors.Load(), DeadLetterDropped: s.deadDropped.Load(),
 		RejectedSyntax: s.rejected[0].Load(), RejectedSchema: s.rejected[1].Load(), RejectedRetention: s.rejected[2].Load(),
 		RejectedLimit: s.rejected[3].Load(), RejectedTooLarge: s.rejected[4].Load(), RejectedUnexplained: s.rejected[5].Load(),
 		RejectedOther: s.rejected[6].Load(),

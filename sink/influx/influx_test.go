@@ -280,3 +280,45 @@ func TestRunStopsPromptlyDuringRetries(t *testing.T) {
 	}
 	t.Logf("Run stopped %v after the cancellation", time.Since(start))
 }
+
+// The dead-letter file has a cap (Config.DeadLetterMaxBytes): rejected lines
+// beyond it are not kept and are counted, and the spool goes on (before: the
+// file grew without bound). A replay that moves the file aside makes room.
+func TestDeadLetterFileHasACap(t *testing.T) {
+	srv := &fakeServer{}
+	var recs []record.Record
+	for i := range 400 {
+		field := "v"
+		if i%4 == 0 {
+			field = "bad"
+		}
+		recs = append(recs, point(i, field))
+	}
+	// One spool entry (and so one batch) of 20 lines, 5 of them refused, at a
+	// time.
+	sp, sh := shipWith(t, srv, Config{URL: "x", Bucket: "b", BatchPoints: 20, DeadLetterMaxBytes: 4096}, recs[:20])
+	for i := 20; i < len(recs); i += 20 {
+		if err := sp.Append(recs[i : i+20]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runUntil(t, sh, func() bool { st := sp.Stats(); return st.Acknowledged+st.DeadLettered == 400 })
+	dl := filepath.Join(sp.Dir(), "deadletter.lp")
+	fi, err := os.Stat(dl)
+	if err != nil || fi.Size() > 4096 || fi.Size() == 0 {
+		t.Fatalf("dead-letter file: %v, %d bytes, want 1..4096; %+v", err, fi.Size(), sh.Stats())
+	}
+	b, _ := os.ReadFile(dl)
+	kept := strings.Count(string(b), `bad="`)
+	st := sh.Stats()
+	if len(srv.lines()) != 300 || st.DeadLetterDropped == 0 || uint64(kept)+st.DeadLetterDropped != 100 {
+		t.Fatalf("server %d lines; %d kept + %d dropped, want 100 rejected in all", len(srv.lines()), kept, st.DeadLetterDropped)
+	}
+	found := false
+	for _, f := range st.Fields() {
+		found = found || (f.Key == "dead_letter_dropped" && f.U == st.DeadLetterDropped)
+	}
+	if !found {
+		t.Errorf("monagent_influx lacks dead_letter_dropped: %+v", st.Fields())
+	}
+}

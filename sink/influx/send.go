@@ -415,7 +415,19 @@ func (s *Shipper) flushDead(ctx context.Context) error {
 	}
 	var backoff time.Duration
 	for {
-		err := appendSync(s.cfg.DeadLetter, s.dead)
+		kept, err := appendSync(s.cfg.DeadLetter, s.dead, s.cfg.DeadLetterMaxBytes)
+		if errors.Is(err, errDeadLetterFull) {
+			// What fits is kept, the rest counted: the batch goes on (a
+			// full file must not hold up the spool behind it).
+			lines := deadLines(s.dead[:kept])
+			s.deadLettered.Add(uint64(lines))
+			s.deadDropped.Add(uint64(s.nDead - lines))
+			s.logDeadLetterFull()
+			for i, n := range s.deadBy {
+				s.rejected[i].Add(uint64(n))
+			}
+			return nil
+		}
 		if err == nil {
 			break
 		}
@@ -433,26 +445,72 @@ func (s *Shipper) flushDead(ctx context.Context) error {
 	return nil
 }
 
-// appendSync appends b to path and fsyncs it; on failure it cuts the file back
-// so that a retry does not repeat lines. The file is opened per call, so a
-// replay can move it aside while the agent runs; it is created 0600 (the
-// lines are the agent's records).
-func appendSync(path string, b []byte) error {
+// errDeadLetterFull is appendSync's answer when b would take the file beyond
+// its cap.
+var errDeadLetterFull = errors.New("the dead-letter file is full")
+
+// appendSync appends b (groups of '#' comment lines and the rejected line
+// they explain) to path and fsyncs it; on failure it cuts the file back so
+// that a retry does not repeat lines. When all of b would take the file
+// beyond maxBytes, it appends the whole groups that fit and returns their
+// length with errDeadLetterFull. The file is opened per call, so a replay
+// can move it aside while the agent runs; it is created 0600 (the lines are
+// the agent's records).
+func appendSync(path string, b []byte, maxBytes int64) (int, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("influx dead-letter %s: %w", path, err)
+		return 0, fmt.Errorf("influx dead-letter %s: %w", path, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("influx dead-letter %s: %w", path, err)
+		return 0, fmt.Errorf("influx dead-letter %s: %w", path, err)
+	}
+	var full error
+	if room := maxBytes - st.Size(); int64(len(b)) > room {
+		full = fmt.Errorf("influx dead-letter %s: %d bytes, %d more would pass its cap of %d: %w", path, st.Size(), len(b), maxBytes, errDeadLetterFull)
+		b = b[:fitGroups(b, room)]
+		if len(b) == 0 {
+			return 0, full
+		}
 	}
 	if _, err = f.Write(b); err == nil {
 		err = f.Sync()
 	}
 	if err != nil {
 		f.Truncate(st.Size())
-		return fmt.Errorf("influx dead-letter %s: %w", path, err)
+		return 0, fmt.Errorf("influx dead-letter %s: %w", path, err)
 	}
-	return nil
+	return len(b), full
+}
+
+// fitGroups is the length of the longest prefix of b, at most room bytes,
+// that ends after a rejected line (not within its comments).
+func fitGroups(b []byte, room int64) int {
+	fit := 0
+	for pos := 0; pos < len(b); {
+		end := len(b)
+		if i := bytes.IndexByte(b[pos:], '\n'); i >= 0 {
+			end = pos + i + 1
+		}
+		if int64(end) > room {
+			break
+		}
+		if b[pos] != '#' {
+			fit = end
+		}
+		pos = end
+	}
+	return fit
+}
+
+// deadLines counts the rejected lines (not the comments) in b.
+func deadLines(b []byte) int {
+	n := 0
+	for _, l := range bytes.SplitAfter(b, []byte("\n")) {
+		if len(l) > 0 && l[0] != '#' {
+			n++
+		}
+	}
+	return n
 }

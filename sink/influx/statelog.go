@@ -203,6 +203,15 @@ func (s *Shipper) logDeadLettered() {
 		"lines", s.nDead, "status", a.status)
 }
 
+// logDeadLetterFull says that rejected lines were not kept, the file at its
+// cap (one line per kind of change, as the other states).
+func (s *Shipper) logDeadLetterFull() {
+	s.logf(&s.deadLog, "dead_letter_full", slog.LevelError,
+		fmt.Sprintf("InfluxDB refused %d lines of a batch for good and the dead-letter file %s is at its cap (influx.dead_letter_max_bytes %d): they are not kept (counted in monagent_influx dead_letter_dropped); replay or move the file to make room",
+			s.nDead, s.cfg.DeadLetter, s.cfg.DeadLetterMaxBytes),
+		"lines", s.nDead)
+}
+
 // round keeps a duration readable: milliseconds under a minute, seconds
 // beyond.
 func round(d time.Duration) time.Duration {
