@@ -1,0 +1,34 @@
+package agent
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// config check warns when spool.max_bytes is more than the spool's
+// filesystem can hold (before: silence, and a full disk later).
+func TestSpoolMaxBytesBeyondFreeSpaceWarns(t *testing.T) {
+	dir := t.TempDir()
+	free, _, ok := freeBytes(dir)
+	if !ok {
+		t.Skip("statfs cannot tell the free space here")
+	}
+	for _, c := range []struct {
+		max  int64
+		warn bool
+	}{{free + 64<<30, true}, {16 << 20, false}} {
+		cfg, err := Parse("x.yaml", []byte("spool:\n  dir: "+dir+"/not/yet\n  max_bytes: "+strconv.FormatInt(c.max, 10)+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var warned bool
+		board := cfg.Board()
+		for _, w := range board {
+			warned = warned || strings.Contains(w.Error(), "spool.max_bytes") && strings.Contains(w.Error(), "free on the filesystem of "+dir)
+		}
+		if warned != c.warn {
+			t.Errorf("max_bytes %d (free %d): warned %v, want %v: %v", c.max, free, warned, c.warn, board)
+		}
+	}
+}
