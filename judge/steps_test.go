@@ -247,3 +247,18 @@ func TestUnsyncedReasonIsKept(t *testing.T) {
 		t.Fatalf("%+v", tr)
 	}
 }
+
+// BenchmarkJudgedObserve is a sample through a Set's Judged on the system
+// Timeline: the stamp placed on CLOCK_MONOTONIC (one time.Now), then the
+// state machine, under the lock.
+func BenchmarkJudgedObserve(b *testing.B) {
+	var set Set
+	j, _ := set.Add("system", "bench", Config{ThresholdNS: 1000, MarginNS: 100, HoldoverNS: 5 * s, MinSamples: 2, StaleNS: 5 * s})
+	now := set.Time().Now().RealNS
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		smp := Sample{TimeNS: now + int64(i), Synced: i%7 != 0, OffsetNS: 50, BoundNS: 100, FreqErrPPB: -1}
+		ch := j.Observe(smp)
+		_ = ch.All()
+	}
+}
