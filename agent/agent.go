@@ -127,7 +127,21 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 // bare is the agent of cfg without its sources.
 func bare(cfg Config, log *slog.Logger, out sink.Sink, host string) *Agent {
 	return &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: host, queue: sink.NewBatches(cfg.Memory.QueueBytes),
-		judges: &judging{host: host, log: log}}
+		judges: &judging{host: host, log: log, recordSteps: !clockWatchesRealtime(cfg.Clock)}}
+}
+
+// clockWatchesRealtime says the clock source records REALTIME's steps
+// (clock_step): then the judge does not record them twice.
+func clockWatchesRealtime(c ClockConfig) bool {
+	if !c.Enabled {
+		return false
+	}
+	for _, name := range c.Clocks {
+		if d, err := timebase.ParseDomain(name); err == nil && d == timebase.DomainRealtime {
+			return true
+		}
+	}
+	return false
 }
 
 // add adds sources to run.

@@ -90,7 +90,7 @@ extts:
 		got[p.Key] += p.Reason + ";"
 	}
 	want := map[string]string{
-		"pps.interval":              "must be positive",
+		"pps.interval":              "must be at least 10ms",
 		"pps.devices[0].ring":       "not a power of two",
 		"pps.devices[1].device":     "also pps.devices[0]",
 		"pps.devices[1]":            "neither assert nor clear",

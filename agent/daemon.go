@@ -96,9 +96,11 @@ func (d *daemon) Close() error            { return d.client.Close() }
 // judgeDaemon judges the system clock as a daemon disciplines it, by its
 // answer at t: synchronised or not, its offset, and the bound both chronyc's
 // and ntpq's documentation give, |offset| + root dispersion + ½ root delay,
-// which grows at the daemon's wander (chronyd's skew, ntpd's clk_wander).
-func (d *daemon) judgeDaemon(b adder, t int64, synced bool, offset, rootDelay, rootDisp, wanderPPB int64) {
-	d.judged.observe(b, judge.Sample{TimeNS: t, Synced: synced, OffsetNS: offset,
+// which grows at the daemon's wander (chronyd's skew, ntpd's clk_wander),
+// at least at the judge's floor (minDriftPPB). unsynced is why it is not
+// synchronised (empty: judge.ReasonUnsynced).
+func (d *daemon) judgeDaemon(b adder, t int64, synced bool, unsynced judge.Reason, offset, rootDelay, rootDisp, wanderPPB int64) {
+	d.judged.observe(b, judge.Sample{TimeNS: t, Synced: synced, Unsynced: unsynced, OffsetNS: offset,
 		BoundNS: judge.Daemon(offset, rootDelay, rootDisp), FreqErrPPB: wanderPPB})
 }
 

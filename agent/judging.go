@@ -15,7 +15,6 @@ import (
 	"github.com/monagent/monagent/notify"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/status"
-	"github.com/monagent/monagent/timebase"
 )
 
 // JudgeConfig is a source's judge: subsection: how the clock it measures is
@@ -36,6 +35,36 @@ func (j *JudgeConfig) check(key string, p *problems) {
 	conf.AtLeast(p, key+".min_samples", j.MinSamples, 1, "")
 }
 
+// judgeConfig is the judge's configuration: the threshold, holdover and
+// min_samples given, the hysteresis margin (lockMargin) and the drift floor
+// (minDriftPPB), stale from the source.
+func (j *JudgeConfig) judgeConfig(stale time.Duration) judge.Config {
+	return judge.Config{ThresholdNS: int64(j.Threshold), MarginNS: int64(j.Threshold) / lockMargin, HoldoverNS: int64(j.Holdover),
+		MinSamples: j.MinSamples, StaleNS: int64(stale), MinDriftPPB: minDriftPPB}
+}
+
+// lockMargin: a clock becomes LOCKED only with bounds within the threshold
+// less 1/lockMargin of it (10 %), and leaves LOCKED only with one over the
+// threshold, so a bound wavering about the threshold does not flap (a bound
+// alternating 0.999 / 1.001 ms against 1 ms made 100 transitions, and 100
+// webhooks, in 100 samples).
+const lockMargin = 10
+
+// minDriftPPB is the least rate at which a bound grows once its reference
+// is lost (HOLDOVER), whatever frequency error the source reports: 5 ppm.
+// A source's frequency error (chronyd's skew, ntpd's wander, the drift of
+// the offsets) is how well the frequency was known while the reference
+// was there; without it the oscillator wanders with temperature, which the
+// source no longer corrects. The boards' clocks are uncompensated crystals:
+// an AT-cut crystal moves by up to ~0.5 ppm per °C away from its turning
+// point, and a board in a cabinet sees several °C within the minutes a
+// holdover lasts, so a few ppm. 5 ppm is five times chronyd's maxclockerror
+// default (1 ppm, its figure for an ordinary crystal's short-term error) and
+// a third of RFC 5905's PHI (15 ppm, the tolerance an NTP implementation
+// assumes for a clock it knows nothing of). A chronyd on its local
+// reference reports a skew of 0: its bound grows at this rate.
+const minDriftPPB = 5000
+
 // judging is the agent's judged clocks: what /status and /metrics show, and
 // where their transitions become sync_state records, log lines and
 // notifications.
@@ -49,6 +78,10 @@ type judging struct {
 	// changes in their deliveries, each on its receiver's goroutine.
 	hookNames []string
 	hookLogs  []faultlog.Log
+	// recordSteps: the judge records the REALTIME steps it sees, as no
+	// clock source does (clock.enabled off, or realtime not in
+	// clock.clocks).
+	recordSteps bool
 
 	mu   sync.Mutex
 	list []*judgement
@@ -62,6 +95,27 @@ type judgement struct {
 	tags  []record.Tag
 	mu    sync.Mutex
 	last  int64 // the latest sync_state time: no two share one
+	// lost is what the source lost before its samples reached the judge
+	// (kernel losses, ring drops); nil when it counts none. Set before Run.
+	lost func() uint64
+}
+
+// countLost makes lost (the source's loss counters) part of what the
+// judged clock shows as events_lost.
+func (m *judgement) countLost(lost func() uint64) {
+	if m != nil {
+		m.lost = lost
+	}
+}
+
+// eventsLost is what the judged clock did not get: the samples due that
+// did not come (missed) and what the source lost on the way.
+func (m *judgement) eventsLost(v judge.View) uint64 {
+	n := v.Missed
+	if m.lost != nil {
+		n += m.lost()
+	}
+	return n
 }
 
 // add judges the clock a source measures; nil when cfg is off. stale is how
@@ -71,7 +125,7 @@ func (g *judging) add(clock, source string, cfg JudgeConfig, stale time.Duration
 	if g == nil || !cfg.Enabled {
 		return nil, nil
 	}
-	j, err := g.set.Add(clock, source, judge.Config{ThresholdNS: int64(cfg.Threshold), HoldoverNS: int64(cfg.Holdover), MinSamples: cfg.MinSamples, StaleNS: int64(stale)})
+	j, err := g.set.Add(clock, source, cfg.judgeConfig(stale))
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +149,8 @@ func (m *judgement) observe(b adder, s judge.Sample) {
 	}
 }
 
-// missed says the sample due by deadline (REALTIME ns) did not come.
+// missed says the sample due by deadline (REALTIME ns, placed on the
+// judge's steady timeline) did not come.
 func (m *judgement) missed(b adder, deadline int64) {
 	if m != nil {
 		ch := m.j.Missed(deadline)
@@ -150,14 +205,30 @@ func (g *judging) transition(m *judgement, tr judge.Transition, t int64) {
 }
 
 // advance judges the passing of time up to now for every judged clock: a
-// holdover that ended, a source gone quiet, each dated when it happened.
-func (g *judging) advance(b *collect.Batch, now int64) {
+// holdover that ended, a source gone quiet, each dated when it happened,
+// all measured on the steady clock. A step of REALTIME the timeline saw
+// since the last call is logged, and recorded (clock_step, ref=monotonic)
+// when no clock source records REALTIME's steps; it changes no state.
+func (g *judging) advance(b *collect.Batch, now judge.Instant) {
 	for _, m := range g.judged() {
-		if tr, ok := m.j.Advance(now); ok {
+		if tr, ok := m.j.AdvanceTo(now); ok {
 			m.emit(b, []judge.Transition{tr})
 		}
 	}
+	steps, n := g.set.Time().Steps()
+	for _, st := range steps {
+		g.log.Warn("REALTIME stepped: the judge's durations are on CLOCK_MONOTONIC and no judged state changes", "step_ns", st.StepNS,
+			"within_ns", st.IntervalNS, "at", time.Unix(0, st.AtNS).UTC())
+		if g.recordSteps {
+			b.Add("clock_step", st.AtNS, stepTags, record.Int("step_ns", st.StepNS), record.Int("offset_before_ns", st.BeforeNS),
+				record.Int("offset_after_ns", st.AfterNS), record.Int("interval_ns", st.IntervalNS), record.Uint("steps", n))
+		}
+	}
 }
+
+// stepTags tag the judge's own clock_step records: REALTIME against the
+// monotonic clock it measures durations on.
+var stepTags = []record.Tag{{Key: "clock", Value: "realtime"}, {Key: "ref", Value: "monotonic"}}
 
 // records adds every judged clock's clock_state at now, and the webhooks'
 // counters.
@@ -166,7 +237,7 @@ func (g *judging) records(b *collect.Batch, now int64) {
 		v := m.j.View(now)
 		b.Add("clock_state", now, m.tags, record.String("state", v.State.String()), record.Int("since_ns", v.SinceNS),
 			record.Int("offset_ns", v.OffsetNS), record.Int("bound_ns", v.BoundNS), record.Int("last_sample_ns", v.LastSampleNS),
-			record.Uint("state_changes", v.Changes))
+			record.Uint("state_changes", v.Changes), record.Uint("events_lost", m.eventsLost(v)))
 	}
 	if g.notify != nil {
 		for _, st := range g.notify.Stats() {
@@ -193,9 +264,21 @@ func (g *judging) judged() []*judgement {
 	return g.list
 }
 
-// status is the /status document at now.
+// status is the /status document at now: every judged clock, with what
+// it did not get (events_lost).
 func (g *judging) status(now int64) status.Doc {
-	return status.Doc{Host: g.host, TimeNS: now, Clocks: status.FromViews(g.set.Views(now, nil))}
+	list := g.judged()
+	views, lost := make([]judge.View, len(list)), make([]uint64, len(list))
+	for i, m := range list {
+		views[i] = m.j.View(now)
+		lost[i] = m.eventsLost(views[i])
+	}
+	clocks := status.FromViews(views)
+	for i := range clocks {
+		clocks[i].EventsLost = lost[i]
+	}
+	status.Sort(clocks)
+	return status.Doc{Host: g.host, TimeNS: now, Clocks: clocks}
 }
 
 // serve runs what the judged clocks are shown and sent through until ctx
@@ -220,8 +303,7 @@ func (g *judging) serve(ctx context.Context, srv *status.Server, host string, en
 		case <-ctx.Done():
 		case <-t.C:
 			b := &collect.Batch{Host: host}
-			now, _ := timebase.Realtime.Now()
-			if g.advance(b, now); len(b.Records) > 0 {
+			if g.advance(b, g.set.Time().Now()); len(b.Records) > 0 {
 				enqueue(b.Records)
 			}
 		}

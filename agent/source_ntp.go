@@ -222,7 +222,13 @@ func (s *chronySource) Collect(ctx context.Context, b *collect.Batch) error {
 			record.Int("freq_ppb", tr.FreqPPB), record.Int("residual_freq_ppb", tr.ResidualFreqPPB), record.Int("skew_ppb", tr.SkewPPB),
 			record.Int("root_delay_ns", tr.RootDelayNS), record.Int("root_dispersion_ns", tr.RootDispersionNS),
 			record.Int("update_interval_ns", tr.UpdateIntervalNS))
-		s.judgeDaemon(b, st.TrackingNS, tr.Synced(), tr.SystemTimeNS, tr.RootDelayNS, tr.RootDispersionNS, tr.SkewPPB)
+		var why judge.Reason
+		if tr.Local() {
+			// Its own clock as the reference: it serves time at its
+			// local stratum, but this clock follows nothing.
+			why = judge.ReasonLocalReference
+		}
+		s.judgeDaemon(b, st.TrackingNS, tr.Synced(), why, tr.SystemTimeNS, tr.RootDelayNS, tr.RootDispersionNS, tr.SkewPPB)
 	} else {
 		s.unanswered(b, err)
 	}

@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/internal/testbed"
+	"github.com/monagent/monagent/judge"
 )
 
 // ntp.chrony and ntp.ntpd written as lists are several instances, each
@@ -103,5 +105,55 @@ func TestChronyInstancesAgainstTwoChronyd(t *testing.T) {
 	}
 	if strings.Join(judged, " ") != "chrony:a chrony:b" {
 		t.Errorf("judged %v", judged)
+	}
+}
+
+// A real chronyd (-x) serving its own clock (`local stratum 1`: reference
+// id 7F7F0101) is not a synchronised system clock: the chronyd monitor
+// judges it not LOCKED, saying why (source on its local reference). Before,
+// it was LOCKED with a 0 ns bound.
+func TestChronyLocalReferenceIsNotLocked(t *testing.T) {
+	h, _ := testbed.NewLink(t)
+	d := testbed.StartChronyd(t, h, testbed.ChronydServerConf)
+	c := Default()
+	c.NTP.Enabled = true
+	inst := c.NTP.Chrony.First()
+	inst.Enabled, inst.Socket = true, d.Socket
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g := &judging{log: log}
+	srcs, err := buildChronySource(&Env{Config: &c, Log: log, judges: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srcs[0].Close()
+	local, reasons := 0, []string{}
+	for i := 0; i < 100 && local < 5; i++ {
+		b := &collect.Batch{Host: "h"}
+		if err := srcs[0].Collect(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range b.Records {
+			switch r.Measurement {
+			case "chrony_tracking":
+				if f, _ := r.Field("reference_id"); f.S == "7F7F0101" {
+					local++
+				}
+			case "sync_state":
+				f, _ := r.Field("reason")
+				reasons = append(reasons, f.S)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if local < 5 {
+		t.Fatalf("chronyd did not report its local reference (7F7F0101) in 20 s")
+	}
+	v := g.judged()[0].j.View(time.Now().UnixNano())
+	t.Logf("%d tracking replies on the local reference: %s, bound %d ns; sync_state reasons %q", local, v.State, v.BoundNS, reasons)
+	if v.State == judge.Locked || len(reasons) == 0 {
+		t.Fatalf("judged %s (transitions %q), want not LOCKED", v.State, reasons)
+	}
+	if last := reasons[len(reasons)-1]; last != string(judge.ReasonLocalReference) && last != string(judge.ReasonUnsynced) {
+		t.Errorf("last reason %q, want %q", last, judge.ReasonLocalReference)
 	}
 }

@@ -45,7 +45,7 @@ func (s *ntpdSource) Collect(ctx context.Context, b *collect.Batch) error {
 			f = append(f, record.Int("tai", sys.TAI))
 		}
 		b.Add("ntpd_system", sys.TimeNS, s.tags, f...)
-		s.judgeDaemon(b, sys.TimeNS, sys.Synced(), sys.OffsetNS, sys.RootDelayNS, sys.RootDispNS, sys.ClkWanderPPB)
+		s.judgeDaemon(b, sys.TimeNS, sys.Synced(), "", sys.OffsetNS, sys.RootDelayNS, sys.RootDispNS, sys.ClkWanderPPB)
 	} else {
 		s.unanswered(b, err)
 	}

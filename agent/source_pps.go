@@ -58,7 +58,13 @@ func buildPPSSources(env *Env) ([]collect.Source, error) {
 		if err := d.judge(env.judges, c.PPS); err != nil {
 			return nil, err
 		}
-		return one(collect.Decode("pps:"+dc.tagName(), c.PPS.Interval, dc.Ring, d))
+		s, err := collect.Decode("pps:"+dc.tagName(), c.PPS.Interval, dc.Ring, d)
+		if err == nil {
+			// The judge's events_lost: assert edges the kernel lost, and
+			// edges the ring could not hold.
+			d.judged.countLost(func() uint64 { return d.lost[0].Load() + s.RingDropped() })
+		}
+		return one(s, err)
 	})
 }
 
@@ -137,7 +143,10 @@ func (d *ppsSource) Emit(b *collect.Batch, e *ppsEdge) {
 		// distance to the nearest second (a PPS cannot see whole seconds),
 		// and the pulse came up to latency before its stamp.
 		off := (e.ns%1e9+1.5e9)%1e9 - 0.5e9
-		d.judged.observe(b, judge.Sample{TimeNS: t, Synced: true, OffsetNS: off, BoundNS: judge.Sum(judge.Abs(off), d.latency), FreqErrPPB: -1})
+		// Judged at its own stamp, not the record's time: after a step of
+		// REALTIME back the records are moved past the last one, but the
+		// judge places the stamp on its steady clock (judge.Timeline).
+		d.judged.observe(b, judge.Sample{TimeNS: e.ns, Synced: true, OffsetNS: off, BoundNS: judge.Sum(judge.Abs(off), d.latency), FreqErrPPB: -1})
 	}
 }
 

@@ -29,22 +29,19 @@ func ktimerPPS(t *testing.T) string {
 	return ""
 }
 
-// TestPPSSourceOnKtimer runs the agent's PPS source on a real kernel's PPS
-// device (pps-ktimer in the QEMU rig's amd64 guest): PPS_GETPARAMS,
-// PPS_SETPARAMS and PPS_FETCH against the kernel's own structures, one
-// assert edge a second with consecutive sequence numbers, none lost, each
-// shipped at its kernel stamp.
-func TestPPSSourceOnKtimer(t *testing.T) {
-	path := ktimerPPS(t)
+// ktimerJudged runs the PPS source on the pps-ktimer device at path, judged
+// in g with a threshold of a second: any edge's bound (its distance to the
+// nearest second, ≤ 0.5 s, and the latency) is within it less its margin,
+// so LOCKED at the fourth edge whatever second the timer keeps, at its
+// offset from the kernel's stamp.
+func ktimerJudged(t *testing.T, path string, g *judging) (*ppsSource, *collect.EventSource[ppsEdge], PPSConfig) {
+	t.Helper()
 	dc := entryDefaults[PPSDeviceConfig]()
 	dc.Device = path
 	d := newPPSSource(dc, path, nil)
-	// Judged with a threshold of half a second, which any edge's distance
-	// to the nearest second is within: LOCKED at the fourth edge, at its
-	// offset from the kernel's stamp.
 	pc := Default().PPS
-	pc.Judge = JudgeConfig{Enabled: true, Threshold: 500 * time.Millisecond, Holdover: time.Minute, MinSamples: 4}
-	if err := d.judge(&judging{log: slog.New(slog.DiscardHandler)}, pc); err != nil {
+	pc.Judge = JudgeConfig{Enabled: true, Threshold: time.Second, Holdover: time.Minute, MinSamples: 4}
+	if err := d.judge(g, pc); err != nil {
 		t.Fatal(err)
 	}
 	s, err := collect.Decode("pps:ktimer", time.Second, 64, d)
@@ -52,6 +49,17 @@ func TestPPSSourceOnKtimer(t *testing.T) {
 		t.Fatal(err)
 	}
 	runEvents(t, s)
+	return d, s, pc
+}
+
+// TestPPSSourceOnKtimer runs the agent's PPS source on a real kernel's PPS
+// device (pps-ktimer in the QEMU rig's amd64 guest): PPS_GETPARAMS,
+// PPS_SETPARAMS and PPS_FETCH against the kernel's own structures, one
+// assert edge a second with consecutive sequence numbers, none lost, each
+// shipped at its kernel stamp.
+func TestPPSSourceOnKtimer(t *testing.T) {
+	path := ktimerPPS(t)
+	d, s, pc := ktimerJudged(t, path, &judging{log: slog.New(slog.DiscardHandler)})
 	time.Sleep(4500 * time.Millisecond)
 	b := &collect.Batch{Host: "guest"}
 	if err := s.Collect(context.Background(), b); err != nil {

@@ -244,6 +244,9 @@ func (s *EventSource[E]) Collect(ctx context.Context, b *Batch) error {
 // Backlog implements Backlogged: the events in the ring, and its size.
 func (s *EventSource[E]) Backlog() (waiting, capacity int) { return s.q.Waiting(), s.q.ring.Cap() }
 
+// RingDropped is how many read events the ring could not hold.
+func (s *EventSource[E]) RingDropped() uint64 { return s.q.RingDropped() }
+
 // Close implements Source.
 func (s *EventSource[E]) Close() error {
 	if s.cfg.Close != nil {

@@ -11,6 +11,13 @@
 // transition carries the time of the sample, or of the deadline, that caused
 // it: a collector that looks late still dates it right.
 //
+// Every duration it measures (a source's silence, a holdover, the bound's
+// growth) is on a steady clock (CLOCK_MONOTONIC) carried beside each
+// sample's REALTIME stamp: a Timeline places the stamps on it and sees the
+// steps of REALTIME, which change no state. REALTIME only labels
+// (timeline.go). A margin below the threshold (hysteresis) and a floor
+// under the rate a bound grows at in HOLDOVER are part of the Config.
+//
 // It does no I/O and allocates nothing per sample; the agent feeds it and
 // turns its transitions into records, metrics and notifications.
 package judge

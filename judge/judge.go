@@ -32,6 +32,11 @@ func (s State) String() string {
 type Config struct {
 	// ThresholdNS: LOCKED needs an error bound at most this.
 	ThresholdNS int64
+	// MarginNS is the hysteresis: a clock becomes LOCKED only with bounds
+	// at most ThresholdNS − MarginNS, and leaves LOCKED only with one over
+	// ThresholdNS, so a bound wavering about the threshold does not flap
+	// (0: none).
+	MarginNS int64
 	// HoldoverNS: how long a clock that lost its reference stays in
 	// HOLDOVER at the most.
 	HoldoverNS int64
@@ -40,6 +45,11 @@ type Config struct {
 	// StaleNS: a LOCKED clock with no sample for this long has lost its
 	// reference (the source's interval and timeout, with a margin); 0 never.
 	StaleNS int64
+	// MinDriftPPB is the least rate (ns per second) at which a bound grows
+	// once the reference is lost, whatever frequency error the source
+	// reports (a daemon reporting 0 knows its frequency only while it has
+	// a reference); 0 none.
+	MinDriftPPB int64
 }
 
 // Validate names the first setting that cannot judge.
@@ -47,26 +57,39 @@ func (c Config) Validate() error {
 	switch {
 	case c.ThresholdNS <= 0:
 		return fmt.Errorf("threshold must be positive, got %d ns", c.ThresholdNS)
+	case c.MarginNS < 0 || c.MarginNS >= c.ThresholdNS:
+		return fmt.Errorf("margin must be at least 0 and below the threshold %d ns, got %d ns", c.ThresholdNS, c.MarginNS)
 	case c.HoldoverNS <= 0:
 		return fmt.Errorf("holdover must be positive, got %d ns", c.HoldoverNS)
 	case c.MinSamples < 1:
 		return fmt.Errorf("min_samples must be at least 1, got %d", c.MinSamples)
 	case c.StaleNS < 0:
 		return errors.New("stale must not be negative")
+	case c.MinDriftPPB < 0:
+		return errors.New("min drift must not be negative")
 	}
 	return nil
 }
 
 // Sample is one observation of a judged clock.
 type Sample struct {
-	TimeNS   int64 // when it was taken (the event: T4, t2, the reading)
+	TimeNS int64 // when it was taken (the event: T4, t2, the reading), REALTIME
+	// MonoNS is the same instant on the steady clock (Instant): the judge
+	// measures every duration on it. 0: a Set's Judged places TimeNS on its
+	// Timeline; a Clock needs it set.
+	MonoNS   int64
 	Synced   bool  // the source reports itself synchronised to its reference
 	OffsetNS int64 // the clock against its reference
 	BoundNS  int64 // the error bound, ≥ 0 (bound.go)
 	// FreqErrPPB is how fast the bound grows once the reference is lost
 	// (the source's frequency error, e.g. chronyd's skew), ≥ 0; negative
 	// for unknown: the judge then uses the drift of the offsets it saw.
+	// Either way at least Config.MinDriftPPB.
 	FreqErrPPB int64
+	// Unsynced is why the source is not synchronised (Synced false):
+	// ReasonUnsynced when empty, or a more precise constant
+	// (ReasonLocalReference).
+	Unsynced Reason
 }
 
 // Reason says why a transition happened. The reasons are constants, so a
@@ -74,18 +97,23 @@ type Sample struct {
 type Reason string
 
 const (
-	ReasonLocked      Reason = "bound within threshold for min_samples samples"
-	ReasonOverBound   Reason = "bound over threshold"
-	ReasonOffset      Reason = "offset beyond threshold"
-	ReasonUnsynced    Reason = "source not synchronised"
-	ReasonLost        Reason = "reference lost"
-	ReasonStale       Reason = "no fresh sample"
-	ReasonHoldoverEnd Reason = "holdover ended"
-	ReasonPredicted   Reason = "predicted bound over threshold"
+	ReasonLocked         Reason = "bound within threshold for min_samples samples"
+	ReasonOverBound      Reason = "bound over threshold"
+	ReasonOverLock       Reason = "bound over threshold less margin"
+	ReasonOffset         Reason = "offset beyond threshold"
+	ReasonUnsynced       Reason = "source not synchronised"
+	ReasonLocalReference Reason = "source on its local reference"
+	ReasonLost           Reason = "reference lost"
+	ReasonStale          Reason = "no fresh sample"
+	ReasonHoldoverEnd    Reason = "holdover ended"
+	ReasonPredicted      Reason = "predicted bound over threshold"
 )
 
 // Transition is a change of state, at the time of what caused it.
 type Transition struct {
+	// TimeNS is REALTIME: the sample's, or the deadline's on the steady
+	// clock labelled with the latest REALTIME − steady offset; never
+	// before the previous transition's (1 ns after it at least).
 	TimeNS   int64
 	From, To State
 	Reason   Reason
@@ -94,22 +122,26 @@ type Transition struct {
 }
 
 // Clock is the state machine of one judged clock. Its zero value is not
-// usable: New.
+// usable: New. Durations are measured on the steady clock (Sample.MonoNS,
+// Instant.MonoNS); REALTIME only labels.
 type Clock struct {
 	cfg   Config
 	state State
-	since int64 // time of the last transition
-	good  int   // consecutive good samples
+	since int64 // REALTIME label of the last transition, never decreasing
+	good  int   // consecutive good samples (bound within the threshold)
+	lock  int   // consecutive samples good enough to lock (within threshold − margin)
+	off   int64 // REALTIME − steady of the latest input: labels deadlines
 
 	last    Sample // the latest sample
 	hasLast bool
-	lostAt  int64 // when the reference was lost (HOLDOVER)
+	lostAt  int64 // steady time the reference was lost (HOLDOVER)
 	// predicting: the reference is lost and nothing measured since, so
 	// the bound is the last good one grown by the frequency error.
 	predicting bool
 	anchor     Sample // the last good sample: the holdover prediction starts from it
 	first      Sample // the first good sample of the current good run (drift estimate)
-	freqPPB    int64  // frequency error used for the prediction
+	freqPPB    int64  // frequency error used for the prediction (≥ MinDriftPPB)
+	missed     uint64 // samples due that did not come (Missed)
 }
 
 // New returns the state machine of one clock, UNKNOWN.
@@ -120,21 +152,25 @@ func New(cfg Config) (*Clock, error) {
 	return &Clock{cfg: cfg}, nil
 }
 
-// State is the current state and the time it was entered (0 for UNKNOWN).
+// State is the current state and the REALTIME it was entered (0 for
+// UNKNOWN).
 func (c *Clock) State() (State, int64) { return c.state, c.since }
 
 // Last is the latest sample and whether there is one.
 func (c *Clock) Last() (Sample, bool) { return c.last, c.hasLast }
 
-// Bound is the clock's error bound at time t: the last sample's, grown by
-// the frequency error since the reference was lost (in HOLDOVER and after);
-// math.MaxInt64 before any sample.
-func (c *Clock) Bound(t int64) int64 {
+// MissedCount is how many samples were due and did not come.
+func (c *Clock) MissedCount() uint64 { return c.missed }
+
+// Bound is the clock's error bound at steady time mono: the last sample's,
+// grown by the frequency error since the reference was lost (in HOLDOVER
+// and after); math.MaxInt64 before any sample.
+func (c *Clock) Bound(mono int64) int64 {
 	switch {
 	case !c.hasLast:
 		return math.MaxInt64
 	case c.predicting:
-		return grow(c.anchor.BoundNS, c.freqPPB, t-c.anchor.TimeNS)
+		return grow(c.anchor.BoundNS, c.freqPPB, mono-c.anchor.MonoNS)
 	}
 	return c.last.BoundNS
 }
@@ -157,19 +193,24 @@ func (c *Changes) add(tr Transition, ok bool) {
 }
 
 // Observe feeds a sample and returns the transitions it causes: first what
-// the passing of time up to it caused (Advance), at its own time, then the
-// sample's.
+// the passing of time up to it caused (Advance), then the sample's.
 func (c *Clock) Observe(s Sample) (ch Changes) {
-	ch.add(c.Advance(s.TimeNS))
+	ch.add(c.Advance(Instant{RealNS: s.TimeNS, MonoNS: s.MonoNS}))
 	ch.add(c.observe(s))
 	return ch
 }
 
 func (c *Clock) observe(s Sample) (Transition, bool) {
 	good := s.Synced && s.BoundNS >= 0 && s.BoundNS <= c.cfg.ThresholdNS
+	lockable := good && s.BoundNS <= c.cfg.ThresholdNS-c.cfg.MarginNS
 	c.last, c.hasLast = s, true
 	if s.Synced {
 		c.predicting = false // measured again: the bound is the sample's
+	}
+	if lockable {
+		c.lock++
+	} else {
+		c.lock = 0
 	}
 	if good {
 		if c.good == 0 {
@@ -178,18 +219,27 @@ func (c *Clock) observe(s Sample) (Transition, bool) {
 		c.good++
 		c.anchor = s
 		c.freqPPB = c.freq(s)
-		if c.state != Locked && c.good >= c.cfg.MinSamples {
-			return c.to(Locked, s.TimeNS, ReasonLocked, s.OffsetNS, s.BoundNS), true
+		if c.state != Locked && c.lock >= c.cfg.MinSamples {
+			return c.to(Locked, s.TimeNS, s.MonoNS, ReasonLocked, s.OffsetNS, s.BoundNS), true
+		}
+		if !lockable && c.state == Unknown {
+			// Within the threshold but not below it by the margin: not
+			// shown bad, not good enough to lock either.
+			return c.to(Freerun, s.TimeNS, s.MonoNS, ReasonOverLock, s.OffsetNS, s.BoundNS), true
 		}
 		return Transition{}, false
 	}
 	c.good = 0
 	if !s.Synced {
+		r := s.Unsynced
+		if r == "" {
+			r = ReasonUnsynced
+		}
 		switch c.state {
 		case Locked: // the reference is gone, not the clock
-			return c.lose(s.TimeNS, ReasonUnsynced)
+			return c.lose(s.TimeNS, s.MonoNS, r)
 		case Unknown:
-			return c.to(Freerun, s.TimeNS, ReasonUnsynced, s.OffsetNS, c.Bound(s.TimeNS)), true
+			return c.to(Freerun, s.TimeNS, s.MonoNS, r, s.OffsetNS, c.Bound(s.MonoNS)), true
 		}
 		return Transition{}, false
 	}
@@ -206,10 +256,10 @@ func (c *Clock) observe(s Sample) (Transition, bool) {
 		if lower <= c.cfg.ThresholdNS {
 			r = ReasonOverBound
 		}
-		return c.to(Freerun, s.TimeNS, r, s.OffsetNS, s.BoundNS), true
+		return c.to(Freerun, s.TimeNS, s.MonoNS, r, s.OffsetNS, s.BoundNS), true
 	}
 	if c.state == Locked {
-		return c.lose(s.TimeNS, ReasonOverBound)
+		return c.lose(s.TimeNS, s.MonoNS, ReasonOverBound)
 	}
 	return Transition{}, false
 }
@@ -217,81 +267,94 @@ func (c *Clock) observe(s Sample) (Transition, bool) {
 // Missed says the sample due by deadline did not come (a timeout, a failed
 // round, a daemon that does not answer): a LOCKED clock has lost its
 // reference at the deadline; an UNKNOWN one is FREERUN.
-func (c *Clock) Missed(deadline int64) (ch Changes) {
+func (c *Clock) Missed(deadline Instant) (ch Changes) {
 	ch.add(c.Advance(deadline))
-	c.good = 0
+	c.good, c.lock = 0, 0
+	c.missed++
 	switch c.state {
 	case Locked:
-		ch.add(c.lose(deadline, ReasonLost))
+		ch.add(c.lose(deadline.RealNS, deadline.MonoNS, ReasonLost))
 	case Unknown:
-		ch.add(c.to(Freerun, deadline, ReasonLost, 0, math.MaxInt64), true)
+		ch.add(c.to(Freerun, deadline.RealNS, deadline.MonoNS, ReasonLost, 0, math.MaxInt64), true)
 	}
 	return ch
 }
 
-// Advance judges the passing of time up to t: a LOCKED clock without a
+// Advance judges the passing of time up to now: a LOCKED clock without a
 // sample for StaleNS loses its reference then, and a HOLDOVER ends when its
 // time is up or its predicted bound passes the threshold, whichever is
-// first. The transition is dated when that happened, not t.
-func (c *Clock) Advance(t int64) (Transition, bool) {
+// first. Both are measured on the steady clock, so a step of REALTIME
+// changes neither; the transition is dated when that happened (its steady
+// time labelled with now's REALTIME − steady offset), not now.
+func (c *Clock) Advance(now Instant) (Transition, bool) {
+	c.off = now.RealNS - now.MonoNS
 	switch c.state {
 	case Locked:
-		if c.cfg.StaleNS > 0 && c.hasLast && t-c.last.TimeNS > c.cfg.StaleNS {
-			c.good = 0
-			return c.lose(c.last.TimeNS+c.cfg.StaleNS, ReasonStale)
+		if c.cfg.StaleNS > 0 && c.hasLast && now.MonoNS-c.last.MonoNS > c.cfg.StaleNS {
+			c.good, c.lock = 0, 0
+			at := c.last.MonoNS + c.cfg.StaleNS
+			return c.lose(at+c.off, at, ReasonStale)
 		}
 	case Holdover:
 		end, reason := c.lostAt+c.cfg.HoldoverNS, ReasonHoldoverEnd
 		if p, ok := c.crossing(); ok && p < end {
 			end, reason = p, ReasonPredicted
 		}
-		if t >= end {
-			return c.to(Freerun, end, reason, c.last.OffsetNS, c.Bound(end)), true
+		if now.MonoNS >= end {
+			return c.to(Freerun, end+c.off, end, reason, c.last.OffsetNS, c.Bound(end)), true
 		}
 	}
 	return Transition{}, false
 }
 
-// lose moves a LOCKED clock that lost its reference at t to HOLDOVER, or
-// straight to FREERUN when its predicted bound is already over.
-func (c *Clock) lose(t int64, reason Reason) (Transition, bool) {
-	c.lostAt, c.predicting = t, true
-	b := grow(c.anchor.BoundNS, c.freqPPB, t-c.anchor.TimeNS)
+// lose moves a LOCKED clock that lost its reference at mono (labelled
+// real) to HOLDOVER, or straight to FREERUN when its predicted bound is
+// already over.
+func (c *Clock) lose(real, mono int64, reason Reason) (Transition, bool) {
+	c.lostAt, c.predicting = mono, true
+	b := grow(c.anchor.BoundNS, c.freqPPB, mono-c.anchor.MonoNS)
 	if b > c.cfg.ThresholdNS {
-		return c.to(Freerun, t, ReasonPredicted, c.last.OffsetNS, b), true
+		return c.to(Freerun, real, mono, ReasonPredicted, c.last.OffsetNS, b), true
 	}
-	return c.to(Holdover, t, reason, c.last.OffsetNS, b), true
+	return c.to(Holdover, real, mono, reason, c.last.OffsetNS, b), true
 }
 
-// crossing is when the predicted bound passes the threshold.
+// crossing is the steady time the predicted bound passes the threshold.
 func (c *Clock) crossing() (int64, bool) {
 	if c.freqPPB <= 0 {
 		return 0, false
 	}
 	room := c.cfg.ThresholdNS - c.anchor.BoundNS
 	if room < 0 {
-		return c.anchor.TimeNS, true
+		return c.anchor.MonoNS, true
 	}
 	// room ns at freqPPB ns per second: room·1e9/freq ns, rounded up.
 	dt := mulDiv(room, 1e9, c.freqPPB)
-	return c.anchor.TimeNS + dt + 1, true
+	return c.anchor.MonoNS + dt + 1, true
 }
 
-func (c *Clock) to(s State, t int64, r Reason, off, bound int64) Transition {
-	tr := Transition{TimeNS: t, From: c.state, To: s, Reason: r, OffsetNS: off, BoundNS: bound}
-	c.state, c.since = s, t
+// to enters state s at steady time mono, labelled real: the label is never
+// before the previous transition's, so since never goes back (a late
+// sample, a step of REALTIME back) and agrees with the records dated by it.
+func (c *Clock) to(s State, real, mono int64, r Reason, off, bound int64) Transition {
+	if c.state != Unknown && real <= c.since {
+		real = c.since + 1
+	}
+	tr := Transition{TimeNS: real, From: c.state, To: s, Reason: r, OffsetNS: off, BoundNS: bound}
+	c.state, c.since = s, real
 	return tr
 }
 
 // freq is the frequency error the prediction uses after sample s: the
-// source's, or the drift of the offsets over the current good run.
+// source's, or the drift of the offsets over the current good run; at
+// least MinDriftPPB.
 func (c *Clock) freq(s Sample) int64 {
 	if s.FreqErrPPB >= 0 {
-		return s.FreqErrPPB
+		return max(s.FreqErrPPB, c.cfg.MinDriftPPB)
 	}
-	dt := s.TimeNS - c.first.TimeNS
+	dt := s.MonoNS - c.first.MonoNS
 	if dt <= 0 {
-		return c.freqPPB
+		return max(c.freqPPB, c.cfg.MinDriftPPB)
 	}
 	d := s.OffsetNS - c.first.OffsetNS
 	if d < 0 {
@@ -299,7 +362,7 @@ func (c *Clock) freq(s Sample) int64 {
 	}
 	// Two samples' offsets each carry their bound: the drift they show is
 	// known only to within (b1 + b2)/dt, which is added.
-	return mulDiv(d+s.BoundNS+c.first.BoundNS, 1e9, dt)
+	return max(mulDiv(d+s.BoundNS+c.first.BoundNS, 1e9, dt), c.cfg.MinDriftPPB)
 }
 
 // grow is bound b after dt ns at freq ppb (ns per second), saturating.

@@ -19,7 +19,7 @@ func clock(t *testing.T, cfg Config) *Clock {
 }
 
 func good(at, bound int64) Sample {
-	return Sample{TimeNS: at, Synced: true, OffsetNS: bound / 2, BoundNS: bound, FreqErrPPB: 0}
+	return Sample{TimeNS: at, MonoNS: at, Synced: true, OffsetNS: bound / 2, BoundNS: bound, FreqErrPPB: 0}
 }
 
 // step is one input of a scenario and the transitions it must cause.
@@ -39,10 +39,10 @@ func run(t *testing.T, c *Clock, steps []step) {
 			ch := c.Observe(*st.sample)
 			got = ch.All()
 		case st.missed > 0:
-			ch := c.Missed(st.missed)
+			ch := c.Missed(at(st.missed))
 			got = ch.All()
 		default:
-			if tr, ok := c.Advance(st.advance); ok {
+			if tr, ok := c.Advance(at(st.advance)); ok {
 				got = []Transition{tr}
 			}
 		}
@@ -60,13 +60,16 @@ func run(t *testing.T, c *Clock, steps []step) {
 
 func ptr(s Sample) *Sample { return &s }
 
+// at is t on both clocks (no step).
+func at(t int64) Instant { return Instant{RealNS: t, MonoNS: t} }
+
 func TestLockAfterMinSamplesThenHoldoverThenFreerun(t *testing.T) {
 	c := clock(t, Config{ThresholdNS: 1000, HoldoverNS: 5 * s, MinSamples: 3})
 	run(t, c, []step{
 		{sample: ptr(good(1*s, 100))},
 		{sample: ptr(good(2*s, 900))},
 		{sample: ptr(good(3*s, 100)), want: []Transition{{TimeNS: 3 * s, From: Unknown, To: Locked, Reason: ReasonLocked}}},
-		{sample: ptr(Sample{TimeNS: 4 * s, BoundNS: 50}), want: []Transition{{TimeNS: 4 * s, From: Locked, To: Holdover, Reason: ReasonUnsynced}}},
+		{sample: ptr(Sample{TimeNS: 4 * s, MonoNS: 4 * s, BoundNS: 50}), want: []Transition{{TimeNS: 4 * s, From: Locked, To: Holdover, Reason: ReasonUnsynced}}},
 		{advance: 8 * s},
 		// The holdover ended at 9 s, whenever it is looked at.
 		{advance: 20 * s, want: []Transition{{TimeNS: 9 * s, From: Holdover, To: Freerun, Reason: ReasonHoldoverEnd}}},
@@ -90,8 +93,8 @@ func TestFirstBadSampleIsFreerunAndOverBoundLeavesLocked(t *testing.T) {
 		{sample: ptr(good(4*s, 400)), want: []Transition{{TimeNS: 4 * s, From: Holdover, To: Locked, Reason: ReasonLocked}}},
 		// Shown bad: even the least error the sample allows (3000 − 100)
 		// is over the threshold.
-		{sample: ptr(Sample{TimeNS: 5 * s, Synced: true, OffsetNS: -3000, BoundNS: 3100}), want: []Transition{{TimeNS: 5 * s, From: Locked, To: Freerun, Reason: ReasonOffset}}},
-		{sample: ptr(Sample{TimeNS: 6 * s, Synced: true, OffsetNS: -3000, BoundNS: 3100})},
+		{sample: ptr(Sample{TimeNS: 5 * s, MonoNS: 5 * s, Synced: true, OffsetNS: -3000, BoundNS: 3100}), want: []Transition{{TimeNS: 5 * s, From: Locked, To: Freerun, Reason: ReasonOffset}}},
+		{sample: ptr(Sample{TimeNS: 6 * s, MonoNS: 6 * s, Synced: true, OffsetNS: -3000, BoundNS: 3100})},
 	})
 	// From HOLDOVER too.
 	c = clock(t, Config{ThresholdNS: 1000, HoldoverNS: 5 * s, MinSamples: 1})
@@ -99,7 +102,7 @@ func TestFirstBadSampleIsFreerunAndOverBoundLeavesLocked(t *testing.T) {
 		{sample: ptr(good(1*s, 500)), want: []Transition{{TimeNS: 1 * s, From: Unknown, To: Locked, Reason: ReasonLocked}}},
 		{missed: 2 * s, want: []Transition{{TimeNS: 2 * s, From: Locked, To: Holdover, Reason: ReasonLost}}},
 		{sample: ptr(good(3*s, 1500))}, // unconfirmed: still holding over
-		{sample: ptr(Sample{TimeNS: 4 * s, Synced: true, OffsetNS: 2000, BoundNS: 2100}), want: []Transition{{TimeNS: 4 * s, From: Holdover, To: Freerun, Reason: ReasonOffset}}},
+		{sample: ptr(Sample{TimeNS: 4 * s, MonoNS: 4 * s, Synced: true, OffsetNS: 2000, BoundNS: 2100}), want: []Transition{{TimeNS: 4 * s, From: Holdover, To: Freerun, Reason: ReasonOffset}}},
 	})
 }
 
@@ -144,7 +147,7 @@ func TestHoldoverRecoversAndUnknownMissed(t *testing.T) {
 		{sample: ptr(good(2*s, 10))},
 		{sample: ptr(good(3*s, 10)), want: []Transition{{TimeNS: 3 * s, From: Freerun, To: Locked, Reason: ReasonLocked}}},
 		{missed: 4 * s, want: []Transition{{TimeNS: 4 * s, From: Locked, To: Holdover, Reason: ReasonLost}}},
-		{sample: ptr(Sample{TimeNS: 5 * s})}, // still unsynchronised: holds over
+		{sample: ptr(Sample{TimeNS: 5 * s, MonoNS: 5 * s})}, // still unsynchronised: holds over
 		{sample: ptr(good(6*s, 10))},
 		{sample: ptr(good(7*s, 10)), want: []Transition{{TimeNS: 7 * s, From: Holdover, To: Locked, Reason: ReasonLocked}}},
 	})
@@ -156,9 +159,9 @@ func TestHoldoverRecoversAndUnknownMissed(t *testing.T) {
 func TestDriftEstimateWhenTheSourceGivesNone(t *testing.T) {
 	c := clock(t, Config{ThresholdNS: 100_000, HoldoverNS: 100 * s, MinSamples: 1})
 	for i := int64(0); i <= 10; i++ {
-		c.Observe(Sample{TimeNS: i * s, Synced: true, OffsetNS: 1000 * i, BoundNS: 10, FreqErrPPB: -1})
+		c.Observe(Sample{TimeNS: i * s, MonoNS: i * s, Synced: true, OffsetNS: 1000 * i, BoundNS: 10, FreqErrPPB: -1})
 	}
-	c.Missed(10 * s)
+	c.Missed(at(10 * s))
 	// 10,000 ns in 10 s, plus (10 + 10) ns: 1,002 ppb.
 	if got, want := c.Bound(20*s), int64(10+10*1002); got != want {
 		t.Fatalf("bound 10 s into holdover: %d, want %d", got, want)
@@ -187,7 +190,7 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 		smp.Synced = i%7 != 0
 		ch := c.Observe(smp)
 		_ = ch.All()
-		c.Advance(i*s + s/2)
+		c.Advance(at(i*s + s/2))
 	}); n != 0 {
 		t.Fatalf("%v allocations per sample", n)
 	}

@@ -11,6 +11,7 @@ import (
 // feeding it never waits for a reader's I/O.
 type Judged struct {
 	clock, source string
+	tl            *Timeline
 
 	mu      sync.Mutex
 	c       *Clock
@@ -26,6 +27,7 @@ type View struct {
 	BoundNS       int64 // at the time asked (grown in HOLDOVER)
 	LastSampleNS  int64 // the latest sample's time; 0 for none
 	Changes       uint64
+	Missed        uint64 // samples due that did not come (Missed)
 }
 
 // Clock and Source name the judged clock ("system", "phc0", an NTP server)
@@ -33,14 +35,20 @@ type View struct {
 func (j *Judged) Clock() string  { return j.clock }
 func (j *Judged) Source() string { return j.source }
 
-// Observe is Clock.Observe under the lock.
+// Observe is Clock.Observe under the lock; a sample without MonoNS is
+// placed on the Set's Timeline.
 func (j *Judged) Observe(s Sample) Changes {
+	if s.MonoNS == 0 {
+		s.MonoNS = j.tl.At(s.TimeNS).MonoNS
+	}
 	return j.counted(func(c *Clock) Changes { return c.Observe(s) })
 }
 
-// Missed is Clock.Missed under the lock.
+// Missed is Clock.Missed under the lock, the deadline (REALTIME) placed on
+// the Set's Timeline.
 func (j *Judged) Missed(deadline int64) Changes {
-	return j.counted(func(c *Clock) Changes { return c.Missed(deadline) })
+	at := j.tl.At(deadline)
+	return j.counted(func(c *Clock) Changes { return c.Missed(at) })
 }
 
 // counted runs f on the clock under the lock and counts the changes it made.
@@ -52,10 +60,14 @@ func (j *Judged) counted(f func(c *Clock) Changes) Changes {
 	return ch
 }
 
-// Advance is Clock.Advance under the lock.
-func (j *Judged) Advance(t int64) (Transition, bool) {
+// Advance is Clock.Advance under the lock, at now (REALTIME) placed on the
+// Set's Timeline.
+func (j *Judged) Advance(now int64) (Transition, bool) { return j.AdvanceTo(j.tl.At(now)) }
+
+// AdvanceTo is Clock.Advance under the lock.
+func (j *Judged) AdvanceTo(now Instant) (Transition, bool) {
 	j.mu.Lock()
-	tr, ok := j.c.Advance(t)
+	tr, ok := j.c.Advance(now)
 	if ok {
 		j.changes++
 	}
@@ -63,13 +75,17 @@ func (j *Judged) Advance(t int64) (Transition, bool) {
 	return tr, ok
 }
 
-// View is the clock at time now (its bound grown to now in HOLDOVER). It
-// does not judge: a state due by now comes with the owner's Advance.
-func (j *Judged) View(now int64) View {
+// View is the clock at now (REALTIME, placed on the Set's Timeline; its
+// bound grown to now in HOLDOVER). It does not judge: a state due by now
+// comes with the owner's Advance.
+func (j *Judged) View(now int64) View { return j.ViewAt(j.tl.At(now)) }
+
+// ViewAt is View at an instant of both clocks.
+func (j *Judged) ViewAt(now Instant) View {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	st, since := j.c.State()
-	v := View{Clock: j.clock, Source: j.source, State: st, SinceNS: since, BoundNS: j.c.Bound(now), Changes: j.changes}
+	v := View{Clock: j.clock, Source: j.source, State: st, SinceNS: since, BoundNS: j.c.Bound(now.MonoNS), Changes: j.changes, Missed: j.c.MissedCount()}
 	if s, ok := j.c.Last(); ok {
 		v.OffsetNS, v.LastSampleNS = s.OffsetNS, s.TimeNS
 	}
@@ -78,6 +94,11 @@ func (j *Judged) View(now int64) View {
 
 // Set is every judged clock of an agent.
 type Set struct {
+	// Timeline places the REALTIME times its clocks are given on the
+	// steady clock; nil: the system's (NewTimeline(nil)), made at the first
+	// Add. Set it before.
+	Timeline *Timeline
+
 	mu   sync.Mutex
 	list []*Judged
 }
@@ -96,20 +117,34 @@ func (s *Set) Add(clock, source string, cfg Config) (*Judged, error) {
 			return nil, fmt.Errorf("judge: clock %s of source %s is judged twice", clock, source)
 		}
 	}
-	j := &Judged{clock: clock, source: source, c: c}
+	j := &Judged{clock: clock, source: source, c: c, tl: s.time()}
 	s.list = append(s.list, j)
 	return j, nil
 }
 
-// Views appends every judged clock's view at now to into, ordered by clock
-// and source.
+// Time is the Set's Timeline (the system's when none was set).
+func (s *Set) Time() *Timeline {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.time()
+}
+
+func (s *Set) time() *Timeline {
+	if s.Timeline == nil {
+		s.Timeline = NewTimeline(nil)
+	}
+	return s.Timeline
+}
+
+// Views appends every judged clock's view at now (REALTIME) to into,
+// ordered by clock and source.
 func (s *Set) Views(now int64, into []View) []View {
 	s.mu.Lock()
 	list := slices.Clone(s.list)
 	s.mu.Unlock()
 	n := len(into)
 	for _, j := range list {
-		into = append(into, j.View(now))
+		into = append(into, j.ViewAt(j.tl.At(now)))
 	}
 	slices.SortFunc(into[n:], func(a, b View) int {
 		if a.Clock != b.Clock {

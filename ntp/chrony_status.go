@@ -38,9 +38,20 @@ type ChronyTracking struct {
 	UpdateIntervalNS                  int64
 }
 
-// Synced says whether chronyd is synchronised: a reference, and leap
-// status not 3 (unsynchronised).
-func (t *ChronyTracking) Synced() bool { return t.LeapStatus != 3 && t.RefID != 0 }
+// Synced says whether chronyd is synchronised: a reference that is not its
+// own local clock (Local), and leap status not 3 (unsynchronised).
+func (t *ChronyTracking) Synced() bool { return t.LeapStatus != 3 && t.RefID != 0 && !t.Local() }
+
+// RefIDLocal is the reference id chronyd reports while it serves its own
+// clock as the reference (the `local` directive: chronyc tracking says
+// "Reference ID : 7F7F0101 ()", with the local stratum and leap status
+// normal, and a root dispersion that does not grow).
+const RefIDLocal = 0x7F7F0101
+
+// Local says chronyd's reference is its own clock (RefIDLocal): it then
+// answers its clients as a server of the local stratum, but the clock it
+// disciplines follows nothing.
+func (t *ChronyTracking) Local() bool { return t.RefID == RefIDLocal }
 
 // ChronySource is one of chronyd's sources (chronyc sources), with its
 // statistics and, over the command socket, its last NTP exchange.

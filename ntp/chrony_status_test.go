@@ -45,3 +45,22 @@ func TestChronyStatusInIntegerUnits(t *testing.T) {
 		t.Errorf("ntpdata %+v", nd)
 	}
 }
+
+// chronyd on its local reference (the `local` directive, refid 7F7F0101)
+// reports leap status normal and a stratum, but follows nothing: not
+// synchronised. Before, it counted as synchronised.
+func TestChronyLocalReferenceIsNotSynced(t *testing.T) {
+	for _, tc := range []struct {
+		tr   ChronyTracking
+		want bool
+	}{
+		{ChronyTracking{RefID: 0x7F7F0101, Stratum: 10, LeapStatus: 0}, false},
+		{ChronyTracking{RefID: 0xC0A80001, Stratum: 3, LeapStatus: 0}, true},
+		{ChronyTracking{RefID: 0xC0A80001, Stratum: 3, LeapStatus: 3}, false},
+		{ChronyTracking{RefID: 0, LeapStatus: 0}, false},
+	} {
+		if got := tc.tr.Synced(); got != tc.want || tc.tr.Local() != (tc.tr.RefID == 0x7F7F0101) {
+			t.Errorf("%08X leap %d: synced %v, want %v", tc.tr.RefID, tc.tr.LeapStatus, got, tc.want)
+		}
+	}
+}

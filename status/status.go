@@ -1,7 +1,9 @@
 package status
 
 import (
+	"cmp"
 	"math"
+	"slices"
 
 	"github.com/monagent/monagent/judge"
 )
@@ -25,8 +27,9 @@ type Clock struct {
 	ErrorBoundNS int64  `json:"error_bound_ns"`
 	LastSampleNS int64  `json:"last_sample_ns"` // 0 for none
 	StateChanges uint64 `json:"state_changes"`
-	// EventsLost is what the source lost (kernel, ring, replies), when it
-	// counts losses.
+	// EventsLost is what the judge did not get: samples due that did not
+	// come (timeouts, unanswered polls) and what the source lost on the
+	// way (kernel-reported losses, ring drops), where it counts them.
 	EventsLost uint64 `json:"events_lost"`
 }
 
@@ -39,9 +42,16 @@ func FromViews(views []judge.View) []Clock {
 			b = -1
 		}
 		out[i] = Clock{Clock: v.Clock, Source: v.Source, State: v.State.String(), SinceNS: v.SinceNS, OffsetNS: v.OffsetNS,
-			ErrorBoundNS: b, LastSampleNS: v.LastSampleNS, StateChanges: v.Changes}
+			ErrorBoundNS: b, LastSampleNS: v.LastSampleNS, StateChanges: v.Changes, EventsLost: v.Missed}
 	}
 	return out
+}
+
+// Sort orders clocks by clock, then source (as judge.Set.Views).
+func Sort(clocks []Clock) {
+	slices.SortFunc(clocks, func(a, b Clock) int {
+		return cmp.Or(cmp.Compare(a.Clock, b.Clock), cmp.Compare(a.Source, b.Source))
+	})
 }
 
 // NotLocked is how many judged clocks are not LOCKED: `monagent status`

@@ -33,6 +33,10 @@ func requireRig(t *testing.T, m Machine) (cache, root string) {
 	return filepath.Join(testbed.CacheDir(), "guest"), root
 }
 
+// StepClockEnv lets a guest's tests step its CLOCK_REALTIME (the agent's
+// TestJudgeRealtimeStepOnKtimer), which they never do elsewhere.
+const StepClockEnv = "MONAGENT_GUEST_STEP_CLOCK=1"
+
 func guestTestArgs() []string {
 	args := []string{"-test.short", "-test.timeout=4m"}
 	if r := os.Getenv("MONAGENT_GUEST_RUN"); r != "" {
@@ -104,7 +108,7 @@ func TestGuestARM(t *testing.T) {
 		TestArgs:   guestTestArgs(),
 		Modules:    append(append([]string{"e1000e"}, IIOKernelDeps...), HwmonKernelDeps...),
 		Interfaces: []string{"eth0"},
-		Env:        []string{"MONAGENT_GUEST_POWER_BUTTON=gpiochip0:3", "MONAGENT_GUEST_PHC_IFACE=eth0", IIOGuestEnv, HwmonGuestEnv},
+		Env:        []string{"MONAGENT_GUEST_POWER_BUTTON=gpiochip0:3", "MONAGENT_GUEST_PHC_IFACE=eth0", IIOGuestEnv, HwmonGuestEnv, StepClockEnv},
 		DTB:        dtb,
 		Timeout:    4 * time.Minute,
 	}
@@ -161,7 +165,7 @@ func TestGuestAMD64(t *testing.T) {
 		ExtraKOs:   append([]string{ko, PPSKtimerModule(ko)}, SensorKernelModules(ko)...),
 		ConfigFS:   true,
 		Interfaces: []string{"eth0"},
-		Env:        []string{"MONAGENT_GUEST_PHC_IFACE=eth0", IIOGuestEnv, HwmonGuestEnv},
+		Env:        []string{"MONAGENT_GUEST_PHC_IFACE=eth0", IIOGuestEnv, HwmonGuestEnv, StepClockEnv},
 		Files:      files,
 		Timeout:    4 * time.Minute,
 	}
