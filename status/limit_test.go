@@ -15,18 +15,33 @@ import (
 )
 
 // limited serves an empty registry under lim, with /block answering once
-// release gets a value (or is closed).
-func limited(t *testing.T, lim Limits) (s *Server, release chan struct{}) {
+// release gets a value (or is closed); each /block says on entered that its
+// handler runs.
+func limited(t *testing.T, lim Limits) (s *Server, release, entered chan struct{}) {
 	t.Helper()
-	release = make(chan struct{})
+	release, entered = make(chan struct{}), make(chan struct{}, 1024)
 	s = listenAndServe(t, prometheus.NewRegistry(), func() Doc { return Doc{Host: "boarda"} }, lim)
 	s.mux.HandleFunc("GET /block", func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
 		select {
 		case <-release:
 		case <-r.Context().Done():
 		}
 	})
-	return s, release
+	return s, release, entered
+}
+
+// wait takes n values from ch within 10 s.
+func wait(t *testing.T, ch chan struct{}, n int) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for i := range n {
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("%d of %d requests in their handler 10 s on", i, n)
+		}
+	}
 }
 
 // request opens a connection and sends one GET of path on it, the
@@ -59,10 +74,10 @@ func answer(c net.Conn, br *bufio.Reader, d time.Duration) (int, error) {
 // With every place taken by a request in progress, the next connection is
 // not served until one of them ends; then it is.
 func TestLimitHoldsTheConnectionBeyondTheCap(t *testing.T) {
-	s, release := limited(t, Limits{MaxConns: 2})
+	s, release, entered := limited(t, Limits{MaxConns: 2})
 	a := request(t, s.Addr(), "/block")
 	b := request(t, s.Addr(), "/block")
-	time.Sleep(100 * time.Millisecond) // both accepted and in their handler
+	wait(t, entered, 2)
 	c := request(t, s.Addr(), "/status")
 	br := bufio.NewReader(c)
 	if code, err := answer(c, br, 500*time.Millisecond); !isTimeout(err) {
@@ -89,7 +104,7 @@ func isTimeout(err error) bool {
 // Beyond the cap a new connection replaces the connection idle longest,
 // which is closed: the new one is answered at once.
 func TestLimitReplacesTheIdleLongest(t *testing.T) {
-	s, _ := limited(t, Limits{MaxConns: 2})
+	s, _, _ := limited(t, Limits{MaxConns: 2})
 	var conns []net.Conn
 	var readers []*bufio.Reader
 	for i := range 3 {
@@ -115,7 +130,7 @@ func TestLimitReplacesTheIdleLongest(t *testing.T) {
 
 // A keep-alive connection without a request is closed after IdleTimeout.
 func TestLimitClosesIdleConnections(t *testing.T) {
-	s, _ := limited(t, Limits{IdleTimeout: 300 * time.Millisecond})
+	s, _, _ := limited(t, Limits{IdleTimeout: 300 * time.Millisecond})
 	c := request(t, s.Addr(), "/status")
 	br := bufio.NewReader(c)
 	if code, err := answer(c, br, 10*time.Second); err != nil || code != 200 {
@@ -133,7 +148,7 @@ func TestLimitClosesIdleConnections(t *testing.T) {
 // it 200; a request that does not arrive within ReadTimeout has its
 // connection closed.
 func TestLimitRefusesOversizedAndSlowRequests(t *testing.T) {
-	s, _ := limited(t, Limits{MaxHeaderBytes: 4 << 10, ReadTimeout: 300 * time.Millisecond})
+	s, _, _ := limited(t, Limits{MaxHeaderBytes: 4 << 10, ReadTimeout: 300 * time.Millisecond})
 	for _, tc := range []struct {
 		pad  int
 		want int
@@ -168,12 +183,13 @@ func TestLimitRefusesOversizedAndSlowRequests(t *testing.T) {
 // having sent a request, leave at most MaxConns serving goroutines.
 func TestLimitSpendsNoGoroutineBeyondTheCap(t *testing.T) {
 	const max, n = 4, 200
-	s, release := limited(t, Limits{MaxConns: max})
+	s, release, entered := limited(t, Limits{MaxConns: max})
 	base := runtime.NumGoroutine()
 	for range n {
 		request(t, s.Addr(), "/block")
 	}
-	time.Sleep(300 * time.Millisecond) // what would be accepted is
+	wait(t, entered, max)
+	time.Sleep(300 * time.Millisecond) // time to accept more, were there no cap
 	g := runtime.NumGoroutine()
 	t.Logf("%d goroutines before, %d with %d connections held beyond a cap of %d", base, g, n, max)
 	if g > base+2*max+5 { // a serving goroutine and its background read each
