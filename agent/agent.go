@@ -64,7 +64,7 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	}
 	a.outputs = out
 	if cfg.HTTP.Listen != "" {
-		if a.http, err = status.Listen(cfg.HTTP.Listen, a.registry(), a.status); err != nil {
+		if a.http, err = status.Listen(cfg.HTTP.Listen, a.registry(), a.status, cfg.HTTP.limits()); err != nil {
 			a.closeSources()
 			out.Close()
 			return nil, cfg.Place(&KeyError{Key: "http.listen", Reason: err.Error(), Err: err})

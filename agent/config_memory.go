@@ -79,6 +79,9 @@ func (c *Config) MemoryNeed() MemoryNeed {
 	if c.Output.File != "" {
 		add("output.file", 3*c.Memory.OutputQueueBytes, "its queue, the batch being written, spare buffers")
 	}
+	if c.HTTP.Listen != "" {
+		add("http.max_connections", c.HTTP.memoryBytes(), "connections to /metrics and /status")
+	}
 	if c.Spool.Enabled {
 		add("spool.buffer_bytes", c.Spool.options().MemoryBytes(), "points waiting for the disk and the spool's buffers")
 		if c.Influx.Enabled {

@@ -69,6 +69,11 @@ func TestConfigErrorsNameFileLineKeyAndReason(t *testing.T) {
 		{"key given twice", "clock:\n  interval: 1s\n  interval: 2s\n", "x.yaml:3: clock.interval: given twice (first on line 2)"},
 		{"integer out of range", "spool:\n  max_bytes: 9223372036854775808\n", "x.yaml:2: spool.max_bytes: 9223372036854775808 is out of range for this key"},
 		{"explicit zero burst is not the default", "ntp:\n  enabled: true\n  servers:\n    - address: 10.0.0.1\n      burst: 0\n", "x.yaml:5: ntp.servers[0].burst: must be within 1..16, got 0"},
+		{"http no connections", "http:\n  max_connections: 0\n", "x.yaml:2: http.max_connections: must be at least 2 (a scrape and `monagent status` at once), got 0"},
+		{"http idle timeout too short", "http:\n  idle_timeout: 10ms\n", "x.yaml:2: http.idle_timeout: must be at least 1s, got 10ms"},
+		{"http read timeout zero", "http:\n  read_timeout: 0s\n", "x.yaml:2: http.read_timeout: must be at least 100ms, got 0s"},
+		{"http huge headers", "http:\n  max_connections: 2\n  max_header_bytes: 10485760\n", "x.yaml:3: http.max_header_bytes: must be within 1024..1048576 bytes (Prometheus sends < 1 KiB), got 10485760"},
+		{"http connections beyond memory", "http:\n  max_connections: 2000\n", "x.yaml:2: http.max_connections: the configuration's memory needs at most"},
 		{"explicit zero ring is not the default", "sensors:\n  buffers:\n    - device: adc\n      channels: [voltage0]\n      ring: 0\n", "x.yaml:5: sensors.buffers[0].ring: 0 is not a power of two"},
 	}
 	for _, c := range cases {

@@ -43,7 +43,13 @@ func serve(t *testing.T, set *judge.Set) (*Server, func() Doc) {
 	doc := func() Doc {
 		return Doc{Host: "boarda", TimeNS: 101 * sec, Clocks: FromViews(set.Views(101*sec, nil))}
 	}
-	s, err := Listen("127.0.0.1:0", reg, doc)
+	return listenAndServe(t, reg, doc, Limits{}), doc
+}
+
+// listenAndServe serves reg and doc under lim until the test ends.
+func listenAndServe(t *testing.T, reg prometheus.Gatherer, doc func() Doc, lim Limits) *Server {
+	t.Helper()
+	s, err := Listen("127.0.0.1:0", reg, doc, lim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +62,7 @@ func serve(t *testing.T, set *judge.Set) (*Server, func() Doc) {
 			t.Error(err)
 		}
 	})
-	return s, doc
+	return s
 }
 
 func get(t *testing.T, url string, hdr ...string) (string, http.Header) {
@@ -133,10 +139,10 @@ func TestMetricsAndStatus(t *testing.T) {
 
 func TestListenAndFetchErrors(t *testing.T) {
 	s, _ := serve(t, judged(t, 1))
-	if _, err := Listen(s.Addr(), prometheus.NewRegistry(), nil); err == nil || !strings.Contains(err.Error(), "http listen "+s.Addr()+": ") || !strings.Contains(err.Error(), "address already in use") {
+	if _, err := Listen(s.Addr(), prometheus.NewRegistry(), nil, Limits{}); err == nil || !strings.Contains(err.Error(), "http listen "+s.Addr()+": ") || !strings.Contains(err.Error(), "address already in use") {
 		t.Errorf("busy: %v", err)
 	}
-	if _, err := Listen("127.0.0.1:http-no", prometheus.NewRegistry(), nil); err == nil || !strings.HasPrefix(err.Error(), "http listen 127.0.0.1:http-no: ") {
+	if _, err := Listen("127.0.0.1:http-no", prometheus.NewRegistry(), nil, Limits{}); err == nil || !strings.HasPrefix(err.Error(), "http listen 127.0.0.1:http-no: ") {
 		t.Errorf("malformed: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -198,7 +204,7 @@ func TestStateChangeEvent(t *testing.T) {
 // Profiles serves Go's profiles only when asked.
 func TestProfilesOnlyWhenAsked(t *testing.T) {
 	for _, on := range []bool{false, true} {
-		s, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), func() Doc { return Doc{} })
+		s, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), func() Doc { return Doc{} }, Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
