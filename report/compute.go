@@ -22,10 +22,42 @@ type Options struct {
 // DefaultBounds are 100 ns, 1 µs, 10 µs, 100 µs and 1 ms.
 var DefaultBounds = []int64{100, 1_000, 10_000, 100_000, 1_000_000}
 
-// Point is one point of a stability curve.
+// Point is one point of a stability curve: the deviation at τ, how many
+// terms the estimator averaged and, for ADEV, MDEV and TDEV, the interval.
 type Point struct {
 	TauS  float64 `json:"tau_s"`
 	Value float64 `json:"value"`
+	// N is the number of terms of the estimator's sum (overlapping: one
+	// per start sample; MTIE: its windows); NonOverlapping, K, how many of
+	// them are m apart (m = τ/τ0), the terms of the non-overlapping
+	// estimator, consecutive τ-averages: ceil(N/m).
+	N              int `json:"n"`
+	NonOverlapping int `json:"n_nonoverlapping"`
+	// CI is the 68 % (±1σ) interval [low, high] of ADEV, MDEV and TDEV:
+	// value · (1 ∓ 1/√K), the simple interval of NIST SP 1065 §5.3.1 with
+	// the non-overlapping terms K as its N. It ignores the noise type; low
+	// is 0 where K is 1 (the point bounds nothing below). MTIE, a maximum,
+	// has none.
+	CI []float64 `json:"ci,omitempty"`
+}
+
+// devPoint is the Point of d, with its interval when ci.
+func devPoint(d stats.Deviation, ci bool) Point {
+	p := Point{TauS: d.TauSeconds(), Value: d.Value, N: d.N, NonOverlapping: (d.N + d.M - 1) / max(d.M, 1)}
+	if ci && p.NonOverlapping > 0 {
+		h := d.Value / math.Sqrt(float64(p.NonOverlapping))
+		p.CI = []float64{max(d.Value-h, 0), d.Value + h}
+	}
+	return p
+}
+
+// RelCI is the half width of p's interval relative to its value (1/√K),
+// 0 when it has none.
+func (p Point) RelCI() float64 {
+	if len(p.CI) != 2 || p.Value == 0 {
+		return 0
+	}
+	return (p.CI[1] - p.Value) / p.Value
 }
 
 // ShareOut is the fraction and the count of samples with |x| <= BoundNS.
@@ -186,7 +218,7 @@ func Compute(s *Series, o Options) (*Result, error) {
 	}
 	r.segment, r.Segments, r.SegmentN = best, len(segs), best.End-best.Start
 	if len(segs) > 1 {
-		r.note(fmt.Sprintf("%d regular segments at tau0 %s; stability from the longest, %d samples", len(segs), stats.FormatNS(float64(tau0)), r.SegmentN))
+		r.note(fmt.Sprintf("%d regular segments at τ0 %s; stability from the longest, %d samples", len(segs), FormatTau(float64(tau0)/1e9), r.SegmentN))
 	}
 	x := xs[best.Start:best.End]
 	for _, m := range []struct {
@@ -206,11 +238,11 @@ func Compute(s *Series, o Options) (*Result, error) {
 			r.tdevRaw = devs
 		}
 		for _, d := range devs {
-			*m.dst = append(*m.dst, Point{d.TauSeconds(), d.Value})
+			*m.dst = append(*m.dst, devPoint(d, m.name != "mtie"))
 		}
 	}
 	if constantStability(r) {
-		r.note("the offsets of the longest regular segment never change: ADEV, MDEV, TDEV and MTIE are 0 at every tau, so there is no ADEV or TDEV plot (a log axis cannot draw 0)")
+		r.note("the offsets of the longest regular segment never change: ADEV, MDEV, TDEV and MTIE are 0 at every τ, so there is no ADEV or TDEV plot (a log axis cannot draw 0)")
 	}
 	return r, nil
 }
@@ -264,15 +296,21 @@ func (r *Result) note(s string) { r.Notes = append(r.Notes, s) }
 // ADevAt returns the ADEV at tau = 1 s, or at the smallest tau when there is
 // no 1 s point, and that tau; ok is false when there is no ADEV.
 func (r *Result) ADevAt() (tau, v float64, ok bool) {
+	p, ok := r.adevPoint()
+	return p.TauS, p.Value, ok
+}
+
+// adevPoint is the ADEV point ADevAt returns.
+func (r *Result) adevPoint() (Point, bool) {
 	if len(r.ADev) == 0 {
-		return 0, 0, false
+		return Point{}, false
 	}
 	for _, p := range r.ADev {
 		if math.Abs(p.TauS-1) < 1e-9 {
-			return p.TauS, p.Value, true
+			return p, true
 		}
 	}
-	return r.ADev[0].TauS, r.ADev[0].Value, true
+	return r.ADev[0], true
 }
 
 // medianInterval is the median of the positive intervals of sorted t (at

@@ -57,8 +57,11 @@
 // median interval of the series rounded to 3 significant digits (an agent
 // collecting every second shows 1.000336 s); the series is cut at gaps with
 // stats.SplitRegular and the longest regular segment is analysed, at octave
-// taus. What a series is too short for is left out with a note, never an
-// error: a single sample gives n, mean, max |x| and the percentiles.
+// taus; each point carries its terms n, the non-overlapping ones K and,
+// but for MTIE, its 68 % interval value·(1 ∓ 1/√K) (Point). What a series
+// is too short for is left out with a note, never an error: a single sample
+// gives n, mean, max |x| and the percentiles. Text prints τ, drift and the
+// deviations one way everywhere (display.go: FormatTau, FormatDrift).
 //
 // # Cross-board matching
 //

@@ -25,7 +25,7 @@ func WriteJSON(w io.Writer, rs []*Result) error {
 
 // tableHeader is the reference study's Table I, one row per series, then
 // the share of |x| within each bound (header).
-var tableHeader = []string{"series", "n", "µ", "σ", "|x| p75", "|x| p95", "|x| p99", "max |x|", "ADEV", "drift ppm"}
+var tableHeader = []string{"series", "n", "µ", "σ", "|x| p75", "|x| p95", "|x| p99", "max |x|", "ADEV ±1σ @τ", "drift ±95 %"}
 
 // header is tableHeader and a "≤BOUND" column per bound of the results.
 func header(rs []*Result) []string {
@@ -48,10 +48,10 @@ func row(r *Result) []string {
 		std = stats.FormatNS(r.StdNS)
 	}
 	if r.DriftPPM != nil {
-		drift = fmt.Sprintf("%.4g ±%.2g", *r.DriftPPM, (r.DriftPPMCI[1]-r.DriftPPMCI[0])/2)
+		drift = FormatDrift(*r.DriftPPM, (r.DriftPPMCI[1]-r.DriftPPMCI[0])/2)
 	}
-	if tau, v, ok := r.ADevAt(); ok {
-		adev = fmt.Sprintf("%.3g @%gs", v, tau)
+	if p, ok := r.adevPoint(); ok {
+		adev = formatPoint(p) + " @" + FormatTau(p.TauS)
 	}
 	b, mx := r.base(), NS{Rel: float64(r.MaxAbsNS)}
 	if r.Relative != nil {
@@ -63,6 +63,16 @@ func row(r *Result) []string {
 		cells = append(cells, sharePercent(sh.Count, r.N))
 	}
 	return cells
+}
+
+// formatPoint formats a deviation and, when it has one, its interval as a
+// relative ±1σ: "1.75e-8 ±1.2 %".
+func formatPoint(p Point) string {
+	s := FormatDev(p.Value)
+	if rel := p.RelCI(); rel > 0 {
+		s += " ±" + fixedSig(100*rel, 2) + " %"
+	}
+	return s
 }
 
 // sharePercent formats count of n as a percentage with at most 2 decimals

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/monagent/monagent/stats"
 )
 
 // WriteHTML writes dir/index.html, one page a person opens without a
@@ -22,9 +24,16 @@ func WriteHTML(dir, title string, series []*Series, rs []*Result, errw io.Writer
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("html: %w", err)
 	}
-	page := htmlPage{Title: title, Header: header(rs)}
+	page := htmlPage{Title: title}
+	for _, h := range header(rs) {
+		page.Header = append(page.Header, htmlCell(h))
+	}
 	for _, r := range rs {
-		page.Rows = append(page.Rows, row(r))
+		var cells []template.HTML
+		for _, c := range row(r) {
+			cells = append(cells, htmlCell(c))
+		}
+		page.Rows = append(page.Rows, cells)
 	}
 	var notes strings.Builder
 	if err := writeNotes(&notes, rs, ""); err != nil {
@@ -37,7 +46,7 @@ func WriteHTML(dir, title string, series []*Series, rs []*Result, errw io.Writer
 	}
 	images := 0
 	for i, s := range series {
-		sec := htmlSeries{Name: rs[i].Name(), ID: fmt.Sprintf("series-%d", i+1)}
+		sec := htmlSeries{Name: rs[i].Name(), ID: fmt.Sprintf("series-%d", i+1), Stability: stabilityRows(rs[i])}
 		if sec.Name == "" {
 			sec.Name = "(all)"
 		}
@@ -76,10 +85,69 @@ func WriteHTML(dir, title string, series []*Series, rs []*Result, errw io.Writer
 	return nil
 }
 
+// htmlCell is a table cell that wraps (in a table of class fit) only where a
+// reader expects it to:
+// after a series name's commas and before a "±" interval or an "@τ" (a
+// number and its unit stay together), so that Table I fits a laptop's
+// window.
+func htmlCell(c string) template.HTML {
+	var b strings.Builder
+	for i, part := range strings.Split(c, " ") {
+		if i > 0 {
+			if strings.HasPrefix(part, "±") || strings.HasPrefix(part, "@") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("&nbsp;")
+			}
+		}
+		b.WriteString(strings.ReplaceAll(template.HTMLEscapeString(part), ",", ",<wbr>"))
+	}
+	return template.HTML(b.String())
+}
+
+// htmlStability is one row of a series' stability table: τ, then each
+// deviation with its interval and terms.
+type htmlStability struct {
+	Tau, ADev, MDev, TDev, MTIE template.HTML
+	N, K                        int
+}
+
+// stabilityRows are r's deviations by τ (ADEV's τ; the others share them
+// where they have the point).
+func stabilityRows(r *Result) []htmlStability {
+	at := func(ps []Point, tau float64, ci bool) string {
+		for _, p := range ps {
+			if p.TauS == tau {
+				if !ci {
+					return stats.FormatNS(p.Value)
+				}
+				return formatPoint(p)
+			}
+		}
+		return "-"
+	}
+	var out []htmlStability
+	for _, p := range r.ADev {
+		tdev := "-"
+		for _, q := range r.TDev {
+			if q.TauS == p.TauS {
+				tdev = stats.FormatNS(q.Value)
+				if rel := q.RelCI(); rel > 0 {
+					tdev += " ±" + fixedSig(100*rel, 2) + " %"
+				}
+			}
+		}
+		row := htmlStability{Tau: htmlCell(FormatTau(p.TauS)), ADev: htmlCell(formatPoint(p)), MDev: htmlCell(at(r.MDev, p.TauS, true)),
+			TDev: htmlCell(tdev), MTIE: htmlCell(at(r.MTIE, p.TauS, false)), N: p.N, K: p.NonOverlapping}
+		out = append(out, row)
+	}
+	return out
+}
+
 type htmlPage struct {
 	Title        string
-	Header       []string
-	Rows         [][]string
+	Header       []template.HTML
+	Rows         [][]template.HTML
 	Notes        []string
 	Sensor, Unit string
 	Correlations []htmlCorrelation
@@ -88,9 +156,10 @@ type htmlPage struct {
 }
 
 type htmlSeries struct {
-	Name, ID string
-	Images   []PlotImage
-	Missing  []PlotMissing
+	Name, ID  string
+	Images    []PlotImage
+	Missing   []PlotMissing
+	Stability []htmlStability
 }
 
 type htmlCorrelation struct {
@@ -108,10 +177,12 @@ var htmlTemplate = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <link rel="icon" href="data:,">
 <title>monagent report: {{.Title}}</title>
 <style>
-body { font-family: sans-serif; margin: 1.5em auto; max-width: 1100px; padding: 0 1em; color: #222; }
+body { font-family: sans-serif; margin: 1.5em auto; max-width: 1200px; padding: 0 1em; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #ccc; }
-table { border-collapse: collapse; font-size: 0.9em; margin: 0.5em 0; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; white-space: nowrap; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.4em; text-align: right; vertical-align: top; white-space: nowrap; }
+th { vertical-align: bottom; }
+table.fit th, table.fit td { white-space: normal; }
 th:first-child, td:first-child { text-align: left; }
 th { background: #eef2f7; }
 .wide { overflow-x: auto; }
@@ -124,12 +195,12 @@ figcaption { font-size: 0.9em; color: #555; }
 <body>
 <h1>monagent report: {{.Title}}</h1>
 <h2>Statistics (the reference study's Table I)</h2>
-<div class="wide"><table>
+<div class="wide"><table class="fit">
 <thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>{{range .Rows}}
 <tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}
 </tbody></table></div>
-<p>µ is the mean offset (accuracy), σ the sample standard deviation (precision); the |x| columns are percentiles of the absolute offset; ADEV at 1 s or the smallest τ; drift with its 95 % half interval; ≤ columns: the share of samples within each bound.</p>
+<p>µ is the mean offset (accuracy), σ the sample standard deviation (precision); the |x| columns are percentiles of the absolute offset; ADEV at 1 s or the smallest τ, with its 68 % (±1σ) interval relative to it (see each series' stability table); drift with its 95 % half interval, in ppm, ppb or ppt; ≤ columns: the share of samples within each bound.</p>
 {{if .Notes}}<h2>Notes</h2>
 <ul>{{range .Notes}}
 <li>{{.}}</li>{{end}}
@@ -148,6 +219,13 @@ figcaption { font-size: 0.9em; color: #555; }
 <h2 id="{{.ID}}">{{.Name}}</h2>
 {{range .Images}}<figure><a href="{{.SVG}}"><img src="{{.PNG}}" width="768" height="480" alt="{{.Caption}}"></a><figcaption>{{.Caption}} (<a href="{{.SVG}}">SVG</a>)</figcaption></figure>
 {{end}}{{range .Missing}}<p class="missing">No {{.Caption}}: {{.Reason}}.</p>
+{{end}}{{if .Stability}}<h3>Stability by τ</h3>
+<div class="wide"><table>
+<thead><tr><th>τ</th><th>ADEV ±1σ</th><th>MDEV ±1σ</th><th>TDEV ±1σ</th><th>MTIE</th><th>n: ADEV terms</th><th>K: non-overlapping</th></tr></thead>
+<tbody>{{range .Stability}}
+<tr><td>{{.Tau}}</td><td>{{.ADev}}</td><td>{{.MDev}}</td><td>{{.TDev}}</td><td>{{.MTIE}}</td><td>{{.N}}</td><td>{{.K}}</td></tr>{{end}}
+</tbody></table></div>
+<p>n is the number of terms the overlapping ADEV averages at τ = m τ0; K = ⌈n/m⌉ of them are m apart, the terms of the non-overlapping estimator (consecutive τ-averages). The ±1σ (68 %) interval is the deviation times 1 ∓ 1/√K, the simple interval of NIST SP 1065 §5.3.1 with K as its N, which ignores the noise type; where K is 1 the point bounds nothing below (its bar reaches the plot's bottom). MDEV and TDEV count their own terms (the JSON has them).</p>
 {{end}}</section>
 {{end}}</body>
 </html>

@@ -107,7 +107,16 @@ window.addEventListener('load', function () {
   }
   var pre = document.createElement('pre');
   pre.id = 'monagent-check';
-  pre.textContent = JSON.stringify({images: document.images.length, broken: broken, errors: window.__errors});
+  var overflow = [];
+  var boxes = document.querySelectorAll('table, .wide');
+  for (var j = 0; j < boxes.length; j++) {
+    var b = boxes[j];
+    if (b.scrollWidth > b.clientWidth + 1 || b.getBoundingClientRect().right > window.innerWidth) {
+      overflow.push(b.tagName + ' ' + (b.querySelector('th') || b).textContent.slice(0, 40) + ': ' + b.scrollWidth + ' px in ' + b.clientWidth + ' px, right edge ' + Math.round(b.getBoundingClientRect().right));
+    }
+  }
+  pre.textContent = JSON.stringify({images: document.images.length, broken: broken, errors: window.__errors,
+    viewport: window.innerWidth, page: document.documentElement.scrollWidth, height: document.documentElement.scrollHeight, overflow: overflow});
   document.body.appendChild(pre);
 });
 </script>`
@@ -153,15 +162,20 @@ func TestHTMLInChromium(t *testing.T) {
 		}
 		return stdout.String(), stderr.String()
 	}
-	dom, stderr := run("--virtual-time-budget=10000", "--dump-dom", "file://"+check)
+	// 1,400 px: a laptop's browser window; the tables must fit it whole
+	// (a scrollbar would hide their right-hand columns, drift and shares).
+	dom, stderr := run("--window-size=1400,1000", "--virtual-time-budget=10000", "--dump-dom", "file://"+check)
 	m := regexp.MustCompile(`(?s)<pre id="monagent-check">(.*?)</pre>`).FindStringSubmatch(dom)
 	if m == nil {
 		t.Fatalf("the page's check did not run; chromium said:\n%s", stderr)
 	}
 	var res struct {
-		Images int
-		Broken []string
-		Errors []string
+		Images         int
+		Broken         []string
+		Errors         []string
+		Viewport, Page int
+		Height         int
+		Overflow       []string
 	}
 	if err := json.Unmarshal([]byte(html.UnescapeString(m[1])), &res); err != nil {
 		t.Fatalf("%v: %s", err, m[1])
@@ -169,6 +183,13 @@ func TestHTMLInChromium(t *testing.T) {
 	t.Logf("chromium: %d images, broken %v, console errors %v", res.Images, res.Broken, res.Errors)
 	if res.Images != 12 || len(res.Broken) > 0 || len(res.Errors) > 0 {
 		t.Errorf("%d images (want 12), broken %q, console errors %q", res.Images, res.Broken, res.Errors)
+	}
+	t.Logf("chromium: viewport %d px, page %d px wide", res.Viewport, res.Page)
+	if res.Viewport != 1400 {
+		t.Errorf("viewport %d px, want 1400 (--window-size)", res.Viewport)
+	}
+	if res.Page > res.Viewport || len(res.Overflow) > 0 {
+		t.Errorf("at %d px the page is %d px wide and these do not fit (scroll): %q", res.Viewport, res.Page, res.Overflow)
 	}
 	// Chromium writes what reaches the console to stderr (--enable-logging,
 	// ":CONSOLE" lines, whatever the level); the page has no script and the
@@ -187,7 +208,9 @@ func TestHTMLInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	shot := filepath.Join(art, "index.png")
-	run("--hide-scrollbars", "--window-size=1200,3000", "--screenshot="+shot, "file://"+filepath.Join(dir, "index.html"))
+	// The whole page, every plot in it, at the width checked above.
+	height := min(max(res.Height, 1000), 30000)
+	run("--hide-scrollbars", fmt.Sprintf("--window-size=1400,%d", height), "--screenshot="+shot, "file://"+filepath.Join(dir, "index.html"))
 	if fi, err := os.Stat(shot); err != nil || fi.Size() < 10_000 {
 		t.Fatalf("screenshot %s: %v", shot, err)
 	}

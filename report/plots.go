@@ -23,8 +23,9 @@ const PlotsBuilt = true
 
 // WritePlots writes, for the series s and its result r, PNG and SVG files
 // into dir: NAME-hist (histogram with the normal fit), NAME-cdf (CDF of |x|
-// with the 75/95/99 % marks), NAME-offset (offset against time with the
-// drift line), NAME-adev (ADEV and MDEV) and NAME-tdev (TDEV and MTIE),
+// with the 75/95/99 % marks, each its own look), NAME-offset (offset
+// against time with the drift line), NAME-adev (ADEV and MDEV) and
+// NAME-tdev (TDEV and MTIE), the deviations with their 68 % intervals,
 // where NAME is prefix plus the series' tags, and with a correlation
 // (r.Correlation) NAME-freqsensor and NAME-freqtime (plots_correlate.go).
 // It returns the files written; a plot the series is too short for is left
@@ -115,18 +116,17 @@ func WritePlotSet(dir, prefix string, s *Series, r *Result) (PlotSet, error) {
 			if err != nil {
 				return nil, err
 			}
-			return stats.PlotCDF(pts, marks, absLabel, "CDF of "+absLabel+"\n"+title)
+			return cdfPlot(pts, marks, absLabel, "CDF of "+absLabel+"\n"+title)
 		}),
 		emit("offset", func() (plotT, error) {
-			return stats.PlotOffset(s.T, xs, drift, label, "offset vs time\n"+title)
+			return offsetPlot(s.T, xs, drift, label, "offset vs time\n"+title)
 		}),
 		emit("adev", func() (plotT, error) {
-			return stats.PlotStability([]stats.Curve{{Name: "ADEV (overlapping)", Points: toDev(r.ADev)}, {Name: "MDEV", Points: toDev(r.MDev)}},
+			return stabilityPlot([]devCurve{{"ADEV (overlapping)", r.ADev}, {"MDEV", r.MDev}},
 				"deviation (dimensionless)", "ADEV / MDEV\n"+title, false)
 		}),
 		emit("tdev", func() (plotT, error) {
-			return stats.PlotStability([]stats.Curve{{Name: "TDEV", Points: toDev(r.TDev)}, {Name: "MTIE", Points: toDev(r.MTIE)}},
-				"TDEV, MTIE", "TDEV / MTIE\n"+title, true)
+			return stabilityPlot([]devCurve{{"TDEV", r.TDev}, {"MTIE", r.MTIE}}, "TDEV, MTIE", "TDEV / MTIE\n"+title, true)
 		}),
 	)
 	if err == nil && r.Correlation != nil {

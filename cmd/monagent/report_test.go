@@ -53,7 +53,7 @@ func TestReportOnLocalSpool(t *testing.T) {
 		t.Fatalf("report: exit %d\n%s", code, stderr)
 	}
 	t.Logf("\n%s%s", stdout, stderr)
-	for _, want := range []string{"series", "µ", "σ", "|x| p99", "ADEV", "drift ppm", "clock=realtime,", "clock=tai,host="} {
+	for _, want := range []string{"series", "µ", "σ", "|x| p99", "ADEV", "drift ±95 %", "clock=realtime,", "clock=tai,host="} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q", want)
 		}
