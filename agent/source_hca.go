@@ -214,6 +214,7 @@ func (s *hcaSource) onRound(r hca.Round) {
 	s.add(pendingRecord{"hca_sync", r.Realtime, []record.Tag{alg}, []record.Field{
 		record.Int("round", r.Number), record.Int("nodes", int64(s.n)), record.Int("duration_ns", res.DurationNS),
 		record.Int("messages", res.Messages), record.Int("exchanges", res.Exchanges), record.Int("lost", res.Lost),
+		record.Int("given_up", res.GivenUp), record.Int("fitpoints_skipped", res.FitpointsSkipped),
 		record.Int("rejected", int64(res.Rejected)), record.Int("max_bound_ns", r.MaxBound),
 		record.Int("models_undelivered", int64(len(r.Undelivered))),
 	}})
