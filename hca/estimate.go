@@ -165,7 +165,7 @@ func skampiOffset(ctx context.Context, net Network, client, ref int, cfg skampiC
 			break
 		}
 	}
-	if est.Exchanges == 0 { // Max 1, lost: the budget allowed none
+	if est.Exchanges == 0 { // never: the budget leaves out fewer than Max
 		return offsetEstimate{}, fmt.Errorf("skampi %d->%d: no ping-pong: %w", client, ref, errNoSamples)
 	}
 	if lo > hi { // only by clock rounding or drift across the ping-pongs
