@@ -43,6 +43,12 @@ type Ptp4lConfig struct {
 	// DelayFilterLength is ptp4l's delay_filter_length, with which the
 	// event monitor's offsets are computed as ptp4l computes them.
 	DelayFilterLength int `yaml:"delay_filter_length"`
+	// Timestamping is ptp4l's time_stamping as far as the event monitor
+	// needs it: software (t2 and t3 are CLOCK_REALTIME) or hardware (they
+	// are the PHC of Interface, ptp4l's interface: the phc source's model
+	// of that PHC moves them to REALTIME).
+	Timestamping string `yaml:"timestamping"`
+	Interface    string `yaml:"interface"`
 }
 
 func (c Ptp4lConfig) Place() (string, string) { return "socket", c.Socket }
@@ -76,7 +82,7 @@ type PTPProbeConfig struct {
 func (p *PTPConfig) defaults() {
 	*p = PTPConfig{
 		Ptp4l: conf.NewInstances("ptp.ptp4l", Ptp4lConfig{Socket: "/var/run/ptp4l", Interval: time.Second, Timeout: time.Second, Judge: ptp4lJudge(),
-			Subscribe: true, SubscribeDuration: 180 * time.Second, DelayFilterLength: ptp.DefaultDelayFilterLength}),
+			Subscribe: true, SubscribeDuration: 180 * time.Second, DelayFilterLength: ptp.DefaultDelayFilterLength, Timestamping: "software"}),
 		Probe: PTPProbeConfig{Transport: "udp", TxWait: 10 * time.Millisecond, Timestamping: "software", Judge: ptp4lJudge()},
 	}
 }
@@ -127,6 +133,13 @@ func (p *PTPConfig) checkPtp4l(key string, l Ptp4lConfig, ps *problems) {
 		ps.Add(key+".subscribe_duration", "%v: must be within 2s..65535s (ptp4l's duration is a 16-bit count of seconds)", l.SubscribeDuration)
 	}
 	conf.Within(ps, key+".delay_filter_length", l.DelayFilterLength, 1, ptp.MaxDelayFilterLength, " (ptp4l's delay_filter_length)")
+	switch l.Timestamping {
+	case "software":
+	case "hardware":
+		ps.Set(key+".interface", l.Interface, " (ptp4l's interface, whose PHC stamps t2 and t3 with hardware timestamping)")
+	default:
+		ps.Add(key+".timestamping", "%q is not software or hardware (ptp4l's time_stamping)", l.Timestamping)
+	}
 	if m := l.EventMonitor; m != "" {
 		if !filepath.IsAbs(m) {
 			ps.Add(key+".event_monitor", "%q: must be an absolute path (ptp4l's slave_event_monitor)", m)
@@ -138,8 +151,15 @@ func (p *PTPConfig) checkPtp4l(key string, l Ptp4lConfig, ps *problems) {
 	}
 }
 
-// board checks that the probe's interface exists.
+// board checks that the probe's interface exists, and that a hardware
+// timestamping ptp4l's has a PHC.
 func (p *PTPConfig) board(paths PathsConfig, ps *problems) {
+	keys, all := p.Ptp4l.All()
+	for i, l := range all {
+		if p.Enabled && l.Enabled && l.EventMonitor != "" && l.Timestamping == "hardware" && l.Interface != "" {
+			ifaceHasPHC(paths, keys[i]+".interface", l.Interface, ps)
+		}
+	}
 	if p.Enabled && p.Probe.Enabled && p.Probe.Interface != "" {
 		if p.Probe.Timestamping == "hardware" {
 			ifaceHasPHC(paths, "ptp.probe.interface", p.Probe.Interface, ps)

@@ -184,6 +184,8 @@ func TestPTPSection(t *testing.T) {
 		{"ptp:\n  enabled: true\n  probe:\n    enabled: true\n    interface: eth0\n    transport: l2\n    master: 10.0.0.1\n", "x.yaml:7: ptp.probe.master: unicast Delay_Req is for transport udp; l2 sends to 01:1b:19:00:00:00"},
 		{"ptp:\n  enabled: true\n  probe:\n    enabled: true\n    interface: eth0\n    master: ptp-gm\n", `x.yaml:6: ptp.probe.master: "ptp-gm" is not an IP address`},
 		{"ptp:\n  enabled: true\n  probe:\n    enabled: true\n    interface: eth0\n    timestamping: phc\n", `x.yaml:6: ptp.probe.timestamping: "phc" is not software or hardware`},
+		{"ptp:\n  enabled: true\n  ptp4l:\n    enabled: true\n    timestamping: hw\n", `x.yaml:5: ptp.ptp4l.timestamping: "hw" is not software or hardware (ptp4l's time_stamping)`},
+		{"ptp:\n  enabled: true\n  ptp4l:\n    enabled: true\n    timestamping: hardware\n", `x.yaml:3: ptp.ptp4l.interface: must be set (ptp4l's interface`},
 	} {
 		if _, err := Parse("x.yaml", []byte(bad.yaml)); err == nil || !strings.HasPrefix(err.Error(), bad.want) {
 			t.Errorf("%q: %v, want %q", bad.yaml, err, bad.want)

@@ -132,7 +132,8 @@ func (s *hcaSource) selfFields() []record.Field {
 		record.Uint("dropped_unauthenticated", st.DroppedUnauthenticated), record.Uint("dropped_replayed", st.DroppedReplayed),
 		record.Uint("dropped_stale_epoch", st.DroppedStaleEpoch), record.Uint("dropped_stale_model", st.DroppedStaleModel),
 		record.Uint("dropped_foreign_session", st.DroppedForeignSession), record.Uint("dropped_malformed", st.DroppedMalformed),
-		record.Uint("dropped_misaddressed", st.DroppedMisaddressed), record.Uint("dropped_unmatched", st.DroppedUnmatched),
+		record.Uint("dropped_misaddressed", st.DroppedMisaddressed), record.Uint("dropped_unknown_source", st.DroppedUnknownSource),
+		record.Uint("dropped_unmatched", st.DroppedUnmatched),
 		record.Uint("dropped_busy", st.DroppedBusy), record.Uint("lost", st.Lost), record.Uint("send_errors", st.SendErrors),
 		record.Uint("peer_restarts", st.PeerRestarts),
 		record.Uint("rounds", st.Rounds), record.Uint("round_failures", st.RoundFailures), record.Uint("failing_rounds", st.FailingRounds),
@@ -214,6 +215,7 @@ func (s *hcaSource) onRound(r hca.Round) {
 	s.add(pendingRecord{"hca_sync", r.Realtime, []record.Tag{alg}, []record.Field{
 		record.Int("round", r.Number), record.Int("nodes", int64(s.n)), record.Int("duration_ns", res.DurationNS),
 		record.Int("messages", res.Messages), record.Int("exchanges", res.Exchanges), record.Int("lost", res.Lost),
+		record.Int("given_up", res.GivenUp), record.Int("fitpoints_skipped", res.FitpointsSkipped),
 		record.Int("rejected", int64(res.Rejected)), record.Int("max_bound_ns", r.MaxBound),
 		record.Int("models_undelivered", int64(len(r.Undelivered))),
 	}})

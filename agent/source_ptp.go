@@ -50,12 +50,23 @@ func buildPtp4lInstance(env *Env, key string, c Ptp4lConfig) ([]collect.Source, 
 		srcs = append(srcs, push)
 	}
 	if c.EventMonitor != "" {
+		// ptp4l's clock: with hardware timestamping its interface's PHC,
+		// whose stamps the phc source's model moves to REALTIME.
+		dom := timebase.DomainRealtime
+		if c.Timestamping == "hardware" {
+			if dom, err = hardwarePHC(key+".interface", c.Interface); err != nil {
+				return srcs, err
+			}
+			if !env.Config.PHC.Enabled && env.Log != nil {
+				env.Log.Warn("the ptp4l event monitor needs the phc source's model of ptp4l's PHC: every Sync and Delay_Req will count as untranslated", "interface", c.Interface)
+			}
+		}
 		// Bound now: a path in use is refused at start, naming the key.
 		l, err := ptp.ListenSlaveEvents(c.EventMonitor)
 		if err != nil {
 			return srcs, keyErr(key+".event_monitor", "%v", err)
 		}
-		d := newPtp4lSlaveEvents(l, c.DelayFilterLength)
+		d := newPtp4lSlaveEvents(l, c.DelayFilterLength, dom, env.translators())
 		d.inst = s.tags
 		ev, err := collect.Decode(strings.Replace(name, "ptp4l", "ptp4l_slave_events", 1), time.Second, 0, d)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/ptp"
 	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/timebase"
 )
 
 // slaveEvent is one record of ptp4l's slave event monitor as the reader
@@ -21,15 +22,20 @@ type slaveEvent struct {
 // socket monagent binds at ptp.ptp4l.event_monitor (ptp4l's
 // slave_event_monitor), one ptp4l_sync record per Sync ptp4l used, at its
 // t2, and one ptp4l_delay record per Delay_Req, at its t3: both stamps of
-// ptp4l's own clock (REALTIME with software timestamping). The offsets are
-// computed as ptp4l computes them (ptp.Offsets).
+// ptp4l's own clock, REALTIME with software timestamping, its PHC with
+// hardware timestamping, moved to REALTIME then through the phc source's
+// model of that PHC (dom, toRT). The offsets are computed as ptp4l computes
+// them (ptp.Offsets), from the stamps as ptp4l took them.
 type ptp4lSlaveEvents struct {
 	l       *ptp.SlaveEventListener
 	offsets *ptp.Offsets
+	dom     timebase.Domain // ptp4l's clock: a PHC, or DomainRealtime
+	toRT    *timebase.Route // the collection goroutine's; nil with software timestamping
 
 	// The collection goroutine's.
 	times        [2]record.SeriesTime // sync, delay
 	bumps        uint64
+	untranslated uint64
 	syncs        uint64
 	delays       uint64
 	tags         []record.Tag // inst and master
@@ -40,8 +46,15 @@ type ptp4lSlaveEvents struct {
 	scratchStats [collect.LatencyCap]int64
 }
 
-func newPtp4lSlaveEvents(l *ptp.SlaveEventListener, filterLength int) *ptp4lSlaveEvents {
-	return &ptp4lSlaveEvents{l: l, offsets: ptp.NewOffsets(filterLength), slab: collect.NewSlab(8, 256)}
+// newPtp4lSlaveEvents decodes what l reads, stamped by ptp4l in dom:
+// DomainRealtime (software timestamping) or the PHC ptp4l timestamps with,
+// moved to REALTIME through the models tr keeps.
+func newPtp4lSlaveEvents(l *ptp.SlaveEventListener, filterLength int, dom timebase.Domain, tr *timebase.Translators) *ptp4lSlaveEvents {
+	d := &ptp4lSlaveEvents{l: l, offsets: ptp.NewOffsets(filterLength), slab: collect.NewSlab(8, 256), dom: dom}
+	if dom != timebase.DomainRealtime {
+		d.toRT = tr.Route(dom, timebase.DomainRealtime)
+	}
+	return d
 }
 
 // Produce reads the socket until ctx is done; each datagram's records go
@@ -54,10 +67,14 @@ func (d *ptp4lSlaveEvents) Produce(ctx context.Context, q *collect.EventQueue[sl
 	})
 }
 
-// Emit ships one record. Two Syncs (or two Delay_Reqs) never share a
-// stamp — each is a frame of its own, stamped by the kernel — and should a
-// coarse clock ever stamp two alike, the later moves by a nanosecond
-// (time_bumps; t2_ns/t3_ns keep the stamp).
+// Emit ships one record at its stamp in REALTIME: a PHC's stamp is moved
+// through the phc source's model, the record carrying the model's
+// uncertainty (uncertainty_ns); one that cannot be moved yet (no model) is
+// shipped at the time its datagram was read, counted (untranslated). Two
+// Syncs (or two Delay_Reqs) never share a stamp — each is a frame of its
+// own, stamped by the kernel — and should a coarse clock ever stamp two
+// alike, the later moves by a nanosecond (time_bumps; t2_ns/t3_ns keep the
+// stamp as ptp4l took it).
 func (d *ptp4lSlaveEvents) Emit(b *collect.Batch, e *slaveEvent) {
 	if e.Master != d.master || d.tags == nil {
 		d.master, d.tags = e.Master, withTags(d.inst, record.Tag{Key: "master", Value: e.Master.String()})
@@ -68,7 +85,6 @@ func (d *ptp4lSlaveEvents) Emit(b *collect.Batch, e *slaveEvent) {
 	switch e.Kind {
 	case ptp.SlaveSync:
 		d.syncs++
-		d.readLatency.Add(e.read - e.RxNS)
 		x, y, ok = d.offsets.Sync(&e.SlaveTiming)
 	case ptp.SlaveDelay:
 		k, at = 1, e.TxNS
@@ -82,6 +98,19 @@ func (d *ptp4lSlaveEvents) Emit(b *collect.Batch, e *slaveEvent) {
 		record.Int("correction_ns", e.CorrectionNS))
 	if ok {
 		f = append(f, record.Int(r.x, x), record.Int(r.y, y))
+	}
+	moved := true
+	if d.toRT != nil {
+		if rt, err := d.toRT.Move(timebase.Timestamp{NS: at, Domain: d.dom}); err == nil {
+			at = rt.NS
+			f = append(f, record.Int("uncertainty_ns", rt.UncertaintyNS))
+		} else {
+			at, moved = e.read, false
+			d.untranslated++
+		}
+	}
+	if k == 0 && moved {
+		d.readLatency.Add(e.read - at)
 	}
 	b.Add(r.measurement, d.times[k].Next(at, &d.bumps), d.tags, d.slab.Keep(f)...)
 }
@@ -106,6 +135,7 @@ func (d *ptp4lSlaveEvents) Self() []record.Field {
 		record.Uint("syncs", d.syncs), record.Uint("delays", d.delays),
 		record.Uint("datagrams", d.l.Datagrams.Load()), record.Uint("undecodable", d.l.Undecodable.Load()),
 		record.Uint("unknown_tlvs", d.l.UnknownTLVs.Load()), record.Uint("time_bumps", d.bumps),
+		record.Uint("untranslated", d.untranslated),
 	}
 	return d.readLatency.Fields(f, "sync_read_")
 }

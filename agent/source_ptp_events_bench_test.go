@@ -9,6 +9,7 @@ import (
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/ptp"
 	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/timebase"
 )
 
 // BenchmarkSlaveEventSync is one Sync from ptp4l's slave event monitor, from
@@ -21,7 +22,7 @@ func BenchmarkSlaveEventSync(b *testing.B) {
 		b.Fatal(err)
 	}
 	msg, _ := hex.DecodeString(strings.TrimSpace(string(s)))
-	d := newPtp4lSlaveEvents(nil, ptp.DefaultDelayFilterLength)
+	d := newPtp4lSlaveEvents(nil, ptp.DefaultDelayFilterLength, timebase.DomainRealtime, nil)
 	recs := make([]ptp.SlaveTiming, 0, 4)
 	batch := &collect.Batch{Host: "bench", Records: make([]record.Record, 0, 1024)}
 	b.ReportAllocs()

@@ -110,6 +110,9 @@ type skampiConfig struct {
 // the intervals of successive ping-pongs are intersected, and the estimate is
 // the midpoint of the intersection at the client's time of the last one.
 //
+// A ping-pong lost on every try is left out, up to half of Max
+// (lossBudget); the intervals of the others bound the offset as well.
+//
 // Early stop: when cfg.BestRTT is known, the measurement ends, after Min
 // ping-pongs, as soon as a ping-pong's RTT is within 1.1 × the best RTT seen
 // before it (BestRTT and this measurement's earlier ping-pongs; the
@@ -128,14 +131,19 @@ func skampiOffset(ctx context.Context, net Network, client, ref int, cfg skampiC
 	var x0 int64
 	best := cfg.BestRTT
 	var est offsetEstimate
+	b := newLossBudget(cfg.Max)
 	for i := range cfg.Max {
 		e, err := net.Exchange(ctx, client, ref)
 		if err != nil {
-			return offsetEstimate{}, fmt.Errorf("skampi %d->%d: ping-pong %d: %w", client, ref, i+1, err)
+			if b.skip(err) {
+				continue
+			}
+			return offsetEstimate{}, fmt.Errorf("skampi %d->%d: ping-pong %d: %w", client, ref, i+1, b.exceeded(cfg.Max, err))
 		}
 		rtt := e.rtt()
 		mid := e.Send + rtt/2
-		if i == 0 {
+		first := est.Exchanges == 0
+		if first {
 			x0 = mid
 		}
 		backF := cfg.Slope * float64(mid-x0)
@@ -144,9 +152,9 @@ func skampiOffset(ctx context.Context, net Network, client, ref int, cfg skampiC
 		hi = min(hi, e.Recv-e.Remote-back)
 		loF = max(loF, float64(e.Send-e.Remote)-backF)
 		hiF = min(hiF, float64(e.Recv-e.Remote)-backF)
-		est.Exchanges = i + 1
+		est.Exchanges++
 		est.At = mid
-		if i == 0 || rtt < est.MinRTT {
+		if first || rtt < est.MinRTT {
 			est.MinRTT = rtt
 		}
 		stop := cfg.BestRTT > 0 && est.Exchanges >= cfg.Min && 10*rtt <= 11*best
@@ -156,6 +164,9 @@ func skampiOffset(ctx context.Context, net Network, client, ref int, cfg skampiC
 		if stop {
 			break
 		}
+	}
+	if est.Exchanges == 0 { // never: the budget leaves out fewer than Max
+		return offsetEstimate{}, fmt.Errorf("skampi %d->%d: no ping-pong: %w", client, ref, errNoSamples)
 	}
 	if lo > hi { // only by clock rounding or drift across the ping-pongs
 		lo, hi = hi, lo
@@ -170,20 +181,29 @@ func skampiOffset(ctx context.Context, net Network, client, ref int, cfg skampiC
 
 // minRTTOffset runs n ping-pongs from client to ref and takes the one with
 // the smallest RTT: offset = midpoint of Send and Recv − Remote, uncertain
-// by half that RTT.
+// by half that RTT. Up to half of them, lost on every try, are left out.
 func minRTTOffset(ctx context.Context, net Network, client, ref, n int) (offsetEstimate, error) {
 	if n < 1 {
 		return offsetEstimate{}, fmt.Errorf("min-rtt offset %d->%d: %d exchanges: %w", client, ref, n, errNoSamples)
 	}
 	var bestE Exchange
-	for i := range n {
+	used := 0
+	b := newLossBudget(n)
+	for range n {
 		e, err := net.Exchange(ctx, client, ref)
 		if err != nil {
-			return offsetEstimate{}, fmt.Errorf("min-rtt offset %d->%d: %w", client, ref, err)
+			if b.skip(err) {
+				continue
+			}
+			return offsetEstimate{}, fmt.Errorf("min-rtt offset %d->%d: %w", client, ref, b.exceeded(n, err))
 		}
-		if i == 0 || e.rtt() < bestE.rtt() {
+		if used == 0 || e.rtt() < bestE.rtt() {
 			bestE = e
 		}
+		used++
+	}
+	if used == 0 {
+		return offsetEstimate{}, fmt.Errorf("min-rtt offset %d->%d: %w", client, ref, errNoSamples)
 	}
 	rtt := bestE.rtt()
 	mid := bestE.Send + rtt/2
@@ -191,7 +211,7 @@ func minRTTOffset(ctx context.Context, net Network, client, ref, n int) (offsetE
 		At:        mid,
 		Offset:    mid - bestE.Remote,
 		HalfWidth: rtt - rtt/2,
-		Exchanges: n,
+		Exchanges: used,
 		MinRTT:    rtt,
 	}, nil
 }

@@ -104,9 +104,10 @@ func (c Clocks) Evaluate(res Result, end int64, after []int64) []Check {
 
 // Report is what one experiment measured; its JSON form is what
 // `monagent hca sim --json` prints. Lost counts every lost try of an
-// exchange; GivenUp those exchanges lost on every try, each of which failed
-// its pair. Failed are the ranks not synchronised, and Checks are over the
-// others.
+// exchange; GivenUp those exchanges lost on every try, each of which left
+// out its ping-pong or fitpoint (FitpointsSkipped), failing its pair only
+// when too little was left (MinFitpoints). Failed are the ranks not
+// synchronised, and Checks are over the others.
 type Report struct {
 	Algorithm      string       `json:"algorithm"`
 	Nodes          int          `json:"nodes"`
@@ -122,6 +123,8 @@ type Report struct {
 	Rejected       int          `json:"rejected"`
 	Failed         []FailedRank `json:"failed"`
 	Checks         []Check      `json:"checks"`
+	// FitpointsSkipped are the fitpoints left out of their lines.
+	FitpointsSkipped int64 `json:"fitpoints_skipped"`
 }
 
 // FailedRank is a rank a synchronisation could not model, and why.
@@ -180,6 +183,6 @@ func NewReport(res Result, transport string, seed uint64, driftPPM float64) Repo
 	return Report{
 		Algorithm: res.Algorithm, Nodes: len(res.Models), Transport: transport, Seed: seed, DriftPPM: driftPPM,
 		SyncDurationNS: res.DurationNS, Messages: res.Messages, Exchanges: res.Exchanges, Lost: res.Lost,
-		GivenUp: res.GivenUp, Rejected: res.Rejected, Failed: failed,
+		GivenUp: res.GivenUp, FitpointsSkipped: res.FitpointsSkipped, Rejected: res.Rejected, Failed: failed,
 	}
 }

@@ -106,6 +106,18 @@ func (p Params) Validate() error {
 	return nil
 }
 
+// MinFitpoints is the fewest fitpoints of the f a pair measures (Params.
+// Fitpoints) from which its line is fitted: half of them, rounded up, and
+// at least 2. A fitpoint whose exchange is lost on every try is left out
+// (a rank at 10 % loss gives up about one exchange in 10,000, one fitpoint
+// of 30 exchanges in 330); the line through the rest spans about the same
+// time and its slope error grows as 1/sqrt(n), by at most √2 at half of
+// them. A pair that keeps fewer — more than half its fitpoints lost on
+// every try, a rank gone or a link all but down — fails (its rank with
+// KeepGoing, else the round), and stops measuring as soon as it cannot
+// reach the minimum.
+func MinFitpoints(f int) int { return max(2, (f+1)/2) }
+
 // Result is what a synchronisation produced.
 type Result struct {
 	Algorithm string
@@ -131,8 +143,14 @@ type Result struct {
 	DurationNS int64 // on the network's clock (simNetwork: simulated time)
 	Rejected   int   // fits rejected for an absurd slope or scattered fitpoints (ErrScattered), then re-measured
 	// GivenUp counts the exchanges lost on every one of their Retries+1
-	// tries (each try is counted in Lost); each failed its pair.
+	// tries (each try is counted in Lost). Each leaves out what it was
+	// part of — a warm-up or RTT ping-pong, a SKaMPI or min-RTT ping-pong,
+	// a fitpoint (FitpointsSkipped) — and fails its pair only when too
+	// little is left (MinFitpoints, lossTolerated).
 	GivenUp int64
+	// FitpointsSkipped counts the fitpoints left out of their lines because
+	// an exchange of theirs was given up.
+	FitpointsSkipped int64
 	// Failed are the ranks that were not synchronised, in rank order, with
 	// why: only with Params.KeepGoing. Their Models are zero and mean
 	// nothing.

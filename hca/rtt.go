@@ -52,21 +52,27 @@ func summarizeRTT(rtts []int64) (rttSummary, error) {
 }
 
 // measureRTT runs warmup ping-pongs from from to to whose results are thrown
-// away (caches, ARP, a sleeping peer), then n that are summarised.
+// away (caches, ARP, a sleeping peer), then n that are summarised. Up to
+// half of either, lost on every try, are left out (lossBudget).
 func measureRTT(ctx context.Context, net Network, from, to, warmup, n int) (rttSummary, error) {
 	if n < 1 {
 		return rttSummary{}, fmt.Errorf("measure rtt %d->%d: %d exchanges: %w", from, to, n, errNoSamples)
 	}
+	wb := newLossBudget(warmup)
 	for range warmup {
-		if _, err := net.Exchange(ctx, from, to); err != nil {
-			return rttSummary{}, fmt.Errorf("measure rtt %d->%d: warm-up: %w", from, to, err)
+		if _, err := net.Exchange(ctx, from, to); err != nil && !wb.skip(err) {
+			return rttSummary{}, fmt.Errorf("measure rtt %d->%d: warm-up: %w", from, to, wb.exceeded(warmup, err))
 		}
 	}
+	b := newLossBudget(n)
 	rtts := make([]int64, 0, n)
 	for range n {
 		e, err := net.Exchange(ctx, from, to)
 		if err != nil {
-			return rttSummary{}, fmt.Errorf("measure rtt %d->%d: %w", from, to, err)
+			if b.skip(err) {
+				continue
+			}
+			return rttSummary{}, fmt.Errorf("measure rtt %d->%d: %w", from, to, b.exceeded(n, err))
 		}
 		rtts = append(rtts, e.rtt())
 	}

@@ -88,7 +88,7 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 	var ctl sockts.Control
 	layout := sockts.NativeLayout()
 	for {
-		n, oobn, _, _, err := e.conn.ReadMsgUDPAddrPort(buf, oob)
+		n, oobn, _, src, err := e.conn.ReadMsgUDPAddrPort(buf, oob)
 		now := e.clock()
 		if err == nil && e.rxStamp && layout.Parse(oob[:oobn], &ctl) == nil && ctl.Software != 0 {
 			if c, rt, ok := e.pairedRealtime(); ok {
@@ -117,6 +117,10 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 			return fmt.Errorf("hca endpoint %d: serve: read: %w", e.rank, err)
 		}
 		e.c.received.Add(1)
+		if !e.fromPeer(src) {
+			e.c.unknownSource.Add(1)
+			continue
+		}
 		m, ok := e.accept(wc, buf[:n])
 		if !ok {
 			continue

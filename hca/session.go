@@ -23,7 +23,7 @@ type session struct {
 	now   func() int64
 	start int64
 
-	mu     sync.Mutex // guards res.Exchanges, res.Lost, res.GivenUp and failed during parallel rounds
+	mu     sync.Mutex // guards res.Exchanges, res.Lost, res.GivenUp, res.FitpointsSkipped and failed during parallel rounds
 	res    Result
 	failed map[int]error // rank -> why, with KeepGoing
 }
@@ -216,6 +216,9 @@ func (s *session) forPairs(pairs []pair, idx []int, f func(ctx context.Context, 
 // part of a sweep in parallel when the network is a paralleler (a tree
 // round is one parallel step; JK's pairs all share the root and stay
 // serial). The references' readings are kept unmapped (finePoint.RefX).
+// A fitpoint whose exchange is lost on every try is left out
+// (FitpointsSkipped); a pair that would keep fewer than MinFitpoints fails
+// at the loss that leaves it short.
 // RTTs are looked up once per pair before the first fitpoint. A pair that
 // fails (KeepGoing) is dropped from the later sweeps, as are, when chained,
 // those whose reference failed; with no pair left to measure no time
@@ -239,6 +242,12 @@ func (s *session) measurePairs(pairs []pair, todo []int, points [][]finePoint, b
 	for _, i := range todo {
 		points[i] = points[i][:0]
 	}
+	// A fitpoint whose exchange is given up is left out, up to
+	// Fitpoints − MinFitpoints of a pair's (each call writes its own pair's).
+	lost := make([]lossBudget, len(pairs))
+	for i := range lost {
+		lost[i].allowed = s.p.Fitpoints - MinFitpoints(s.p.Fitpoints)
+	}
 	for f := range s.p.Fitpoints {
 		if todo = s.live(pairs, todo, chained); len(todo) == 0 {
 			return nil
@@ -249,6 +258,16 @@ func (s *session) measurePairs(pairs []pair, todo []int, points [][]finePoint, b
 			pr := pairs[i]
 			fp, err := measureFitpointFine(ctx, s, pr.client, pr.ref, rtts[i], s.p.Exchanges, s.p.Filter)
 			if err != nil {
+				if lost[i].skip(err) {
+					s.mu.Lock()
+					s.res.FitpointsSkipped++
+					s.mu.Unlock()
+					return nil
+				}
+				if errors.Is(err, ErrLost) {
+					return fmt.Errorf("pair %d->%d: %d of %d fitpoints lost, more than the %d a line may do without (MinFitpoints %d): %w",
+						pr.client, pr.ref, lost[i].lost+1, s.p.Fitpoints, lost[i].allowed, MinFitpoints(s.p.Fitpoints), err)
+				}
 				return err
 			}
 			points[i] = append(points[i], fp)

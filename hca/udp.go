@@ -4,8 +4,10 @@ package hca
 //
 // An Endpoint is one agent's socket: it answers pings addressed to its rank
 // (Serve) and runs ping-pongs to its peers (Ping). Every datagram carries an
-// HMAC-SHA256 with the cluster key (wire.go); unauthenticated, malformed,
-// replayed, foreign-session and misaddressed datagrams are dropped and
+// HMAC-SHA256 with the cluster key (wire.go); datagrams from a source
+// address no peer has (IP and port: a peer sends from the socket it
+// listens on) are dropped unread, and unauthenticated, malformed,
+// replayed, foreign-session and misaddressed ones once read; all are
 // counted, never answered; wire.go tells how epochs keep replays out
 // across restarts. Answers go to the address the peer list gives
 // for the sender's rank, not to the datagram's source, so that a forged source
@@ -143,6 +145,7 @@ type EndpointStats struct {
 	DroppedForeignSession  uint64 // authenticated, another session
 	DroppedMalformed       uint64 // short, long, bad magic, unknown version or type
 	DroppedMisaddressed    uint64 // authenticated, but for another rank or from a rank not in the peer list
+	DroppedUnknownSource   uint64 // from a source address (IP and port) that is no peer's: dropped unread, before its MAC is checked
 	DroppedUnmatched       uint64 // authenticated answer no request waits for (late, after its timeout, or to an earlier start)
 	DroppedBusy            uint64 // runs refused: maxRuns already under way
 	KernelStamped          uint64 // datagrams read with a kernel receive timestamp
@@ -155,7 +158,7 @@ type counters struct {
 	sent, received, answered, runs, models, matched             atomic.Uint64
 	unauth, replayed, foreign, malformed, misaddressed, unmatch atomic.Uint64
 	busy, lost, sendErrors, kernelStamped                       atomic.Uint64
-	staleEpoch, staleModel, restarts                            atomic.Uint64
+	staleEpoch, staleModel, restarts, unknownSource             atomic.Uint64
 }
 
 // Endpoint is one agent's HCA socket. Serve must run for Ping to get answers
@@ -182,6 +185,7 @@ type Endpoint struct {
 	mu      sync.Mutex // guards what follows
 	session uint64
 	peers   map[uint32]netip.AddrPort
+	sources map[netip.AddrPort]int // the peers' addresses (unmapped): how many ranks have each
 	waiters map[uint64]*waiter
 	known   map[uint32]*peerState
 }
@@ -225,6 +229,7 @@ func Listen(cfg EndpointConfig) (*Endpoint, error) {
 		txBuf:   make([]byte, 0, maxMessageLen),
 		session: cfg.Session,
 		peers:   make(map[uint32]netip.AddrPort),
+		sources: make(map[netip.AddrPort]int),
 		waiters: make(map[uint64]*waiter),
 		known:   make(map[uint32]*peerState),
 	}
@@ -263,9 +268,30 @@ func (e *Endpoint) SetPeer(rank int, addr netip.AddrPort) error {
 		return fmt.Errorf("hca endpoint %d: peer %d: invalid address", e.rank, rank)
 	}
 	e.mu.Lock()
+	if old, ok := e.peers[uint32(rank)]; ok {
+		if k := unmapped(old); e.sources[k] > 1 {
+			e.sources[k]--
+		} else {
+			delete(e.sources, k)
+		}
+	}
 	e.peers[uint32(rank)] = addr
+	e.sources[unmapped(addr)]++
 	e.mu.Unlock()
 	return nil
+}
+
+// unmapped is a with an IPv4-mapped IPv6 address as plain IPv4: a dual-stack
+// socket reads IPv4 sources as ::ffff:a.b.c.d.
+func unmapped(a netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+}
+
+// fromPeer reports whether src, a datagram's source, is a peer's address.
+func (e *Endpoint) fromPeer(src netip.AddrPort) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sources[unmapped(src)] > 0
 }
 
 // setSession changes the cluster's session: datagrams of other sessions
@@ -286,7 +312,7 @@ func (e *Endpoint) Stats() EndpointStats {
 		DroppedUnauthenticated: c.unauth.Load(), DroppedReplayed: c.replayed.Load(),
 		DroppedStaleEpoch: c.staleEpoch.Load(), DroppedStaleModel: c.staleModel.Load(),
 		DroppedForeignSession: c.foreign.Load(), DroppedMalformed: c.malformed.Load(),
-		DroppedMisaddressed: c.misaddressed.Load(), DroppedUnmatched: c.unmatch.Load(), DroppedBusy: c.busy.Load(), KernelStamped: c.kernelStamped.Load(),
+		DroppedMisaddressed: c.misaddressed.Load(), DroppedUnknownSource: c.unknownSource.Load(), DroppedUnmatched: c.unmatch.Load(), DroppedBusy: c.busy.Load(), KernelStamped: c.kernelStamped.Load(),
 		Lost: c.lost.Load(), SendErrors: c.sendErrors.Load(), PeerRestarts: c.restarts.Load(),
 	}
 }

@@ -13,8 +13,12 @@ import (
 	"github.com/monagent/monagent/timebase"
 )
 
-// tapRelay stands on the path to dst: it relays every datagram sent to its
-// address on to dst and keeps a copy, as an eavesdropper would.
+// tapRelay stands on the path between dst and the rank that talks to it
+// through the tap: it relays every datagram sent to its address on to dst,
+// and dst's back to the last other address it heard from, and keeps a copy
+// of each, as an eavesdropper in the middle would. Both ends have the
+// tap's address in their peer lists (an endpoint reads only datagrams from
+// its peers' addresses).
 type tapRelay struct {
 	conn *net.UDPConn
 	mu   sync.Mutex
@@ -32,15 +36,24 @@ func newTap(t *testing.T, dst netip.AddrPort) *tapRelay {
 	go func() {
 		defer close(done)
 		buf := make([]byte, 2048)
+		var back netip.AddrPort
 		for {
-			n, _, err := c.ReadFromUDPAddrPort(buf)
+			n, src, err := c.ReadFromUDPAddrPort(buf)
 			if err != nil {
 				return // closed by the cleanup
 			}
 			tp.mu.Lock()
 			tp.got = append(tp.got, bytes.Clone(buf[:n]))
 			tp.mu.Unlock()
-			_, _ = c.WriteToUDPAddrPort(buf[:n], dst)
+			to := dst
+			if src = unmapped(src); src == dst {
+				to = back
+			} else {
+				back = src
+			}
+			if to.IsValid() {
+				_, _ = c.WriteToUDPAddrPort(buf[:n], to)
+			}
 		}
 	}()
 	t.Cleanup(func() { c.Close(); <-done })
@@ -64,16 +77,12 @@ func (tp *tapRelay) last(t *testing.T, keep func(message) bool) []byte {
 	return nil
 }
 
-// inject sends raw datagrams to addr from a socket of its own.
-func inject(t *testing.T, addr netip.AddrPort, bs ...[]byte) {
+// inject sends raw datagrams to addr from the tap's address, a peer's of
+// addr's endpoint (from any other it would drop them unread).
+func (tp *tapRelay) inject(t *testing.T, addr netip.AddrPort, bs ...[]byte) {
 	t.Helper()
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	for _, b := range bs {
-		if _, err := c.WriteToUDPAddrPort(b, addr); err != nil {
+		if _, err := tp.conn.WriteToUDPAddrPort(b, addr); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -135,8 +144,9 @@ func TestEndpointRestartedPeer(t *testing.T) {
 	b := start(t, EndpointConfig{Addr: "127.0.0.1:0", Rank: 1, Timeout: timeout})
 	c := start(t, EndpointConfig{Addr: "127.0.0.1:0", Rank: 2, Timeout: timeout})
 	mesh(t, a.Endpoint, b.Endpoint, c.Endpoint)
-	tap := newTap(t, a.LocalAddr()) // b's datagrams to a pass an eavesdropper
+	tap := newTap(t, a.LocalAddr()) // b's datagrams to a, and a's to b, pass an eavesdropper
 	setPeer(t, b.Endpoint, 0, tap.addr())
+	setPeer(t, a.Endpoint, 1, tap.addr())
 
 	// b's previous run numbered its requests from a wall clock an hour
 	// ahead of the one it restarts with.
@@ -152,7 +162,7 @@ func TestEndpointRestartedPeer(t *testing.T) {
 	if _, err := a.run(ctx, 1, 2, 1); err != nil {
 		t.Fatalf("run 1->2 before the restart: %v", err)
 	}
-	oldPing := tap.last(t, func(m message) bool { return m.Type == msgPing })
+	oldPing := tap.last(t, func(m message) bool { return m.Type == msgPing && m.From == 1 })
 
 	b2 := restart(t, b, EndpointConfig{Timeout: timeout})
 	setPeer(t, b2.Endpoint, 0, tap.addr())
@@ -184,12 +194,12 @@ func TestEndpointRestartedPeer(t *testing.T) {
 
 	// A capture of the previous run, replayed now, is refused, and so is
 	// one of this run's, replayed.
-	newPing := tap.last(t, func(m message) bool { return m.Type == msgPing })
+	newPing := tap.last(t, func(m message) bool { return m.Type == msgPing && m.From == 1 })
 	if m, _ := decode(testKey, newPing); m.Epoch != b2.epoch || m.Epoch == b.epoch {
 		t.Fatalf("capture %+v is not of the new run", m)
 	}
 	before = a.Stats()
-	inject(t, a.LocalAddr(), oldPing, newPing, newPing)
+	tap.inject(t, a.LocalAddr(), oldPing, newPing, newPing)
 	waitFor(t, "three replays to be refused", func() bool { return a.Stats().DroppedReplayed-before.DroppedReplayed == 3 })
 	if s := a.Stats(); s.Answered != before.Answered {
 		t.Errorf("rank 0 answered %d replays", s.Answered-before.Answered)
@@ -230,7 +240,7 @@ func TestEndpointModelReplay(t *testing.T) {
 	b := start(t, EndpointConfig{Addr: "127.0.0.1:0", Rank: 1, Timeout: timeout, OnModel: log1.onModel})
 	tap := newTap(t, b.LocalAddr())
 	setPeer(t, a.Endpoint, 1, tap.addr())
-	setPeer(t, b.Endpoint, 0, a.LocalAddr())
+	setPeer(t, b.Endpoint, 0, tap.addr())
 	model := func(round int64) timebase.LinearModel { return timebase.LinearModel{Intercept: round * 1000, N: 20} }
 	isModel := func(round int64) func(message) bool {
 		return func(m message) bool { return m.Type == msgModel && m.Send == round }
@@ -255,7 +265,7 @@ func TestEndpointModelReplay(t *testing.T) {
 	equal("rounds 5 and 6", log1.taken(), 5, 6)
 	round5, round6 := tap.last(t, isModel(5)), tap.last(t, isModel(6))
 
-	inject(t, b.LocalAddr(), round5)
+	tap.inject(t, b.LocalAddr(), round5)
 	waitFor(t, "the replayed round 5 to be refused", func() bool { return b.Stats().DroppedReplayed == 1 })
 	if err := a.SendModel(ctx, 1, 4, model(4)); !errors.Is(err, ErrLost) {
 		t.Errorf("an older round: %v, want it refused (ErrLost at the sender)", err)
@@ -271,8 +281,8 @@ func TestEndpointModelReplay(t *testing.T) {
 	// Rank 1 restarts: nothing it is sent for its previous run is taken.
 	var log2 modelLog
 	b2 := restart(t, b, EndpointConfig{Timeout: timeout, OnModel: log2.onModel})
-	setPeer(t, b2.Endpoint, 0, a.LocalAddr())
-	inject(t, b2.LocalAddr(), round6)
+	setPeer(t, b2.Endpoint, 0, tap.addr())
+	tap.inject(t, b2.LocalAddr(), round6)
 	waitFor(t, "round 6 of the previous run to be refused", func() bool { return b2.Stats().DroppedStaleEpoch == 1 })
 	equal("a model of the previous run", log2.taken())
 	if _, err := a.Ping(ctx, 1); err != nil { // the driver's next round starts so
@@ -290,7 +300,7 @@ func TestEndpointModelReplay(t *testing.T) {
 	if err := a2.SendModel(ctx, 1, 1, model(1)); err != nil {
 		t.Fatalf("round 1 of the restarted driver: %v", err)
 	}
-	inject(t, b2.LocalAddr(), round7)
+	tap.inject(t, b2.LocalAddr(), round7)
 	waitFor(t, "round 7 of the driver's previous run to be refused", func() bool { return b2.Stats().DroppedReplayed == 1 })
 	equal("the driver's restart", log2.taken(), 7, 1)
 	if s := b2.Stats(); s.PeerRestarts != 1 || s.Models != 2 {

@@ -322,6 +322,12 @@ func TestEndpointDrops(t *testing.T) {
 	if err := a.SetPeer(1, sniffer.LocalAddr().(*net.UDPAddr).AddrPort()); err != nil {
 		t.Fatal(err)
 	}
+	// The sniffer sends from a peer's address (rank 2 of b's list): from
+	// any other address b drops every datagram unread
+	// (TestEndpointDropsUnknownSources).
+	if err := b.SetPeer(2, sniffer.LocalAddr().(*net.UDPAddr).AddrPort()); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := a.Ping(context.Background(), 1); !errors.Is(err, ErrLost) {
 		t.Fatalf("ping to the sniffer: %v, want ErrLost", err)
 	}
@@ -348,10 +354,11 @@ func TestEndpointDrops(t *testing.T) {
 	stats := func() EndpointStats { return b.Stats() }
 
 	// The first copy is answered (to a's address from the peer list, not the
-	// sniffer); a no longer waits, so it drops the pong as unmatched.
+	// sniffer); a drops the pong unread: b's address is no peer of a's,
+	// whose rank 1 is the sniffer.
 	send(captured)
 	waitFor(t, "the captured ping's answer", func() bool { return stats().Answered == 1 })
-	waitFor(t, "a to drop the late pong", func() bool { return a.Stats().DroppedUnmatched == 1 })
+	waitFor(t, "a to drop the pong", func() bool { return a.Stats().DroppedUnknownSource == 1 })
 	// Replays are dropped, not answered.
 	send(captured)
 	send(captured)
@@ -401,6 +408,54 @@ func TestEndpointDrops(t *testing.T) {
 	if _, err := a.Ping(context.Background(), 1); err != nil {
 		t.Fatalf("ping in the new session: %v", err)
 	}
+}
+
+// TestEndpointDropsUnknownSources: a datagram from an address no peer has
+// is dropped unread and counted (dropped_unknown_source), not answered,
+// even a valid ping (captured from a, sent again by a stranger with the
+// key); a real peer's pings are answered; a peer's earlier address, once
+// SetPeer moved it, is a stranger's. Before, the stranger's copy was
+// decoded and answered.
+func TestEndpointDropsUnknownSources(t *testing.T) {
+	a := newEndpoint(t, 0, testKey, nil, time.Second)
+	b := newEndpoint(t, 1, testKey, nil, time.Second)
+	serve(t, a)
+	serve(t, b)
+	mesh(t, a, b)
+	stranger, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
+	ping := encode(testKey, message{Type: msgPing, Session: 0x5e55, Epoch: 7, From: 0, To: 1, Seq: 1})
+	for i := range 3 {
+		if _, err := stranger.WriteToUDPAddrPort(ping, b.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the stranger's datagram", func() bool { return b.Stats().DroppedUnknownSource == uint64(i+1) })
+	}
+	if _, err := a.Ping(context.Background(), 1); err != nil {
+		t.Fatalf("a peer's ping: %v", err)
+	}
+	s := b.Stats()
+	if s.Answered != 1 || s.Received != 4 || s.DroppedReplayed != 0 || s.DroppedMisaddressed != 0 {
+		t.Errorf("responder: %+v, want the peer's ping answered and the stranger's 3 dropped unread", s)
+	}
+	// Rank 0 moves to the stranger's address: a's datagrams are a
+	// stranger's now, and the one from the new address is read (answered).
+	if err := b.SetPeer(0, stranger.LocalAddr().(*net.UDPAddr).AddrPort()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := a.Ping(ctx, 1); err == nil {
+		t.Error("a ping from rank 0's old address was answered")
+	}
+	waitFor(t, "rank 0's old address dropped", func() bool { return b.Stats().DroppedUnknownSource == 4 })
+	if _, err := stranger.WriteToUDPAddrPort(ping, b.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the ping from rank 0's new address answered", func() bool { return b.Stats().Answered == 2 })
 }
 
 func TestListenErrors(t *testing.T) {

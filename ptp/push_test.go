@@ -366,3 +366,37 @@ func TestSlaveEventMonitorSocketPath(t *testing.T) {
 		t.Error("the file was touched")
 	}
 }
+
+// TestSlaveEventMonitorSocketMode: the socket is 0600 from the bind on,
+// however loose the umask (a fresh path and a stale one taken over): no
+// other user can send records into monagent's series. Its owner (ptp4l runs
+// as root, which passes any mode) still can. Before, it was 0777 less the
+// umask: 0755 under systemd's default, writable by anyone under 0.
+func TestSlaveEventMonitorSocketMode(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	path := filepath.Join(dir, "events")
+	for _, take := range []string{"fresh", "stale"} {
+		l, err := ListenSlaveEvents(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Lstat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := fi.Mode().Perm(); m != 0o600 {
+			t.Errorf("%s: socket mode %v, want -rw-------", take, m)
+		}
+		c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
+		if err != nil {
+			t.Fatalf("%s: its owner cannot send: %v", take, err)
+		}
+		if _, err := c.Write([]byte("x")); err != nil {
+			t.Errorf("%s: its owner cannot send: %v", take, err)
+		}
+		c.Close()
+		l.conn.Close() // killed: the path stays for the next round
+	}
+	os.Remove(path)
+}

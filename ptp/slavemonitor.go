@@ -32,7 +32,11 @@ type SlaveEventListener struct {
 	UnknownTLVs atomic.Uint64 // TLVs other than the two timing TLVs, skipped
 }
 
-// ListenSlaveEvents binds path. A path that exists is taken over only when
+// SlaveEventSocketMode is the slave event monitor socket's mode: a
+// datagram sent to it becomes records, so no other user may send.
+const SlaveEventSocketMode = 0o600
+
+// ListenSlaveEvents binds path, mode SlaveEventSocketMode. A path that exists is taken over only when
 // it is a stale socket (nobody bound to it: a connect is refused), as a
 // monagent that was killed leaves it; a socket someone is bound to is
 // ErrSocketInUse, and a path that is not a socket an error naming it: monagent
@@ -57,6 +61,14 @@ func ListenSlaveEvents(path string) (*SlaveEventListener, error) {
 	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {
 		return nil, fmt.Errorf("slave event monitor %s: %w", path, opCause(err))
+	}
+	// Only its owner (and root: ptp4l) may send: right after the bind, before
+	// ptp4l is pointed at it (the umask is the process's, shared by every
+	// goroutine, so it is not changed here).
+	if err := os.Chmod(path, SlaveEventSocketMode); err != nil {
+		c.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("slave event monitor %s: %w", path, err)
 	}
 	c.SetReadBuffer(256 << 10) // a backlog of ~4000 records while the reader is held up
 	return &SlaveEventListener{path: path, conn: c, recs: make([]SlaveTiming, 0, 44)}, nil

@@ -29,7 +29,7 @@ func writeHCAReport(w io.Writer, rep hca.Report, asJSON bool) error {
 	}
 	lost := fmt.Sprintf("%d lost", rep.Lost)
 	if rep.Lost > 0 {
-		lost += fmt.Sprintf(": %d tried again, %d given up", rep.Lost-rep.GivenUp, rep.GivenUp)
+		lost += fmt.Sprintf(": %d tried again, %d given up, %d fitpoints left out", rep.Lost-rep.GivenUp, rep.GivenUp, rep.FitpointsSkipped)
 	}
 	fmt.Fprintf(w, "%s, %d nodes over %s (%s): sync took %v, %d messages, %d exchanges (%s), %d fits rejected\n",
 		rep.Algorithm, rep.Nodes, rep.Transport, network, time.Duration(rep.SyncDurationNS),
