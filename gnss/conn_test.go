@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/monagent/monagent/gnss/gnsstest"
 )
 
 // fakeGpsd accepts one connection on loopback, checks the WATCH command and
@@ -136,38 +138,6 @@ func TestGnssDialNamesTheAddress(t *testing.T) {
 	}
 }
 
-// hungGpsd accepts connections on loopback, writes the lines to each, one
-// every gap, and then keeps it open without a byte more until the test
-// ends.
-func hungGpsd(t *testing.T, gap time.Duration, lines ...string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done); l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				for _, line := range lines {
-					if _, err := io.WriteString(c, line+"\n"); err != nil {
-						return
-					}
-					time.Sleep(gap)
-				}
-				<-done
-			}()
-		}
-	}()
-	return l.Addr().String()
-}
-
 // A gpsd that keeps the connection open and sends nothing more is an error
 // of Next once the read timeout passes (os.ErrDeadlineExceeded, naming the
 // address and the timeout), not a wait for ever; lines that keep coming,
@@ -178,7 +148,7 @@ func TestGnssConnTimesOutAHungGpsd(t *testing.T) {
 	for range 12 { // 12 × 100 ms: four timeouts in all
 		lines = append(lines, `{"class":"TPV","device":"/dev/x","mode":3}`)
 	}
-	addr := hungGpsd(t, timeout/3, lines...)
+	addr := gnsstest.Hung(t, timeout/3, lines...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := Dial(ctx, addr, timeout)
