@@ -5,36 +5,40 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/monagent/monagent/gnss"
 )
 
-// TestGpsdErrorFloodCostsAFewLogLines runs the real agent against a gpsd
-// on loopback that sends VERSION, then 60,000 ERROR lines as fast as the
-// socket takes them, closes, and hangs on the agent's next connection
-// (TCP open, nothing sent). Every ERROR is counted (gpsd_errors in the
-// source's self-metrics reaches 60,000) and the log holds a few lines,
-// not one per message (on main before the fix: one per message, 60,000
-// and more); the hung connection is dialled again after gnss.read_timeout
-// (read_timeouts ≥ 1).
-func TestGpsdErrorFloodCostsAFewLogLines(t *testing.T) {
-	const floods = 60_000
+// floodingGpsd is a gpsd on loopback whose first connection gets VERSION,
+// then ERROR lines (200 E's, as the hardening check sends) as fast as the
+// socket takes them — n of them, or for d when n is 0 — and is closed;
+// later connections are kept open with nothing sent (a hung gpsd) until the
+// test ends. Sent counts the ERROR lines written; Done is closed when the
+// first connection is.
+type floodingGpsd struct {
+	Addr string
+	Sent atomic.Int64
+	Done chan struct{}
+}
+
+func startFloodingGpsd(t *testing.T, n int, d time.Duration) *floodingGpsd {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	var accepted sync.WaitGroup
-	accepted.Add(1)
+	g := &floodingGpsd{Addr: l.Addr().String(), Done: make(chan struct{})}
 	stop := make(chan struct{})
-	defer close(stop)
+	t.Cleanup(func() { close(stop); l.Close() })
 	go func() {
 		for i := 0; ; i++ {
 			c, err := l.Accept()
@@ -46,7 +50,7 @@ func TestGpsdErrorFloodCostsAFewLogLines(t *testing.T) {
 				continue
 			}
 			go func() {
-				defer accepted.Done()
+				defer close(g.Done)
 				defer c.Close()
 				// Read the agent's WATCH: closing with it unread would reset
 				// the connection and drop the ERROR lines not yet read.
@@ -55,19 +59,23 @@ func TestGpsdErrorFloodCostsAFewLogLines(t *testing.T) {
 					return
 				}
 				io.WriteString(c, `{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}`+"\n")
-				line := `{"class":"ERROR","message":"` + strings.Repeat("E", 200) + `"}` + "\n"
-				chunk := strings.Repeat(line, 100)
-				for range floods / 100 {
+				chunk := strings.Repeat(`{"class":"ERROR","message":"`+strings.Repeat("E", 200)+`"}`+"\n", 100)
+				end := time.Now().Add(d)
+				for n > 0 && g.Sent.Load() < int64(n) || n == 0 && time.Now().Before(end) {
 					if _, err := io.WriteString(c, chunk); err != nil {
-						t.Errorf("gpsd's write: %v", err)
-						return
+						return // the agent is gone
 					}
+					g.Sent.Add(100)
 				}
 			}()
 		}
 	}()
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, fmt.Sprintf(`host: flood
+	return g
+}
+
+// gnssAgentConfig runs the gpsd source against addr, records on stdout.
+func gnssAgentConfig(t *testing.T, dir, addr, more string) string {
+	return writeConfig(t, dir, fmt.Sprintf(`host: flood
 clock:
   interval: 1s
 phc:
@@ -81,9 +89,22 @@ self_metrics:
 gnss:
   enabled: true
   address: %s
-  read_timeout: 2s
-`, filepath.Join(dir, "spool"), l.Addr()))
-	cmd := command("run", "--config", cfg, "--duration", "60s")
+%s`, filepath.Join(dir, "spool"), addr, more))
+}
+
+// TestGpsdErrorFloodCostsAFewLogLines runs the real agent against a gpsd
+// on loopback that sends VERSION, then 60,000 ERROR lines as fast as the
+// socket takes them, closes, and hangs on the agent's next connection
+// (TCP open, nothing sent). Every ERROR is counted (gpsd_errors in the
+// source's self-metrics reaches 60,000) and the log holds a few lines,
+// not one per message (before the fix: one per message, 43,487 lines when
+// the test ran on main); the hung connection is dialled again after
+// gnss.read_timeout (read_timeouts ≥ 1).
+func TestGpsdErrorFloodCostsAFewLogLines(t *testing.T) {
+	const floods = 60_000
+	g := startFloodingGpsd(t, floods, 0)
+	dir := t.TempDir()
+	cmd := command("run", "--config", gnssAgentConfig(t, dir, g.Addr, "  read_timeout: 2s\n"), "--duration", "60s")
 	cmd.Dir = dir
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
@@ -121,7 +142,7 @@ gnss:
 	cmd.Process.Signal(syscall.SIGTERM)
 	go io.Copy(io.Discard, out)
 	cmd.Wait()
-	accepted.Wait()
+	<-g.Done
 	log := stderr.String()
 	lines := strings.Count(log, "\n")
 	t.Logf("%d log lines; gpsd_errors %d, read_timeouts %d", lines, errorsSeen, timeouts)
@@ -134,4 +155,44 @@ gnss:
 	if lines > 30 {
 		t.Errorf("%d log lines for %d ERROR messages, want a few (one per change):\n%.3000s", lines, floods, log)
 	}
+}
+
+// TestGpsdErrorFloodLogRate measures (MONAGENT_MEASURE_GPSD_FLOOD=1) the
+// log lines per minute of the real agent under a gpsd flooding ERROR lines
+// for 58 s of a 60 s run, as docs/performance.md reports: it prints the
+// ERROR lines sent, the log lines and bytes.
+func TestGpsdErrorFloodLogRate(t *testing.T) {
+	if os.Getenv("MONAGENT_MEASURE_GPSD_FLOOD") == "" {
+		t.Skip("a one-minute measurement: set MONAGENT_MEASURE_GPSD_FLOOD=1")
+	}
+	const run, flood = 60 * time.Second, 58 * time.Second
+	g := startFloodingGpsd(t, 0, flood)
+	dir := t.TempDir()
+	cmd := command("run", "--config", gnssAgentConfig(t, dir, g.Addr, ""), "--duration", run.String())
+	cmd.Dir = dir
+	cmd.Stdout = io.Discard
+	errs, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var lines, bytes int
+	r := bufio.NewReaderSize(errs, 1<<20)
+	for {
+		l, err := r.ReadSlice('\n')
+		bytes += len(l)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			break
+		}
+		lines++
+	}
+	cmd.Wait()
+	t.Logf("%v run, gpsd flooding for %v: %d ERROR lines sent, %d log lines (%d bytes): %.0f log lines a minute",
+		run, flood, g.Sent.Load(), lines, bytes, float64(lines)/run.Minutes())
 }
