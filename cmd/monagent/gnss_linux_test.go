@@ -180,10 +180,17 @@ func TestGpsdErrorFloodLogRate(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	var lines, bytes int
+	var first strings.Builder // the first 20 lines, 300 bytes of each
 	r := bufio.NewReaderSize(errs, 1<<20)
 	for {
 		l, err := r.ReadSlice('\n')
 		bytes += len(l)
+		if lines < 20 && first.Len() < 20*300 && len(l) > 0 {
+			first.Write(l[:min(len(l)-1, 300)])
+			if err != bufio.ErrBufferFull {
+				first.WriteByte('\n')
+			}
+		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}
@@ -195,4 +202,5 @@ func TestGpsdErrorFloodLogRate(t *testing.T) {
 	cmd.Wait()
 	t.Logf("%v run, gpsd flooding for %v: %d ERROR lines sent, %d log lines (%d bytes): %.0f log lines a minute",
 		run, flood, g.Sent.Load(), lines, bytes, float64(lines)/run.Minutes())
+	t.Logf("the first lines:\n%s", first.String())
 }
