@@ -30,7 +30,7 @@ type floodingGpsd struct {
 	Done chan struct{}
 }
 
-func startFloodingGpsd(t *testing.T, n int, d time.Duration) *floodingGpsd {
+func startFloodingGpsd(t testing.TB, n int, d time.Duration) *floodingGpsd {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -74,8 +74,10 @@ func startFloodingGpsd(t *testing.T, n int, d time.Duration) *floodingGpsd {
 }
 
 // gnssAgentConfig runs the gpsd source against addr, records on stdout.
-func gnssAgentConfig(t *testing.T, dir, addr, more string) string {
-	return writeConfig(t, dir, fmt.Sprintf(`host: flood
+func gnssAgentConfig(t testing.TB, dir, addr, more string) string {
+	t.Helper()
+	p := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(p, []byte(fmt.Sprintf(`host: flood
 clock:
   interval: 1s
 phc:
@@ -89,7 +91,10 @@ self_metrics:
 gnss:
   enabled: true
   address: %s
-%s`, filepath.Join(dir, "spool"), addr, more))
+%s`, filepath.Join(dir, "spool"), addr, more)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // TestGpsdErrorFloodCostsAFewLogLines runs the real agent against a gpsd
@@ -155,52 +160,4 @@ func TestGpsdErrorFloodCostsAFewLogLines(t *testing.T) {
 	if lines > 30 {
 		t.Errorf("%d log lines for %d ERROR messages, want a few (one per change):\n%.3000s", lines, floods, log)
 	}
-}
-
-// TestGpsdErrorFloodLogRate measures (MONAGENT_MEASURE_GPSD_FLOOD=1) the
-// log lines per minute of the real agent under a gpsd flooding ERROR lines
-// for 58 s of a 60 s run, as docs/performance.md reports: it prints the
-// ERROR lines sent, the log lines and bytes.
-func TestGpsdErrorFloodLogRate(t *testing.T) {
-	if os.Getenv("MONAGENT_MEASURE_GPSD_FLOOD") == "" {
-		t.Skip("a one-minute measurement: set MONAGENT_MEASURE_GPSD_FLOOD=1")
-	}
-	const run, flood = 60 * time.Second, 58 * time.Second
-	g := startFloodingGpsd(t, 0, flood)
-	dir := t.TempDir()
-	cmd := command("run", "--config", gnssAgentConfig(t, dir, g.Addr, ""), "--duration", run.String())
-	cmd.Dir = dir
-	cmd.Stdout = io.Discard
-	errs, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	var lines, bytes int
-	var first strings.Builder // the first 20 lines, 300 bytes of each
-	r := bufio.NewReaderSize(errs, 1<<20)
-	for {
-		l, err := r.ReadSlice('\n')
-		bytes += len(l)
-		if lines < 20 && first.Len() < 20*300 && len(l) > 0 {
-			first.Write(l[:min(len(l)-1, 300)])
-			if err != bufio.ErrBufferFull {
-				first.WriteByte('\n')
-			}
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if err != nil {
-			break
-		}
-		lines++
-	}
-	cmd.Wait()
-	t.Logf("%v run, gpsd flooding for %v: %d ERROR lines sent, %d log lines (%d bytes): %.0f log lines a minute",
-		run, flood, g.Sent.Load(), lines, bytes, float64(lines)/run.Minutes())
-	t.Logf("the first lines:\n%s", first.String())
 }
