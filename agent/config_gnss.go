@@ -31,11 +31,24 @@ type GNSSConfig struct {
 	// bound adds the one of the reference.
 	Latency     time.Duration `yaml:"latency"`
 	TOFFLatency time.Duration `yaml:"toff_latency"`
+	// MaxDevices is the most receivers followed: messages of any device
+	// beyond the first this many are counted (over_device_cap) and dropped,
+	// so a gpsd naming ever new devices cannot grow the agent.
+	MaxDevices int `yaml:"max_devices"`
+	// ReadTimeout is how long the connection may bring nothing before it
+	// counts as hung and is dialled again (read_timeouts): gpsd sends each
+	// receiver's TPV once a cycle (1 s for nearly all), so ten cycles.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
 }
+
+// gnssMaxDevices is the most gnss.max_devices may be: each receiver is a
+// judged clock and four series.
+const gnssMaxDevices = 64
 
 func (g *GNSSConfig) defaults() {
 	*g = GNSSConfig{Address: gnss.DefaultAddress, Interval: time.Second, Ring: 256, Reference: "pps",
 		Latency: 20 * time.Microsecond, TOFFLatency: 500 * time.Millisecond,
+		MaxDevices: gnss.DefaultMaxDevices, ReadTimeout: 10 * time.Second,
 		Judge: JudgeConfig{Enabled: true, Threshold: 100 * time.Microsecond, Holdover: time.Minute, MinSamples: 4}}
 }
 
@@ -54,4 +67,6 @@ func (g *GNSSConfig) check(ps *problems) {
 	}
 	conf.NotNegative(ps, "gnss.latency", g.Latency)
 	conf.NotNegative(ps, "gnss.toff_latency", g.TOFFLatency)
+	conf.Within(ps, "gnss.max_devices", g.MaxDevices, 1, gnssMaxDevices, " receivers")
+	conf.AtLeast(ps, "gnss.read_timeout", g.ReadTimeout, 2*time.Second, " (gpsd reports once a cycle, 1 s)")
 }

@@ -11,6 +11,35 @@ import (
 	"github.com/monagent/monagent/record"
 )
 
+// runAgentOnGpsd runs an agent with only the gpsd source, at addr, judged
+// on TOFF (threshold 30 s: gpsfake's log times are only near the host's
+// clock) after minSamples, for at most limit; wg ends with it.
+func runAgentOnGpsd(t *testing.T, addr string, minSamples int, limit time.Duration) (*memSink, context.Context, context.CancelFunc, *sync.WaitGroup) {
+	t.Helper()
+	cfg := Default()
+	cfg.Host, cfg.HTTP.Listen = "gnss", ""
+	cfg.Clock.Enabled, cfg.PHC.Enabled, cfg.Sensors.Enabled = false, false, false
+	cfg.SelfMetrics.Interval = 500 * time.Millisecond
+	cfg.GNSS.Enabled, cfg.GNSS.Address, cfg.GNSS.Interval = true, addr, 200*time.Millisecond
+	cfg.GNSS.Reference, cfg.GNSS.Judge.Threshold, cfg.GNSS.Judge.MinSamples = "toff", 30*time.Second, minSamples
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	out := &memSink{}
+	a, err := newAgent(cfg, quietLog(), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := a.Run(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return out, ctx, cancel, &wg
+}
+
 // TestGNSSSourceAgainstGpsd runs the agent against Debian's gpsd fed by
 // gpsfake from an NMEA log (one epoch without a fix, then a 3D fix from 8
 // of 10 satellites, ~1 s an epoch). gpsfake's pty has no PPS line, so gpsd
@@ -26,28 +55,8 @@ import (
 func TestGNSSSourceAgainstGpsd(t *testing.T) {
 	start := time.Now().UTC().Truncate(time.Second).Add(time.Second)
 	g := testbed.StartGpsfake(t, testbed.NMEAFix(start, 9, 1), time.Second/6)
-	cfg := Default()
-	cfg.Host, cfg.HTTP.Listen = "gnss", ""
-	cfg.Clock.Enabled, cfg.PHC.Enabled, cfg.Sensors.Enabled = false, false, false
-	cfg.SelfMetrics.Interval = 500 * time.Millisecond
-	cfg.GNSS.Enabled, cfg.GNSS.Address, cfg.GNSS.Interval = true, g.Addr, 200*time.Millisecond
-	cfg.GNSS.Reference, cfg.GNSS.Judge.Threshold, cfg.GNSS.Judge.MinSamples = "toff", 30*time.Second, 2
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	out := &memSink{}
-	a, err := newAgent(cfg, quietLog(), out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 45*time.Second)
+	out, ctx, cancel, wg := runAgentOnGpsd(t, g.Addr, 2, 45*time.Second)
 	defer cancel()
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := a.Run(ctx); err != nil {
-			t.Error(err)
-		}
-	})
 	// Until gpsfake has exited and, past the 3 s without a TOFF that end
 	// LOCKED and a second more, the clock is out of LOCKED. Beside other
 	// work gpsfake itself can pause for over 3 s within the log (seen: 4 s
@@ -157,5 +166,68 @@ func TestGNSSSourceAgainstGpsd(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(g.Output())
+	}
+}
+
+// TestGNSSReceiversJudgedApartAgainstGpsd runs the agent against gpsd fed
+// by gpsfake from two receivers at once, one with a 3D fix and one with a
+// 2D fix, both sending a TOFF each epoch (reference toff, min_samples 4).
+// Each is judged as a reference of its own: the 3D receiver's clock
+// (source gnss:<address>:<its pty>) becomes LOCKED, the 2D one's never.
+// Judged as one reference (main before the fix), the 2D receiver's TOFF
+// between each two of the 3D one's reset the count: never LOCKED.
+func TestGNSSReceiversJudgedApartAgainstGpsd(t *testing.T) {
+	start := time.Now().UTC().Truncate(time.Second).Add(time.Second)
+	const epochs = 15
+	g := testbed.StartGpsfakeLogs(t, time.Second/6, testbed.NMEAFix(start, epochs, 0), testbed.NMEA2D(testbed.NMEAFix(start, epochs, 0)))
+	out, ctx, cancel, wg := runAgentOnGpsd(t, g.Addr, 4, 60*time.Second)
+	defer cancel()
+	select {
+	case <-g.Exited():
+	case <-ctx.Done():
+		t.Error("gpsfake still ran 60 s on")
+	}
+	time.Sleep(time.Second) // the last messages collected
+	cancel()
+	wg.Wait()
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	checkRecordRules(t, out.recs)
+	modes := map[string][4]int{} // per device, TPVs by mode
+	locked := map[string]int{}
+	toffs := map[string]int{}
+	for _, r := range out.recs {
+		dev := tagOf(r, "device")
+		switch {
+		case r.Measurement == "sync_state":
+			if to, _ := r.Field("to"); to.S == "LOCKED" {
+				locked[tagOf(r, "source")]++
+			}
+		case r.Measurement == "gnss" && tagOf(r, "class") == "tpv":
+			if m, _ := fieldInt(r, "mode"); m >= 0 && m <= 3 {
+				n := modes[dev]
+				n[m]++
+				modes[dev] = n
+			}
+		case r.Measurement == "gnss" && tagOf(r, "class") == "toff":
+			toffs[dev]++
+		}
+	}
+	t.Logf("TPVs by mode %v, TOFFs %v, LOCKED by source %v", modes, toffs, locked)
+	var fix3, fix2 string
+	for dev, n := range modes {
+		switch {
+		case n[3] > n[2]:
+			fix3 = dev
+		case n[2] > n[3]:
+			fix2 = dev
+		}
+	}
+	if fix3 == "" || fix2 == "" || toffs[fix3] < 4 || toffs[fix2] < 4 {
+		t.Fatalf("want a receiver with a 3D fix and one with a 2D fix, each with 4 TOFFs or more; got TPVs %v, TOFFs %v\n%s", modes, toffs, g.Output())
+	}
+	good, bad := "gnss:"+g.Addr+":"+fix3, "gnss:"+g.Addr+":"+fix2
+	if locked[good] < 1 || locked[bad] != 0 || len(locked) != 1 {
+		t.Errorf("LOCKED transitions by source %v; want %s LOCKED, %s never", locked, good, bad)
 	}
 }

@@ -14,19 +14,34 @@ import (
 	"github.com/monagent/monagent/record"
 )
 
-// scriptedGpsd is a gpsd connection that returns its lines, then blocks
-// until its context ends.
+// scriptedGpsd is a gpsd connection that returns its lines, then end
+// when it is set (a connection that fails), else closes drained (when set)
+// and blocks until its context ends. pace, when set, may hold each line
+// back (until the ring has room).
 type scriptedGpsd struct {
-	ctx   context.Context
-	lines []string
-	reads []int64
-	dec   gnss.Decoder
+	ctx     context.Context
+	lines   []string
+	reads   []int64
+	dec     gnss.Decoder
+	end     error
+	drained chan struct{}
+	pace    func() // when set, runs before each line
 }
 
 func (g *scriptedGpsd) Next(m *gnss.Message) (int64, error) {
 	if len(g.lines) == 0 {
+		if g.end != nil {
+			return 0, g.end
+		}
+		if g.drained != nil {
+			close(g.drained)
+			g.drained = nil
+		}
 		<-g.ctx.Done()
 		return 0, g.ctx.Err()
+	}
+	if g.pace != nil {
+		g.pace()
 	}
 	line, at := g.lines[0], g.reads[0]
 	g.lines, g.reads = g.lines[1:], g.reads[1:]
@@ -127,7 +142,7 @@ func TestGNSSJudgedOnPPSWithA3DFix(t *testing.T) {
 	if len(states) != 2 || states[0] != "LOCKED" || states[1] == "LOCKED" {
 		t.Fatalf("transitions %v, want LOCKED, then out of it after the 2D fix", states)
 	}
-	if v := s.judged.j.View(sec + 6e9 + 1_000); v.OffsetNS != 1_000 || v.State == judge.Locked || v.LastSampleNS != sec+6e9+1_000 {
+	if v := s.devices["/dev/ttyS0"].judged.j.View(sec + 6e9 + 1_000); v.OffsetNS != 1_000 || v.State == judge.Locked || v.LastSampleNS != sec+6e9+1_000 {
 		t.Errorf("after the 2D fix: %+v; want the last edge's offset 1000 ns, out of LOCKED", v)
 	}
 	self := record.Record{Fields: s.Self()}
@@ -171,7 +186,7 @@ func TestGNSSTOFFWithoutPPSIsAMissedReference(t *testing.T) {
 		reads = append(reads, real+1e8)
 	}
 	s, _ := runGNSS(t, c, lines, reads)
-	if v := s.judged.j.View(sec + 5e9); v.State != judge.Freerun || v.SinceNS != sec+5e9+1e8 {
+	if v := s.devices["/dev/pts/1"].judged.j.View(sec + 5e9); v.State != judge.Freerun || v.SinceNS != sec+5e9+1e8 {
 		t.Errorf("%s since %d, want FREERUN at the first TOFF more than 3 s after the first (%d)", v.State, v.SinceNS, sec+5e9+1e8)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -35,20 +36,25 @@ type Conn struct {
 	skipping   bool  // dropping the rest of an overlong line
 	stamp      int64 // REALTIME when the read that filled buf[..end] returned
 
-	stop func() bool
+	stop    func() bool
+	timeout time.Duration // the most a read may wait; 0: no limit
 
 	lines, garbage, unknown atomic.Uint64
 }
 
 // Dial connects to gpsd at address (host:port) and sends Watch. Cancelling
-// ctx closes the connection: a Next blocked on it returns.
-func Dial(ctx context.Context, address string) (*Conn, error) {
-	var d net.Dialer
+// ctx closes the connection: a Next blocked on it returns. timeout (0: none)
+// bounds the connect and each read (SetReadTimeout): a gpsd that keeps
+// the connection open but sends nothing is an error of Next, not a wait
+// for ever.
+func Dial(ctx context.Context, address string, timeout time.Duration) (*Conn, error) {
+	d := net.Dialer{Timeout: timeout}
 	c, err := d.DialContext(ctx, "tcp", address)
 	if err != nil {
 		return nil, fmt.Errorf("gpsd %s: %w", address, err)
 	}
 	g := NewConn(c, address)
+	g.SetReadTimeout(timeout)
 	g.stop = context.AfterFunc(ctx, func() { c.Close() })
 	if err := g.Watch(); err != nil {
 		g.Close()
@@ -62,6 +68,12 @@ func Dial(ctx context.Context, address string) (*Conn, error) {
 func NewConn(c net.Conn, address string) *Conn {
 	return &Conn{c: c, addr: address, now: timebase.Realtime.Now, buf: make([]byte, 8<<10)}
 }
+
+// SetReadTimeout makes a read that brings nothing for d an error of Next
+// (wrapping os.ErrDeadlineExceeded), after which the connection is done;
+// 0 waits for ever. gpsd sends each receiver's TPV once a cycle, so a
+// timeout of several cycles tells a hung gpsd from a quiet second.
+func (g *Conn) SetReadTimeout(d time.Duration) { g.timeout = d }
 
 // Watch sends the WATCH command.
 func (g *Conn) Watch() error {
@@ -128,6 +140,9 @@ func (g *Conn) line() ([]byte, int64, error) {
 				g.skipping, g.end = true, 0 // drop what there is of it
 			}
 		}
+		if g.timeout > 0 {
+			g.c.SetReadDeadline(time.Now().Add(g.timeout))
+		}
 		n, err := g.c.Read(g.buf[g.end:])
 		if n > 0 {
 			g.stamp, _ = g.now()
@@ -136,6 +151,9 @@ func (g *Conn) line() ([]byte, int64, error) {
 		if err != nil && n == 0 {
 			if errors.Is(err, io.EOF) {
 				return nil, 0, fmt.Errorf("gpsd %s: connection closed: %w", g.addr, err)
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil, 0, fmt.Errorf("gpsd %s: nothing read for %v: %w", g.addr, g.timeout, err)
 			}
 			return nil, 0, fmt.Errorf("gpsd %s: read: %w", g.addr, err)
 		}

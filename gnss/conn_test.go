@@ -5,9 +5,12 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/monagent/monagent/gnss/gnsstest"
 )
 
 // fakeGpsd accepts one connection on loopback, checks the WATCH command and
@@ -56,7 +59,7 @@ func TestGnssConnReadsLinesAcrossReads(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	before := time.Now().UnixNano()
-	c, err := Dial(ctx, addr)
+	c, err := Dial(ctx, addr, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +104,7 @@ func TestGnssConnReadsLinesAcrossReads(t *testing.T) {
 func TestGnssConnStopsWithItsContext(t *testing.T) {
 	addr := fakeGpsd(t, `{"class":"VERSION"}`+"\n")
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := Dial(ctx, addr)
+	c, err := Dial(ctx, addr, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +132,42 @@ func TestGnssDialNamesTheAddress(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
-	_, err := Dial(context.Background(), addr)
+	_, err := Dial(context.Background(), addr, 0)
 	if err == nil || !strings.HasPrefix(err.Error(), "gpsd "+addr+": ") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// A gpsd that keeps the connection open and sends nothing more is an error
+// of Next once the read timeout passes (os.ErrDeadlineExceeded, naming the
+// address and the timeout), not a wait for ever; lines that keep coming,
+// each within the timeout though all together far longer, are no timeout.
+func TestGnssConnTimesOutAHungGpsd(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	lines := []string{`{"class":"VERSION","release":"3.22"}`}
+	for range 12 { // 12 × 100 ms: four timeouts in all
+		lines = append(lines, `{"class":"TPV","device":"/dev/x","mode":3}`)
+	}
+	addr := gnsstest.Hung(t, timeout/3, lines...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, addr, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var m Message
+	for i := range lines {
+		if _, err := c.Next(&m); err != nil {
+			t.Fatalf("line %d of a gpsd that sends one every %v: %v", i, timeout/3, err)
+		}
+	}
+	start := time.Now()
+	_, err = c.Next(&m)
+	if !errors.Is(err, os.ErrDeadlineExceeded) || !strings.Contains(err.Error(), "gpsd "+addr+": nothing read for 300ms") {
+		t.Fatalf("a silent gpsd: %v after %v; want a read timeout naming it", err, time.Since(start))
+	}
+	if time.Since(start) < timeout {
+		t.Errorf("timed out after %v, before the %v timeout", time.Since(start), timeout)
 	}
 }

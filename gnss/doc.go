@@ -25,6 +25,13 @@
 // clock − real, bounded by |offset| + latency and synchronised while the
 // latest TPV, at most the staleness old, has a 3D fix; the other class with
 // the reference quiet for longer than the staleness is a missed sample.
+// Each device is its own reference, and a Referee follows at most a given
+// number of devices (Devices, the capped set of names a client keeps
+// per-device state for): a gpsd naming ever new devices cannot grow it.
+//
+// Dial's timeout bounds each read as well as the connect: a gpsd that keeps
+// the connection open and sends nothing is an error of Next
+// (os.ErrDeadlineExceeded) once it passes.
 //
 // Decoding a TPV, SKY, TOFF or PPS line allocates nothing once the device
 // path has been seen (Decoder keeps it). The package neither logs nor

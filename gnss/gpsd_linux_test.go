@@ -25,7 +25,7 @@ func TestGpsdClientAgainstGpsfake(t *testing.T) {
 	g := testbed.StartGpsfake(t, testbed.NMEAFix(start, epochs, noFix), time.Second/6)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, g.Addr)
+	c, err := Dial(ctx, g.Addr, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,14 @@ import "math"
 
 // Referee judges the system clock against a receiver, message by message:
 // per device it keeps the latest TPV's fix mode and read time, and when the
-// reference class (PPS or TOFF) last came. It is not safe for concurrent
-// use.
+// reference class (PPS or TOFF) last came, for at most maxDevices devices
+// (the first seen; the messages of others judge nothing and are counted in
+// Refused). Each device's verdicts are its own: the caller judges each
+// receiver as a reference of its own. It is not safe for concurrent use.
 type Referee struct {
 	reference          Class
 	staleNS, latencyNS int64
+	devices            *Devices
 	fix                map[string]refFix
 	lastRef            map[string]int64 // the latest reference's time, or the device's first TOFF or PPS's
 }
@@ -21,11 +24,15 @@ type refFix struct {
 // NewReferee judges against the reference class, ClassPPS or ClassTOFF.
 // staleNS is how old a TPV may be and how long the reference may be quiet;
 // latencyNS (negative counts as 0) is how far the reference's stamp may lag
-// its instant.
-func NewReferee(reference Class, staleNS, latencyNS int64) *Referee {
-	return &Referee{reference: reference, staleNS: staleNS, latencyNS: max(latencyNS, 0),
+// its instant. It follows at most maxDevices devices (at least 1).
+func NewReferee(reference Class, staleNS, latencyNS int64, maxDevices int) *Referee {
+	return &Referee{reference: reference, staleNS: staleNS, latencyNS: max(latencyNS, 0), devices: NewDevices(maxDevices),
 		fix: map[string]refFix{}, lastRef: map[string]int64{}}
 }
+
+// Refused is how many TPV, TOFF and PPS messages judged nothing because
+// their device was beyond the first maxDevices.
+func (r *Referee) Refused() uint64 { return r.devices.Refused() }
 
 // VerdictKind says what a message judged.
 type VerdictKind uint8
@@ -50,13 +57,16 @@ type Verdict struct {
 // reference is VerdictMissed at t once the reference has been quiet for
 // more than stale (counted from the device's first TOFF or PPS). A
 // reference message is a VerdictSample, except before the device's first
-// TPV. Anything else judges nothing.
+// TPV. Anything else, and any message of a device beyond the first
+// maxDevices, judges nothing. A verdict is of m.Device only.
 func (r *Referee) Judge(m *Message, read, t int64) Verdict {
 	switch {
+	case m.Class != ClassTPV && m.Class != ClassTOFF && m.Class != ClassPPS:
+		return Verdict{}
+	case !r.devices.Admit(m.Device):
+		return Verdict{}
 	case m.Class == ClassTPV:
 		r.fix[m.Device] = refFix{mode: m.Mode, at: read}
-		return Verdict{}
-	case m.Class != ClassTOFF && m.Class != ClassPPS:
 		return Verdict{}
 	case m.Class != r.reference:
 		if last, ok := r.lastRef[m.Device]; !ok {

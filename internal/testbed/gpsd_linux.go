@@ -26,6 +26,14 @@ type Gpsfake struct {
 // gpsfake or gpsd is not installed.
 func StartGpsfake(t testing.TB, log []byte, cycle time.Duration) *Gpsfake {
 	t.Helper()
+	return StartGpsfakeLogs(t, cycle, log)
+}
+
+// StartGpsfakeLogs is StartGpsfake with one receiver per log: gpsfake feeds
+// each through a pty of its own (gpsd names each device by its pty), side
+// by side, a sentence of each every cycle.
+func StartGpsfakeLogs(t testing.TB, cycle time.Duration, logs ...[]byte) *Gpsfake {
+	t.Helper()
 	for _, p := range []string{"gpsfake", "gpsd"} {
 		if _, err := exec.LookPath(p); err != nil {
 			if _, err := os.Stat("/usr/sbin/" + p); err != nil {
@@ -34,8 +42,11 @@ func StartGpsfake(t testing.TB, log []byte, cycle time.Duration) *Gpsfake {
 		}
 	}
 	dir := t.TempDir()
-	path := filepath.Join(dir, "fix.nmea")
-	writeFile(t, path, log)
+	var paths []string
+	for i, log := range logs {
+		paths = append(paths, filepath.Join(dir, "fix"+strconv.Itoa(i)+".nmea"))
+		writeFile(t, paths[i], log)
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +55,7 @@ func StartGpsfake(t testing.TB, log []byte, cycle time.Duration) *Gpsfake {
 	l.Close()
 	g := &Gpsfake{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Log: filepath.Join(dir, "gpsfake.log")}
 	g.d = daemon{name: "gpsfake", log: g.Log}
-	cmd := exec.Command("gpsfake", "-1", "-q", "-W", "1", "-P", strconv.Itoa(port), "-c", strconv.FormatFloat(cycle.Seconds(), 'f', 3, 64), path)
+	cmd := exec.Command("gpsfake", append([]string{"-1", "-q", "-W", "1", "-P", strconv.Itoa(port), "-c", strconv.FormatFloat(cycle.Seconds(), 'f', 3, 64)}, paths...)...)
 	cmd.Env = append(os.Environ(), "PATH=/usr/sbin:/usr/bin:/sbin:/bin:"+os.Getenv("PATH"))
 	g.d.start(t, cmd, func() bool {
 		c, err := net.DialTimeout("tcp", g.Addr, 100*time.Millisecond)

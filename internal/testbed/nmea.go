@@ -50,3 +50,20 @@ func NMEAFix(start time.Time, epochs, noFix int) []byte {
 	}
 	return []byte(b.String())
 }
+
+// NMEA2D is log (NMEAFix's) with every fix 2D: GSA's mode 2 and GGA
+// without the altitude. gpsd then sends TPV mode 2, and still a TOFF each
+// epoch.
+func NMEA2D(log []byte) []byte {
+	var b strings.Builder
+	for _, l := range strings.Split(string(log), "\r\n") {
+		star := strings.IndexByte(l, '*')
+		if len(l) == 0 || l[0] != '$' || star < 0 {
+			continue
+		}
+		body := strings.Replace(l[1:star], "GPGSA,A,3,", "GPGSA,A,2,", 1)
+		body = strings.Replace(body, ",545.4,M,46.9,M,", ",,M,,M,", 1)
+		b.WriteString(NMEASentence(body))
+	}
+	return []byte(b.String())
+}
