@@ -127,7 +127,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 // bare is the agent of cfg without its sources.
 func bare(cfg Config, log *slog.Logger, out sink.Sink, host string) *Agent {
 	return &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: host, queue: sink.NewBatches(cfg.Memory.QueueBytes),
-		judges: &judging{host: host, log: log, recordSteps: !clockWatchesRealtime(cfg.Clock)}}
+		judges: &judging{host: host, log: log, recordSteps: !clockWatchesRealtime(cfg.Clock), reference: hcaReference(cfg.HCA)}}
 }
 
 // clockWatchesRealtime says the clock source records REALTIME's steps

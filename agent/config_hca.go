@@ -119,3 +119,12 @@ func (h *HCAConfig) params() hca.Params {
 	p.MaxPingPongs, p.MinPingPongs = h.PingPongs, min(p.MinPingPongs, h.PingPongs)
 	return p
 }
+
+// hcaReference is what an HCA agent is to the others, for /status: rank 0
+// is the global timeline itself, and judges nothing; "" for any other agent.
+func hcaReference(h HCAConfig) string {
+	if !h.Enabled || h.Rank != 0 {
+		return ""
+	}
+	return "HCA rank 0: the reference of the global timeline (the other ranks' hca clocks are judged against it; it has none to judge)"
+}

@@ -77,3 +77,16 @@ func TestHCAPreflightKeyFile(t *testing.T) {
 		})
 	}
 }
+
+// /status on HCA rank 0 says what it is: the reference of the global
+// timeline, which judges nothing (monagent status then exits 0).
+func TestStatusOfHCARankZeroNamesTheReference(t *testing.T) {
+	for rank, want := range map[int]bool{0: true, 1: false} {
+		cfg := Default()
+		cfg.HCA.Enabled, cfg.HCA.Rank = true, rank
+		a := bare(cfg, nil, nil, "boarda")
+		if got := a.judges.status(1).Reference != ""; got != want {
+			t.Errorf("rank %d: reference %q", rank, a.judges.status(1).Reference)
+		}
+	}
+}

@@ -82,6 +82,8 @@ type judging struct {
 	// clock source does (clock.enabled off, or realtime not in
 	// clock.clocks).
 	recordSteps bool
+	// reference is what this agent is to others (status.Doc.Reference).
+	reference string
 
 	mu   sync.Mutex
 	list []*judgement
@@ -278,7 +280,7 @@ func (g *judging) status(now int64) status.Doc {
 		clocks[i].EventsLost = lost[i]
 	}
 	status.Sort(clocks)
-	return status.Doc{Host: g.host, TimeNS: now, Clocks: clocks}
+	return status.Doc{Host: g.host, TimeNS: now, Clocks: clocks, Reference: g.reference}
 }
 
 // serve runs what the judged clocks are shown and sent through until ctx

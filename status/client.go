@@ -97,7 +97,13 @@ func decodeDoc(u string, body []byte) (Doc, error) {
 func Render(w io.Writer, d Doc) error {
 	at := time.Unix(0, d.TimeNS).UTC()
 	fmt.Fprintf(w, "%s at %s\n", d.Host, at.Format(time.RFC3339))
+	if d.Reference != "" {
+		fmt.Fprintln(w, d.Reference)
+	}
 	if len(d.Clocks) == 0 {
+		if d.Reference != "" {
+			return nil
+		}
 		_, err := fmt.Fprintln(w, "no judged clocks (enable a judge: section under a source)")
 		return err
 	}

@@ -13,6 +13,10 @@ type Doc struct {
 	Host   string  `json:"host"`
 	TimeNS int64   `json:"time_ns"` // when it was made, REALTIME
 	Clocks []Clock `json:"clocks"`
+	// Reference says what reference this agent is to others, when it is one
+	// (HCA rank 0: the global timeline itself, which it does not judge);
+	// omitted otherwise.
+	Reference string `json:"reference,omitempty"`
 }
 
 // Clock is one judged clock in a Doc.

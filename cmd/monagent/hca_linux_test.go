@@ -65,6 +65,7 @@ func (o *agentOut) has(prefix string) bool {
 // global_bound_ns of the true global time: rank 0's clock at the moment the
 // marker arrived.
 func TestHCAAgentsPlaceMarkersOnTheGlobalTimeline(t *testing.T) {
+	const agent0HTTP = "127.0.0.1:9469" // each agent in its own namespace, on the default address
 	testbed.RequireRoot(t)
 	if len(prefix) > 0 {
 		t.Skip("network namespaces and agent processes: not under qemu user emulation")
@@ -160,6 +161,12 @@ hca:
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	}
+	// `monagent status` on rank 0, which judges nothing (it is the global
+	// timeline): it says so and exits 0 (before: "enable a judge", exit 1).
+	sargv := append(append(append([]string{}, prefix...), bin), "status", "--url", "http://"+agent0HTTP)
+	if out, err := hosts[0].Command(sargv[0], sargv[1:]...).CombinedOutput(); err != nil || !strings.Contains(string(out), "HCA rank 0: the reference of the global timeline") {
+		t.Errorf("status on rank 0: %v\n%s", err, out)
 	}
 	// Markers, sent as a user would, with a shell one-liner per agent.
 	for i := range 3 {

@@ -44,6 +44,7 @@ func TestStatusExitCodes(t *testing.T) {
 	locked := &status.Doc{Host: "boarda", TimeNS: now, Clocks: []status.Clock{{Clock: "system", Source: "ntp:x", State: "LOCKED", SinceNS: now - 1e9, ErrorBoundNS: 1000, LastSampleNS: now}}}
 	holdover := &status.Doc{Host: "boarda", TimeNS: now, Clocks: []status.Clock{{Clock: "system", Source: "ntp:x", State: "HOLDOVER", SinceNS: now - 1e9, ErrorBoundNS: 1000, LastSampleNS: now}}}
 	none := &status.Doc{Host: "boarda", TimeNS: now, Clocks: []status.Clock{}}
+	rank0 := &status.Doc{Host: "boarda", TimeNS: now, Clocks: []status.Clock{}, Reference: "HCA rank 0: the reference of the global timeline"}
 	notFound := httptest.NewServer(http.NotFoundHandler())
 	defer notFound.Close()
 	gone, err := net.Listen("tcp", "127.0.0.1:0")
@@ -64,6 +65,7 @@ func TestStatusExitCodes(t *testing.T) {
 		{"no scheme", []string{"--url", strings.TrimPrefix(statusServer(t, locked, "").URL, "http://")}, 0, "LOCKED"},
 		{"HOLDOVER", []string{"--url", statusServer(t, holdover, "").URL}, 1, "1 of 1 judged clocks not LOCKED"},
 		{"none judged", []string{"--url", statusServer(t, none, "").URL}, 1, "no judged clocks"},
+		{"HCA rank 0", []string{"--url", statusServer(t, rank0, "").URL}, 0, "HCA rank 0: the reference"},
 		{"not monagent JSON", []string{"--url", statusServer(t, nil, `{"foo": 1}`).URL}, 3, "not a monagent /status document"},
 		{"not JSON", []string{"--url", statusServer(t, nil, `<html>hello</html>`).URL}, 3, "not a monagent /status document"},
 		{"other path", []string{"--url", statusServer(t, nil, "").URL + "/status/x"}, 2, "want none or /status"},
