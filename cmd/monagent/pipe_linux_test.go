@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -57,5 +58,30 @@ func TestRunSurvivesClosedStdout(t *testing.T) {
 				t.Errorf("summary does not count what stdout did not take:\n%s", stderr.String())
 			}
 		})
+	}
+}
+
+// With log.format json every line on stderr is JSON, the end-of-run summary
+// too (before: "monagent: wrote …" text lines after the JSON log).
+func TestJSONLogSummaryIsJSON(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "log: {format: json}\nclock: {interval: 100ms}\nphc: {enabled: false}\noutput: {stdout: false, file: out.lp}\nspool: {enabled: false}\n")
+	_, stderr, code := run(t, dir, "run", "--config", cfg, "--duration", "1s")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	summaries := 0
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Errorf("not JSON: %q", l)
+			continue
+		}
+		if _, ok := rec["summary"]; ok {
+			summaries++
+		}
+	}
+	if summaries == 0 {
+		t.Errorf("no summary record:\n%s", stderr)
 	}
 }

@@ -81,7 +81,7 @@ func runCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := stopOnSignals(a, log)
+	ctx, stop := stopOnSignals(a, log, cfg.Log)
 	defer stop()
 	if o.duration > 0 {
 		var cancel context.CancelFunc
@@ -98,9 +98,7 @@ func runCmd(args []string) error {
 	}
 	log.Info("monagent running", attrs...)
 	err = a.Run(ctx)
-	for _, line := range a.Outputs().Summary() {
-		fmt.Fprintln(os.Stderr, "monagent:", line)
-	}
+	summarize(log, cfg.Log, a.Outputs().Summary())
 	return err
 }
 
@@ -114,11 +112,24 @@ func newLogger(c agent.LogConfig) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
 
+// summarize writes the end-of-run summary: "monagent: " lines on stderr, or
+// with log.format json one JSON log record each (field summary), so that a
+// collector parsing the log reads them too.
+func summarize(log *slog.Logger, c agent.LogConfig, lines []string) {
+	for _, line := range lines {
+		if c.Format == "json" {
+			log.Info("run summary", "summary", line)
+			continue
+		}
+		fmt.Fprintln(os.Stderr, "monagent:", line)
+	}
+}
+
 // stopOnSignals returns a context cancelled by the first SIGINT or SIGTERM:
 // the agent stops its sources, writes what is queued and exits (within 2 s,
 // whatever the sources' timeouts). A second signal does not wait: the spool
 // writes and fsyncs what it holds and the process exits at once.
-func stopOnSignals(a *agent.Agent, log *slog.Logger) (context.Context, func()) {
+func stopOnSignals(a *agent.Agent, log *slog.Logger, logCfg agent.LogConfig) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -134,9 +145,7 @@ func stopOnSignals(a *agent.Agent, log *slog.Logger) (context.Context, func()) {
 		select {
 		case s := <-sigs:
 			log.Warn("second signal: exiting now", "signal", s.String())
-			for _, line := range a.Abort() {
-				fmt.Fprintln(os.Stderr, "monagent:", line)
-			}
+			summarize(log, logCfg, a.Abort())
 			os.Exit(exitFail)
 		case <-done:
 		}
