@@ -56,6 +56,9 @@ type gnssSource struct {
 	judges   *judging      // where each receiver's judged clock is added; nil: not judged
 	judgeCfg JudgeConfig   // gnss.judge
 	referee  *gnss.Referee // what each message says of the system clock, per receiver
+	// ringDropped is the messages the source's ring could not hold, part of
+	// each receiver's events_lost (a dropped message may be any receiver's).
+	ringDropped func() uint64
 
 	// Counted by the producer.
 	connections, garbage, unknown, logged, gpsdErrors, timeouts, overCap atomic.Uint64
@@ -91,7 +94,11 @@ func buildGNSS(env *Env) ([]collect.Source, error) {
 	if err := s.judge(env.judges, c); err != nil {
 		return nil, err
 	}
-	return one(collect.Decode(s.name, c.Interval, c.Ring, s))
+	src, err := collect.Decode(s.name, c.Interval, c.Ring, s)
+	if err == nil {
+		s.ringDropped = src.RingDropped
+	}
+	return one(src, err)
 }
 
 // newGNSSSource reads gpsd at c.Address; dial, when not nil, replaces
@@ -133,6 +140,9 @@ func (s *gnssSource) deviceOf(device string) *gnssDevice {
 		var err error
 		if d.judged, err = s.judges.add("system", s.name+":"+device, s.judgeCfg, gnssStale); err != nil {
 			s.log.Error("gpsd receiver not judged", "source", s.name, "device", device, "err", err)
+		}
+		if lost := s.ringDropped; lost != nil {
+			d.judged.countLost(lost)
 		}
 	}
 	s.devices[device] = d
@@ -295,7 +305,14 @@ func (s *gnssSource) Emit(b *collect.Batch, e *gnssEvent) {
 	if dev.judged == nil {
 		return
 	}
-	switch v := s.referee.Judge(m, e.read, t); v.Kind {
+	// The judge takes a TOFF's or PPS's own stamp, not its record time: that
+	// is moved past its series' last, which after a step back of REALTIME
+	// stays in the old timeline.
+	at := t
+	if m.Class == gnss.ClassTOFF || m.Class == gnss.ClassPPS {
+		at = m.ClockNS
+	}
+	switch v := s.referee.Judge(m, e.read, at); v.Kind {
 	case gnss.VerdictMissed:
 		dev.judged.missed(b, v.TimeNS)
 	case gnss.VerdictSample:

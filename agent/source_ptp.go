@@ -209,6 +209,8 @@ func buildPTPProbe(env *Env) ([]collect.Source, error) {
 		p.Close()
 		return nil, err
 	}
+	// The judge's events_lost: exchanges the ring could not hold.
+	judged.countLost(s.RingDropped)
 	return []collect.Source{s}, nil
 }
 
