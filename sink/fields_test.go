@@ -17,7 +17,7 @@ func TestStatsFields(t *testing.T) {
 			Recovered: 9, TruncatedBytes: 10, WriteErrors: 11, Fsyncs: 12, Bytes: 13, Segments: 14, Pending: 15, Buffered: 16, LastError: "e"}.Fields(),
 		"monagent_output": sink.QueuedStats{Written: 1, Bytes: 2, Rejected: 3, DroppedFull: 4, DroppedError: 5, DroppedClose: 6, WriteErrors: 7, QueuedBytes: 8, LastError: "e"}.Fields(),
 		"monagent_influx": influx.Stats{Batches: 1, Points: 2, Bytes: 3, Requests: 4, Retries: 5, DeadLettered: 6, Splits: 7, LastLatency: 8, LastError: "e",
-			State: "s", LastStatus: 9, OutageStartNS: 10, ConsecutiveFailures: 11, LocalState: "l", ReaderErrors: 12, AckErrors: 13, DeadLetterErrors: 14}.Fields(),
+			State: "s", LastStatus: 9, OutageStartNS: 10, ConsecutiveFailures: 11, LocalState: "l", ReaderErrors: 12, AckErrors: 13, DeadLetterErrors: 14, DeadLetterDropped: 15}.Fields(),
 	}
 	want := map[string]string{
 		"monagent_spool": "appended:u=1 rejected:u=2 acknowledged:u=3 pending:u=15 buffered:u=16 dropped_cap:u=5 dropped_buffer:u=6 " +
@@ -26,7 +26,7 @@ func TestStatsFields(t *testing.T) {
 		"monagent_output": "written:u=1 bytes:u=2 rejected:u=3 dropped_full:u=4 dropped_error:u=5 dropped_close:u=6 write_errors:u=7 queued_bytes:i=8 last_error:s=e",
 		"monagent_influx": "batches:u=1 points:u=2 bytes:u=3 requests:u=4 retries:u=5 dead_lettered:u=6 splits:u=7 last_latency_ns:i=8 " +
 			"last_error:s=e state:s=s last_status:i=9 outage_start_ns:i=10 consecutive_failures:u=11 local_state:s=l " +
-			"reader_errors:u=12 ack_errors:u=13 dead_letter_errors:u=14",
+			"reader_errors:u=12 ack_errors:u=13 dead_letter_errors:u=14 dead_letter_dropped:u=15",
 	}
 	for m, fs := range fields {
 		got := ""
