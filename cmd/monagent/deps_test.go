@@ -74,7 +74,7 @@ func TestBinaryDependencies(t *testing.T) {
 // ship their records, nor the agent that wires them.
 func TestLayering(t *testing.T) {
 	const mod = "github.com/monagent/monagent/"
-	lower := []string{"timebase", "ring", "sockts", "phc", "ntp", "ptp", "reject", "gpio", "sensors", "record", "hca", "marker", "inventory", "collect", "conf", "judge", "status", "notify", "faultlog"}
+	lower := []string{"timebase", "ring", "sockts", "phc", "ntp", "ptp", "reject", "gpio", "sensors", "record", "hca", "marker", "inventory", "collect", "conf", "judge", "vote", "status", "notify", "faultlog"}
 	forbidden := []string{mod + "sink", mod + "agent"}
 	for _, p := range lower {
 		cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", mod+p)
