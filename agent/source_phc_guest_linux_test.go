@@ -62,8 +62,15 @@ func TestPHCSourceOnAFrozenPHC(t *testing.T) {
 			}
 		}
 	}
-	if want := []string{"LOCKED: " + string(judge.ReasonLocked), "HOLDOVER: " + string(judge.ReasonUnsynced)}; !slices.Equal(states, want) {
-		t.Errorf("sync_state transitions %q, want %q", states, want)
+	// The holdover's prediction grows the bound at the drift two samples
+	// can show, their bounds included: with the frozen PHC's bounds of ~57
+	// years over 0.2 s that is beyond any rate, so the predicted bound
+	// passes even centuries within a second, and a loaded machine's slower
+	// collections may already see FREERUN: allowed, and only then.
+	wantStates := []string{"LOCKED: " + string(judge.ReasonLocked), "HOLDOVER: " + string(judge.ReasonUnsynced)}
+	predicted := append(slices.Clone(wantStates), "FREERUN: "+string(judge.ReasonPredicted))
+	if !slices.Equal(states, wantStates) && !slices.Equal(states, predicted) {
+		t.Errorf("sync_state transitions %q, want %q (or then %q)", states, wantStates, predicted[2])
 	}
 	if errs[0] != nil || !errors.Is(errs[1], phc.ErrNotAdvancing) || !errors.Is(errs[2], phc.ErrNotAdvancing) {
 		t.Fatalf("collections: %v; want the first fine, the next two naming a PHC not advancing", errs)

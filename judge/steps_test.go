@@ -262,3 +262,35 @@ func BenchmarkJudgedObserve(b *testing.B) {
 		_ = ch.All()
 	}
 }
+
+// A reading interrupted between its two clocks (a preemption: under the
+// emulator with CPU hogs beside it a guest saw REALTIME − MONOTONIC move by
+// −1.03 ms and back on the next reading) is no step: the Timeline reads
+// again and the fresh reading agrees with the old offset. A real step is
+// confirmed by the fresh reading and taken at once.
+func TestTimelineIgnoresAnInterruptedReading(t *testing.T) {
+	mono, off := int64(1e9), int64(1_700_000_000e9)
+	jitter := int64(0) // added to the next reading only
+	tl := NewTimeline(func() Instant {
+		mono += 1e3
+		in := Instant{RealNS: mono + off + jitter, MonoNS: mono}
+		jitter = 0
+		return in
+	})
+	tl.Now()
+	for _, j := range []int64{-1_034_750, 1_034_930, 50e6} {
+		jitter = j
+		if now := tl.Now(); now.RealNS != now.MonoNS+off {
+			t.Errorf("jitter %d ns moved the label: %d, want %d", j, now.RealNS-now.MonoNS, off)
+		}
+		if steps, n := tl.Steps(); len(steps) != 0 || n != 0 {
+			t.Errorf("jitter %d ns taken as a step: %+v", j, steps)
+		}
+	}
+	off += 10e9 // a real step of +10 s
+	now := tl.Now()
+	steps, n := tl.Steps()
+	if len(steps) != 1 || n != 1 || steps[0].StepNS != 10e9 || now.RealNS != now.MonoNS+off {
+		t.Errorf("a real step: %+v (%d), label offset %d", steps, n, now.RealNS-now.MonoNS)
+	}
+}

@@ -77,27 +77,54 @@ func NewTimeline(read func() Instant) *Timeline {
 func (tl *Timeline) Now() Instant {
 	in := tl.read()
 	tl.mu.Lock()
-	tl.note(in)
+	in = tl.note(in)
 	in.RealNS = in.MonoNS + tl.off
 	tl.mu.Unlock()
 	return in
 }
 
-func (tl *Timeline) note(in Instant) {
+// confirmReads is how many more readings a step must be confirmed by.
+const confirmReads = 2
+
+// note notes a step of REALTIME that in shows, and returns the reading to
+// use. The two clocks are read one after the other: a reading interrupted
+// between them (a preemption, an interrupt, an emulator's pause) shows
+// their difference moved by as long as the interruption, which on a busy
+// board or under emulation passes StepNS. So a reading that shows a step
+// is read again: the step is taken once a fresh reading agrees with it,
+// and a reading that agrees with the old offset shows it was jitter.
+func (tl *Timeline) note(in Instant) Instant {
 	off := in.RealNS - in.MonoNS
 	switch {
 	case !tl.have:
 		tl.have, tl.off = true, off
 	case off-tl.off > StepNS || tl.off-off > StepNS:
+		for range confirmReads {
+			again := tl.read()
+			o := again.RealNS - again.MonoNS
+			if o-tl.off <= StepNS && tl.off-o <= StepNS {
+				return tl.keep(again) // the first reading was interrupted: no step
+			}
+			if o-off <= StepNS && off-o <= StepNS {
+				break // confirmed
+			}
+			in, off = again, o // moved again: try to confirm this one
+		}
 		if len(tl.pending) < 64 { // Steps takes them every tick; beyond that they are counted only
 			tl.pending = append(tl.pending, Step{AtNS: in.RealNS, StepNS: off - tl.off, BeforeNS: tl.off, AfterNS: off, IntervalNS: in.MonoNS - tl.last.MonoNS})
 		}
 		tl.prev, tl.off, tl.stepped, tl.stepAt = tl.off, off, true, in.MonoNS
 		tl.steps++
 	}
+	return tl.keep(in)
+}
+
+// keep makes in the latest reading (when it is) and returns it.
+func (tl *Timeline) keep(in Instant) Instant {
 	if in.MonoNS > tl.last.MonoNS || !tl.have {
 		tl.last = in
 	}
+	return in
 }
 
 // At is a REALTIME instant with its steady time, placed as the Timeline's
