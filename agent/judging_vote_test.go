@@ -247,6 +247,9 @@ monagent_clock_agreeing_references{clock="system"} 2
 			if n := testutil.CollectAndCount(col, "monagent_clock_combined_error_bound_seconds", "monagent_clock_combined_offset_seconds"); n != 2 {
 				t.Fatalf("%d combined offset and bound metrics, want 2", n)
 			}
+			if err := testutil.CollectAndCompare(col, strings.NewReader(voteMetric("agreed")), "monagent_clock_vote"); err != nil {
+				t.Fatal(err)
+			}
 			var out strings.Builder
 			status.Render(&out, d)
 			t.Logf("\n%s", out.String())
@@ -302,6 +305,13 @@ func TestCrossCheckTwoDisputed(t *testing.T) {
 		if a != "false" {
 			t.Fatalf("%s agrees %s, want false (disputed)", n, a)
 		}
+	}
+	col := status.CrossCheck{Doc: func() status.Doc { return d }}
+	if err := testutil.CollectAndCompare(col, strings.NewReader(voteMetric("disputed")), "monagent_clock_vote"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(col, "monagent_clock_combined_error_bound_seconds", "monagent_clock_combined_offset_seconds"); n != 0 {
+		t.Fatalf("%d combined offset and bound metrics for a disputed clock, want none", n)
 	}
 	var out strings.Builder
 	status.Render(&out, d)
@@ -422,4 +432,17 @@ func TestReferenceCheckEvent(t *testing.T) {
 		!strings.Contains(string(e.Data), `"to":"falseticker"`) || !e.Time.Equal(time.Unix(1_700_000_000, 0)) {
 		t.Fatalf("%+v %s", e, e.Data)
 	}
+}
+
+// voteMetric is monagent_clock_vote for the system clock with vote v.
+func voteMetric(v string) string {
+	out := "# HELP monagent_clock_vote The vote across the clock's references: 1 for the current outcome (agreed, disputed, not_cross_checked, none), 0 for the others.\n# TYPE monagent_clock_vote gauge\n"
+	for _, w := range status.Votes {
+		val := 0
+		if w[1] == v {
+			val = 1
+		}
+		out += fmt.Sprintf("monagent_clock_vote{clock=\"system\",vote=%q} %d\n", w[1], val)
+	}
+	return out
 }

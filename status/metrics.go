@@ -74,7 +74,13 @@ var (
 		"How many judged references the clock has.", []string{"clock"}, nil)
 	agreeingDesc = prometheus.NewDesc("monagent_clock_agreeing_references",
 		"How many of the clock's references agree (0 when disputed, or not cross-checked).", []string{"clock"}, nil)
+	voteDesc = prometheus.NewDesc("monagent_clock_vote",
+		"The vote across the clock's references: 1 for the current outcome (agreed, disputed, not_cross_checked, none), 0 for the others.", []string{"clock", "vote"}, nil)
 )
+
+// Votes are the outcomes of a clock's vote as Combined.Vote gives them, and
+// their values of monagent_clock_vote's vote label.
+var Votes = [...][2]string{{"agreed", "agreed"}, {"disputed", "disputed"}, {"not cross-checked", "not_cross_checked"}, {"none", "none"}}
 
 // CrossCheck collects the vote across each clock's references from the
 // /status document Doc makes at each scrape (its agrees and combined).
@@ -84,7 +90,7 @@ type CrossCheck struct {
 
 // Describe sends the descriptors of every metric Collect makes.
 func (c CrossCheck) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{agreesDesc, combinedOffsetDesc, combinedBoundDesc, referencesDesc, agreeingDesc} {
+	for _, d := range []*prometheus.Desc{agreesDesc, combinedOffsetDesc, combinedBoundDesc, referencesDesc, agreeingDesc, voteDesc} {
 		ch <- d
 	}
 }
@@ -105,6 +111,13 @@ func (c CrossCheck) Collect(ch chan<- prometheus.Metric) {
 	for _, k := range d.Combined {
 		ch <- prometheus.MustNewConstMetric(referencesDesc, prometheus.GaugeValue, float64(k.References), k.Clock)
 		ch <- prometheus.MustNewConstMetric(agreeingDesc, prometheus.GaugeValue, float64(k.Agreeing), k.Clock)
+		for _, v := range Votes {
+			val := 0.0
+			if v[0] == k.Vote {
+				val = 1
+			}
+			ch <- prometheus.MustNewConstMetric(voteDesc, prometheus.GaugeValue, val, k.Clock, v[1])
+		}
 		if k.ErrorBoundNS >= 0 {
 			ch <- prometheus.MustNewConstMetric(combinedOffsetDesc, prometheus.GaugeValue, seconds(k.OffsetNS), k.Clock)
 			ch <- prometheus.MustNewConstMetric(combinedBoundDesc, prometheus.GaugeValue, seconds(k.ErrorBoundNS), k.Clock)
