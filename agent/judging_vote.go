@@ -20,6 +20,8 @@ import (
 // at each judge tick (a reference gone quiet stops voting), and keeps the
 // latest Result for /status and /metrics.
 type crossCheck struct {
+	// clock names the clock voted on (voteClock): its judged clocks'
+	// clock name.
 	clock string
 	owner *judging
 
@@ -35,8 +37,23 @@ type crossCheck struct {
 	voted       bool
 }
 
-// join adds m to the vote of its clock, made at its first reference.
+// voteClock is the clock whose vote the judged clock (clock, source) is
+// in: its clock name, but for "ptp4l", the clock each ptp4l instance
+// disciplines (its own PHC, judged against its own grandmaster), named by
+// the instance's source (ptp4l:<socket>): the instances of a boundary clock
+// or a dual-NIC board discipline different clocks, which must never vote
+// together.
+func voteClock(clock, source string) string {
+	if clock == "ptp4l" {
+		return source
+	}
+	return clock
+}
+
+// join adds m to the vote of its clock (voteClock), made at its first
+// reference.
 func (g *judging) join(clock string, m *judgement, thresholdNS int64) {
+	clock = voteClock(clock, m.j.Source())
 	g.mu.Lock()
 	var c *crossCheck
 	for _, x := range g.checks {
@@ -97,7 +114,7 @@ func (c *crossCheck) changed(b adder, m *judgement, ref *vote.Ref, o *vote.Outco
 	if r.Valid {
 		cb = r.BoundNS
 	}
-	rc := status.ReferenceCheck{Clock: c.clock, Source: ref.Source, From: from.String(), To: o.Verdict.String(), Vote: r.Status.String(),
+	rc := status.ReferenceCheck{Clock: m.j.Clock(), Source: ref.Source, From: from.String(), To: o.Verdict.String(), Vote: r.Status.String(),
 		OffsetNS: ref.OffsetNS, BoundNS: ref.BoundNS, CombinedOffsetNS: r.OffsetNS, CombinedBoundNS: cb,
 		References: r.References, Voting: r.Voting, Agreeing: r.Agreeing, TimeNS: t}
 	b.Add("reference_check", t, m.tags, record.String("from", rc.From), record.String("to", rc.To), record.String("vote", rc.Vote),
@@ -109,7 +126,7 @@ func (c *crossCheck) changed(b adder, m *judgement, ref *vote.Ref, o *vote.Outco
 	if o.Verdict == vote.Falseticker || o.Verdict == vote.Contested {
 		level = slog.LevelWarn
 	}
-	g.log.Log(nil, level, "reference "+rc.To, "clock", c.clock, "source", rc.Source, "from", rc.From, "vote", rc.Vote,
+	g.log.Log(nil, level, "reference "+rc.To, "clock", rc.Clock, "source", rc.Source, "from", rc.From, "vote", rc.Vote,
 		"offset_ns", rc.OffsetNS, "bound_ns", rc.BoundNS, "combined_bound_ns", cb, "at", time.Unix(0, t).UTC())
 	if g.notify != nil {
 		g.notify.Send(status.ReferenceCheckEvent(g.host, g.seq.Add(1), rc))
@@ -145,7 +162,7 @@ func (c *crossCheck) combined(agrees map[[2]string]*bool) status.Combined {
 		case vote.Falseticker, vote.Contested:
 			a = new(bool)
 		}
-		agrees[[2]string{c.clock, o.Source}] = a
+		agrees[[2]string{c.members[i].j.Clock(), o.Source}] = a
 	}
 	return out
 }

@@ -446,3 +446,41 @@ func voteMetric(v string) string {
 	}
 	return out
 }
+
+// Two ptp4l instances discipline two clocks (their own PHCs): each is a
+// vote of its own, not cross-checked, never disputed against the other.
+func TestCrossCheckPtp4lInstancesApart(t *testing.T) {
+	v := &stepClocks{mono: 1e9, off: 1_700_000_000e9 - 1e9}
+	g := &judging{log: slog.New(slog.DiscardHandler)}
+	g.set.Timeline = judge.NewTimeline(v.read)
+	var ms []*judgement
+	for _, src := range []string{"ptp4l:/var/run/ptp4l-a", "ptp4l:/var/run/ptp4l-b"} {
+		m, err := g.add("ptp4l", src, JudgeConfig{Enabled: true, Threshold: 100 * time.Microsecond, Holdover: 5 * time.Second, MinSamples: 1}, 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	b := &collect.Batch{}
+	for range 5 {
+		for i, m := range ms {
+			v.mono += 1e8
+			off := int64(i) * 50_000 // 50 µs apart: disputed if they voted together
+			m.observe(b, judge.Sample{TimeNS: v.mono + v.off, Synced: true, OffsetNS: off, BoundNS: off + 1000, FreqErrPPB: -1})
+		}
+	}
+	d := g.status(v.mono + v.off)
+	if len(d.Combined) != 2 || d.Combined[0].Clock != "ptp4l:/var/run/ptp4l-a" || d.Combined[1].Clock != "ptp4l:/var/run/ptp4l-b" {
+		t.Fatalf("combined %+v, want one per ptp4l instance", d.Combined)
+	}
+	for _, c := range d.Combined {
+		if c.Vote != "not cross-checked" || c.State != "LOCKED" || c.References != 1 {
+			t.Fatalf("%+v: want not cross-checked, LOCKED", c)
+		}
+	}
+	for _, r := range measurements(b.Records, "reference_check") {
+		if r.Tag("clock") != "ptp4l" || field(r, "to") != "not cross-checked" {
+			t.Fatalf("record %v", r)
+		}
+	}
+}

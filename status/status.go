@@ -25,6 +25,9 @@ type Doc struct {
 // Combined is the vote across one clock's judged references and the one
 // answer it gives (docs/schema.md, /status).
 type Combined struct {
+	// Clock is the clock voted on: the judged clocks' clock name, but for
+	// ptp4l the instance's source (ptp4l:<socket>), as each instance
+	// disciplines its own clock.
 	Clock string `json:"clock"`
 	// State is the combined state: LOCKED when a majority agrees and the
 	// combined bound is within the clock's threshold (HOLDOVER when every
