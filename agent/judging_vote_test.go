@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -482,5 +483,52 @@ func TestCrossCheckPtp4lInstancesApart(t *testing.T) {
 		if r.Tag("clock") != "ptp4l" || field(r, "to") != "not cross-checked" {
 			t.Fatalf("record %v", r)
 		}
+	}
+}
+
+// Sources sample, the tick votes and /status and /metrics read at once:
+// no race (run with -race), every reference agreeing at the end.
+func TestCrossCheckConcurrent(t *testing.T) {
+	g := &judging{log: slog.New(slog.DiscardHandler)}
+	var ms []*judgement
+	for i := range 3 {
+		m, err := g.add("system", fmt.Sprintf("ntp:%d", i), JudgeConfig{Enabled: true, Threshold: time.Millisecond, Holdover: time.Minute, MinSamples: 1}, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, m := range ms {
+		wg.Go(func() {
+			b := &collect.Batch{}
+			for range 300 {
+				now := time.Now().UnixNano()
+				m.observe(b, judge.Sample{TimeNS: now, Synced: true, OffsetNS: 1000, BoundNS: 21_000, FreqErrPPB: -1})
+			}
+		})
+	}
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			b := &collect.Batch{}
+			g.advance(b, g.set.Time().Now())
+			d := g.status(time.Now().UnixNano())
+			testutil.CollectAndCount(status.CrossCheck{Doc: func() status.Doc { return d }})
+		}
+	})
+	// The samplers end after 300 samples each; the reader runs on until then.
+	for i := 0; i < 10_000 && g.status(time.Now().UnixNano()).Combined[0].Agreeing < 3; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	close(done)
+	wg.Wait()
+	if c := g.status(time.Now().UnixNano()).Combined[0]; c.Agreeing != 3 || c.Vote != "agreed" {
+		t.Fatalf("%+v: want 3 agreeing", c)
 	}
 }
