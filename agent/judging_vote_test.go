@@ -20,7 +20,6 @@ import (
 // of the system clock, each sampled once a (steady) second, the judge tick
 // every 200 ms between.
 type xbed struct {
-	t     *testing.T
 	g     *judging
 	v     *stepClocks
 	refs  []*judgement
@@ -35,9 +34,9 @@ type xbed struct {
 
 const xboundU = 20_000 // each sample's own uncertainty u (ns): bound = |offset| + u
 
-func newXbed(t *testing.T, n int) *xbed {
+func newXbed(t testing.TB, n int) *xbed {
 	t.Helper()
-	x := &xbed{t: t, v: &stepClocks{mono: 1e9, off: 1_700_000_000e9 - 1e9}, b: &collect.Batch{Host: "h"}, rng: rand.New(rand.NewPCG(1, 2)),
+	x := &xbed{v: &stepClocks{mono: 1e9, off: 1_700_000_000e9 - 1e9}, b: &collect.Batch{Host: "h"}, rng: rand.New(rand.NewPCG(1, 2)),
 		off: make([]int64, n), quiet: make([]bool, n)}
 	x.g = &judging{log: slog.New(slog.DiscardHandler), host: "h"}
 	x.g.set.Timeline = judge.NewTimeline(x.v.read)
