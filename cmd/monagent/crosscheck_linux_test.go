@@ -73,10 +73,20 @@ func TestCrossCheckNTPServersOneLies(t *testing.T) {
 		serving(i, k, 40*time.Second)
 	}
 
-	var portLn net.Listener
-	if err := cli.Do(func() (err error) { portLn, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
+	hooks := &webhookLog{}
+	var portLn, hookLn net.Listener
+	if err := cli.Do(func() (err error) {
+		if hookLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return err
+		}
+		portLn, err = net.Listen("tcp", "127.0.0.1:0")
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
+	hookSrv := &http.Server{Handler: hooks}
+	go hookSrv.Serve(hookLn)
+	defer hookSrv.Close()
 	agentAddr := portLn.Addr().String()
 	portLn.Close()
 	dir := t.TempDir()
@@ -97,7 +107,8 @@ ntp:
 spool: {enabled: false}
 self_metrics: {interval: 1s}
 http: {listen: %s}
-`, list.String(), out, agentAddr))
+notify: {webhooks: [http://%s/hook], max_backoff: 1s}
+`, list.String(), out, agentAddr, hookLn.Addr()))
 	argv := append(append(append([]string{}, prefix...), bin), "run", "--config", cfg, "--duration", "240s")
 	agent := cli.Command(argv[0], argv[1:]...)
 	var agentLog bytes.Buffer
@@ -273,6 +284,18 @@ http: {listen: %s}
 	}
 	if len(named) != 2 {
 		t.Fatalf("%d falseticker records for the liar, want 2 (+5 ms, then −200 µs)", len(named))
+	}
+	// The same verdicts went to the webhook, at the records' times.
+	evs, _ := hooks.ofType(status.ReferenceCheckType)
+	var evNamed []int64
+	for _, e := range evs {
+		if e["to"] == "falseticker" && e["source"] == names[liar] {
+			n, _ := e["time_ns"].(json.Number).Int64()
+			evNamed = append(evNamed, n)
+		}
+	}
+	if fmt.Sprint(evNamed) != fmt.Sprint(named) {
+		t.Errorf("reference-check events naming the liar at %v, records at %v", evNamed, named)
 	}
 	var lying []int64
 	for _, r := range gpioRecords(t, string(lp), "ntp_probe") {

@@ -42,15 +42,25 @@ func (w *webhookLog) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w.mu.Unlock()
 }
 
-// transitions are the received events' data, in order, and when each came.
-func (w *webhookLog) transitions() ([]map[string]any, []time.Time) {
+// transitions are the received state changes' data (io.monagent.sync-state.v1),
+// in order, and when each came.
+func (w *webhookLog) transitions() ([]map[string]any, []time.Time) { return w.ofType(status.StateChangeType) }
+
+// ofType are the received events of CloudEvents type typ: their data, in
+// order, and when each came.
+func (w *webhookLog) ofType(typ string) ([]map[string]any, []time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]map[string]any, len(w.events))
+	var out []map[string]any
+	var got []time.Time
 	for i, e := range w.events {
-		out[i], _ = e["data"].(map[string]any)
+		if e["type"] != typ {
+			continue
+		}
+		d, _ := e["data"].(map[string]any)
+		out, got = append(out, d), append(got, w.got[i])
 	}
-	return out, append([]time.Time(nil), w.got...)
+	return out, got
 }
 
 // inNS is an HTTP client whose connections are made inside h's namespace.
