@@ -187,6 +187,13 @@ func (c *crossCheck) state() judge.State {
 			}
 		}
 		return judge.Holdover
+	case vote.None:
+		for i := range c.refs {
+			if c.refs[i].State != judge.Unknown {
+				return judge.Freerun
+			}
+		}
+		return judge.Unknown // no reference has had a sample yet
 	}
 	return judge.Freerun
 }

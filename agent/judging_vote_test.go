@@ -364,6 +364,10 @@ func TestCrossCheckSingleNotCrossChecked(t *testing.T) {
 // as absent.
 func TestCrossCheckAllStale(t *testing.T) {
 	x := newXbed(t, 3)
+	x.g.advance(x.b, x.g.set.Time().Now()) // a vote with no sample yet
+	if c := combinedOf(t, x.g.status(x.v.mono+x.v.off)); c.State != "UNKNOWN" || c.Vote != "none" {
+		t.Fatalf("before any sample: %+v, want UNKNOWN", c)
+	}
 	for range 5 {
 		x.second()
 	}

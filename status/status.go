@@ -34,7 +34,7 @@ type Combined struct {
 	// reference of that majority is in HOLDOVER), FREERUN when disputed,
 	// when no reference votes, or when the bound is over the threshold;
 	// with one voting reference (not cross-checked) that reference's own
-	// state; UNKNOWN before the first vote.
+	// state; UNKNOWN before the first vote and while every reference is.
 	State string `json:"state"`
 	// Vote is the vote's outcome: "agreed", "disputed", "not cross-checked"
 	// (one voting reference) or "none" (no reference votes).
