@@ -14,7 +14,8 @@ import (
 
 // crossCheck is the vote across the judged references of one clock (issue
 // 35, package vote): "system" gathers the probe's NTP servers, chronyd,
-// ntpd, ptp4l, the PHCs, the PPS devices, the GNSS receivers and the PTP
+// ntpd, the PHCs (ptp4l's grandmaster through one with phc.through), the
+// PPS devices, the GNSS receivers (added as gpsd names them) and the PTP
 // probe, each a judged clock of the same clock name. It votes at each sample
 // of any of its references (0 allocations once its buffers are sized) and
 // at each judge tick (a reference gone quiet stops voting), and keeps the
