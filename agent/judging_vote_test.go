@@ -30,6 +30,9 @@ type xbed struct {
 	// plus noise; quiet stops its samples.
 	off   []int64
 	quiet []bool
+	// every: reference i samples every every[i] seconds (0: each second).
+	every []int
+	secs  int
 }
 
 const xboundU = 20_000 // each sample's own uncertainty u (ns): bound = |offset| + u
@@ -37,7 +40,7 @@ const xboundU = 20_000 // each sample's own uncertainty u (ns): bound = |offset|
 func newXbed(t testing.TB, n int) *xbed {
 	t.Helper()
 	x := &xbed{v: &stepClocks{mono: 1e9, off: 1_700_000_000e9 - 1e9}, b: &collect.Batch{Host: "h"}, rng: rand.New(rand.NewPCG(1, 2)),
-		off: make([]int64, n), quiet: make([]bool, n)}
+		off: make([]int64, n), quiet: make([]bool, n), every: make([]int, n)}
 	x.g = &judging{log: slog.New(slog.DiscardHandler), host: "h"}
 	x.g.set.Timeline = judge.NewTimeline(x.v.read)
 	for i := range n {
@@ -60,7 +63,7 @@ func (x *xbed) second() []status.Doc {
 	start := x.v.mono
 	for i, m := range x.refs {
 		x.v.mono = start + int64(i+1)*10e6
-		if x.quiet[i] {
+		if x.quiet[i] || x.every[i] > 1 && x.secs%x.every[i] != 0 {
 			continue
 		}
 		off := x.off[i] + x.rng.Int64N(2*xboundU/4) - xboundU/4
@@ -72,6 +75,7 @@ func (x *xbed) second() []status.Doc {
 		docs = append(docs, x.g.status(x.v.mono+x.v.off))
 	}
 	x.v.mono = start + 1e9
+	x.secs++
 	return docs
 }
 
@@ -533,5 +537,52 @@ func TestCrossCheckConcurrent(t *testing.T) {
 	wg.Wait()
 	if c := g.status(time.Now().UnixNano()).Combined[0]; c.Agreeing != 3 || c.Vote != "agreed" {
 		t.Fatalf("%+v: want 3 agreeing", c)
+	}
+}
+
+// References sampled at different rates (a PPS every second, NTP servers
+// every 4 s, with stale after 3 s the judge would lose them: here 20 s): a
+// liar is named within 3 of its own samples whichever it is, the others
+// never.
+func TestCrossCheckMixedRates(t *testing.T) {
+	for _, liar := range []int{0, 1} {
+		t.Run(fmt.Sprint("liar ", liar), func(t *testing.T) {
+			x := &xbed{v: &stepClocks{mono: 1e9, off: 1_700_000_000e9 - 1e9}, b: &collect.Batch{Host: "h"}, rng: rand.New(rand.NewPCG(3, 4)),
+				off: make([]int64, 3), quiet: make([]bool, 3), every: []int{1, 4, 4}}
+			x.g = &judging{log: slog.New(slog.DiscardHandler), host: "h"}
+			x.g.set.Timeline = judge.NewTimeline(x.v.read)
+			for _, name := range []string{"pps:gnss0", "ntp:10.0.0.1:123", "ntp:10.0.0.2:123"} {
+				m, err := x.g.add("system", name, JudgeConfig{Enabled: true, Threshold: 20 * time.Millisecond, Holdover: time.Minute, MinSamples: 1}, 20*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				x.refs, x.names = append(x.refs, m), append(x.names, name)
+			}
+			for range 20 {
+				x.second()
+			}
+			x.off[liar] = 300_000 // the PPS on the wrong edge, or a server 300 µs off
+			own, named := 0, 0
+			for s := 0; s < 40 && named == 0; s++ {
+				if x.every[liar] <= 1 || x.secs%x.every[liar] == 0 {
+					own++
+				}
+				for _, d := range x.second() {
+					a := agreesOf(d)
+					for i, n := range x.names {
+						if i != liar && a[n] != "true" {
+							t.Fatalf("true reference %s agrees %s", n, a[n])
+						}
+					}
+					if a[x.names[liar]] == "false" && named == 0 {
+						named = own
+					}
+				}
+			}
+			if named < 1 || named > 3 {
+				t.Fatalf("%s named at its lying sample %d, want 1 to 3", x.names[liar], named)
+			}
+			t.Logf("%s (every %d s) named at its lying sample %d", x.names[liar], max(1, x.every[liar]), named)
+		})
 	}
 }
