@@ -44,7 +44,9 @@ func (w *webhookLog) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 
 // transitions are the received state changes' data (io.monagent.sync-state.v1),
 // in order, and when each came.
-func (w *webhookLog) transitions() ([]map[string]any, []time.Time) { return w.ofType(status.StateChangeType) }
+func (w *webhookLog) transitions() ([]map[string]any, []time.Time) {
+	return w.ofType(status.StateChangeType)
+}
 
 // ofType are the received events of CloudEvents type typ: their data, in
 // order, and when each came.
