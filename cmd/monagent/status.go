@@ -57,7 +57,7 @@ func (e errNotLocked) Error() string {
 		s += fmt.Sprintf(", %d combined (cross-checked) not LOCKED", e.combined)
 	}
 	if e.falsetickers > 0 {
-		s += fmt.Sprintf(", %d references named falsetickers", e.falsetickers)
+		s += fmt.Sprintf(", %d references named (falseticker or disputed)", e.falsetickers)
 	}
 	return s
 }
