@@ -231,6 +231,9 @@ func (g *judging) advance(b *collect.Batch, now judge.Instant) {
 	for _, m := range g.judged() {
 		if tr, ok := m.j.AdvanceTo(now); ok {
 			m.emit(b, []judge.Transition{tr})
+			// A reference lost or out of holdover votes no more: the
+			// change of its verdict is dated by the transition.
+			m.check.vote(b, g.set.Time().At(tr.TimeNS))
 		}
 	}
 	for _, c := range g.crossChecks() {

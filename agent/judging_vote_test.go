@@ -402,6 +402,18 @@ func TestCrossCheckAllStale(t *testing.T) {
 	if c := combinedOf(t, d); c.Vote != "none" || !sawHoldover {
 		t.Fatalf("after 20 s of silence: %+v (holdover seen %v), want none", c, sawHoldover)
 	}
+	// Each went absent at its own FREERUN transition, not at a later tick.
+	free := map[string]int64{}
+	for _, r := range measurements(x.b.Records, "sync_state") {
+		if field(r, "to") == "FREERUN" {
+			free[r.Tag("source")] = r.TimeNS
+		}
+	}
+	for _, r := range measurements(x.b.Records, "reference_check") {
+		if field(r, "to") == "absent" && r.TimeNS != free[r.Tag("source")] {
+			t.Fatalf("%s absent at %d, its FREERUN at %d", r.Tag("source"), r.TimeNS, free[r.Tag("source")])
+		}
+	}
 	for n, a := range agreesOf(d) {
 		if a != "null" {
 			t.Fatalf("%s agrees %s with no vote, want null", n, a)
