@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -66,21 +65,8 @@ func newXcheckBed(t *testing.T, run time.Duration, ks ...time.Duration) *xcheckB
 	for i, k := range ks {
 		x.serving(i, k, 40*time.Second)
 	}
-	var portLn, hookLn net.Listener
-	if err := x.cli.Do(func() (err error) {
-		if hookLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			return err
-		}
-		portLn, err = net.Listen("tcp", "127.0.0.1:0")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	hookSrv := &http.Server{Handler: x.hooks}
-	go hookSrv.Serve(hookLn)
-	t.Cleanup(func() { hookSrv.Close() })
-	x.agentAddr = portLn.Addr().String()
-	portLn.Close()
+	hookAddr, agentAddr := hookAndPort(t, x.cli, x.hooks)
+	x.agentAddr = agentAddr
 	dir := t.TempDir()
 	x.out = filepath.Join(dir, "out.lp")
 	var list strings.Builder
@@ -100,7 +86,7 @@ spool: {enabled: false}
 self_metrics: {interval: 1s}
 http: {listen: %s}
 notify: {webhooks: [http://%s/hook], max_backoff: 1s}
-`, list.String(), x.out, x.agentAddr, hookLn.Addr()))
+`, list.String(), x.out, x.agentAddr, hookAddr))
 	argv := append(append(append([]string{}, prefix...), bin), "run", "--config", cfg, "--duration", run.String())
 	x.agent = x.cli.Command(argv[0], argv[1:]...)
 	x.agent.Stderr = &x.log

@@ -42,6 +42,29 @@ func (w *webhookLog) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w.mu.Unlock()
 }
 
+// hookAndPort serves hooks in h's namespace until the test ends, and
+// returns its address and a free loopback address there for the agent's
+// http.listen.
+func hookAndPort(t *testing.T, h *testbed.Host, hooks *webhookLog) (hookAddr, agentAddr string) {
+	t.Helper()
+	var hookLn, portLn net.Listener
+	if err := h.Do(func() (err error) {
+		if hookLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return err
+		}
+		portLn, err = net.Listen("tcp", "127.0.0.1:0")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	hookSrv := &http.Server{Handler: hooks}
+	go hookSrv.Serve(hookLn)
+	t.Cleanup(func() { hookSrv.Close() })
+	agentAddr = portLn.Addr().String()
+	portLn.Close()
+	return hookLn.Addr().String(), agentAddr
+}
+
 // transitions are the received state changes' data (io.monagent.sync-state.v1),
 // in order, and when each came.
 func (w *webhookLog) transitions() ([]map[string]any, []time.Time) {
@@ -86,21 +109,7 @@ func TestJudgeNTPProbeThroughAnOutage(t *testing.T) {
 	srv, cli := testbed.NewLink(t)
 	server := testbed.StartChronyd(t, srv, testbed.ChronydServerConf)
 	hooks := &webhookLog{}
-	var hookLn, portLn net.Listener
-	if err := cli.Do(func() (err error) {
-		if hookLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			return err
-		}
-		portLn, err = net.Listen("tcp", "127.0.0.1:0")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	hookSrv := &http.Server{Handler: hooks}
-	go hookSrv.Serve(hookLn)
-	defer hookSrv.Close()
-	agentAddr := portLn.Addr().String()
-	portLn.Close()
+	hookAddr, agentAddr := hookAndPort(t, cli, hooks)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.lp")
 	const holdover = 3 * time.Second
@@ -119,7 +128,7 @@ spool: {enabled: false}
 self_metrics: {interval: 1s}
 http: {listen: %s}
 notify: {webhooks: [http://%s/hook], max_backoff: 1s}
-`, holdover, srv.Addr, out, agentAddr, hookLn.Addr()))
+`, holdover, srv.Addr, out, agentAddr, hookAddr))
 	argv := append(append(append([]string{}, prefix...), bin), "run", "--config", cfg, "--duration", "90s")
 	agent := cli.Command(argv[0], argv[1:]...)
 	var agentLog bytes.Buffer
