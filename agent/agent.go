@@ -80,7 +80,8 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 // and the process's own (memory, CPU, descriptors, Go runtime).
 func (a *Agent) registry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(status.Judged{Set: &a.judges.set, Now: func() int64 { t, _ := timebase.Realtime.Now(); return t }}, &a.prom,
+	reg.MustRegister(status.Judged{Set: &a.judges.set, Now: func() int64 { t, _ := timebase.Realtime.Now(); return t }},
+		status.CrossCheck{Doc: a.status}, &a.prom,
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	return reg
 }

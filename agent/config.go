@@ -152,6 +152,7 @@ func (c *Config) Board() Problems {
 			ad.advise(&a)
 		}
 	}
+	c.adviseCrossCheck(&a)
 	for _, ke := range a.Problems {
 		ke.Warning = true
 	}

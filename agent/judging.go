@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 	"github.com/monagent/monagent/notify"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/status"
+	"github.com/monagent/monagent/vote"
 )
 
 // JudgeConfig is a source's judge: subsection: how the clock it measures is
@@ -85,8 +88,9 @@ type judging struct {
 	// reference is what this agent is to others (status.Doc.Reference).
 	reference string
 
-	mu   sync.Mutex
-	list []*judgement
+	mu     sync.Mutex
+	list   []*judgement
+	checks []*crossCheck // the vote across each clock's references, in the order the clocks were first judged
 }
 
 // judgement is one judged clock of a source. A nil judgement (its judge is
@@ -100,6 +104,11 @@ type judgement struct {
 	// lost is what the source lost before its samples reached the judge
 	// (kernel losses, ring drops); nil when it counts none. Set before Run.
 	lost func() uint64
+	// check is the vote across the references of this clock; lastCheck
+	// (the latest reference_check time) and verdict are under its lock.
+	check     *crossCheck
+	lastCheck int64
+	verdict   vote.Verdict
 }
 
 // countLost makes lost (the source's loss counters) part of what the
@@ -135,6 +144,7 @@ func (g *judging) add(clock, source string, cfg JudgeConfig, stale time.Duration
 	g.mu.Lock()
 	g.list = append(g.list, m)
 	g.mu.Unlock()
+	g.join(clock, m, int64(cfg.Threshold))
 	return m, nil
 }
 
@@ -143,11 +153,16 @@ type adder interface {
 	Add(measurement string, timeNS int64, tags []record.Tag, fields ...record.Field)
 }
 
-// observe judges a sample; its transitions go into b.
+// observe judges a sample and votes across the references of its clock;
+// its transitions and verdicts go into b.
 func (m *judgement) observe(b adder, s judge.Sample) {
 	if m != nil {
+		if s.MonoNS == 0 {
+			s.MonoNS = m.owner.set.Time().At(s.TimeNS).MonoNS
+		}
 		ch := m.j.Observe(s)
 		m.emit(b, ch.All())
+		m.check.vote(b, judge.Instant{RealNS: s.TimeNS, MonoNS: s.MonoNS})
 	}
 }
 
@@ -157,6 +172,7 @@ func (m *judgement) missed(b adder, deadline int64) {
 	if m != nil {
 		ch := m.j.Missed(deadline)
 		m.emit(b, ch.All())
+		m.check.vote(b, m.owner.set.Time().At(deadline))
 	}
 }
 
@@ -208,14 +224,20 @@ func (g *judging) transition(m *judgement, tr judge.Transition, t int64) {
 
 // advance judges the passing of time up to now for every judged clock: a
 // holdover that ended, a source gone quiet, each dated when it happened,
-// all measured on the steady clock. A step of REALTIME the timeline saw
+// all measured on the steady clock; then each clock's references vote. A step of REALTIME the timeline saw
 // since the last call is logged, and recorded (clock_step, ref=monotonic)
 // when no clock source records REALTIME's steps; it changes no state.
 func (g *judging) advance(b *collect.Batch, now judge.Instant) {
 	for _, m := range g.judged() {
 		if tr, ok := m.j.AdvanceTo(now); ok {
 			m.emit(b, []judge.Transition{tr})
+			// A reference lost or out of holdover votes no more: the
+			// change of its verdict is dated by the transition.
+			m.check.vote(b, g.set.Time().At(tr.TimeNS))
 		}
+	}
+	for _, c := range g.crossChecks() {
+		c.vote(b, now)
 	}
 	steps, n := g.set.Time().Steps()
 	for _, st := range steps {
@@ -267,7 +289,8 @@ func (g *judging) judged() []*judgement {
 }
 
 // status is the /status document at now: every judged clock, with what
-// it did not get (events_lost).
+// it did not get (events_lost) and its verdict in the latest vote of its
+// clock's references, and each clock's combined answer.
 func (g *judging) status(now int64) status.Doc {
 	list := g.judged()
 	views, lost := make([]judge.View, len(list)), make([]uint64, len(list))
@@ -275,12 +298,20 @@ func (g *judging) status(now int64) status.Doc {
 		views[i] = m.j.View(now)
 		lost[i] = m.eventsLost(views[i])
 	}
+	checks := g.crossChecks()
+	agrees := make(map[[2]string]*bool, len(list))
+	combined := make([]status.Combined, 0, len(checks))
+	for _, c := range checks {
+		combined = append(combined, c.combined(agrees))
+	}
+	slices.SortFunc(combined, func(a, b status.Combined) int { return cmp.Compare(a.Clock, b.Clock) })
 	clocks := status.FromViews(views)
 	for i := range clocks {
 		clocks[i].EventsLost = lost[i]
+		clocks[i].Agrees = agrees[[2]string{clocks[i].Clock, clocks[i].Source}]
 	}
 	status.Sort(clocks)
-	return status.Doc{Host: g.host, TimeNS: now, Clocks: clocks, Reference: g.reference}
+	return status.Doc{Host: g.host, TimeNS: now, Clocks: clocks, Reference: g.reference, Combined: combined}
 }
 
 // serve runs what the judged clocks are shown and sent through until ctx

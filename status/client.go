@@ -93,7 +93,9 @@ func decodeDoc(u string, body []byte) (Doc, error) {
 
 // Render writes d as a person reads it: one line per judged clock with its
 // state, since when, offset and bound in human units, the age of its last
-// sample and the events its source lost.
+// sample, the events its source lost and its verdict in its clock's vote
+// (FALSETICKER in capitals); then one line per clock with the vote's
+// combined answer.
 func Render(w io.Writer, d Doc) error {
 	at := time.Unix(0, d.TimeNS).UTC()
 	fmt.Fprintf(w, "%s at %s\n", d.Host, at.Format(time.RFC3339))
@@ -107,8 +109,12 @@ func Render(w io.Writer, d Doc) error {
 		_, err := fmt.Fprintln(w, "no judged clocks (enable a judge: section under a source)")
 		return err
 	}
+	votes := make(map[string]string, len(d.Combined))
+	for _, c := range d.Combined {
+		votes[c.Clock] = c.Vote
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLOCK\tSOURCE\tSTATE\tSINCE\tOFFSET\tBOUND\tLAST SAMPLE\tLOST")
+	fmt.Fprintln(tw, "CLOCK\tSOURCE\tSTATE\tSINCE\tOFFSET\tBOUND\tLAST SAMPLE\tLOST\tCROSS-CHECK")
 	for _, c := range d.Clocks {
 		since, last, bound, off := "-", "never", "unknown", "-"
 		if c.SinceNS != 0 {
@@ -121,9 +127,44 @@ func Render(w io.Writer, d Doc) error {
 		if c.ErrorBoundNS >= 0 {
 			bound = Duration(c.ErrorBoundNS)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.Clock, c.Source, c.State, since, off, bound, last, c.EventsLost)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", c.Clock, c.Source, c.State, since, off, bound, last, c.EventsLost,
+			verdict(c, votes[c.Clock]))
+	}
+	if err := tw.Flush(); err != nil || len(d.Combined) == 0 {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLOCK\tCOMBINED\tVOTE\tOFFSET\tBOUND\tTHRESHOLD\tAGREEING\tFALSETICKERS")
+	for _, c := range d.Combined {
+		off, bound, named := "-", "none", "-"
+		if c.ErrorBoundNS >= 0 {
+			off, bound = Signed(c.OffsetNS), Duration(c.ErrorBoundNS)
+		}
+		if len(c.Falsetickers) > 0 {
+			named = strings.Join(c.Falsetickers, ", ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d of %d\t%s\n", c.Clock, c.State, c.Vote, off, bound, Duration(c.ThresholdNS),
+			c.Agreeing, c.Voting, named)
 	}
 	return tw.Flush()
+}
+
+// verdict is how a reference's part in its clock's vote (clockVote) is
+// shown: agrees, FALSETICKER, DISPUTED, not cross-checked, or "-" when it
+// does not vote.
+func verdict(c Clock, clockVote string) string {
+	switch {
+	case c.Agrees == nil && clockVote == "not cross-checked" && (c.State == "LOCKED" || c.State == "HOLDOVER"):
+		return "not cross-checked"
+	case c.Agrees == nil:
+		return "-"
+	case *c.Agrees:
+		return "agrees"
+	case clockVote == "disputed":
+		return "DISPUTED"
+	}
+	return "FALSETICKER"
 }
 
 // Duration is ns in the largest unit that keeps it ≥ 1 (ns, µs, ms, s, min,

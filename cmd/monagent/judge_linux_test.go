@@ -42,15 +42,50 @@ func (w *webhookLog) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w.mu.Unlock()
 }
 
-// transitions are the received events' data, in order, and when each came.
+// hookAndPort serves hooks in h's namespace until the test ends, and
+// returns its address and a free loopback address there for the agent's
+// http.listen.
+func hookAndPort(t *testing.T, h *testbed.Host, hooks *webhookLog) (hookAddr, agentAddr string) {
+	t.Helper()
+	var hookLn, portLn net.Listener
+	if err := h.Do(func() (err error) {
+		if hookLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return err
+		}
+		portLn, err = net.Listen("tcp", "127.0.0.1:0")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	hookSrv := &http.Server{Handler: hooks}
+	go hookSrv.Serve(hookLn)
+	t.Cleanup(func() { hookSrv.Close() })
+	agentAddr = portLn.Addr().String()
+	portLn.Close()
+	return hookLn.Addr().String(), agentAddr
+}
+
+// transitions are the received state changes' data (io.monagent.sync-state.v1),
+// in order, and when each came.
 func (w *webhookLog) transitions() ([]map[string]any, []time.Time) {
+	return w.ofType(status.StateChangeType)
+}
+
+// ofType are the received events of CloudEvents type typ: their data, in
+// order, and when each came.
+func (w *webhookLog) ofType(typ string) ([]map[string]any, []time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]map[string]any, len(w.events))
+	var out []map[string]any
+	var got []time.Time
 	for i, e := range w.events {
-		out[i], _ = e["data"].(map[string]any)
+		if e["type"] != typ {
+			continue
+		}
+		d, _ := e["data"].(map[string]any)
+		out, got = append(out, d), append(got, w.got[i])
 	}
-	return out, append([]time.Time(nil), w.got...)
+	return out, got
 }
 
 // inNS is an HTTP client whose connections are made inside h's namespace.
@@ -74,21 +109,7 @@ func TestJudgeNTPProbeThroughAnOutage(t *testing.T) {
 	srv, cli := testbed.NewLink(t)
 	server := testbed.StartChronyd(t, srv, testbed.ChronydServerConf)
 	hooks := &webhookLog{}
-	var hookLn, portLn net.Listener
-	if err := cli.Do(func() (err error) {
-		if hookLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			return err
-		}
-		portLn, err = net.Listen("tcp", "127.0.0.1:0")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	hookSrv := &http.Server{Handler: hooks}
-	go hookSrv.Serve(hookLn)
-	defer hookSrv.Close()
-	agentAddr := portLn.Addr().String()
-	portLn.Close()
+	hookAddr, agentAddr := hookAndPort(t, cli, hooks)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.lp")
 	const holdover = 3 * time.Second
@@ -107,7 +128,7 @@ spool: {enabled: false}
 self_metrics: {interval: 1s}
 http: {listen: %s}
 notify: {webhooks: [http://%s/hook], max_backoff: 1s}
-`, holdover, srv.Addr, out, agentAddr, hookLn.Addr()))
+`, holdover, srv.Addr, out, agentAddr, hookAddr))
 	argv := append(append(append([]string{}, prefix...), bin), "run", "--config", cfg, "--duration", "90s")
 	agent := cli.Command(argv[0], argv[1:]...)
 	var agentLog bytes.Buffer

@@ -41,7 +41,7 @@ func commands() []subcommand {
 		{"spool", "replay-deadletter|stats --config FILE [--dry-run]", "ship dead-lettered lines again once their cause is fixed (stop the agent first); or show what the spool holds (runs beside the agent, changes nothing)", func() *flag.FlagSet { fs, _, _ := spoolFlags(); return fs }, spoolCmd},
 		{"report", "--measurement M --field F [flags]", "statistics of an offset series (mean, σ, percentiles, drift, ADEV/MDEV/TDEV/MTIE) from the spool, a line-protocol file or InfluxDB; tables and plots", func() *flag.FlagSet { fs, _ := reportFlags(); return fs }, reportCmd},
 		{"hca", "sim [flags]", "simulate or run (--transport udp) the HCA clock synchronisation between N agents and report each model's true error", func() *flag.FlagSet { fs, _ := hcaFlags(); return fs }, hcaCmd},
-		{"status", "[--config FILE | --url URL] [--json] [--watch D]", "the running agent's judged clocks: state, since when, offset, error bound, last sample; exit 0 all LOCKED, 1 some not LOCKED, 3 no monagent answered, 2 usage", func() *flag.FlagSet { fs, _ := statusFlags(); return fs }, statusCmd},
+		{"status", "[--config FILE | --url URL] [--json] [--watch D]", "the running agent's judged clocks: state, since when, offset, error bound, last sample; exit 0 all LOCKED, 1 some not LOCKED (a clock disputed, a falseticker named), 3 no monagent answered, 2 usage", func() *flag.FlagSet { fs, _ := statusFlags(); return fs }, statusCmd},
 		{"version", "", "print the version", func() *flag.FlagSet { return flag.NewFlagSet("version", flag.ContinueOnError) }, versionCmd},
 	}
 }

@@ -35,7 +35,8 @@ func statusFlags() (*flag.FlagSet, *statusOpts) {
 
 // The exit codes of `monagent status`, as a monitoring plugin's (Nagios,
 // Icinga, Sensu, a cron job) read them: 0 every judged clock LOCKED, 1 some
-// not LOCKED (or none judged), 2 usage, 3 no answer from a monagent (not
+// not LOCKED (or none judged, or a clock's combined state not LOCKED, as a
+// disputed one is, or a reference named a falseticker), 2 usage, 3 no answer from a monagent (not
 // reachable, an HTTP error, or a server that is not monagent): the state is
 // unknown.
 const exitUnknown = 3
@@ -45,13 +46,20 @@ const exitUnknown = 3
 const minWatch = 100 * time.Millisecond
 
 // errNotLocked is status's exit 1 when the agent answered.
-type errNotLocked struct{ n, of int }
+type errNotLocked struct{ n, of, combined, falsetickers int }
 
 func (e errNotLocked) Error() string {
 	if e.of == 0 {
 		return "status: no judged clocks (turn on a source's judge: section)"
 	}
-	return fmt.Sprintf("status: %d of %d judged clocks not LOCKED", e.n, e.of)
+	s := fmt.Sprintf("status: %d of %d judged clocks not LOCKED", e.n, e.of)
+	if e.combined > 0 {
+		s += fmt.Sprintf(", %d combined (cross-checked) not LOCKED", e.combined)
+	}
+	if e.falsetickers > 0 {
+		s += fmt.Sprintf(", %d references named (falseticker or disputed)", e.falsetickers)
+	}
+	return s
 }
 
 // errUnknown is status's exit 3: no monagent answered.
@@ -140,8 +148,8 @@ func showStatus(ctx context.Context, w io.Writer, base string, asJSON bool) erro
 	if len(d.Clocks) == 0 && d.Reference != "" {
 		return nil // a reference (HCA rank 0) with nothing of its own to judge: all is as it should be
 	}
-	if n := d.NotLocked(); n > 0 || len(d.Clocks) == 0 {
-		return errNotLocked{n, len(d.Clocks)}
+	if n, c, f := d.NotLocked(); n+c+f > 0 || len(d.Clocks) == 0 {
+		return errNotLocked{n, len(d.Clocks), c, f}
 	}
 	return nil
 }

@@ -44,6 +44,18 @@ func TestStatusExitCodes(t *testing.T) {
 	locked := &status.Doc{Host: "boarda", TimeNS: now, Clocks: []status.Clock{{Clock: "system", Source: "ntp:x", State: "LOCKED", SinceNS: now - 1e9, ErrorBoundNS: 1000, LastSampleNS: now}}}
 	holdover := &status.Doc{Host: "boarda", TimeNS: now, Clocks: []status.Clock{{Clock: "system", Source: "ntp:x", State: "HOLDOVER", SinceNS: now - 1e9, ErrorBoundNS: 1000, LastSampleNS: now}}}
 	none := &status.Doc{Host: "boarda", TimeNS: now, Clocks: []status.Clock{}}
+	// Cross-checked (issue 35): both references LOCKED on their own, the
+	// clock disputed (both named); a majority naming a third a falseticker.
+	yes, no := true, false
+	ref := func(src string, agrees *bool) status.Clock {
+		return status.Clock{Clock: "system", Source: src, State: "LOCKED", SinceNS: now - 1e9, ErrorBoundNS: 1000, LastSampleNS: now, Agrees: agrees}
+	}
+	disputed := &status.Doc{Host: "boarda", TimeNS: now, Clocks: []status.Clock{ref("ntp:a", &no), ref("ntp:b", &no)},
+		Combined: []status.Combined{{Clock: "system", State: "FREERUN", Vote: "disputed", ErrorBoundNS: -1, References: 2, Voting: 2, Falsetickers: []string{"ntp:a", "ntp:b"}}}}
+	liar := &status.Doc{Host: "boarda", TimeNS: now, Clocks: []status.Clock{ref("ntp:a", &yes), ref("ntp:b", &yes), ref("ntp:c", &no)},
+		Combined: []status.Combined{{Clock: "system", State: "LOCKED", Vote: "agreed", ErrorBoundNS: 900, References: 3, Voting: 3, Agreeing: 2, Falsetickers: []string{"ntp:c"}}}}
+	agreed := &status.Doc{Host: "boarda", TimeNS: now, Clocks: []status.Clock{ref("ntp:a", &yes), ref("ntp:b", &yes)},
+		Combined: []status.Combined{{Clock: "system", State: "LOCKED", Vote: "agreed", ErrorBoundNS: 900, References: 2, Voting: 2, Agreeing: 2}}}
 	rank0 := &status.Doc{Host: "boarda", TimeNS: now, Clocks: []status.Clock{}, Reference: "HCA rank 0: the reference of the global timeline"}
 	notFound := httptest.NewServer(http.NotFoundHandler())
 	defer notFound.Close()
@@ -64,6 +76,9 @@ func TestStatusExitCodes(t *testing.T) {
 		{"URL with a slash", []string{"--url", statusServer(t, locked, "").URL + "/status/"}, 0, "LOCKED"},
 		{"no scheme", []string{"--url", strings.TrimPrefix(statusServer(t, locked, "").URL, "http://")}, 0, "LOCKED"},
 		{"HOLDOVER", []string{"--url", statusServer(t, holdover, "").URL}, 1, "1 of 1 judged clocks not LOCKED"},
+		{"cross-checked, agreed", []string{"--url", statusServer(t, agreed, "").URL}, 0, "2 of 2"},
+		{"disputed", []string{"--url", statusServer(t, disputed, "").URL}, 1, "0 of 2 judged clocks not LOCKED, 1 combined (cross-checked) not LOCKED, 2 references named (falseticker or disputed)"},
+		{"a falseticker", []string{"--url", statusServer(t, liar, "").URL}, 1, "FALSETICKER"},
 		{"none judged", []string{"--url", statusServer(t, none, "").URL}, 1, "no judged clocks"},
 		{"HCA rank 0", []string{"--url", statusServer(t, rank0, "").URL}, 0, "HCA rank 0: the reference"},
 		{"not monagent JSON", []string{"--url", statusServer(t, nil, `{"foo": 1}`).URL}, 3, "not a monagent /status document"},
