@@ -43,7 +43,8 @@ type crossCheck struct {
 // disciplines (its own PHC, judged against its own grandmaster), named by
 // the instance's source (ptp4l:<socket>): the instances of a boundary clock
 // or a dual-NIC board discipline different clocks, which must never vote
-// together.
+// together. (With software timestamping ptp4l disciplines the system
+// clock: its source joins "system" through judging.addVoting.)
 func voteClock(clock, source string) string {
 	if clock == "ptp4l" {
 		return source
@@ -51,10 +52,9 @@ func voteClock(clock, source string) string {
 	return clock
 }
 
-// join adds m to the vote of its clock (voteClock), made at its first
+// join adds m to the vote of clock (voteClock), made at its first
 // reference.
 func (g *judging) join(clock string, m *judgement, thresholdNS int64) {
-	clock = voteClock(clock, m.j.Source())
 	g.mu.Lock()
 	var c *crossCheck
 	for _, x := range g.checks {

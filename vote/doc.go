@@ -62,6 +62,11 @@
 // |o + u|) = |o| + u, its bound. And it covers the true offset whenever
 // the truechimers' bounds do (an intersection of intervals that each
 // contain a point contains it), i.e. whenever the majority is right.
+// Not otherwise: a liar whose interval meets the truthful ones' without
+// holding the truth (a server slewing from +5 ms back to the truth passes
+// through such offsets) is a truechimer no vote can tell from the others,
+// and the intersection, narrowed by it, may miss the truth until its lie
+// is out of everyone's interval or gone.
 //
 // # Fast and quiet: the dwell
 //
