@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/gnss"
+	"github.com/monagent/monagent/gnss/gnsstest"
 	"github.com/monagent/monagent/internal/testbed"
 )
 
@@ -144,36 +145,25 @@ func scriptedGpsd(t *testing.T, h *testbed.Host, lie time.Duration) string {
 	if err := h.Do(func() (err error) { l, err = net.Listen("tcp", "127.0.0.1:0"); return }); err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop); l.Close() })
-	go func() {
+	gnsstest.Serve(t, l, func(c net.Conn, stop <-chan struct{}) {
+		if _, err := io.ReadFull(c, make([]byte, len(gnss.Watch))); err != nil {
+			return
+		}
+		io.WriteString(c, `{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}`+"\n")
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
 		for {
-			c, err := l.Accept()
-			if err != nil {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			clock := time.Now().UnixNano()
+			if _, err := io.WriteString(c, `{"class":"TPV","device":"/dev/ttyS0","mode":3}`+"\n"+ppsLine(clock-lie.Nanoseconds(), clock)+"\n"); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				if _, err := io.ReadFull(c, make([]byte, len(gnss.Watch))); err != nil {
-					return
-				}
-				io.WriteString(c, `{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}`+"\n")
-				tick := time.NewTicker(200 * time.Millisecond)
-				defer tick.Stop()
-				for {
-					select {
-					case <-stop:
-						return
-					case <-tick.C:
-					}
-					clock := time.Now().UnixNano()
-					if _, err := io.WriteString(c, `{"class":"TPV","device":"/dev/ttyS0","mode":3}`+"\n"+ppsLine(clock-lie.Nanoseconds(), clock)+"\n"); err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
+	})
 	return l.Addr().String()
 }
 
