@@ -182,12 +182,17 @@ func (c *crossCheck) state() judge.State {
 		if r.BoundNS > c.thresholdNS {
 			return judge.Freerun
 		}
+		st := judge.Freerun // a majority of outliers (vote.Ref.Outlier) only
 		for i := range r.Refs {
-			if r.Refs[i].InMajority && c.refs[i].State == judge.Locked {
+			switch {
+			case !r.Refs[i].InMajority:
+			case c.refs[i].State == judge.Locked:
 				return judge.Locked
+			case c.refs[i].State == judge.Holdover:
+				st = judge.Holdover
 			}
 		}
-		return judge.Holdover
+		return st
 	case vote.None:
 		for i := range c.refs {
 			if c.refs[i].State != judge.Unknown {

@@ -175,37 +175,43 @@ func ppsLine(real, clock int64) string {
 }
 
 // TestCrossCheckGNSSLiarOutvotedByNTP: a GNSS receiver whose PPS says the
-// system clock is 5 ms ahead (a receiver on the wrong time: its own judge,
-// threshold 20 ms, holds it LOCKED with bound 5.02 ms) beside two NTP
-// servers on host time: the NTP majority names the receiver a falseticker
-// and is never flagged; the combined interval holds the truth, 0.
+// system clock is ahead beside two NTP servers on host time: 5 ms (a
+// receiver on the wrong time: its own judge, threshold 20 ms, holds it
+// LOCKED with bound 5.02 ms) and 1 s (a PPS on the wrong second: its judge
+// says FREERUN, yet it measures narrowly and votes as an outlier; on main
+// before, it was left out of the vote, named by nobody). The NTP majority
+// names the receiver a falseticker and is never flagged; the combined
+// interval holds the truth, 0.
 func TestCrossCheckGNSSLiarOutvotedByNTP(t *testing.T) {
-	x := newXcheckBedWith(t, 120*time.Second, func(x *xcheckBed) (string, string, []string) {
-		addr := scriptedGpsd(t, x.cli, 5*time.Millisecond)
-		x.t.Logf("gpsd at %s", addr)
-		return "", fmt.Sprintf(`gnss:
+	for _, lie := range []time.Duration{5 * time.Millisecond, time.Second} {
+		t.Run(lie.String(), func(t *testing.T) {
+			x := newXcheckBedWith(t, 120*time.Second, func(x *xcheckBed) (string, string, []string) {
+				addr := scriptedGpsd(t, x.cli, lie)
+				return "", fmt.Sprintf(`gnss:
   enabled: true
   address: %s
   reference: pps
   judge: {threshold: 20ms, holdover: 10s, min_samples: 2}
 `, addr), []string{"gnss:" + addr + ":/dev/ttyS0"}
-	}, 0, 0)
-	start := time.Now()
-	x.awaitAgrees([]float64{1, 1, 0}, 60*time.Second)
-	t.Logf("the receiver 5 ms off is a falseticker %v after the agent started", time.Since(start).Round(time.Millisecond))
-	reads, half := x.holdAgrees([]float64{1, 1, 0}, 10*time.Second, 0)
-	code, _, table := x.status(false)
-	if code != 1 || !strings.Contains(table, "FALSETICKER") {
-		t.Fatalf("monagent status exits %d, want 1 with the receiver marked FALSETICKER:\n%s", code, table)
-	}
-	t.Logf("%d reads over 10 s, the NTP servers never flagged (combined half width ≤ %d ns)\n%s", reads, half, table)
-	x.stop()
-	b, err := os.ReadFile(x.out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	named, others := namedRecords(string(b), x.names[2])
-	if len(named) != 1 || len(others) > 0 {
-		t.Fatalf("reference_check records: %d naming the receiver (want 1), others %v", len(named), others)
+			}, 0, 0)
+			start := time.Now()
+			x.awaitAgrees([]float64{1, 1, 0}, 60*time.Second)
+			t.Logf("the receiver %v off is a falseticker %v after the agent started", lie, time.Since(start).Round(time.Millisecond))
+			reads, half := x.holdAgrees([]float64{1, 1, 0}, 10*time.Second, 0)
+			code, _, table := x.status(false)
+			if code != 1 || !strings.Contains(table, "FALSETICKER") {
+				t.Fatalf("monagent status exits %d, want 1 with the receiver marked FALSETICKER:\n%s", code, table)
+			}
+			t.Logf("%d reads over 10 s, the NTP servers never flagged (combined half width ≤ %d ns)\n%s", reads, half, table)
+			x.stop()
+			b, err := os.ReadFile(x.out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			named, others := namedRecords(string(b), x.names[2])
+			if len(named) != 1 || len(others) > 0 {
+				t.Fatalf("reference_check records: %d naming the receiver (want 1), others %v", len(named), others)
+			}
+		})
 	}
 }
