@@ -31,7 +31,9 @@ type hcaReport struct {
 		Rank  int    `json:"rank"`
 		Error string `json:"error"`
 	} `json:"failed"`
-	Checks []struct {
+	Unreached   []int `json:"unreached"`
+	Undelivered []int `json:"undelivered"`
+	Checks      []struct {
 		AfterNS          int64   `json:"after_ns"`
 		Ranks            int     `json:"ranks"`
 		MaxAbsErrorNS    int64   `json:"max_abs_error_ns"`
@@ -192,6 +194,23 @@ func TestHCASimUnderLoss(t *testing.T) {
 	stdout, stderr, code = run(t, t.TempDir(), "hca", "sim", "--nodes", "8", "--loss", "0.5")
 	if code != 0 || !strings.Contains(stdout, "7 of 7 ranks not synchronised") || !strings.Contains(stdout, "no model to check") || strings.Contains(stdout, "max |error|") {
 		t.Errorf("--loss 0.5: exit %d, %s%s", code, stdout, stderr)
+	}
+}
+
+// TestHCASimThousandNodes is the fleet check's run: 1,024 simulated
+// agents at 10 % loss, as an agent's rounds run (pre-round check, HCA,
+// models' delivery), over three seeds: no rank failed, unreached or left
+// without its model, every exchange given up left out what it was part
+// of, and every rank checked.
+func TestHCASimThousandNodes(t *testing.T) {
+	for _, seed := range []string{"1", "2", "3"} {
+		r := hcaSim(t, "--nodes", "1024", "--loss", "0.1", "--seed", seed)
+		if r.Failed == nil || len(r.Failed) != 0 || r.Unreached == nil || len(r.Unreached) != 0 || r.Undelivered == nil || len(r.Undelivered) != 0 {
+			t.Errorf("seed %s: failed %v, unreached %v, undelivered %v", seed, r.Failed, r.Unreached, r.Undelivered)
+		}
+		if r.Lost == 0 || r.GivenUp == 0 || len(r.Checks) == 0 || r.Checks[0].Ranks != 1023 {
+			t.Errorf("seed %s: %d lost, %d given up, checks %+v", seed, r.Lost, r.GivenUp, r.Checks)
+		}
 	}
 }
 
