@@ -196,10 +196,10 @@ func (x SimExperiment) Run(ctx context.Context) (Report, error) {
 	if err := ctx.Err(); err != nil {
 		return Report{}, fmt.Errorf("hca sim: %w", err)
 	}
+	// An unreached rank's first failure is the pre-round check's.
 	for _, u := range unreached {
-		if !failedRanks(res)[u.Rank] {
-			res.Failed = append(res.Failed, RankFailure{Rank: u.Rank, Err: errors.New(u.Error)})
-		}
+		res.Failed = slices.DeleteFunc(res.Failed, func(f RankFailure) bool { return f.Rank == u.Rank })
+		res.Failed = append(res.Failed, RankFailure{Rank: u.Rank, Err: errors.New(u.Error)})
 	}
 	slices.SortFunc(res.Failed, func(a, b RankFailure) int { return a.Rank - b.Rank })
 	rep := NewReport(res, "sim", x.Network.Seed, x.Network.DriftPPM)

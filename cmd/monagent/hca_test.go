@@ -190,6 +190,12 @@ func TestHCASimUnderLoss(t *testing.T) {
 	if more := fmt.Sprintf("  and %d more (--json lists them all)\n", n-hcaFailuresShown); (n > hcaFailuresShown) != strings.Contains(stdout, more) {
 		t.Errorf("%v: %d ranks failed, %d shown: %q in\n%s", args, n, hcaFailuresShown, more, stdout)
 	}
+	// At 50 % loss seed 4's rank 10 answers none of its 8 pre-round pings.
+	stdout, stderr, code = run(t, t.TempDir(), "hca", "sim", "--nodes", "64", "--loss", "0.5", "--seed", "4")
+	if code != 0 || !strings.Contains(stdout, "pre-round check: 1 of 63 ranks answered no ping (an agent's round fails); 0 models not acknowledged") ||
+		!strings.Contains(stdout, "rank 10: pre-round check: no answer to 8 pings") {
+		t.Errorf("--loss 0.5 --seed 4: exit %d, %s%s", code, stdout, stderr)
+	}
 	// An exchange given up once in 16 tries: no pair keeps half its fitpoints.
 	stdout, stderr, code = run(t, t.TempDir(), "hca", "sim", "--nodes", "8", "--loss", "0.5")
 	if code != 0 || !strings.Contains(stdout, "7 of 7 ranks not synchronised") || !strings.Contains(stdout, "no model to check") || strings.Contains(stdout, "max |error|") {
