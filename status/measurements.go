@@ -34,6 +34,10 @@ type Measurement struct {
 	Value func(tags []record.Tag, f record.Field) (string, float64, bool)
 	// Counters are signed fields that count (…_total counters).
 	Counters []string
+	// RootDistance adds monagent_<measurement>_root_distance_seconds: the
+	// record's root_delay_ns / 2 + root_dispersion_ns (RFC 5905's root
+	// distance, what a client adds to its bound), when it has both.
+	RootDistance bool
 }
 
 // labelOf is the Prometheus label a record tag becomes: `instance` (a
@@ -57,13 +61,13 @@ var Measurements = []Measurement{
 	{Name: "clock_offset", Labels: []string{"clock", "ref"}},
 	{Name: "timex", Info: []string{"status_flags"}, Counters: []string{"pps_jitter_count", "pps_calibration_count", "pps_error_count", "pps_stability_exceeded_count"}},
 	{Name: "phc_offset", Labels: []string{"device", "clock", "clock_name"}, Info: []string{"method"}},
-	{Name: "ntp_probe", Labels: []string{"server"}, Info: []string{"mode", "timestamps", "refid", "address"}},
-	{Name: "chrony_tracking", Labels: []string{"instance"}, Info: []string{"reference_id", "reference"}},
+	{Name: "ntp_probe", Labels: []string{"server"}, RootDistance: true, Info: []string{"mode", "timestamps", "refid", "address"}},
+	{Name: "chrony_tracking", Labels: []string{"instance"}, RootDistance: true, Info: []string{"reference_id", "reference"}},
 	{Name: "chrony_source", Labels: []string{"instance", "source"}, States: []string{"state"}, Info: []string{"mode", "tx_timestamping", "rx_timestamping"},
 		Counters: []string{"total_tx", "total_rx", "total_valid"}},
 	{Name: "chrony_serverstats", Labels: []string{"instance"}},
-	{Name: "ntpd_system", Labels: []string{"instance"}, Info: []string{"reference_id", "version"}},
-	{Name: "ntpd_peer", Labels: []string{"instance", "peer", "association"}, States: []string{"selection"}, Info: []string{"reference_id"}},
+	{Name: "ntpd_system", Labels: []string{"instance"}, RootDistance: true, Info: []string{"reference_id", "version"}},
+	{Name: "ntpd_peer", Labels: []string{"instance", "peer", "association"}, RootDistance: true, States: []string{"selection"}, Info: []string{"reference_id"}},
 	{Name: "ptp4l_current", Labels: []string{"instance"}},
 	{Name: "ptp4l_parent", Labels: []string{"instance"}, Info: []string{"parent_port", "grandmaster"}},
 	{Name: "ptp4l_time_status", Labels: []string{"instance"}, Info: []string{"gm_identity"}},
@@ -321,6 +325,20 @@ func (l *Latest) collect(ch chan<- prometheus.Metric, s *latestSeries) {
 			}
 		}
 		ch <- l.metric(m.Name, name, m.labels, typ, v, s.labels)
+	}
+	if m.RootDistance {
+		var delay, disp *record.Field
+		for i := range s.fields {
+			switch s.fields[i].Key {
+			case "root_delay_ns":
+				delay = &s.fields[i]
+			case "root_dispersion_ns":
+				disp = &s.fields[i]
+			}
+		}
+		if delay != nil && disp != nil {
+			ch <- l.metric(m.Name, prefix+"root_distance_seconds", m.labels, prometheus.GaugeValue, seconds(delay.I/2+disp.I), s.labels)
+		}
 	}
 	for j, k := range m.States {
 		if s.states[j] == "" {

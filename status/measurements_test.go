@@ -40,7 +40,7 @@ func TestLatestAsPrometheusMetrics(t *testing.T) {
 	})
 	l.Update([]record.Record{
 		rec("ntp_probe", probe, record.Int("offset_ns", -12_000), record.Int("delay_ns", 80_000), record.Int("stratum", 2),
-			record.Int("leap", 0), record.Int("root_dispersion_ns", 1_500_000), record.Uint("requests", 7), record.Bool("delay_outlier", false),
+			record.Int("leap", 0), record.Int("root_delay_ns", 200_000), record.Int("root_dispersion_ns", 1_500_000), record.Uint("requests", 7), record.Bool("delay_outlier", false),
 			record.String("refid", "GPS"), record.Float("bytes_per_s", 23.5), record.Int("t4_ns", 100*sec)),
 		rec("chrony_source", tag("instance", "a", "source", "192.0.2.1", "state", "sync", "mode", "server"), record.Int("latest_meas_ns", -3100),
 			record.Int("skew_ppb", 30), record.Int("total_tx", 9), record.String("tx_timestamping", "K")),
@@ -62,7 +62,9 @@ func TestLatestAsPrometheusMetrics(t *testing.T) {
 		`monagent_ntp_probe_leap{server="192.0.2.1:123"} 0`,
 		`monagent_ntp_probe_offset_seconds{server="192.0.2.1:123"} -1.2e-05`,
 		`monagent_ntp_probe_requests_total{server="192.0.2.1:123"} 7`,
+		`monagent_ntp_probe_root_delay_seconds{server="192.0.2.1:123"} 0.0002`,
 		`monagent_ntp_probe_root_dispersion_seconds{server="192.0.2.1:123"} 0.0015`,
+		`monagent_ntp_probe_root_distance_seconds{server="192.0.2.1:123"} 0.0016`,
 		`monagent_ntp_probe_stratum{server="192.0.2.1:123"} 2`,
 		`monagent_pps_event_phase_seconds{device="/dev/pps0",edge="assert",name="pps0"} -2e-06`,
 		`monagent_pps_event_sequence_total{device="/dev/pps0",edge="assert",name="pps0"} 12`,
