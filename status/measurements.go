@@ -283,8 +283,10 @@ func (l *Latest) Collect(ch chan<- prometheus.Metric) {
 		stale = DefaultStaleAfter
 	}
 	now := time.Now()
+	// Made under the lock, sent after it: a collection's Update waits for
+	// the metrics to be made, never for the scrape to read them.
+	var out []prometheus.Metric
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	kept := l.series[:0]
 	for _, s := range l.series {
 		if now.Sub(s.updated) > stale {
@@ -292,14 +294,18 @@ func (l *Latest) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		kept = append(kept, s)
-		l.collect(ch, s)
+		l.collect(&out, s)
 	}
 	clear(l.series[len(kept):])
 	l.series = kept
+	l.mu.Unlock()
+	for _, m := range out {
+		ch <- m
+	}
 }
 
-// collect sends one series' metrics.
-func (l *Latest) collect(ch chan<- prometheus.Metric, s *latestSeries) {
+// collect makes one series' metrics.
+func (l *Latest) collect(out *[]prometheus.Metric, s *latestSeries) {
 	m := s.m
 	prefix := "monagent_" + m.Name + "_"
 	for _, f := range s.fields {
@@ -324,7 +330,7 @@ func (l *Latest) collect(ch chan<- prometheus.Metric, s *latestSeries) {
 				name, typ = name+"_total", prometheus.CounterValue
 			}
 		}
-		ch <- l.metric(m.Name, name, m.labels, typ, v, s.labels)
+		*out = append(*out, l.metric(m.Name, name, m.labels, typ, v, s.labels))
 	}
 	if m.RootDistance {
 		var delay, disp *record.Field
@@ -337,7 +343,7 @@ func (l *Latest) collect(ch chan<- prometheus.Metric, s *latestSeries) {
 			}
 		}
 		if delay != nil && disp != nil {
-			ch <- l.metric(m.Name, prefix+"root_distance_seconds", m.labels, prometheus.GaugeValue, seconds(delay.I/2+disp.I), s.labels)
+			*out = append(*out, l.metric(m.Name, prefix+"root_distance_seconds", m.labels, prometheus.GaugeValue, seconds(delay.I/2+disp.I), s.labels))
 		}
 	}
 	for j, k := range m.States {
@@ -345,12 +351,12 @@ func (l *Latest) collect(ch chan<- prometheus.Metric, s *latestSeries) {
 			continue
 		}
 		lk := labelOf(k)
-		ch <- l.metric(m.Name, prefix+k, append(m.labels[:len(m.labels):len(m.labels)], lk), prometheus.GaugeValue, 1,
-			append(s.labels[:len(s.labels):len(s.labels)], s.states[j]))
+		*out = append(*out, l.metric(m.Name, prefix+k, append(m.labels[:len(m.labels):len(m.labels)], lk), prometheus.GaugeValue, 1,
+			append(s.labels[:len(s.labels):len(s.labels)], s.states[j])))
 	}
 	if len(m.Info) > 0 {
-		ch <- l.metric(m.Name, prefix+"info", append(m.labels[:len(m.labels):len(m.labels)], m.info...), prometheus.GaugeValue, 1,
-			append(s.labels[:len(s.labels):len(s.labels)], s.info...))
+		*out = append(*out, l.metric(m.Name, prefix+"info", append(m.labels[:len(m.labels):len(m.labels)], m.info...), prometheus.GaugeValue, 1,
+			append(s.labels[:len(s.labels):len(s.labels)], s.info...)))
 	}
 }
 

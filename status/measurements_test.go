@@ -315,3 +315,21 @@ func samples(t *testing.T, reg *prometheus.Registry) []string {
 	}
 	return out
 }
+
+// Collections update the table while scrapes read it (run with -race).
+func TestLatestUpdateBesideScrapes(t *testing.T) {
+	reg, l := boardRegistry(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			l.Update(boardRecords(int64(i)))
+		}
+	}()
+	for range 20 {
+		if _, err := reg.Gather(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+}
