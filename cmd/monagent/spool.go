@@ -128,4 +128,3 @@ func spoolStats(w io.Writer, path string) error {
 	fmt.Fprintln(w)
 	return nil
 }
-
