@@ -1,0 +1,192 @@
+package timeapi
+
+import (
+	"fmt"
+	"os"
+	"sync"
+)
+
+// Writer is the agent's side of a segment: it publishes one model per clock.
+// Its methods are safe for concurrent use.
+type Writer struct {
+	path  string
+	seg   segment
+	close func() error // unmaps and releases the file
+	n     int
+
+	mu     sync.Mutex
+	closed bool
+	rel    [MaxSections]relation
+}
+
+// relation follows REALTIME − MONOTONIC_RAW across a section's publishes to
+// find REALTIME steps for Past.
+type relation struct {
+	have           bool
+	base, rt       int64 // the last publish's BaseNS and RealtimeNS
+	from, to, size int64 // the last step seen: after base from, by base to, of size ns
+}
+
+// Create opens the segment at path (creating it with mode if it does not exist)
+// and publishes the sections named by clocks, all UNKNOWN until their first
+// Publish. An existing file is rewritten in place, never unlinked, so a reader
+// that kept it mapped across an agent restart sees the new writer's data
+// without reopening. Only one Writer may hold a path (an exclusive flock).
+func Create(path string, mode os.FileMode, clocks []string) (*Writer, error) {
+	if err := checkClocks(clocks); err != nil {
+		return nil, fmt.Errorf("time segment %s: %w", path, err)
+	}
+	seg, closeFn, err := createFile(path, mode)
+	if err != nil {
+		return nil, fmt.Errorf("time segment %s: %w", path, err)
+	}
+	w := &Writer{path: path, seg: seg, close: closeFn, n: len(clocks)}
+	w.initialise(clocks, os.Getpid())
+	return w, nil
+}
+
+func checkClocks(clocks []string) error {
+	if len(clocks) == 0 || len(clocks) > MaxSections {
+		return fmt.Errorf("%d clocks, want 1 to %d", len(clocks), MaxSections)
+	}
+	for i, c := range clocks {
+		if _, _, ok := nameWords(c); !ok {
+			return fmt.Errorf("clock name %q: want 1 to %d printable ASCII characters without spaces", c, MaxNameLen)
+		}
+		for _, d := range clocks[:i] {
+			if d == c {
+				return fmt.Errorf("clock %q named twice", c)
+			}
+		}
+	}
+	return nil
+}
+
+// initialise (re)writes the header and every section: the header's epoch is
+// odd meanwhile, and each section's sequence too, so a reader mapped from an
+// earlier writer gets ErrNotInitialised or retries, never a mix.
+func (w *Writer) initialise(clocks []string, pid int) {
+	s := w.seg
+	epoch := s.u32(offEpoch)
+	e := epoch.Load()
+	e = (e | 1) + 2 // odd, and not the value any reader saw before
+	epoch.Store(e)
+	s.u64(offMagic).Store(Magic)
+	s.u32(offVersion).Store(LayoutVersion)
+	s.u32(offHeaderSize).Store(HeaderSize)
+	s.u32(offSegmentSize).Store(SegmentSize)
+	s.u32(offSectionSize).Store(SectionSize)
+	s.u32(offSectionCount).Store(uint32(len(clocks)))
+	s.u32(offWriterPID).Store(uint32(pid))
+	for off := offWriterPID + 4; off < HeaderSize; off += 4 {
+		s.u32(off).Store(0)
+	}
+	for i := 0; i < MaxSections; i++ {
+		o := sectionOff(i)
+		seq := s.u32(o + offSeq)
+		q := (seq.Load() | 1) + 2
+		seq.Store(q)
+		var w0, w1 uint64
+		if i < len(clocks) {
+			w0, w1, _ = nameWords(clocks[i])
+		}
+		s.u64(o + offName).Store(w0)
+		s.u64(o + offName + 8).Store(w1)
+		s.u32(o + offState).Store(uint32(Unknown))
+		for off := offBaseNS; off < SectionSize; off += 8 {
+			if off != offUpdates { // the update counter carries on across restarts
+				s.u64(o + off).Store(0)
+			}
+		}
+		seq.Store(q + 1)
+	}
+	epoch.Store(e + 1)
+}
+
+// Sections returns the number of published clocks.
+func (w *Writer) Sections() int { return w.n }
+
+// Publish writes section i's model (i is the clock's index in Create's list).
+// It allocates nothing; a reader sees either the previous model or this one.
+func (w *Writer) Publish(i int, m Model) {
+	if i < 0 || i >= w.n {
+		panic(fmt.Sprintf("timeapi: Publish of section %d of %d", i, w.n))
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	r := &w.rel[i]
+	if m.RealtimeNS != 0 {
+		if r.have && m.BaseNS > r.base {
+			dt := m.BaseNS - r.base
+			change := (m.RealtimeNS - m.BaseNS) - (r.rt - r.base)
+			if abs(change) > growNS(dt, SlewPPB)+StepSlackNS {
+				r.from, r.to, r.size = r.base, m.BaseNS, change
+			}
+		}
+		r.have, r.base, r.rt = true, m.BaseNS, m.RealtimeNS
+	}
+	s := w.seg
+	o := sectionOff(i)
+	seq := s.u32(o + offSeq)
+	q := seq.Load() | 1 // odd: being written
+	seq.Store(q)
+	s.u32(o + offState).Store(uint32(m.State))
+	s.i64(o + offBaseNS).Store(m.BaseNS)
+	s.i64(o + offTrueNS).Store(m.TrueNS)
+	s.i64(o + offRatePPB).Store(m.RatePPB)
+	s.i64(o + offBoundNS).Store(m.BoundNS)
+	s.i64(o + offGrowthPPB).Store(m.GrowthPPB)
+	s.i64(o + offVoidNS).Store(m.VoidNS)
+	s.i64(o + offRealtimeNS).Store(m.RealtimeNS)
+	s.i64(o + offRTStepFromNS).Store(r.from)
+	s.i64(o + offRTStepToNS).Store(r.to)
+	s.i64(o + offRTStepNS).Store(r.size)
+	s.u64(o + offUpdates).Add(1)
+	seq.Store(q + 1)
+}
+
+// Void makes section i void at once (its readers get ErrVoid), keeping the
+// rest of its model for diagnosis.
+func (w *Writer) Void(i int) {
+	if i < 0 || i >= w.n {
+		panic(fmt.Sprintf("timeapi: Void of section %d of %d", i, w.n))
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	o := sectionOff(i)
+	seq := w.seg.u32(o + offSeq)
+	q := seq.Load() | 1
+	seq.Store(q)
+	w.seg.i64(o + offVoidNS).Store(0)
+	w.seg.u64(o + offUpdates).Add(1)
+	seq.Store(q + 1)
+}
+
+// Close unmaps the segment and releases the file. The sections stay as last
+// published: readers see their bounds grow until VoidNS, then ErrVoid; a new
+// Create on the same path takes over.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if err := w.close(); err != nil {
+		return fmt.Errorf("time segment %s: %w", w.path, err)
+	}
+	return nil
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
