@@ -100,14 +100,11 @@ const (
 	MonotonicRaw
 )
 
+var baseNames = [...]string{"REALTIME", "MONOTONIC", "MONOTONIC_RAW"}
+
 func (b Base) String() string {
-	switch b {
-	case Realtime:
-		return "REALTIME"
-	case Monotonic:
-		return "MONOTONIC"
-	case MonotonicRaw:
-		return "MONOTONIC_RAW"
+	if b >= 0 && int(b) < len(baseNames) {
+		return baseNames[b]
 	}
 	return fmt.Sprintf("Base(%d)", int(b))
 }
@@ -115,13 +112,13 @@ func (b Base) String() string {
 // The errors of a read; test them with errors.Is. The C and Python readers have
 // the same ones (docs/timeapi.md).
 var (
-	ErrNotInitialised = errors.New("time segment not initialised")          // header (re)initialising, or the clock has no judged sample yet
-	ErrMalformed      = errors.New("time segment malformed")                // wrong magic, sizes or a model out of range
+	ErrNotInitialised = errors.New("time segment not initialised") // header (re)initialising, or the clock has no judged sample yet
+	ErrMalformed      = errors.New("time segment malformed")       // wrong magic, sizes or a model out of range
 	ErrVersion        = errors.New("time segment layout version unsupported")
-	ErrInconsistent   = errors.New("time segment read inconsistent")        // seqlock retries exhausted
-	ErrVoid           = errors.New("time section void")                     // the writer stopped updating it
+	ErrInconsistent   = errors.New("time segment read inconsistent") // seqlock retries exhausted
+	ErrVoid           = errors.New("time section void")              // the writer stopped updating it
 	ErrUnknownClock   = errors.New("time segment has no such clock")
-	ErrStepped        = errors.New("REALTIME stepped around the stamp")     // Past cannot tell which side of a step the stamp is on
+	ErrStepped        = errors.New("REALTIME stepped around the stamp") // Past cannot tell which side of a step the stamp is on
 	ErrClosed         = errors.New("time segment closed")
 )
 

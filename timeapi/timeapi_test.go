@@ -18,7 +18,7 @@ func newSetClock(ns int64) setClock {
 	c.ns.Store(ns)
 	return c
 }
-func (c setClock) Now() (int64, error)      { return c.ns.Load(), nil }
+func (c setClock) Now() (int64, error)     { return c.ns.Load(), nil }
 func (c setClock) Domain() timebase.Domain { return timebase.DomainMonotonicRaw }
 
 // openWith opens path with the given clocks in place of the kernel's.

@@ -109,12 +109,9 @@ func (w *Writer) Sections() int { return w.n }
 // Publish writes section i's model (i is the clock's index in Create's list).
 // It allocates nothing; a reader sees either the previous model or this one.
 func (w *Writer) Publish(i int, m Model) {
-	if i < 0 || i >= w.n {
-		panic(fmt.Sprintf("timeapi: Publish of section %d of %d", i, w.n))
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed {
+	if !w.writable("Publish", i) {
 		return
 	}
 	r := &w.rel[i]
@@ -151,12 +148,9 @@ func (w *Writer) Publish(i int, m Model) {
 // Void makes section i void at once (its readers get ErrVoid), keeping the
 // rest of its model for diagnosis.
 func (w *Writer) Void(i int) {
-	if i < 0 || i >= w.n {
-		panic(fmt.Sprintf("timeapi: Void of section %d of %d", i, w.n))
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed {
+	if !w.writable("Void", i) {
 		return
 	}
 	o := sectionOff(i)
@@ -166,6 +160,15 @@ func (w *Writer) Void(i int) {
 	w.seg.i64(o + offVoidNS).Store(0)
 	w.seg.u64(o + offUpdates).Add(1)
 	seq.Store(q + 1)
+}
+
+// writable reports whether section i may be written now (w.mu held); an index
+// out of range is the caller's bug.
+func (w *Writer) writable(op string, i int) bool {
+	if i < 0 || i >= w.n {
+		panic(fmt.Sprintf("timeapi: %s of section %d of %d", op, i, w.n))
+	}
+	return !w.closed
 }
 
 // Close unmaps the segment and releases the file. The sections stay as last
