@@ -13,11 +13,11 @@ import (
 func createFile(path string, mode os.FileMode) (segment, func() error, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, mode)
 	if err != nil {
-		return nil, nil, err
+		return segment{}, nil, err
 	}
 	fail := func(err error) (segment, func() error, error) {
 		f.Close()
-		return nil, nil, err
+		return segment{}, nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -41,7 +41,7 @@ func createFile(path string, mode os.FileMode) (segment, func() error, error) {
 	if err != nil {
 		return fail(fmt.Errorf("mmap: %w", err))
 	}
-	return segment(mem), func() error {
+	return newSegment(mem), func() error {
 		err := syscall.Munmap(mem)
 		if cerr := f.Close(); err == nil { // closing releases the flock
 			err = cerr
@@ -55,19 +55,19 @@ func createFile(path string, mode os.FileMode) (segment, func() error, error) {
 func openFile(path string) (segment, func() error, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, err
+		return segment{}, nil, err
 	}
 	defer f.Close() // the mapping outlives the descriptor
 	st, err := f.Stat()
 	if err != nil {
-		return nil, nil, err
+		return segment{}, nil, err
 	}
 	if st.Size() < SegmentSize {
-		return nil, nil, fmt.Errorf("%d bytes, want %d: %w", st.Size(), SegmentSize, ErrNotInitialised)
+		return segment{}, nil, fmt.Errorf("%d bytes, want %d: %w", st.Size(), SegmentSize, ErrNotInitialised)
 	}
 	mem, err := syscall.Mmap(int(f.Fd()), 0, SegmentSize, syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
-		return nil, nil, fmt.Errorf("mmap: %w", err)
+		return segment{}, nil, fmt.Errorf("mmap: %w", err)
 	}
-	return segment(mem), func() error { return syscall.Munmap(mem) }, nil
+	return newSegment(mem), func() error { return syscall.Munmap(mem) }, nil
 }

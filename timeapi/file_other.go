@@ -9,9 +9,9 @@ import (
 )
 
 func createFile(string, os.FileMode) (segment, func() error, error) {
-	return nil, nil, fmt.Errorf("shared-memory time segment not supported on %s", runtime.GOOS)
+	return segment{}, nil, fmt.Errorf("shared-memory time segment not supported on %s", runtime.GOOS)
 }
 
 func openFile(string) (segment, func() error, error) {
-	return nil, nil, fmt.Errorf("shared-memory time segment not supported on %s", runtime.GOOS)
+	return segment{}, nil, fmt.Errorf("shared-memory time segment not supported on %s", runtime.GOOS)
 }

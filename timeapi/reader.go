@@ -80,57 +80,56 @@ func (r *Reader) Clocks() ([]string, error) {
 	if err := r.checkHeader(); err != nil {
 		return nil, err
 	}
-	n := int(r.seg.u32(offSectionCount).Load())
+	n := int(r.seg.sectionCount.Load())
 	names := make([]string, 0, n)
 	for i := 0; i < n; i++ {
-		o := sectionOff(i)
-		names = append(names, nameOf(r.seg.u64(o+offName).Load(), r.seg.u64(o+offName+8).Load()))
+		s := &r.seg.sections[i]
+		names = append(names, nameOf(s.name[0].Load(), s.name[1].Load()))
 	}
 	return names, nil
 }
 
-// checkHeader validates the header once (no seqlock: the epoch check of a
-// read does that).
+// checkHeader validates the header (no seqlock: a read checks the epoch
+// around it).
 func (r *Reader) checkHeader() error {
-	s := r.seg
-	if e := s.u32(offEpoch).Load(); e == 0 || e&1 == 1 {
+	h := &r.seg.header
+	if e := h.epoch.Load(); e == 0 || e&1 == 1 {
 		return ErrNotInitialised
 	}
-	if s.u64(offMagic).Load() != Magic {
+	if h.magic.Load() != Magic {
 		return ErrMalformed
 	}
-	if s.u32(offVersion).Load() != LayoutVersion {
+	if h.version.Load() != LayoutVersion {
 		return ErrVersion
 	}
-	if s.u32(offHeaderSize).Load() != HeaderSize || s.u32(offSegmentSize).Load() != SegmentSize ||
-		s.u32(offSectionSize).Load() != SectionSize || s.u32(offSectionCount).Load() > MaxSections {
+	if h.headerSize.Load() != HeaderSize || h.segmentSize.Load() != SegmentSize ||
+		h.sectionSize.Load() != SectionSize || h.sectionCount.Load() > MaxSections {
 		return ErrMalformed
 	}
 	return nil
 }
 
-// find returns the index of the clock's section; the caller checks the epoch
-// around it.
-func (r *Reader) find(w0, w1 uint64) int {
-	n := int(r.seg.u32(offSectionCount).Load())
+// find returns the clock's section, nil if there is none; the caller checks
+// the epoch around it.
+func (r *Reader) find(w0, w1 uint64) *section {
+	n := int(r.seg.sectionCount.Load())
 	for i := 0; i < n && i < MaxSections; i++ {
-		o := sectionOff(i)
-		if r.seg.u64(o+offName).Load() == w0 && r.seg.u64(o+offName+8).Load() == w1 {
-			return i
+		s := &r.seg.sections[i]
+		if s.name[0].Load() == w0 && s.name[1].Load() == w1 {
+			return s
 		}
 	}
-	return -1
+	return nil
 }
 
 // snapshot reads a clock's section consistently: the header's epoch and the
 // section's sequence are even and unchanged across the read of every field.
-func (r *Reader) snapshot(clock string, out *snapshot) error {
+func (r *Reader) snapshot(clock string, out *snapshot, steps bool) error {
 	w0, w1, ok := nameWords(clock)
 	if !ok {
 		return ErrUnknownClock
 	}
-	s := r.seg
-	epoch := s.u32(offEpoch)
+	epoch := &r.seg.epoch
 	last := ErrInconsistent
 	for a := 1; a <= maxAttempts; a++ {
 		if a%64 == 0 {
@@ -147,21 +146,20 @@ func (r *Reader) snapshot(clock string, out *snapshot) error {
 			}
 			return err
 		}
-		i := r.find(w0, w1)
-		if i < 0 {
+		s := r.find(w0, w1)
+		if s == nil {
 			if epoch.Load() != e1 {
 				continue
 			}
 			return ErrUnknownClock
 		}
-		seq := s.u32(sectionOff(i) + offSeq)
-		q1 := seq.Load()
+		q1 := s.seq.Load()
 		if q1&1 == 1 {
 			last = ErrInconsistent
 			continue
 		}
-		s.load(i, out)
-		if seq.Load() != q1 || epoch.Load() != e1 {
+		s.load(out, steps)
+		if s.seq.Load() != q1 || epoch.Load() != e1 {
 			last = ErrInconsistent
 			continue
 		}
@@ -180,7 +178,7 @@ func (r *Reader) snapshot(clock string, out *snapshot) error {
 // read of CLOCK_MONOTONIC_RAW.
 func (r *Reader) Now(clock string) (Interval, error) {
 	var s snapshot
-	if err := r.snapshot(clock, &s); err != nil {
+	if err := r.snapshot(clock, &s, false); err != nil {
 		return Interval{}, err
 	}
 	raw, err := r.raw.Now()
@@ -215,7 +213,7 @@ func (r *Reader) Before(clock string, tNS int64) (bool, error) {
 // whatever the stamp's time.
 func (r *Reader) Past(clock string, base Base, stampNS int64) (Interval, error) {
 	var s snapshot
-	if err := r.snapshot(clock, &s); err != nil {
+	if err := r.snapshot(clock, &s, true); err != nil {
 		return Interval{}, err
 	}
 	if base == MonotonicRaw {

@@ -6,25 +6,57 @@ import (
 	"unsafe"
 )
 
-// segment is the mapped file. Every access is a sync/atomic load or store of
-// an aligned 32- or 64-bit word (the mapping is page-aligned and every offset
-// is a multiple of the word's size), so the Go memory model, the race detector
-// and 32-bit ARM all see whole words in a defined order.
-type segment []byte
-
-func (s segment) u32(off int) *atomic.Uint32 {
-	return (*atomic.Uint32)(unsafe.Pointer(&s[off : off+4][0]))
+// header and section mirror the layout (layout.go's offsets, checked by
+// TestLayout with unsafe.Offsetof on every architecture). Every field is a
+// sync/atomic type: each access is one atomic load or store of an aligned 32-
+// or 64-bit word, so the Go memory model, the race detector and 32-bit ARM all
+// see whole words in a defined order.
+type header struct {
+	magic        atomic.Uint64
+	version      atomic.Uint32
+	headerSize   atomic.Uint32
+	segmentSize  atomic.Uint32
+	sectionSize  atomic.Uint32
+	sectionCount atomic.Uint32
+	epoch        atomic.Uint32 // odd while the header is (re)initialised
+	writerPID    atomic.Uint32
+	_            [HeaderSize - 36]byte
 }
 
-func (s segment) u64(off int) *atomic.Uint64 {
-	return (*atomic.Uint64)(unsafe.Pointer(&s[off : off+8][0]))
+type section struct {
+	name       [2]atomic.Uint64 // NUL-padded ASCII
+	seq        atomic.Uint32    // odd while written
+	state      atomic.Uint32
+	baseNS     atomic.Int64
+	trueNS     atomic.Int64
+	ratePPB    atomic.Int64
+	boundNS    atomic.Int64
+	growthPPB  atomic.Int64
+	voidNS     atomic.Int64
+	realtimeNS atomic.Int64
+	updates    atomic.Uint64
+	stepFromNS atomic.Int64 // the last REALTIME step the writer saw came after this base time
+	stepToNS   atomic.Int64 // ... and by this one (0: none seen)
+	stepNS     atomic.Int64 // its size: REALTIME − MONOTONIC_RAW after minus before
+	_          [SectionSize - sectionUsed]byte
 }
 
-func (s segment) i64(off int) *atomic.Int64 {
-	return (*atomic.Int64)(unsafe.Pointer(&s[off : off+8][0]))
+type layout struct {
+	header
+	sections [MaxSections]section
+	_        [SegmentSize - HeaderSize - MaxSections*SectionSize]byte
 }
 
-func sectionOff(i int) int { return HeaderSize + i*SectionSize }
+// segment is the mapped file.
+type segment struct {
+	mem []byte // keeps the mapping's slice; the layout points into it
+	*layout
+}
+
+// newSegment views a mapping (page-aligned, SegmentSize bytes) as the layout.
+func newSegment(mem []byte) segment {
+	return segment{mem: mem, layout: (*layout)(unsafe.Pointer(&mem[:SegmentSize][0]))}
+}
 
 // nameWords returns a clock name as the two native-endian words it is stored
 // as (NUL-padded to 16 bytes); ok is false for a name that cannot be stored.
@@ -58,24 +90,23 @@ func nameOf(w0, w1 uint64) string {
 // snapshot is one consistent read of a section.
 type snapshot struct {
 	Model
-	updates                  uint64
 	stepFrom, stepTo, stepNS int64
 }
 
-// load reads section i once without the seqlock check (the caller brackets
-// it with the sequence).
-func (s segment) load(i int, out *snapshot) {
-	o := sectionOff(i)
-	out.State = State(s.u32(o + offState).Load())
-	out.BaseNS = s.i64(o + offBaseNS).Load()
-	out.TrueNS = s.i64(o + offTrueNS).Load()
-	out.RatePPB = s.i64(o + offRatePPB).Load()
-	out.BoundNS = s.i64(o + offBoundNS).Load()
-	out.GrowthPPB = s.i64(o + offGrowthPPB).Load()
-	out.VoidNS = s.i64(o + offVoidNS).Load()
-	out.RealtimeNS = s.i64(o + offRealtimeNS).Load()
-	out.updates = s.u64(o + offUpdates).Load()
-	out.stepFrom = s.i64(o + offRTStepFromNS).Load()
-	out.stepTo = s.i64(o + offRTStepToNS).Load()
-	out.stepNS = s.i64(o + offRTStepNS).Load()
+// load reads the section once without the seqlock check (the caller brackets
+// it with the sequence); the REALTIME step only for Past.
+func (s *section) load(out *snapshot, steps bool) {
+	out.State = State(s.state.Load())
+	out.BaseNS = s.baseNS.Load()
+	out.TrueNS = s.trueNS.Load()
+	out.RatePPB = s.ratePPB.Load()
+	out.BoundNS = s.boundNS.Load()
+	out.GrowthPPB = s.growthPPB.Load()
+	out.VoidNS = s.voidNS.Load()
+	out.RealtimeNS = s.realtimeNS.Load()
+	if steps {
+		out.stepFrom = s.stepFromNS.Load()
+		out.stepTo = s.stepToNS.Load()
+		out.stepNS = s.stepNS.Load()
+	}
 }

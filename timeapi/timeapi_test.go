@@ -145,24 +145,24 @@ func TestHeaderReinitialising(t *testing.T) {
 	raw := newSetClock(10e9)
 	r := openWith(t, path, raw, raw, raw)
 	w.Publish(0, Model{State: Locked, BaseNS: 10e9, TrueNS: 5e9, BoundNS: 100, VoidNS: 1 << 62})
-	e := w.seg.u32(offEpoch)
+	e := &w.seg.epoch
 	e.Add(1) // odd, as a Create in progress leaves it
 	if _, err := r.Now("system"); !errors.Is(err, ErrNotInitialised) {
 		t.Fatalf("header odd: %v, want ErrNotInitialised", err)
 	}
 	e.Add(1)
-	seq := w.seg.u32(sectionOff(0) + offSeq)
+	seq := &w.seg.sections[0].seq
 	seq.Add(1) // a writer that died mid-publish
 	if _, err := r.Now("system"); !errors.Is(err, ErrInconsistent) {
 		t.Fatalf("section odd: %v, want ErrInconsistent", err)
 	}
 	seq.Add(1)
-	w.seg.u32(offVersion).Store(2)
+	w.seg.version.Store(2)
 	if _, err := r.Now("system"); !errors.Is(err, ErrVersion) {
 		t.Fatalf("version 2: %v, want ErrVersion", err)
 	}
-	w.seg.u32(offVersion).Store(LayoutVersion)
-	w.seg.i64(sectionOff(0) + offRatePPB).Store(MaxRatePPB + 1)
+	w.seg.version.Store(LayoutVersion)
+	w.seg.sections[0].ratePPB.Store(MaxRatePPB + 1)
 	if _, err := r.Now("system"); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("rate out of range: %v, want ErrMalformed", err)
 	}

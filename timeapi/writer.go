@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 )
 
 // Writer is the agent's side of a segment: it publishes one model per clock.
@@ -66,41 +67,34 @@ func checkClocks(clocks []string) error {
 // odd meanwhile, and each section's sequence too, so a reader mapped from an
 // earlier writer gets ErrNotInitialised or retries, never a mix.
 func (w *Writer) initialise(clocks []string, pid int) {
-	s := w.seg
-	epoch := s.u32(offEpoch)
-	e := epoch.Load()
-	e = (e | 1) + 2 // odd, and not the value any reader saw before
-	epoch.Store(e)
-	s.u64(offMagic).Store(Magic)
-	s.u32(offVersion).Store(LayoutVersion)
-	s.u32(offHeaderSize).Store(HeaderSize)
-	s.u32(offSegmentSize).Store(SegmentSize)
-	s.u32(offSectionSize).Store(SectionSize)
-	s.u32(offSectionCount).Store(uint32(len(clocks)))
-	s.u32(offWriterPID).Store(uint32(pid))
-	for off := offWriterPID + 4; off < HeaderSize; off += 4 {
-		s.u32(off).Store(0)
-	}
-	for i := 0; i < MaxSections; i++ {
-		o := sectionOff(i)
-		seq := s.u32(o + offSeq)
-		q := (seq.Load() | 1) + 2
-		seq.Store(q)
+	h := &w.seg.header
+	e := (h.epoch.Load() | 1) + 2 // odd, and not the value any reader saw before
+	h.epoch.Store(e)
+	h.magic.Store(Magic)
+	h.version.Store(LayoutVersion)
+	h.headerSize.Store(HeaderSize)
+	h.segmentSize.Store(SegmentSize)
+	h.sectionSize.Store(SectionSize)
+	h.sectionCount.Store(uint32(len(clocks)))
+	h.writerPID.Store(uint32(pid))
+	for i := range w.seg.sections {
+		s := &w.seg.sections[i]
+		q := (s.seq.Load() | 1) + 2
+		s.seq.Store(q)
 		var w0, w1 uint64
 		if i < len(clocks) {
 			w0, w1, _ = nameWords(clocks[i])
 		}
-		s.u64(o + offName).Store(w0)
-		s.u64(o + offName + 8).Store(w1)
-		s.u32(o + offState).Store(uint32(Unknown))
-		for off := offBaseNS; off < SectionSize; off += 8 {
-			if off != offUpdates { // the update counter carries on across restarts
-				s.u64(o + off).Store(0)
-			}
+		s.name[0].Store(w0)
+		s.name[1].Store(w1)
+		s.state.Store(uint32(Unknown))
+		for _, f := range [...]*atomic.Int64{&s.baseNS, &s.trueNS, &s.ratePPB, &s.boundNS, &s.growthPPB,
+			&s.voidNS, &s.realtimeNS, &s.stepFromNS, &s.stepToNS, &s.stepNS} {
+			f.Store(0) // the update counter carries on across restarts
 		}
-		seq.Store(q + 1)
+		s.seq.Store(q + 1)
 	}
-	epoch.Store(e + 1)
+	h.epoch.Store(e + 1)
 }
 
 // Sections returns the number of published clocks.
@@ -125,24 +119,22 @@ func (w *Writer) Publish(i int, m Model) {
 		}
 		r.have, r.base, r.rt = true, m.BaseNS, m.RealtimeNS
 	}
-	s := w.seg
-	o := sectionOff(i)
-	seq := s.u32(o + offSeq)
-	q := seq.Load() | 1 // odd: being written
-	seq.Store(q)
-	s.u32(o + offState).Store(uint32(m.State))
-	s.i64(o + offBaseNS).Store(m.BaseNS)
-	s.i64(o + offTrueNS).Store(m.TrueNS)
-	s.i64(o + offRatePPB).Store(m.RatePPB)
-	s.i64(o + offBoundNS).Store(m.BoundNS)
-	s.i64(o + offGrowthPPB).Store(m.GrowthPPB)
-	s.i64(o + offVoidNS).Store(m.VoidNS)
-	s.i64(o + offRealtimeNS).Store(m.RealtimeNS)
-	s.i64(o + offRTStepFromNS).Store(r.from)
-	s.i64(o + offRTStepToNS).Store(r.to)
-	s.i64(o + offRTStepNS).Store(r.size)
-	s.u64(o + offUpdates).Add(1)
-	seq.Store(q + 1)
+	s := &w.seg.sections[i]
+	q := s.seq.Load() | 1 // odd: being written
+	s.seq.Store(q)
+	s.state.Store(uint32(m.State))
+	s.baseNS.Store(m.BaseNS)
+	s.trueNS.Store(m.TrueNS)
+	s.ratePPB.Store(m.RatePPB)
+	s.boundNS.Store(m.BoundNS)
+	s.growthPPB.Store(m.GrowthPPB)
+	s.voidNS.Store(m.VoidNS)
+	s.realtimeNS.Store(m.RealtimeNS)
+	s.stepFromNS.Store(r.from)
+	s.stepToNS.Store(r.to)
+	s.stepNS.Store(r.size)
+	s.updates.Add(1)
+	s.seq.Store(q + 1)
 }
 
 // Void makes section i void at once (its readers get ErrVoid), keeping the
@@ -153,13 +145,12 @@ func (w *Writer) Void(i int) {
 	if !w.writable("Void", i) {
 		return
 	}
-	o := sectionOff(i)
-	seq := w.seg.u32(o + offSeq)
-	q := seq.Load() | 1
-	seq.Store(q)
-	w.seg.i64(o + offVoidNS).Store(0)
-	w.seg.u64(o + offUpdates).Add(1)
-	seq.Store(q + 1)
+	s := &w.seg.sections[i]
+	q := s.seq.Load() | 1
+	s.seq.Store(q)
+	s.voidNS.Store(0)
+	s.updates.Add(1)
+	s.seq.Store(q + 1)
 }
 
 // writable reports whether section i may be written now (w.mu held); an index
