@@ -1,0 +1,51 @@
+package timeapi
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/monagent/monagent/timebase"
+)
+
+func realtimeClock(tb testing.TB) timebase.Clock {
+	c, err := newVDSOClock(clockRealtime)
+	if err != nil {
+		tb.Fatalf("no vDSO REALTIME on amd64 Linux: %v", err)
+	}
+	return c
+}
+
+// The vDSO path is the one Now uses on amd64, and it agrees with the system
+// call while goroutines are preempted, stacks grow and the GC runs.
+func TestVDSORawClock(t *testing.T) {
+	c, ok := rawClock().(vdsoClock)
+	if !ok {
+		t.Fatalf("rawClock on amd64 Linux is %T, want the vDSO", rawClock())
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prev := int64(0)
+			for i := 0; i < 200_000; i++ {
+				v, err := c.Now()
+				if err != nil || v < prev {
+					t.Errorf("read %d: %d after %d, %v", i, v, prev, err)
+					return
+				}
+				prev = v
+				if i%50_000 == 0 {
+					runtime.GC()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := 0; i < 100; i++ {
+		if err := c.check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
