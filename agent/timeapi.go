@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 
@@ -24,14 +23,12 @@ import (
 type timePub struct {
 	mu       sync.Mutex
 	w        *timeapi.Writer
-	lock     io.Closer // the segment's lock: one agent per segment
 	path     string
 	maxAgeNS int64
 	system   int // section indices; global is -1 without hca
 	global   int
 	g        *hca.Global
 	rank0    bool
-	last     [2]timeapi.State
 	rate     rtRate
 	closed   bool
 	// read reads MONOTONIC_RAW and REALTIME together (tests script it).
@@ -56,24 +53,17 @@ func openTimePub(cfg *Config, g *hca.Global) (*timePub, error) {
 		return nil, keyErr("timeapi.mode", "%v", err)
 	}
 	path := t.file(cfg.Paths)
-	lock, err := lockSegment(path, mode)
-	if err != nil {
-		return nil, keyErr("timeapi.path", "%v", err)
-	}
 	clocks := []string{sectionSystem}
-	p := &timePub{path: path, lock: lock, maxAgeNS: int64(t.MaxAge), system: 0, global: -1, read: readRawRealtime}
+	p := &timePub{path: path, maxAgeNS: int64(t.MaxAge), system: 0, global: -1, read: readRawRealtime}
 	if cfg.HCA.Enabled {
 		clocks = append(clocks, sectionGlobal)
 		p.global, p.g, p.rank0 = 1, g, cfg.HCA.Rank == 0
 	}
+	// Create takes the file's lock (one agent per segment) and sets every
+	// section UNKNOWN: what a previous agent left is not this one's
+	// knowledge.
 	if p.w, err = timeapi.Create(path, mode, clocks); err != nil {
-		lock.Close()
 		return nil, keyErr("timeapi.path", "%v", err)
-	}
-	// What a previous agent left is not this one's knowledge: void until
-	// the first vote.
-	for i := range clocks {
-		p.void(i, timeapi.Unknown)
 	}
 	return p, nil
 }
@@ -82,16 +72,6 @@ func openTimePub(cfg *Config, g *hca.Global) (*timePub, error) {
 // and keeps the narrowest window.
 func readRawRealtime() (timebase.Offset, error) {
 	return timebase.ReadOffset(timebase.SystemClock.Now, timebase.MonotonicRaw, timebase.Realtime, 3)
-}
-
-// void publishes section i void now, in state st.
-func (p *timePub) void(i int, st timeapi.State) {
-	o, err := p.read()
-	if err != nil {
-		o = timebase.Offset{}
-	}
-	p.last[i] = st
-	p.w.Publish(i, timeapi.Model{State: st, BaseNS: o.MidNS, TrueNS: o.MidNS + o.OffsetNS, RealtimeNS: o.MidNS + o.OffsetNS, VoidNS: o.MidNS})
 }
 
 // close marks every section void (readers get an error, never the last
@@ -107,15 +87,13 @@ func (p *timePub) close(log *slog.Logger) {
 		return
 	}
 	p.closed = true
-	for i := range p.last {
-		if i == p.system || i == p.global {
-			p.void(i, p.last[i])
-		}
+	p.w.Void(p.system)
+	if p.global >= 0 {
+		p.w.Void(p.global)
 	}
 	if err := p.w.Close(); err != nil {
 		log.Error("time API: close the segment", "path", p.path, "err", err)
 	}
-	p.lock.Close()
 }
 
 // publishSystem publishes the system clock's vote r (state st, the
@@ -225,10 +203,7 @@ func (p *timePub) voidAt(m timeapi.Model, st judge.State, thresholdNS int64) int
 	return v
 }
 
-func (p *timePub) publish(i int, m timeapi.Model) {
-	p.last[i] = m.State
-	p.w.Publish(i, m)
-}
+func (p *timePub) publish(i int, m timeapi.Model) { p.w.Publish(i, m) }
 
 // rtRate estimates REALTIME's rate against MONOTONIC_RAW from pairs read
 // together (timebase.Offset: REALTIME − MONOTONIC_RAW at a MONOTONIC_RAW

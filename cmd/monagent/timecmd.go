@@ -29,7 +29,7 @@ type timeOpts struct {
 func timeFlags() (*flag.FlagSet, *timeOpts) {
 	o := timeOpts{}
 	fs := flag.NewFlagSet("time", flag.ContinueOnError)
-	fs.StringVar(&o.path, "path", "", "the time segment's `PATH` (without it or --config: timeapi.path's default)")
+	fs.StringVar(&o.path, "path", "", "the time segment's `PATH` (without it or --config: $MONAGENT_TIME_PATH, else timeapi.path's default)")
 	fs.StringVar(&o.config, "config", "", "the running agent's configuration `FILE` (its timeapi.path is read)")
 	fs.StringVar(&o.clock, "clock", "system", "the section: system (the system clock's true time) or global (the HCA global timeline)")
 	lookFlags(fs, &o.json, &o.watch, "print a JSON object: clock, state, earliest_ns, latest_ns, width_ns, half_width_ns, midpoint_ns, realtime_ns")
@@ -37,8 +37,8 @@ func timeFlags() (*flag.FlagSet, *timeOpts) {
 }
 
 // The exit codes of `monagent time` (docs/timeapi.md): 0 the interval is
-// valid (LOCKED or HOLDOVER); 1 it is readable but the clock is FREERUN or
-// UNKNOWN; 2 usage; 3 void (the agent stopped, stalled or died longer ago
+// valid (LOCKED or HOLDOVER); 1 it is readable but the clock is FREERUN, or
+// UNKNOWN (no judged sample yet); 2 usage; 3 void (the agent stopped, stalled or died longer ago
 // than timeapi.max_age, or no interval is trustworthy: its references
 // disputed, none voting); 4 no segment (the agent never ran with timeapi
 // on, or the path is wrong) or no such clock in it; 5 the segment is
@@ -74,15 +74,15 @@ func timeCmd(args []string) error {
 		return usageError(fmt.Sprintf("time: --watch %v: want at least %v (or 0 for one look)", o.watch, minWatch))
 	}
 	path := o.path
-	if path == "" {
-		cfg := agent.Default()
-		if o.config != "" {
-			var err error
-			if cfg, err = agent.Load(o.config); err != nil {
-				return err
-			}
+	switch {
+	case o.config != "":
+		cfg, err := agent.Load(o.config)
+		if err != nil {
+			return err
 		}
 		path = cfg.TimeAPIPath()
+	case path == "":
+		path = timeapi.DefaultPath() // $MONAGENT_TIME_PATH, else timeapi.path's default
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -116,7 +116,7 @@ func openErr(path string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		return timeErr{exitTimeAbsent, fmt.Errorf("time: %s: no time segment (is the agent running with timeapi on?): %w", path, err)}
 	}
-	return timeErr{exitTimeBad, fmt.Errorf("time: %s: %w", path, err)}
+	return readErr(path, "", err)
 }
 
 // timeDoc is --json's object.
@@ -171,12 +171,10 @@ func showTimeErr(w io.Writer, path, clock string, asJSON bool, err error) {
 		return // said on standard error by main
 	}
 	rt, _ := timebase.Realtime.Now()
-	d := timeDoc{Clock: clock, Path: path, State: "VOID", Void: te.code == exitTimeVoid, RealtimeNS: rt, Error: err.Error()}
-	if te.code != exitTimeVoid {
+	d := timeDoc{Clock: clock, Path: path, State: map[int]string{exitTimeVoid: "VOID", exitTimeNotValid: "UNKNOWN", exitTimeBad: "MALFORMED"}[te.code],
+		Void: te.code == exitTimeVoid, RealtimeNS: rt, Error: err.Error()}
+	if d.State == "" {
 		d.State = "ABSENT"
-		if te.code == exitTimeBad {
-			d.State = "MALFORMED"
-		}
 	}
 	json.NewEncoder(w).Encode(d)
 }
@@ -186,8 +184,10 @@ func readErr(path, clock string, err error) error {
 	switch {
 	case errors.Is(err, timeapi.ErrVoid):
 		return timeErr{exitTimeVoid, fmt.Errorf("time: %s in %s is void (the agent stopped, stalled or has no trustworthy interval): %w", clock, path, err)}
-	case errors.Is(err, timeapi.ErrNoClock):
+	case errors.Is(err, timeapi.ErrUnknownClock):
 		return timeErr{exitTimeAbsent, fmt.Errorf("time: %s: %w", path, err)}
+	case errors.Is(err, timeapi.ErrNotInitialised):
+		return timeErr{exitTimeNotValid, fmt.Errorf("time: %s in %s: %w (the agent has judged no sample yet)", clock, path, err)}
 	}
 	return timeErr{exitTimeBad, fmt.Errorf("time: %s: %w", path, err)}
 }
