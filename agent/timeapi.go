@@ -22,7 +22,7 @@ import (
 // concurrent use; a nil timePub publishes nothing.
 type timePub struct {
 	mu       sync.Mutex
-	w        *timeapi.Writer
+	w        segmentWriter
 	path     string
 	maxAgeNS int64
 	system   int // section indices; global is -1 without hca
@@ -33,6 +33,13 @@ type timePub struct {
 	closed   bool
 	// read reads MONOTONIC_RAW and REALTIME together (tests script it).
 	read func() (timebase.Offset, error)
+}
+
+// segmentWriter is what timePub needs of a *timeapi.Writer.
+type segmentWriter interface {
+	Publish(i int, m timeapi.Model)
+	Void(i int)
+	Close() error
 }
 
 // Sections of the segment, in order.
@@ -62,9 +69,11 @@ func openTimePub(cfg *Config, g *hca.Global) (*timePub, error) {
 	// Create takes the file's lock (one agent per segment) and sets every
 	// section UNKNOWN: what a previous agent left is not this one's
 	// knowledge.
-	if p.w, err = timeapi.Create(path, mode, clocks); err != nil {
+	w, err := timeapi.Create(path, mode, clocks)
+	if err != nil {
 		return nil, keyErr("timeapi.path", "%v", err)
 	}
+	p.w = w
 	return p, nil
 }
 
@@ -104,22 +113,25 @@ func (p *timePub) close(log *slog.Logger) {
 // age is added at the growth rate: a LOCKED reference's bound is as of its
 // sample).
 func (p *timePub) publishSystem(st judge.State, r *vote.Result, refs []vote.Ref, thresholdNS int64) {
-	p.update(p.system, st, func(m *timeapi.Model) {
-		lo, hi := r.LoNS, r.HiNS
-		if !r.Valid || r.Status == vote.Disputed || r.Status == vote.None || st == judge.Unknown || hi < lo || hi-lo > 1<<62 {
-			return // void now: no interval to trust (or unusable, saturated ends)
+	m, ok := p.begin(p.system, st)
+	if !ok {
+		return
+	}
+	defer p.end(p.system, &m)
+	lo, hi := r.LoNS, r.HiNS
+	if !r.Valid || r.Status == vote.Disputed || r.Status == vote.None || st == judge.Unknown || hi < lo || hi-lo > 1<<62 {
+		return // void now: no interval to trust (or unusable, saturated ends)
+	}
+	mid := lo + (hi-lo)/2
+	oldest := m.RealtimeNS
+	for i := range r.Refs {
+		if r.Refs[i].Voting && i < len(refs) && refs[i].SampleNS > 0 {
+			oldest = min(oldest, refs[i].SampleNS)
 		}
-		mid := lo + (hi-lo)/2
-		oldest := m.RealtimeNS
-		for i := range r.Refs {
-			if r.Refs[i].Voting && i < len(refs) && refs[i].SampleNS > 0 {
-				oldest = min(oldest, refs[i].SampleNS)
-			}
-		}
-		m.TrueNS = m.RealtimeNS - mid
-		m.BoundNS = satAdd(hi-mid, growNS(m.RealtimeNS-oldest, m.GrowthPPB), m.BoundNS)
-		m.VoidNS = p.voidAt(*m, st, thresholdNS)
-	})
+	}
+	m.TrueNS = m.RealtimeNS - mid
+	m.BoundNS = satAdd(hi-mid, growNS(m.RealtimeNS-oldest, m.GrowthPPB), m.BoundNS)
+	m.VoidNS = p.voidAt(m, st, thresholdNS)
 }
 
 // publishGlobal publishes the HCA global timeline: rank 0's HCA clock as
@@ -130,45 +142,50 @@ func (p *timePub) publishGlobal(st judge.State) {
 	if p == nil {
 		return
 	}
-	p.update(p.global, st, func(m *timeapi.Model) {
-		raw, next := m.BaseNS, m.BaseNS+1e9
-		var g0, g1, b0, b1 int64
-		switch _, _, _, has := p.g.FromRaw(raw); {
-		case p.rank0:
-			g0, g1 = p.g.Local(raw), p.g.Local(next)
-		case has && st != judge.Unknown:
-			_, g0, b0, _ = p.g.FromRaw(raw)
-			_, g1, b1, _ = p.g.FromRaw(next)
-		default:
-			return // no model yet: void
-		}
-		m.TrueNS, m.RatePPB = g0, g1-g0-1e9
-		// The model's own growth (its slope's error, from the fit's points
-		// onward) and the crystals' wander while no sync comes.
-		m.GrowthPPB = max(b1-b0, 0) + minDriftPPB
-		m.BoundNS = satAdd(b0, 1)
-		m.VoidNS = p.voidAt(*m, st, 0)
-	})
-}
-
-// update reads both clocks into a new model of section i (-1: none) in
-// state st, lets fill complete it (it is void at once unless fill sets
-// VoidNS) and publishes it.
-func (p *timePub) update(i int, st judge.State, fill func(m *timeapi.Model)) {
-	if p == nil || i < 0 {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return
-	}
-	m, ok := p.model(timeapi.State(st))
+	m, ok := p.begin(p.global, st)
 	if !ok {
 		return
 	}
-	fill(&m)
-	p.publish(i, m)
+	defer p.end(p.global, &m)
+	raw, next := m.BaseNS, m.BaseNS+1e9
+	var g0, g1, b0, b1 int64
+	switch _, _, _, has := p.g.FromRaw(raw); {
+	case p.rank0:
+		g0, g1 = p.g.Local(raw), p.g.Local(next)
+	case has && st != judge.Unknown:
+		_, g0, b0, _ = p.g.FromRaw(raw)
+		_, g1, b1, _ = p.g.FromRaw(next)
+	default:
+		return // no model yet: void
+	}
+	m.TrueNS, m.RatePPB = g0, g1-g0-1e9
+	// The model's own growth (its slope's error, from the fit's points
+	// onward) and the crystals' wander while no sync comes.
+	m.GrowthPPB = max(b1-b0, 0) + minDriftPPB
+	m.BoundNS = satAdd(b0, 1)
+	m.VoidNS = p.voidAt(m, st, 0)
+}
+
+// begin locks p and reads both clocks into a new model of section i (-1:
+// none) in state st, void at once unless the caller sets VoidNS; end
+// publishes it and unlocks. Not ok (nothing to publish, p not locked):
+// p nil or closed, or the clocks unreadable.
+func (p *timePub) begin(i int, st judge.State) (timeapi.Model, bool) {
+	if p == nil || i < 0 {
+		return timeapi.Model{}, false
+	}
+	p.mu.Lock()
+	m, ok := p.model(timeapi.State(st))
+	if p.closed || !ok {
+		p.mu.Unlock()
+		return m, false
+	}
+	return m, true
+}
+
+func (p *timePub) end(i int, m *timeapi.Model) {
+	p.w.Publish(i, *m)
+	p.mu.Unlock()
 }
 
 // model reads both clocks and starts a section's model: base, REALTIME,
@@ -202,8 +219,6 @@ func (p *timePub) voidAt(m timeapi.Model, st judge.State, thresholdNS int64) int
 	}
 	return v
 }
-
-func (p *timePub) publish(i int, m timeapi.Model) { p.w.Publish(i, m) }
 
 // rtRate estimates REALTIME's rate against MONOTONIC_RAW from pairs read
 // together (timebase.Offset: REALTIME − MONOTONIC_RAW at a MONOTONIC_RAW
