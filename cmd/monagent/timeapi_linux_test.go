@@ -7,11 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/monagent/monagent/timeapi"
+	"github.com/monagent/monagent/timebase"
 )
 
 // timeAPIK is what the three chronyd serve over host time: the system
@@ -200,4 +202,76 @@ func waitTimeLocked(t *testing.T, x *xcheckBed, path string, within time.Duratio
 	}
 	t.Fatalf("monagent time --json not LOCKED within %v: %s\nagent log:\n%s", within, last, x.log.String())
 	return nil
+}
+
+// TestTimeAPIGlobalTruth: three agents, each in its own namespace, run HCA
+// (rank 0 on MONOTONIC_RAW, ranks 1 and 2 on test clocks 0.7 s and 0.9 s
+// off, −60 and +85 ppm); every reader's global interval, read from each
+// agent's segment, holds rank 0's HCA clock (MONOTONIC_RAW, which the
+// namespaces share) read at the same instant, on every read.
+func TestTimeAPIGlobalTruth(t *testing.T) {
+	clocks := []hcaTestClock{{}, {-700_000_000, -60}, {900_000_000, 85}}
+	_, dir, outs, stop := startHCAAgents(t, clocks)
+	defer stop()
+	deadline := time.Now().Add(60 * time.Second)
+	for r := 1; r < len(outs); r++ {
+		for !outs[r].has("hca_model,") {
+			if time.Now().After(deadline) {
+				t.Fatalf("rank %d got no model within 60 s", r)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	readers := make([]*timeapi.Reader, len(clocks))
+	for r := range readers {
+		var err error
+		path := filepath.Join(dir, strconv.Itoa(r), "time.shm")
+		for readers[r] == nil {
+			if readers[r], err = timeapi.Open(path); err != nil && time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		defer readers[r].Close()
+		for {
+			iv, err := readers[r].Now("global")
+			if err == nil && iv.State == timeapi.Locked {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("rank %d: global section not LOCKED within 60 s: %v %v", r, iv, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	const reads = 4000
+	halves := make([][]int64, len(clocks))
+	var errs [3]int
+	for i := range reads {
+		for r, rd := range readers {
+			before, _ := timebase.MonotonicRaw.Now()
+			iv, err := rd.Now("global")
+			after, _ := timebase.MonotonicRaw.Now()
+			if err != nil {
+				errs[r]++
+				continue
+			}
+			if iv.EarliestNS > after || iv.LatestNS < before {
+				t.Fatalf("rank %d read %d: [%d, %d] misses rank 0's clock [%d, %d] by %d ns", r, i, iv.EarliestNS, iv.LatestNS, before, after, max(iv.EarliestNS-after, before-iv.LatestNS))
+			}
+			halves[r] = append(halves[r], (iv.LatestNS-iv.EarliestNS+1)/2)
+		}
+		if i%200 == 199 {
+			time.Sleep(100 * time.Millisecond) // 4000 reads per rank over ~2 s: many updates and syncs
+		}
+	}
+	for r, h := range halves {
+		if len(h) < reads*9/10 {
+			t.Errorf("rank %d: %d of %d reads failed", r, errs[r], reads)
+		}
+		slices.Sort(h)
+		if len(h) > 0 {
+			t.Logf("rank %d: %d reads held rank 0's clock, half-width median %d ns, max %d ns (%d failed)", r, len(h), h[len(h)/2], h[len(h)-1], errs[r])
+		}
+	}
 }
