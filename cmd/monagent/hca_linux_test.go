@@ -72,16 +72,7 @@ func TestHCAAgentsPlaceMarkersOnTheGlobalTimeline(t *testing.T) {
 	clocks := []hcaTestClock{{300_000_000, 40}, {-700_000_000, -60}, {900_000_000, 85}}
 	hosts, dir, outs, stop := startHCAAgents(t, clocks)
 
-	// Every other rank ships the model rank 0 gave it.
-	deadline := time.Now().Add(60 * time.Second)
-	for r := 1; r < len(hosts); r++ {
-		for !outs[r].has("hca_model,") {
-			if time.Now().After(deadline) {
-				t.Fatalf("rank %d got no model within 60 s", r)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+	waitHCAModels(t, outs)
 	// `monagent status` on rank 0, which judges nothing (it is the global
 	// timeline): it says so and exits 0 (before: "enable a judge", exit 1).
 	sargv := append(append(append([]string{}, prefix...), bin), "status", "--url", "http://"+agent0HTTP)
@@ -281,4 +272,19 @@ hca:
 	}
 	t.Cleanup(stop)
 	return hosts, dir, outs, stop
+}
+
+// waitHCAModels waits (60 s at most) until every other rank ships the
+// model rank 0 gave it.
+func waitHCAModels(t *testing.T, outs []*agentOut) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for r := 1; r < len(outs); r++ {
+		for !outs[r].has("hca_model,") {
+			if time.Now().After(deadline) {
+				t.Fatalf("rank %d got no model within 60 s", r)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }

@@ -213,15 +213,8 @@ func TestTimeAPIGlobalTruth(t *testing.T) {
 	clocks := []hcaTestClock{{}, {-700_000_000, -60}, {900_000_000, 85}}
 	_, dir, outs, stop := startHCAAgents(t, clocks)
 	defer stop()
-	deadline := time.Now().Add(60 * time.Second)
-	for r := 1; r < len(outs); r++ {
-		for !outs[r].has("hca_model,") {
-			if time.Now().After(deadline) {
-				t.Fatalf("rank %d got no model within 60 s", r)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+	waitHCAModels(t, outs)
+	deadline := time.Now().Add(30 * time.Second)
 	readers := make([]*timeapi.Reader, len(clocks))
 	for r := range readers {
 		var err error
@@ -239,7 +232,7 @@ func TestTimeAPIGlobalTruth(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("rank %d: global section not LOCKED within 60 s: %v %v", r, iv, err)
+				t.Fatalf("rank %d: global section not LOCKED within 30 s: %v %v", r, iv, err)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
