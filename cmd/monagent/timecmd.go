@@ -187,7 +187,7 @@ func readErr(path, clock string, err error) error {
 	case errors.Is(err, timeapi.ErrUnknownClock):
 		return timeErr{exitTimeAbsent, fmt.Errorf("time: %s: %w", path, err)}
 	case errors.Is(err, timeapi.ErrNotInitialised):
-		return timeErr{exitTimeNotValid, fmt.Errorf("time: %s in %s: %w (the agent has judged no sample yet)", clock, path, err)}
+		return timeErr{exitTimeNotValid, fmt.Errorf("time: %s in %s: %w (the agent is starting, or has judged no sample yet)", clock, path, err)}
 	}
 	return timeErr{exitTimeBad, fmt.Errorf("time: %s: %w", path, err)}
 }
