@@ -113,6 +113,9 @@ func (p *timePub) close(log *slog.Logger) {
 // age is added at the growth rate: a LOCKED reference's bound is as of its
 // sample).
 func (p *timePub) publishSystem(st judge.State, r *vote.Result, refs []vote.Ref, thresholdNS int64) {
+	if p == nil {
+		return
+	}
 	m, ok := p.begin(p.system, st)
 	if !ok {
 		return
@@ -171,7 +174,7 @@ func (p *timePub) publishGlobal(st judge.State) {
 // publishes it and unlocks. Not ok (nothing to publish, p not locked):
 // p nil or closed, or the clocks unreadable.
 func (p *timePub) begin(i int, st judge.State) (timeapi.Model, bool) {
-	if p == nil || i < 0 {
+	if i < 0 {
 		return timeapi.Model{}, false
 	}
 	p.mu.Lock()
