@@ -43,6 +43,19 @@ func create(t testing.TB, path string, clocks ...string) *Writer {
 	return w
 }
 
+// pair is a writer of "system" and "global" and a reader of its segment.
+func pair(t testing.TB) (*Writer, *Reader) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "time.shm")
+	w := create(t, path, "system", "global")
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return w, r
+}
+
 func TestPublishNow(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "time.shm")
 	w := create(t, path, "system", "global")
@@ -224,13 +237,7 @@ func TestModelArithmetic(t *testing.T) {
 }
 
 func TestAllocs(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "time.shm")
-	w := create(t, path, "system", "global")
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	w, r := pair(t)
 	raw, _ := rawClock().Now()
 	rt, _ := timebase.Realtime.Now()
 	m := Model{State: Locked, BaseNS: raw, TrueNS: rt, BoundNS: 1000, GrowthPPB: 10_000, VoidNS: raw + 3600e9, RealtimeNS: rt}
