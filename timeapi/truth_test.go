@@ -179,6 +179,9 @@ func TestCoverageAgainstTruth(t *testing.T) {
 				tl.err = append(tl.err, max(e, -e))
 			}
 			iv, err := r.Now("system")
+			if err == nil && model.State != Unknown && b >= model.VoidNS {
+				t.Fatalf("%s at %.2f s: Now answered %+v after the section's void time", ph.name, float64(b-start)/1e9, iv)
+			}
 			check(b, iv, err)
 			age := stampAges[(b/simStep)%int64(len(stampAges))]
 			s := b - age
