@@ -46,6 +46,12 @@ func create(t testing.TB, path string, clocks ...string) *Writer {
 // pair is a writer of "system" and "global" and a reader of its segment.
 func pair(t testing.TB) (*Writer, *Reader) {
 	t.Helper()
+	_, w, r := pairAt(t)
+	return w, r
+}
+
+func pairAt(t testing.TB) (string, *Writer, *Reader) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "time.shm")
 	w := create(t, path, "system", "global")
 	r, err := Open(path)
@@ -53,7 +59,7 @@ func pair(t testing.TB) (*Writer, *Reader) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	return w, r
+	return path, w, r
 }
 
 func TestPublishNow(t *testing.T) {

@@ -84,7 +84,9 @@ func TestTornReads(t *testing.T) {
 			defer wg.Done()
 			var s snapshot
 			last := int64(-1)
-			for i := int64(0); i < reads/int64(readers); i++ {
+			// reads consistent reads each, bounded at twice as many attempts.
+			want := reads / int64(readers)
+			for i, ok := int64(0), int64(0); ok < want && i < 2*want; i++ {
 				if limit > 0 && i%4096 == 0 && time.Now().After(deadline) {
 					return
 				}
@@ -106,6 +108,7 @@ func TestTornReads(t *testing.T) {
 					changed.Add(1)
 				}
 				last = k
+				ok++
 				good.Add(1)
 			}
 		}()
@@ -119,6 +122,9 @@ func TestTornReads(t *testing.T) {
 		good.Load(), readers, runtime.GOARCH, published.Load(), el.Round(time.Millisecond), rate, torn.Load(), inconsistent.Load(), changed.Load())
 	if torn.Load() != 0 {
 		t.Fatalf("%d torn reads", torn.Load())
+	}
+	if limit == 0 && good.Load() < reads-int64(readers) {
+		t.Fatalf("%d consistent reads, asked for %d", good.Load(), reads)
 	}
 	if good.Load() == 0 || changed.Load() < 2 {
 		t.Fatalf("%d reads, %d saw a new model: the test proved nothing", good.Load(), changed.Load())
