@@ -250,19 +250,40 @@ func TestDocCProgram(t *testing.T) {
 }
 
 // TestCReaderCost times the C reader beside clock_gettime(CLOCK_REALTIME) in
-// one run (figures, not an assertion: the machine is shared).
+// one run (figures, not an assertion: the machine is shared), natively and,
+// emulated, for armhf.
 func TestCReaderCost(t *testing.T) {
-	exe := buildC(t, "gcc", "testdata/reader_bench.c")
 	path, _, _ := liveSegment(t)
-	out, err := exec.Command(exe, path, "2000000").CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
+	for _, c := range []struct{ name, cc, via string }{
+		{"native", "gcc", ""},
+		{"armhf", "arm-linux-gnueabihf-gcc", "qemu-arm-static"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var extra []string
+			args := []string{path, "2000000"}
+			if c.via != "" {
+				if _, err := exec.LookPath(c.via); err != nil {
+					t.Skipf("%s not installed", c.via)
+				}
+				extra = []string{"-static"}
+			}
+			exe := buildC(t, c.cc, "testdata/reader_bench.c", extra...)
+			cmd := exec.Command(exe, args...)
+			if c.via != "" {
+				cmd = exec.Command(c.via, append([]string{exe}, args...)...)
+			}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			var cg, now float64
+			if _, err := fmtSscanf(string(out), &cg, &now); err != nil || cg <= 0 || now <= 0 {
+				t.Fatalf("output %q: %v", out, err)
+			}
+			t.Logf("C %s%s: clock_gettime(CLOCK_REALTIME) %.1f ns, monagent_time_now %.1f ns (%.2f×)",
+				c.name, map[bool]string{true: " (emulated by qemu-arm-static)"}[c.via != ""], cg, now, now/cg)
+		})
 	}
-	var cg, now float64
-	if _, err := fmtSscanf(string(out), &cg, &now); err != nil || cg <= 0 || now <= 0 {
-		t.Fatalf("output %q: %v", out, err)
-	}
-	t.Logf("C, amd64: clock_gettime(CLOCK_REALTIME) %.1f ns, monagent_time_now %.1f ns (%.2f×)", cg, now, now/cg)
 }
 
 func fmtSscanf(s string, cg, now *float64) (int, error) {

@@ -86,6 +86,9 @@ func TestPublishNow(t *testing.T) {
 	if want := (Interval{1_700_000_002e9 + 2000 - 45001, 1_700_000_002e9 + 2000 + 45001, Locked}); iv != want {
 		t.Fatalf("2 s on: %+v, want %+v", iv, want)
 	}
+	if iv.MidNS() != 1_700_000_002e9+2000 || iv.HalfWidthNS() != 45001 {
+		t.Errorf("mid %d, half-width %d", iv.MidNS(), iv.HalfWidthNS())
+	}
 	if ok, _ := r.After("system", 1_700_000_002e9-50_000); !ok {
 		t.Error("After a time 50 µs before the earliest: false")
 	}
