@@ -9,13 +9,7 @@ import (
 // benchReader is a reader of a segment whose "system" section is LOCKED and
 // valid for an hour.
 func benchReader(b *testing.B) *Reader {
-	path := filepath.Join(b.TempDir(), "time.shm")
-	w := create(b, path, "system", "global")
-	r, err := Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { r.Close() })
+	w, r := pair(b)
 	raw, _ := r.raw.Now()
 	rt := time.Now().UnixNano()
 	w.Publish(0, Model{State: Locked, BaseNS: raw, TrueNS: rt + 3e6, RatePPB: 1200, BoundNS: 20_000,

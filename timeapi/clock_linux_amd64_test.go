@@ -1,7 +1,9 @@
 package timeapi
 
 import (
+	"io"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"testing"
 
@@ -17,12 +19,17 @@ func realtimeClock(tb testing.TB) timebase.Clock {
 }
 
 // The vDSO path is the one Now uses on amd64, and it agrees with the system
-// call while goroutines are preempted, stacks grow and the GC runs.
+// call while goroutines are preempted (SIGURG), profiled (SIGPROF), their
+// stacks grow and the GC runs.
 func TestVDSORawClock(t *testing.T) {
 	c, ok := rawClock().(vdsoClock)
 	if !ok {
 		t.Fatalf("rawClock on amd64 Linux is %T, want the vDSO", rawClock())
 	}
+	if err := pprof.StartCPUProfile(io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	defer pprof.StopCPUProfile()
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {
 		wg.Add(1)

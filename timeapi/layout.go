@@ -91,6 +91,13 @@ type Interval struct {
 	State                State
 }
 
+// MidNS is the interval's centre: the best estimate of the true time.
+func (iv Interval) MidNS() int64 { return iv.EarliestNS + (iv.LatestNS-iv.EarliestNS)/2 }
+
+// HalfWidthNS is the interval's half-width, rounded up: the bound on
+// |MidNS − truth|.
+func (iv Interval) HalfWidthNS() int64 { return (iv.LatestNS - iv.EarliestNS + 1) / 2 }
+
 // Base is the clock a stamp given to Past was taken on.
 type Base int
 

@@ -8,6 +8,9 @@ const (
 	// maxAgeNS is the farthest from BaseNS a model is evaluated (about 52
 	// days); farther is ErrVoid.
 	maxAgeNS = 1 << 52
+	// maxTimeNS bounds BaseNS and TrueNS (year 2116 in UTC ns), so no sum
+	// overflows.
+	maxTimeNS = 1 << 62
 	// SlewPPB is the most CLOCK_REALTIME and CLOCK_MONOTONIC may run apart
 	// from CLOCK_MONOTONIC_RAW: the kernel's limit on the NTP frequency
 	// (MAXFREQ, 500 ppm). Past adds SlewPPB × the stamp's age to convert a
@@ -40,7 +43,9 @@ func growNS(d, ppb int64) int64 {
 
 // valid reports whether a model is in the ranges a reader accepts.
 func (m *Model) valid() bool {
-	return m.State <= Freerun && m.BaseNS >= 0 &&
+	return m.State <= Freerun && m.BaseNS >= 0 && m.BaseNS <= maxTimeNS &&
+		m.TrueNS >= -maxTimeNS && m.TrueNS <= maxTimeNS &&
+		m.RealtimeNS >= -maxTimeNS && m.RealtimeNS <= maxTimeNS &&
 		m.RatePPB >= -MaxRatePPB && m.RatePPB <= MaxRatePPB &&
 		m.GrowthPPB >= 0 && m.GrowthPPB <= MaxGrowthPPB &&
 		m.BoundNS >= 0 && m.BoundNS <= MaxBoundNS

@@ -251,6 +251,9 @@ func (r *Reader) Past(clock string, base Base, stampNS int64) (Interval, error) 
 	if r2 >= s.VoidNS {
 		return Interval{}, ErrVoid
 	}
+	if d := x - stampNS; d > maxAgeNS || d < -maxAgeNS {
+		return Interval{}, ErrVoid // farther from now than any model reaches
+	}
 	mid, jitter := r1+(r2-r1)/2, (r2-r1+1)/2
 	rel := x - mid // the stamp's clock minus the base clock, now
 	raw := stampNS - rel
@@ -260,12 +263,15 @@ func (r *Reader) Past(clock string, base Base, stampNS int64) (Interval, error) 
 			return Interval{}, ErrStepped
 		}
 		if s.stepTo != 0 {
-			newOK := raw >= s.stepTo
+			// The step came after base time stepFrom and by stepTo. Read in
+			// today's scale the stamp is at raw; read in the scale before the
+			// step, at raw + stepNS. Each reading is certain on its side of
+			// the window, possible inside it; answer only when one is certain
+			// and the other impossible.
 			oldRaw := raw + s.stepNS
-			oldOK := oldRaw <= s.stepFrom
 			switch {
-			case newOK && !oldOK:
-			case oldOK && !newOK:
+			case raw >= s.stepTo && oldRaw >= s.stepTo:
+			case oldRaw <= s.stepFrom && raw <= s.stepFrom:
 				raw = oldRaw
 			default:
 				return Interval{}, ErrStepped

@@ -93,6 +93,12 @@ type snapshot struct {
 	stepFrom, stepTo, stepNS int64
 }
 
+// valid reports whether a snapshot is in the ranges a reader accepts.
+func (s *snapshot) valid() bool {
+	in := func(x int64) bool { return x >= -maxTimeNS && x <= maxTimeNS }
+	return s.Model.valid() && in(s.stepFrom) && in(s.stepTo) && in(s.stepNS)
+}
+
 // load reads the section once without the seqlock check (the caller brackets
 // it with the sequence); the REALTIME step only for Past.
 func (s *section) load(out *snapshot, steps bool) {

@@ -43,6 +43,25 @@ func create(t testing.TB, path string, clocks ...string) *Writer {
 	return w
 }
 
+// pair is a writer of "system" and "global" and a reader of its segment.
+func pair(t testing.TB) (*Writer, *Reader) {
+	t.Helper()
+	_, w, r := pairAt(t)
+	return w, r
+}
+
+func pairAt(t testing.TB) (string, *Writer, *Reader) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "time.shm")
+	w := create(t, path, "system", "global")
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return path, w, r
+}
+
 func TestPublishNow(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "time.shm")
 	w := create(t, path, "system", "global")
@@ -66,6 +85,9 @@ func TestPublishNow(t *testing.T) {
 	iv, _ = r.Now("system")
 	if want := (Interval{1_700_000_002e9 + 2000 - 45001, 1_700_000_002e9 + 2000 + 45001, Locked}); iv != want {
 		t.Fatalf("2 s on: %+v, want %+v", iv, want)
+	}
+	if iv.MidNS() != 1_700_000_002e9+2000 || iv.HalfWidthNS() != 45001 {
+		t.Errorf("mid %d, half-width %d", iv.MidNS(), iv.HalfWidthNS())
 	}
 	if ok, _ := r.After("system", 1_700_000_002e9-50_000); !ok {
 		t.Error("After a time 50 µs before the earliest: false")
@@ -224,13 +246,7 @@ func TestModelArithmetic(t *testing.T) {
 }
 
 func TestAllocs(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "time.shm")
-	w := create(t, path, "system", "global")
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	w, r := pair(t)
 	raw, _ := rawClock().Now()
 	rt, _ := timebase.Realtime.Now()
 	m := Model{State: Locked, BaseNS: raw, TrueNS: rt, BoundNS: 1000, GrowthPPB: 10_000, VoidNS: raw + 3600e9, RealtimeNS: rt}
