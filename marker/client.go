@@ -75,8 +75,7 @@ func (c *Client) SendTrue(m Marker, r TrueReader, clock string) error {
 	if err != nil {
 		return fmt.Errorf("marker: true stamp from section %s: %w", clock, err)
 	}
-	w := iv.LatestNS - iv.EarliestNS
-	m.TrueNS, m.TrueBoundNS = iv.EarliestNS+w/2, w-w/2
+	m.TrueNS, m.TrueBoundNS = iv.MidNS(), iv.HalfWidthNS()
 	return c.Send(m)
 }
 

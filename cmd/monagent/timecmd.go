@@ -146,7 +146,7 @@ func showTime(w io.Writer, r *timeapi.Reader, path, clock string, asJSON bool) e
 		return err
 	}
 	width := iv.LatestNS - iv.EarliestNS
-	half, mid := (width+1)/2, iv.EarliestNS+width/2
+	half, mid := iv.HalfWidthNS(), iv.MidNS()
 	d := timeDoc{Clock: clock, Path: path, State: iv.State.String(), EarliestNS: &iv.EarliestNS, LatestNS: &iv.LatestNS,
 		WidthNS: &width, HalfWidthNS: &half, MidpointNS: &mid, RealtimeNS: rt}
 	if asJSON {
