@@ -49,7 +49,7 @@ func TestTimeAPISystemTruth(t *testing.T) {
 	}
 	slack := int64(x.residual) + 1 // how far chronyd's served time strays from host + K
 	k := timeAPIK.Nanoseconds()
-	var halves []int64
+	var halves, errs []int64 // half-widths; |midpoint − truth|, the truth taken mid-read
 	const reads = 10_000
 	for i := range reads {
 		before := time.Now().UnixNano()
@@ -67,17 +67,20 @@ func TestTimeAPISystemTruth(t *testing.T) {
 		if iv.EarliestNS <= after && iv.LatestNS >= before {
 			t.Fatalf("read %d: [%d, %d] holds plain REALTIME %d: not centred on the truth (K = %v)", i, iv.EarliestNS, iv.LatestNS, before, timeAPIK)
 		}
-		halves = append(halves, (iv.LatestNS-iv.EarliestNS+1)/2)
+		halves = append(halves, iv.HalfWidthNS())
+		errs = append(errs, abs(iv.MidNS()-(before+(after-before)/2+k)))
 		if i%100 == 99 {
 			time.Sleep(20 * time.Millisecond) // 10,000 reads over ~2 s: many updates
 		}
 	}
 	slices.Sort(halves)
+	slices.Sort(errs)
 	_, sd, _ := x.status(true)
 	for _, c := range sd.Combined {
 		if c.Clock == "system" {
-			t.Logf("%d reads held host time + %v: half-width median %d ns, max %d ns; the vote now: half-width %d ns, judged bound %d ns (|offset| %d ns + half-width), %d agreeing; chronyd residual %d ns",
-				reads, timeAPIK, halves[len(halves)/2], halves[len(halves)-1], c.HalfWidthNS, c.ErrorBoundNS, c.OffsetNS, c.Agreeing, slack)
+			t.Logf("%d reads held host time + %v: half-width median %d ns, max %d ns; |midpoint − truth| median %d ns (tightness %.1f); the vote now: half-width %d ns, judged bound %d ns (offset %d ns, |offset| + half-width), %d agreeing; chronyd residual %d ns",
+				reads, timeAPIK, halves[len(halves)/2], halves[len(halves)-1], errs[len(errs)/2], float64(halves[len(halves)/2])/float64(max(errs[len(errs)/2], 1)),
+				c.HalfWidthNS, c.ErrorBoundNS, c.OffsetNS, c.Agreeing, slack)
 		}
 	}
 
@@ -238,7 +241,7 @@ func TestTimeAPIGlobalTruth(t *testing.T) {
 		}
 	}
 	const reads = 4000
-	halves := make([][]int64, len(clocks))
+	halves, trueErr := make([][]int64, len(clocks)), make([][]int64, len(clocks)) // half-widths, |midpoint − truth|
 	var errs [3]int
 	for i := range reads {
 		for r, rd := range readers {
@@ -252,7 +255,8 @@ func TestTimeAPIGlobalTruth(t *testing.T) {
 			if iv.EarliestNS > after || iv.LatestNS < before {
 				t.Fatalf("rank %d read %d: [%d, %d] misses rank 0's clock [%d, %d] by %d ns", r, i, iv.EarliestNS, iv.LatestNS, before, after, max(iv.EarliestNS-after, before-iv.LatestNS))
 			}
-			halves[r] = append(halves[r], (iv.LatestNS-iv.EarliestNS+1)/2)
+			halves[r] = append(halves[r], iv.HalfWidthNS())
+			trueErr[r] = append(trueErr[r], abs(iv.MidNS()-(before+(after-before)/2)))
 		}
 		if i%200 == 199 {
 			time.Sleep(100 * time.Millisecond) // 4000 reads per rank over ~2 s: many updates and syncs
@@ -263,8 +267,13 @@ func TestTimeAPIGlobalTruth(t *testing.T) {
 			t.Errorf("rank %d: %d of %d reads failed", r, errs[r], reads)
 		}
 		slices.Sort(h)
+		slices.Sort(trueErr[r])
 		if len(h) > 0 {
-			t.Logf("rank %d: %d reads held rank 0's clock, half-width median %d ns, max %d ns (%d failed)", r, len(h), h[len(h)/2], h[len(h)-1], errs[r])
+			e := trueErr[r][len(h)/2]
+			t.Logf("rank %d: %d reads held rank 0's clock, half-width median %d ns, max %d ns; |midpoint − truth| median %d ns (tightness %.1f); %d failed",
+				r, len(h), h[len(h)/2], h[len(h)-1], e, float64(h[len(h)/2])/float64(max(e, 1)), errs[r])
 		}
 	}
 }
+
+func abs(v int64) int64 { return max(v, -v) }
