@@ -122,8 +122,8 @@ func (p *timePub) publishSystem(st judge.State, r *vote.Result, refs []vote.Ref,
 	}
 	defer p.end(p.system, &m)
 	lo, hi := r.LoNS, r.HiNS
-	if !r.Valid || r.Status == vote.Disputed || r.Status == vote.None || st == judge.Unknown || hi < lo || hi-lo > 1<<62 {
-		return // void now: no interval to trust (or unusable, saturated ends)
+	if !r.Valid || r.Status == vote.Disputed || r.Status == vote.None || st == judge.Unknown || st == judge.Freerun || hi < lo || hi-lo > 1<<62 {
+		return // void now: no interval to trust (FREERUN: not one within the threshold), or unusable, saturated ends
 	}
 	mid := lo + (hi-lo)/2
 	oldest := m.RealtimeNS
@@ -155,11 +155,11 @@ func (p *timePub) publishGlobal(st judge.State) {
 	switch _, _, _, has := p.g.FromRaw(raw); {
 	case p.rank0:
 		g0, g1 = p.g.Local(raw), p.g.Local(next)
-	case has && st != judge.Unknown:
+	case has && (st == judge.Locked || st == judge.Holdover):
 		_, g0, b0, _ = p.g.FromRaw(raw)
 		_, g1, b1, _ = p.g.FromRaw(next)
 	default:
-		return // no model yet: void
+		return // no model yet, or FREERUN: void
 	}
 	m.TrueNS, m.RatePPB = g0, g1-g0-1e9
 	// The model's own growth (its slope's error, from the fit's points
