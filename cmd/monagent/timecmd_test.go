@@ -43,7 +43,7 @@ func TestTimeCommand(t *testing.T) {
 	if code != 0 || d["clock"] != "system" || d["state"] != "LOCKED" {
 		t.Fatalf("LOCKED: exit %d, %v %s", code, d, out)
 	}
-	if wd, off := d["width_ns"].(float64), d["midpoint_ns"].(float64)-d["realtime_ns"].(float64); wd < 40_000 || off < 2.9e6 || off > 3.1e6 {
+	if wd, off := d["width_ns"].(float64), d["midpoint_ns"].(float64)-d["realtime_ns"].(float64); wd < 40_000 || off < 2.5e6 || off > 3.5e6 { // the model runs at rate 0: REALTIME drifts from it at the host's NTP frequency while the CLI starts (seconds under emulation)
 		t.Errorf("width %v, midpoint − REALTIME %v: want ±20 µs or more around REALTIME + 3 ms", wd, off)
 	}
 	if _, out, code := look("--path", path); code != 0 || !strings.Contains(out, "system: LOCKED [") || !strings.Contains(out, "width ") {
