@@ -81,6 +81,14 @@ func runClient(t *testing.T, r *Reader, cmd func(stamp int64) *exec.Cmd) {
 	if p := got["past"]; p.rc != 0 || p.e != goPast.EarliestNS || p.l != goPast.LatestNS || p.state != "LOCKED" {
 		t.Errorf("past of a MONOTONIC_RAW stamp: %+v, Go says %+v", p, goPast)
 	}
+	// 200 s before: the arithmetic's long path (beyond 2^33 ns of age).
+	goFar, err := r.Past("system", MonotonicRaw, stamp-200e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := got["pastfar"]; p.rc != 0 || p.e != goFar.EarliestNS || p.l != goFar.LatestNS {
+		t.Errorf("past of a MONOTONIC_RAW stamp 200 s older: %+v, Go says %+v", p, goFar)
+	}
 	if n := got["now"]; n.rc != 0 || n.e < before.EarliestNS || n.e > after.EarliestNS ||
 		n.l < before.LatestNS || n.l > after.LatestNS || n.state != "LOCKED" {
 		t.Errorf("now: %+v, not between Go's %+v and %+v", n, before, after)

@@ -22,15 +22,23 @@ const (
 )
 
 // mulPPB returns d·ppb/1e9 rounded toward zero; |d| ≤ maxAgeNS, |ppb| ≤ 1e9.
+// Within about a minute of the model (|d| < 2^33, |ppb| < 2^30) the product
+// fits in int64 and one division does.
 func mulPPB(d, ppb int64) int64 {
+	if d > -1<<33 && d < 1<<33 && ppb > -1<<30 && ppb < 1<<30 {
+		return d * ppb / 1_000_000_000
+	}
 	q, r := d/1_000_000_000, d%1_000_000_000
 	return q*ppb + r*ppb/1_000_000_000
 }
 
-// growNS returns ⌈|d|·ppb/1e9⌉ for ppb ≥ 0; |d| ≤ maxAgeNS.
+// growNS returns ⌈|d|·ppb/1e9⌉ for 0 ≤ ppb ≤ 1e9; |d| ≤ maxAgeNS.
 func growNS(d, ppb int64) int64 {
 	if d < 0 {
 		d = -d
+	}
+	if d < 1<<33 && ppb < 1<<30 {
+		return (d*ppb + 999_999_999) / 1_000_000_000
 	}
 	q, r := d/1_000_000_000, d%1_000_000_000
 	x := r * ppb

@@ -2,6 +2,8 @@ package timeapi
 
 import (
 	"errors"
+	"math/big"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -268,6 +270,41 @@ func TestAllocs(t *testing.T) {
 	} {
 		if n := testing.AllocsPerRun(1000, f); n != 0 {
 			t.Errorf("%s: %v allocations per call", name, n)
+		}
+	}
+}
+
+// mulPPB and growNS agree with exact arithmetic on both sides of their fast
+// path's limits.
+func TestPPBArithmetic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	e9 := big.NewInt(1e9)
+	for i := 0; i < 200_000; i++ {
+		d := rng.Int64N(2*maxAgeNS+1) - maxAgeNS
+		if i%2 == 0 {
+			d >>= rng.IntN(40) // many near the model
+		}
+		ppb := rng.Int64N(2*MaxGrowthPPB+1) - MaxGrowthPPB
+		if i%3 == 0 {
+			ppb >>= rng.IntN(30)
+		}
+		p := new(big.Int).Mul(big.NewInt(d), big.NewInt(ppb))
+		if got, want := mulPPB(d, ppb), new(big.Int).Quo(p, e9).Int64(); got != want {
+			t.Fatalf("mulPPB(%d, %d) = %d, want %d", d, ppb, got, want)
+		}
+		if ppb < 0 {
+			ppb = -ppb
+		}
+		ad := d
+		if ad < 0 {
+			ad = -ad
+		}
+		q, r := new(big.Int).QuoRem(new(big.Int).Mul(big.NewInt(ad), big.NewInt(ppb)), e9, new(big.Int))
+		if r.Sign() != 0 {
+			q.Add(q, big.NewInt(1))
+		}
+		if got := growNS(d, ppb); got != q.Int64() {
+			t.Fatalf("growNS(%d, %d) = %d, want %d", d, ppb, got, q.Int64())
 		}
 	}
 }
