@@ -308,3 +308,27 @@ func TestPPBArithmetic(t *testing.T) {
 		}
 	}
 }
+
+// Validate and the reader's check agree: every field out of range is named.
+func TestModelValidate(t *testing.T) {
+	good := Model{State: Locked, BaseNS: 1, TrueNS: 2, RatePPB: 3, BoundNS: 4, GrowthPPB: 5, VoidNS: 6, RealtimeNS: 7}
+	if err := good.Validate(); err != nil || !good.valid() {
+		t.Fatalf("a good model: %v", err)
+	}
+	for name, bad := range map[string]func(*Model){
+		"state":    func(m *Model) { m.State = 4 },
+		"base":     func(m *Model) { m.BaseNS = -1 },
+		"true":     func(m *Model) { m.TrueNS = maxTimeNS + 1 },
+		"REALTIME": func(m *Model) { m.RealtimeNS = -maxTimeNS - 1 },
+		"rate":     func(m *Model) { m.RatePPB = -MaxRatePPB - 1 },
+		"growth":   func(m *Model) { m.GrowthPPB = -1 },
+		"bound":    func(m *Model) { m.BoundNS = MaxBoundNS + 1 },
+	} {
+		m := good
+		bad(&m)
+		err := m.Validate()
+		if !errors.Is(err, ErrMalformed) || m.valid() {
+			t.Errorf("%s: Validate %v, valid %v", name, err, m.valid())
+		}
+	}
+}
