@@ -81,6 +81,14 @@ func runClient(t *testing.T, r *Reader, cmd func(stamp int64) *exec.Cmd) {
 	if p := got["past"]; p.rc != 0 || p.e != goPast.EarliestNS || p.l != goPast.LatestNS || p.state != "LOCKED" {
 		t.Errorf("past of a MONOTONIC_RAW stamp: %+v, Go says %+v", p, goPast)
 	}
+	// 200 s before: the arithmetic's long path (beyond 2^33 ns of age).
+	goFar, err := r.Past("system", MonotonicRaw, stamp-200e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := got["pastfar"]; p.rc != 0 || p.e != goFar.EarliestNS || p.l != goFar.LatestNS {
+		t.Errorf("past of a MONOTONIC_RAW stamp 200 s older: %+v, Go says %+v", p, goFar)
+	}
 	if n := got["now"]; n.rc != 0 || n.e < before.EarliestNS || n.e > after.EarliestNS ||
 		n.l < before.LatestNS || n.l > after.LatestNS || n.state != "LOCKED" {
 		t.Errorf("now: %+v, not between Go's %+v and %+v", n, before, after)
@@ -151,6 +159,65 @@ func TestCReader(t *testing.T) {
 			t.Errorf("now on a void section: %+v, want %d", got["now"], -CodeVoid)
 		}
 	})
+}
+
+// The C reader's seqlock in another process, natively and as armhf under
+// qemu-arm-static, against the Go writer at 50 kHz: 0 torn reads.
+func TestCTornReads(t *testing.T) {
+	for _, c := range []struct{ name, cc, via string }{
+		{"native", "gcc", ""},
+		{"armhf", "arm-linux-gnueabihf-gcc", "qemu-arm-static"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var extra []string
+			if c.via != "" {
+				if _, err := exec.LookPath(c.via); err != nil {
+					t.Skipf("%s not installed", c.via)
+				}
+				extra = []string{"-static"}
+			}
+			exe := buildC(t, c.cc, "testdata/reader_torn.c", extra...)
+			path, w, _ := pairAt(t)
+			w.Publish(1, tornModel(0))
+			stop := make(chan struct{})
+			done := make(chan int64)
+			go func() {
+				k := int64(1)
+				for next := time.Now(); ; k++ {
+					select {
+					case <-stop:
+						done <- k
+						return
+					default:
+					}
+					w.Publish(1, tornModel(k))
+					for next = next.Add(tornPeriod); time.Now().Before(next); {
+					}
+				}
+			}()
+			args := []string{path, "20000000", "2000"}
+			cmd := exec.Command(exe, args...)
+			if c.via != "" {
+				cmd = exec.Command(c.via, append([]string{exe}, args...)...)
+			}
+			out, err := cmd.CombinedOutput()
+			close(stop)
+			published := <-done
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			var reads, torn, inconsistent, changed int64
+			if _, err := fmt.Sscanf(string(out[strings.LastIndex(strings.TrimSpace(string(out)), "\n")+1:]),
+				"reads %d torn %d inconsistent %d changed %d", &reads, &torn, &inconsistent, &changed); err != nil {
+				t.Fatalf("output %q: %v", out, err)
+			}
+			t.Logf("C %s: %d reads against %d publishes: torn %d, inconsistent %d, saw a new model %d",
+				c.name, reads, published, torn, inconsistent, changed)
+			if torn != 0 || reads == 0 || changed < 2 {
+				t.Fatalf("%s", out)
+			}
+		})
+	}
 }
 
 // liveRepublish makes "system" valid again after a test voided it.

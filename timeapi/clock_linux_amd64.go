@@ -21,8 +21,26 @@ func rawClock() timebase.Clock {
 	return timebase.MonotonicRaw
 }
 
+// realtimeClock reads CLOCK_REALTIME (Past's REALTIME stamps) the same way:
+// one vDSO call, where time.Now makes two.
+func realtimeClock() timebase.Clock {
+	if c, err := newVDSOClock(clockRealtime); err == nil {
+		return c
+	}
+	return timebase.Realtime
+}
+
+// monotonicClock reads CLOCK_MONOTONIC (Past's MONOTONIC stamps) the same way.
+func monotonicClock() timebase.Clock {
+	if c, err := newVDSOClock(clockMonotonic); err == nil {
+		return c
+	}
+	return timebase.Monotonic
+}
+
 const (
 	clockRealtime     = 0
+	clockMonotonic    = 1
 	clockMonotonicRaw = 4
 	atSysinfoEHDR     = 33 // AT_SYSINFO_EHDR: the vDSO's address, getauxval(3)
 )
@@ -48,11 +66,17 @@ func (c vdsoClock) Now() (int64, error) {
 	return ts.sec*1_000_000_000 + ts.nsec, nil
 }
 
-func (c vdsoClock) Domain() timebase.Domain {
-	if c.clock == clockRealtime {
-		return timebase.DomainRealtime
+func (c vdsoClock) Domain() timebase.Domain { return c.system().Domain() }
+
+// system is the same clock read by the system call.
+func (c vdsoClock) system() timebase.SystemClock {
+	switch c.clock {
+	case clockRealtime:
+		return timebase.Realtime
+	case clockMonotonic:
+		return timebase.Monotonic
 	}
-	return timebase.DomainMonotonicRaw
+	return timebase.MonotonicRaw
 }
 
 // newVDSOClock finds __vdso_clock_gettime in this process's vDSO (its address
@@ -108,10 +132,7 @@ func newVDSOClock(clock int32) (vdsoClock, error) {
 
 // check brackets one vDSO read between two system calls.
 func (c vdsoClock) check() error {
-	sys := timebase.MonotonicRaw
-	if c.clock == clockRealtime {
-		sys = timebase.Realtime
-	}
+	sys := c.system()
 	a, err := sys.Now()
 	if err != nil {
 		return err

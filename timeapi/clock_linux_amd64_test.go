@@ -6,17 +6,7 @@ import (
 	"runtime/pprof"
 	"sync"
 	"testing"
-
-	"github.com/monagent/monagent/timebase"
 )
-
-func realtimeClock(tb testing.TB) timebase.Clock {
-	c, err := newVDSOClock(clockRealtime)
-	if err != nil {
-		tb.Fatalf("no vDSO REALTIME on amd64 Linux: %v", err)
-	}
-	return c
-}
 
 // The vDSO path is the one Now uses on amd64, and it agrees with the system
 // call while goroutines are preempted (SIGURG), profiled (SIGPROF), their
@@ -50,8 +40,19 @@ func TestVDSORawClock(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	mono, ok := monotonicClock().(vdsoClock)
+	rt, ok2 := realtimeClock().(vdsoClock)
+	if !ok || !ok2 {
+		t.Fatalf("monotonicClock, realtimeClock on amd64 Linux are %T, %T, want the vDSO", monotonicClock(), realtimeClock())
+	}
 	for i := 0; i < 100; i++ {
 		if err := c.check(); err != nil {
+			t.Fatal(err)
+		}
+		if err := mono.check(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.check(); err != nil {
 			t.Fatal(err)
 		}
 	}

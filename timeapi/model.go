@@ -1,5 +1,7 @@
 package timeapi
 
+import "fmt"
+
 // The model's arithmetic: integer nanoseconds and parts per billion, no float,
 // no overflow for the ranges a reader accepts (MaxRatePPB, MaxGrowthPPB,
 // MaxBoundNS and ages up to maxAgeNS).
@@ -22,15 +24,23 @@ const (
 )
 
 // mulPPB returns d·ppb/1e9 rounded toward zero; |d| ≤ maxAgeNS, |ppb| ≤ 1e9.
+// Within about a minute of the model (|d| < 2^33, |ppb| < 2^30) the product
+// fits in int64 and one division does.
 func mulPPB(d, ppb int64) int64 {
+	if d > -1<<33 && d < 1<<33 && ppb > -1<<30 && ppb < 1<<30 {
+		return d * ppb / 1_000_000_000
+	}
 	q, r := d/1_000_000_000, d%1_000_000_000
 	return q*ppb + r*ppb/1_000_000_000
 }
 
-// growNS returns ⌈|d|·ppb/1e9⌉ for ppb ≥ 0; |d| ≤ maxAgeNS.
+// growNS returns ⌈|d|·ppb/1e9⌉ for 0 ≤ ppb ≤ 1e9; |d| ≤ maxAgeNS.
 func growNS(d, ppb int64) int64 {
 	if d < 0 {
 		d = -d
+	}
+	if d < 1<<33 && ppb < 1<<30 {
+		return (d*ppb + 999_999_999) / 1_000_000_000
 	}
 	q, r := d/1_000_000_000, d%1_000_000_000
 	x := r * ppb
@@ -39,6 +49,28 @@ func growNS(d, ppb int64) int64 {
 		g++
 	}
 	return g
+}
+
+// Validate names the first field of a model that readers would refuse as
+// ErrMalformed (Publish does not check: it neither fails nor allocates).
+func (m Model) Validate() error {
+	switch {
+	case m.State > Freerun:
+		return fmt.Errorf("state %v: %w", m.State, ErrMalformed)
+	case m.BaseNS < 0 || m.BaseNS > maxTimeNS:
+		return fmt.Errorf("base %d ns outside [0, 2^62]: %w", m.BaseNS, ErrMalformed)
+	case m.TrueNS < -maxTimeNS || m.TrueNS > maxTimeNS:
+		return fmt.Errorf("true time %d ns outside ±2^62: %w", m.TrueNS, ErrMalformed)
+	case m.RealtimeNS < -maxTimeNS || m.RealtimeNS > maxTimeNS:
+		return fmt.Errorf("REALTIME %d ns outside ±2^62: %w", m.RealtimeNS, ErrMalformed)
+	case m.RatePPB < -MaxRatePPB || m.RatePPB > MaxRatePPB:
+		return fmt.Errorf("rate %d ppb outside ±%d: %w", m.RatePPB, MaxRatePPB, ErrMalformed)
+	case m.GrowthPPB < 0 || m.GrowthPPB > MaxGrowthPPB:
+		return fmt.Errorf("growth %d ppb outside [0, %d]: %w", m.GrowthPPB, MaxGrowthPPB, ErrMalformed)
+	case m.BoundNS < 0 || m.BoundNS > MaxBoundNS:
+		return fmt.Errorf("bound %d ns outside [0, 2^50]: %w", m.BoundNS, ErrMalformed)
+	}
+	return nil
 }
 
 // valid reports whether a model is in the ranges a reader accepts.

@@ -55,7 +55,7 @@ func Open(path string) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("time segment %s: %w", path, err)
 	}
-	r := newReader(path, seg, closeFn, rawClock(), timebase.Realtime, timebase.Monotonic)
+	r := newReader(path, seg, closeFn, rawClock(), realtimeClock(), monotonicClock())
 	if err := r.checkHeader(); err != nil && !errors.Is(err, ErrNotInitialised) {
 		closeFn()
 		return nil, fmt.Errorf("time segment %s: %w", path, err)

@@ -59,20 +59,28 @@ func newSegment(mem []byte) segment {
 }
 
 // nameWords returns a clock name as the two native-endian words it is stored
-// as (NUL-padded to 16 bytes); ok is false for a name that cannot be stored.
+// as (NUL-padded to 16 bytes); ok is false for a name no section can have.
+// (Create checks names in full: printable ASCII without spaces.)
 func nameWords(name string) (w0, w1 uint64, ok bool) {
 	if len(name) == 0 || len(name) > MaxNameLen {
 		return 0, 0, false
 	}
-	var b [16]byte
 	for i := 0; i < len(name); i++ {
 		c := name[i]
-		if c <= ' ' || c > '~' {
+		if c == 0 {
 			return 0, 0, false
 		}
-		b[i] = c
+		shift := uint(i&7) * 8
+		if bigEndian {
+			shift = 56 - shift
+		}
+		if i < 8 {
+			w0 |= uint64(c) << shift
+		} else {
+			w1 |= uint64(c) << shift
+		}
 	}
-	return binary.NativeEndian.Uint64(b[0:8]), binary.NativeEndian.Uint64(b[8:16]), true
+	return w0, w1, true
 }
 
 // nameOf decodes a stored name (for messages and listings, not hot paths).

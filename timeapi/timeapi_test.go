@@ -2,6 +2,8 @@ package timeapi
 
 import (
 	"errors"
+	"math/big"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -268,6 +270,65 @@ func TestAllocs(t *testing.T) {
 	} {
 		if n := testing.AllocsPerRun(1000, f); n != 0 {
 			t.Errorf("%s: %v allocations per call", name, n)
+		}
+	}
+}
+
+// mulPPB and growNS agree with exact arithmetic on both sides of their fast
+// path's limits.
+func TestPPBArithmetic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	e9 := big.NewInt(1e9)
+	for i := 0; i < 200_000; i++ {
+		d := rng.Int64N(2*maxAgeNS+1) - maxAgeNS
+		if i%2 == 0 {
+			d >>= rng.IntN(40) // many near the model
+		}
+		ppb := rng.Int64N(2*MaxGrowthPPB+1) - MaxGrowthPPB
+		if i%3 == 0 {
+			ppb >>= rng.IntN(30)
+		}
+		p := new(big.Int).Mul(big.NewInt(d), big.NewInt(ppb))
+		if got, want := mulPPB(d, ppb), new(big.Int).Quo(p, e9).Int64(); got != want {
+			t.Fatalf("mulPPB(%d, %d) = %d, want %d", d, ppb, got, want)
+		}
+		if ppb < 0 {
+			ppb = -ppb
+		}
+		ad := d
+		if ad < 0 {
+			ad = -ad
+		}
+		q, r := new(big.Int).QuoRem(new(big.Int).Mul(big.NewInt(ad), big.NewInt(ppb)), e9, new(big.Int))
+		if r.Sign() != 0 {
+			q.Add(q, big.NewInt(1))
+		}
+		if got := growNS(d, ppb); got != q.Int64() {
+			t.Fatalf("growNS(%d, %d) = %d, want %d", d, ppb, got, q.Int64())
+		}
+	}
+}
+
+// Validate and the reader's check agree: every field out of range is named.
+func TestModelValidate(t *testing.T) {
+	good := Model{State: Locked, BaseNS: 1, TrueNS: 2, RatePPB: 3, BoundNS: 4, GrowthPPB: 5, VoidNS: 6, RealtimeNS: 7}
+	if err := good.Validate(); err != nil || !good.valid() {
+		t.Fatalf("a good model: %v", err)
+	}
+	for name, bad := range map[string]func(*Model){
+		"state":    func(m *Model) { m.State = 4 },
+		"base":     func(m *Model) { m.BaseNS = -1 },
+		"true":     func(m *Model) { m.TrueNS = maxTimeNS + 1 },
+		"REALTIME": func(m *Model) { m.RealtimeNS = -maxTimeNS - 1 },
+		"rate":     func(m *Model) { m.RatePPB = -MaxRatePPB - 1 },
+		"growth":   func(m *Model) { m.GrowthPPB = -1 },
+		"bound":    func(m *Model) { m.BoundNS = MaxBoundNS + 1 },
+	} {
+		m := good
+		bad(&m)
+		err := m.Validate()
+		if !errors.Is(err, ErrMalformed) || m.valid() {
+			t.Errorf("%s: Validate %v, valid %v", name, err, m.valid())
 		}
 	}
 }

@@ -51,7 +51,7 @@ func checkClocks(clocks []string) error {
 		return fmt.Errorf("%d clocks, want 1 to %d", len(clocks), MaxSections)
 	}
 	for i, c := range clocks {
-		if _, _, ok := nameWords(c); !ok {
+		if !printable(c) {
 			return fmt.Errorf("clock name %q: want 1 to %d printable ASCII characters without spaces", c, MaxNameLen)
 		}
 		for _, d := range clocks[:i] {
@@ -176,6 +176,20 @@ func (w *Writer) Close() error {
 		return fmt.Errorf("time segment %s: %w", w.path, err)
 	}
 	return nil
+}
+
+// printable reports whether a clock name is 1 to MaxNameLen printable ASCII
+// characters without spaces.
+func printable(name string) bool {
+	if len(name) == 0 || len(name) > MaxNameLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c <= ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 func abs(x int64) int64 {

@@ -324,6 +324,8 @@ static inline int monagent_time__snapshot(const monagent_time *t, const char *cl
 /* d·ppb/1e9 toward zero, and ⌈|d|·ppb/1e9⌉: as the Go package computes them. */
 static inline int64_t monagent_time__mul_ppb(int64_t d, int64_t ppb)
 {
+	if (d > -(INT64_C(1) << 33) && d < (INT64_C(1) << 33) && ppb > -(INT64_C(1) << 30) && ppb < (INT64_C(1) << 30))
+		return d * ppb / 1000000000; /* fits: the same number, one division */
 	return (d / 1000000000) * ppb + (d % 1000000000) * ppb / 1000000000;
 }
 
@@ -332,6 +334,8 @@ static inline int64_t monagent_time__grow(int64_t d, int64_t ppb)
 	int64_t x, g;
 	if (d < 0)
 		d = -d;
+	if (d < (INT64_C(1) << 33) && ppb < (INT64_C(1) << 30))
+		return (d * ppb + 999999999) / 1000000000;
 	x = (d % 1000000000) * ppb;
 	g = (d / 1000000000) * ppb + x / 1000000000;
 	return x % 1000000000 != 0 ? g + 1 : g;

@@ -28,6 +28,7 @@ int main(int argc, char **argv)
 	if (rc != 0)
 		return 1;
 	show("past", monagent_time_past(&t, "system", CLOCK_MONOTONIC_RAW, stamp, &iv), &iv);
+	show("pastfar", monagent_time_past(&t, "system", CLOCK_MONOTONIC_RAW, stamp - INT64_C(200000000000), &iv), &iv);
 	show("now", monagent_time_now(&t, "system", &iv), &iv);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	rt = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;

@@ -20,6 +20,7 @@ def show(what, f):
 r = monagent_time.open(path)
 print("open", 0)
 show("past", lambda: r.past("system", "MONOTONIC_RAW", stamp))
+show("pastfar", lambda: r.past("system", "MONOTONIC_RAW", stamp - 200_000_000_000))
 show("now", lambda: r.now("system"))
 show("pastrt", lambda: r.past("system", "REALTIME", time.time_ns()))
 show("global", lambda: r.now("global"))
