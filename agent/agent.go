@@ -120,7 +120,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 	if cfg.HCA.Enabled {
 		env.Global = newGlobal(cfg.HCA)
 	}
-	if a.judges.pub, err = openTimePub(&a.cfg, env.Global); err != nil {
+	if a.judges.pub, err = openTimePub(&a.cfg, env.Global, log); err != nil {
 		// The measurements go on without the time API.
 		log.Error("time API off", "err", err)
 	}

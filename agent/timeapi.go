@@ -31,6 +31,8 @@ type timePub struct {
 	rank0    bool
 	rate     rtRate
 	closed   bool
+	invalid  bool         // the last model was out of range (logged once until one is not)
+	log      *slog.Logger // nil: not logged
 	// read reads MONOTONIC_RAW and REALTIME together (tests script it).
 	read func() (timebase.Offset, error)
 }
@@ -50,7 +52,7 @@ const (
 
 // openTimePub creates (or reopens in place) the segment of cfg: nil, nil
 // when the section is off.
-func openTimePub(cfg *Config, g *hca.Global) (*timePub, error) {
+func openTimePub(cfg *Config, g *hca.Global, log *slog.Logger) (*timePub, error) {
 	t := &cfg.TimeAPI
 	if !t.Enabled {
 		return nil, nil
@@ -61,7 +63,7 @@ func openTimePub(cfg *Config, g *hca.Global) (*timePub, error) {
 	}
 	path := t.file(cfg.Paths)
 	clocks := []string{sectionSystem}
-	p := &timePub{path: path, maxAgeNS: int64(t.MaxAge), system: 0, global: -1, read: readRawRealtime}
+	p := &timePub{path: path, log: log, maxAgeNS: int64(t.MaxAge), system: 0, global: -1, read: readRawRealtime}
 	if cfg.HCA.Enabled {
 		clocks = append(clocks, sectionGlobal)
 		p.global, p.g, p.rank0 = 1, g, cfg.HCA.Rank == 0
@@ -187,6 +189,18 @@ func (p *timePub) begin(i int, st judge.State) (timeapi.Model, bool) {
 }
 
 func (p *timePub) end(i int, m *timeapi.Model) {
+	if err := m.Validate(); err != nil {
+		// Out of the readers' ranges (a bound saturated by a sample time
+		// far off, a rate beyond 10 %): void rather than a section every
+		// reader refuses as malformed.
+		if !p.invalid && p.log != nil {
+			p.log.Warn("time API: a model out of range is published void", "path", p.path, "section", i, "err", err)
+		}
+		p.invalid = true
+		*m = timeapi.Model{State: m.State, BaseNS: m.BaseNS, TrueNS: m.RealtimeNS, RealtimeNS: m.RealtimeNS, VoidNS: m.BaseNS}
+	} else {
+		p.invalid = false
+	}
 	p.w.Publish(i, *m)
 	p.mu.Unlock()
 }

@@ -183,7 +183,7 @@ func TestTimeAPISegmentFile(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Default()
 	cfg.Paths.RuntimeDir = dir
-	p, err := openTimePub(&cfg, nil)
+	p, err := openTimePub(&cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestTimeAPISegmentFile(t *testing.T) {
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o644 {
 		t.Fatalf("segment %s: %v %v, want mode 0644", path, st, err)
 	}
-	if _, err := openTimePub(&cfg, nil); err == nil || !strings.Contains(err.Error(), "timeapi.path") {
+	if _, err := openTimePub(&cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "timeapi.path") {
 		t.Errorf("second agent on one segment: %v, want an error at timeapi.path", err)
 	}
 	r, err := timeapi.Open(path)
@@ -267,3 +267,20 @@ type discardSegment struct{}
 func (discardSegment) Publish(int, timeapi.Model) {}
 func (discardSegment) Void(int)                   {}
 func (discardSegment) Close() error               { return nil }
+
+// A model out of the readers' ranges is published void, not as a section
+// every reader would refuse as malformed.
+func TestTimeAPIOutOfRangeVoid(t *testing.T) {
+	x := newXbed(t, 3)
+	f := pubOnXbed(x)
+	p := x.g.pub
+	m, ok := p.begin(0, judge.Locked)
+	if !ok {
+		t.Fatal("begin")
+	}
+	m.BoundNS, m.VoidNS = 1<<60, m.BaseNS+1e9
+	p.end(0, &m)
+	if got := f.last(0); got.VoidNS != got.BaseNS || got.Validate() != nil {
+		t.Errorf("published %+v, want a valid model, void at once", got)
+	}
+}
