@@ -67,6 +67,7 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	a.outputs = out
 	if cfg.HTTP.Listen != "" {
 		if a.http, err = status.Listen(cfg.HTTP.Listen, a.registry(), a.status, cfg.HTTP.limits()); err != nil {
+			a.judges.pub.close(log)
 			a.closeSources()
 			out.Close()
 			return nil, cfg.Place(&KeyError{Key: "http.listen", Reason: err.Error(), Err: err})
@@ -119,6 +120,10 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 	if cfg.HCA.Enabled {
 		env.Global = newGlobal(cfg.HCA)
 	}
+	if a.judges.pub, err = openTimePub(&a.cfg, env.Global, log); err != nil {
+		// The measurements go on without the time API.
+		log.Error("time API off", "err", err)
+	}
 	for _, sec := range sections() {
 		for _, k := range sec.sources {
 			if !k.enabled(&a.cfg) {
@@ -126,6 +131,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 			}
 			srcs, err := k.build(env)
 			if err != nil {
+				a.judges.pub.close(log)
 				a.closeSources()
 				return nil, fmt.Errorf("source %s: %w", k.name, err)
 			}
@@ -243,6 +249,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	cancel()
+	a.judges.pub.close(a.log) // readers get void, not the last interval
 	if a.cfg.SelfMetrics.Enabled {
 		a.enqueue(a.selfMetrics())
 	}
@@ -258,6 +265,7 @@ func (a *Agent) Run(ctx context.Context) error {
 // unacknowledged batch, which is re-sent after a restart) is said in the
 // returned lines. The process should exit after it; Run may still be running.
 func (a *Agent) Abort() []string {
+	a.judges.pub.close(a.log)
 	queued, _ := a.queue.State()
 	var out []string
 	if a.outputs != nil && a.outputs.Spool != nil {

@@ -33,6 +33,7 @@ type Config struct {
 	Memory      MemoryConfig      `yaml:"memory"`
 	HTTP        HTTPConfig        `yaml:"http"`
 	Notify      NotifyConfig      `yaml:"notify"`
+	TimeAPI     TimeAPIConfig     `yaml:"timeapi"`
 
 	// src is the file the configuration was parsed from (nil for Default),
 	// so that checks run after Parse (Preflight, Board) name file and line.
@@ -95,7 +96,7 @@ func sections() []section {
 		clockSection, phcSection, ntpSection, ptpSection, sensorsSection, gpioSection,
 		ppsSection, gnssSection, exttsSection, markerSection, hcaSection, loadgenSection,
 		outputSection, spoolSection, influxSection, selfMetricsSection, memorySection,
-		httpSection, notifySection,
+		httpSection, notifySection, timeAPISection,
 	}
 }
 

@@ -49,7 +49,7 @@ const (
 	ppsEventBytes    = 24
 	gnssEventBytes   = 160 // a decoded gpsd message; its device path is shared
 	exttsEventBytes  = 40
-	markerEventBytes = 192 + marker.MaxLen // the event and its strings
+	markerEventBytes = 216 + marker.MaxLen // the event and its strings
 	scanEventBytes   = 80
 	ptpExchangeBytes = 104
 	ptpProbeRing     = 4096 // the PTP probe's ring (the event source's default)

@@ -87,6 +87,8 @@ type judging struct {
 	recordSteps bool
 	// reference is what this agent is to others (status.Doc.Reference).
 	reference string
+	// pub publishes the votes to the time API (nil when timeapi is off).
+	pub *timePub
 
 	mu     sync.Mutex
 	list   []*judgement
@@ -245,6 +247,9 @@ func (g *judging) advance(b *collect.Batch, now judge.Instant) {
 	}
 	for _, c := range g.crossChecks() {
 		c.vote(b, now)
+	}
+	if g.pub != nil && g.pub.rank0 {
+		g.pub.publishGlobal(judge.Locked) // rank 0's global timeline is its own clock
 	}
 	steps, n := g.set.Time().Steps()
 	for _, st := range steps {

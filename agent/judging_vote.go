@@ -96,10 +96,23 @@ func (c *crossCheck) vote(b adder, now judge.Instant) {
 	}
 	c.voter.Vote(now.RealNS, c.refs, &c.res)
 	c.voted = true
+	c.publish()
 	for i := range c.res.Refs {
 		if o := &c.res.Refs[i]; o.Changed {
 			c.changed(b, c.members[i], &c.refs[i], o)
 		}
+	}
+}
+
+// publish publishes the vote to the time API at once (under c.mu, so in
+// the order of the votes): an application never reads an interval a
+// later vote contradicts for longer than the write takes.
+func (c *crossCheck) publish() {
+	switch c.clock {
+	case sectionSystem:
+		c.owner.pub.publishSystem(c.state(), &c.res, c.refs, c.thresholdNS)
+	case "hca":
+		c.owner.pub.publishGlobal(c.state())
 	}
 }
 

@@ -123,7 +123,10 @@ func (d *markerSource) Produce(ctx context.Context, q *collect.EventQueue[marker
 // MONOTONIC moved to REALTIME through the clock models), else its arrival.
 // With the hca section, that time is also placed on the global timeline
 // (hca_local_ns, global_ns, global_bound_ns; unplaced counts the markers
-// before the first model).
+// before the first model), unless the sender stamped it there itself from
+// the time API (global= and global_bound=: global_ns and global_bound_ns
+// as it read them, global_stamp=sender); a sender's stamp of the system
+// section (utc=, utc_bound=) is shipped as utc_ns and utc_bound_ns.
 // Markers of one series (name and tags) never share a time: one with a
 // time its series already has moves to the first free nanosecond after it
 // (record.SeriesTime, counted in time_bumps; time_unchecked counts those it could
@@ -137,7 +140,7 @@ func (d *markerSource) Emit(b *collect.Batch, e *markerEvent) {
 	d.events++
 	when := m.When(e.arrival)
 	t, route := when.NS, d.rtRaw
-	f := make([]record.Field, 0, 8)
+	f := make([]record.Field, 0, 10)
 	if m.HasValue {
 		f = append(f, record.Float("value", m.Value))
 	}
@@ -155,7 +158,15 @@ func (d *markerSource) Emit(b *collect.Batch, e *markerEvent) {
 			d.untranslated++
 		}
 	}
-	if d.global != nil {
+	switch m.True {
+	case marker.TrueSystem:
+		f = append(f, record.Int("utc_ns", m.TrueNS), record.Int("utc_bound_ns", m.TrueBoundNS))
+	case marker.TrueGlobal:
+		// The sender's own read of the global timeline at the event: it
+		// stands for the agent's placement of the marker's stamp.
+		f = append(f, record.Int("global_ns", m.TrueNS), record.Int("global_bound_ns", m.TrueBoundNS), record.String("global_stamp", "sender"))
+	}
+	if d.global != nil && m.True != marker.TrueGlobal {
 		var placed bool
 		if f, placed = appendGlobal(d.global, f, route, when); !placed {
 			d.unplaced++

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/monagent/monagent/timeapi"
 )
 
 // ErrFull is returned by Client.Send when the agent's socket queue is full:
@@ -43,6 +45,38 @@ func (c *Client) Send(m Marker) error {
 		m.Clock, m.StampNS = ClockMonotonic, ns
 	}
 	return c.SendUnstamped(m)
+}
+
+// TrueReader is the time API's reader (*timeapi.Reader) as SendTrue needs
+// it.
+type TrueReader interface {
+	Now(clock string) (timeapi.Interval, error)
+}
+
+// SendTrue stamps m with the true time of now as the application reads it
+// from the agent's time API (r, section clock: "system" or "global"): the
+// interval's midpoint and half-width (utc= and utc_bound=, or global= and
+// global_bound=), read right beside the CLOCK_MONOTONIC stamp Send adds
+// when m has none. The event then reaches the records with its own bound
+// (utc_ns and utc_bound_ns, or global_ns and global_bound_ns), taken at the
+// source, not at the marker's arrival. A failed read (the section void, the
+// agent stopped) sends nothing and returns the read's error: send m with
+// Send to have the agent place it.
+func (c *Client) SendTrue(m Marker, r TrueReader, clock string) error {
+	switch clock {
+	case "system":
+		m.True = TrueSystem
+	case "global":
+		m.True = TrueGlobal
+	default:
+		return fmt.Errorf("marker: true stamp from section %q: want system or global", clock)
+	}
+	iv, err := r.Now(clock)
+	if err != nil {
+		return fmt.Errorf("marker: true stamp from section %s: %w", clock, err)
+	}
+	m.TrueNS, m.TrueBoundNS = iv.MidNS(), iv.HalfWidthNS()
+	return c.Send(m)
 }
 
 // Mark sends a marker of that name, stamped now with CLOCK_MONOTONIC.

@@ -16,7 +16,7 @@
 // One line, at most 512 bytes; a trailing "\n" (or "\r\n") is ignored.
 // Words are separated by spaces or tabs:
 //
-//		<name> [value=<number>] [mono=<ns>|rt=<ns>] [<key>=<value> ...]
+//		<name> [value=<number>] [mono=<ns>|rt=<ns>] [utc=<ns> utc_bound=<ns>|global=<ns> global_bound=<ns>] [<key>=<value> ...]
 //
 //	  - name (required, first): 1 to 64 bytes of A-Z a-z 0-9 _ . : / -,
 //	    starting with a letter, a digit or _. It is the record's name tag.
@@ -28,10 +28,18 @@
 //	    you can: the agent moves it to REALTIME through its clock models and
 //	    ships the move's uncertainty, and it does not jump when REALTIME is
 //	    stepped.
+//	  - utc=<ns> utc_bound=<ns> or global=<ns> global_bound=<ns> (both words
+//	    of one pair, at most one pair): the true time of the moment as the
+//	    sender read it from the agent's time API (package timeapi) at the
+//	    event, the interval's midpoint and half-width in section system or
+//	    global (Client.SendTrue). Shipped as utc_ns and utc_bound_ns, or
+//	    global_ns and global_bound_ns with global_stamp=sender.
 //	  - <key>=<value>: a tag, at most 4 per marker. Keys are 1 to 32 bytes of
 //	    a-z 0-9 _, starting with a letter, each at most once, and not one of
 //	    name, host, value, mono, rt, time, arrival_ns, sender_ns,
-//	    sender_clock, uncertainty_ns. Values are 1 to 64 bytes of
+//	    sender_clock, uncertainty_ns, nor a word or field of the true stamp
+//	    (utc, utc_bound, global, global_bound, utc_ns, utc_bound_ns,
+//	    global_ns, global_bound_ns, global_stamp, hca_local_ns). Values are 1 to 64 bytes of
 //	    A-Z a-z 0-9 _ . : / + -. Nothing needs escaping, in the line or in
 //	    InfluxDB's line protocol.
 //

@@ -45,6 +45,26 @@ func (c Clock) key() string {
 	return "rt"
 }
 
+// TrueClock is the time API section (package timeapi, docs/timeapi.md) a
+// sender read the true time of its event from: the marker then carries the
+// interval's midpoint and half-width as the application read them at the
+// event, so that the event reaches the records with its own bound.
+type TrueClock uint8
+
+// The time API's sections a marker may carry a true stamp of.
+const (
+	TrueNone   TrueClock = iota // no true stamp
+	TrueSystem                  // utc=<ns> utc_bound=<ns>: section "system", the board's true UTC
+	TrueGlobal                  // global=<ns> global_bound=<ns>: section "global", the HCA global timeline
+)
+
+var trueKeys = [...]string{TrueNone: "", TrueSystem: "utc", TrueGlobal: "global"}
+
+// String is the section's name: none, system, global.
+func (c TrueClock) String() string {
+	return [...]string{"none", "system", "global", "unknown"}[min(int(c), 3)]
+}
+
 // Tag is one key=value tag of a marker.
 type Tag struct{ Key, Value string }
 
@@ -59,6 +79,12 @@ type Marker struct {
 	StampNS  int64   // the sender's stamp in ns of Clock, >= 0
 	NumTags  int
 	Tags     [MaxTags]Tag // Tags[:NumTags] are set, in the line's order
+	// True is the time API section of the sender's true stamp (TrueNone:
+	// none); TrueNS its interval's midpoint, TrueBoundNS its half-width,
+	// both >= 0, as read by the application at the event (Client.SendTrue).
+	True        TrueClock
+	TrueNS      int64
+	TrueBoundNS int64
 }
 
 // TagList returns the marker's tags.
@@ -109,7 +135,9 @@ func quote[T ~string | ~[]byte](s T) string {
 func reserved[T ~string | ~[]byte](k T) bool {
 	switch string(k) {
 	case "name", "host", "value", "mono", "rt", "time",
-		"arrival_ns", "sender_ns", "sender_clock", "uncertainty_ns":
+		"arrival_ns", "sender_ns", "sender_clock", "uncertainty_ns",
+		"utc", "utc_bound", "global", "global_bound", "utc_ns", "utc_bound_ns",
+		"global_ns", "global_bound_ns", "global_stamp", "hca_local_ns":
 		return true
 	}
 	return false
@@ -203,6 +231,14 @@ func (m *Marker) Validate() error {
 	default:
 		return errorf("stamp", "unknown %s", m.Clock)
 	}
+	switch {
+	case m.True > TrueGlobal:
+		return errorf("true stamp", "unknown section %d", m.True)
+	case m.True == TrueNone && (m.TrueNS != 0 || m.TrueBoundNS != 0):
+		return errorf("true stamp", "%d ± %d ns without a section", m.TrueNS, m.TrueBoundNS)
+	case m.True != TrueNone && (m.TrueNS < 0 || m.TrueBoundNS < 0):
+		return errorf(trueKeys[m.True], "%d ± %d ns: both must be non-negative", m.TrueNS, m.TrueBoundNS)
+	}
 	if m.NumTags < 0 || m.NumTags > MaxTags {
 		return errorf("tags", "%d, at most %d", m.NumTags, MaxTags)
 	}
@@ -234,6 +270,13 @@ func (m *Marker) AppendText(b []byte) ([]byte, error) {
 		b = append(b, m.Clock.key()...)
 		b = append(b, '=')
 		b = strconv.AppendInt(b, m.StampNS, 10)
+	}
+	if m.True != TrueNone {
+		k := trueKeys[m.True]
+		b = append(append(append(b, ' '), k...), '=')
+		b = strconv.AppendInt(b, m.TrueNS, 10)
+		b = append(append(append(b, ' '), k...), "_bound="...)
+		b = strconv.AppendInt(b, m.TrueBoundNS, 10)
 	}
 	for _, t := range m.TagList() {
 		b = append(b, ' ')
@@ -296,6 +339,7 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' }
 // parse parses a line; d, when not nil, interns its strings.
 func parse(b []byte, d *Decoder) (Marker, error) {
 	var m Marker
+	bound := 0 // the true stamp's words seen (parseTrue)
 	if n := len(b); n > 0 && b[n-1] == '\n' {
 		b = b[:n-1]
 		if n := len(b); n > 0 && b[n-1] == '\r' {
@@ -363,6 +407,10 @@ func parse(b []byte, d *Decoder) (Marker, error) {
 				return m, errorf(c.key(), "%s is not a count of nanoseconds (1 to 19 digits, at most 2^63-1)", quote(val))
 			}
 			m.Clock, m.StampNS = c, ns
+		case "utc", "utc_bound", "global", "global_bound":
+			if err := parseTrue(&m, string(key), val, &bound); err != nil {
+				return m, err
+			}
 		default:
 			if err := checkTag(&m, key, val); err != nil {
 				return m, err
@@ -371,7 +419,46 @@ func parse(b []byte, d *Decoder) (Marker, error) {
 			m.NumTags++
 		}
 	}
+	if m.True != TrueNone && bound != 3 {
+		return m, errorf(trueKeys[m.True], "a true stamp is %[1]s=<ns> and %[1]s_bound=<ns>, both", trueKeys[m.True])
+	}
 	return m, nil
+}
+
+// parseTrue reads one word of a true stamp (utc=, utc_bound=, global=,
+// global_bound=) into m; seen counts the stamp's words (2 when whole).
+func parseTrue(m *Marker, key string, val []byte, seen *int) error {
+	c, isBound := TrueSystem, false
+	switch key {
+	case "utc_bound":
+		isBound = true
+	case "global":
+		c = TrueGlobal
+	case "global_bound":
+		c, isBound = TrueGlobal, true
+	}
+	if m.True != TrueNone && m.True != c {
+		return errorf(key, "one true stamp per marker (%s given)", trueKeys[m.True])
+	}
+	ns, ok := parseNS(val)
+	if !ok {
+		return errorf(key, "%s is not a count of nanoseconds (1 to 19 digits, at most 2^63-1)", quote(val))
+	}
+	if isBound {
+		if *seen&2 != 0 {
+			return errorf(key, "given twice")
+		}
+		*seen |= 2
+		m.TrueBoundNS = ns
+	} else {
+		if *seen&1 != 0 {
+			return errorf(key, "given twice")
+		}
+		*seen |= 1
+		m.TrueNS = ns
+	}
+	m.True = c
+	return nil
 }
 
 // parseValue reads a decimal number: digits, '.', an exponent and signs

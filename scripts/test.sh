@@ -46,6 +46,8 @@ command -v dtc >/dev/null || need_apt+=(device-tree-compiler)
 command -v gpiomon >/dev/null || need_apt+=(gpiod)
 command -v socat >/dev/null || need_apt+=(socat)
 command -v arm-linux-gnueabihf-gcc >/dev/null || need_apt+=(gcc-arm-linux-gnueabihf)
+# its C library headers: the time API's C header is built -Werror for armhf (timeapi)
+[ -e /usr/arm-linux-gnueabihf/include/stdio.h ] || need_apt+=(libc6-dev-armhf-cross)
 command -v promtool >/dev/null || need_apt+=(prometheus)
 # ntpsec's ntpd and gpsd (gpsfake from gpsd-clients) are the time daemons the
 # daemon tests read; policy-rc.d below keeps the packages from starting them.

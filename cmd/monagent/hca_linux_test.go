@@ -66,102 +66,13 @@ func (o *agentOut) has(prefix string) bool {
 // marker arrived.
 func TestHCAAgentsPlaceMarkersOnTheGlobalTimeline(t *testing.T) {
 	const agent0HTTP = "127.0.0.1:9469" // each agent in its own namespace, on the default address
-	testbed.RequireRoot(t)
-	if len(prefix) > 0 {
-		t.Skip("network namespaces and agent processes: not under qemu user emulation")
-	}
 	if _, err := exec.LookPath("socat"); err != nil {
 		t.Skip("socat (Debian package socat) sends the markers; not installed:", err)
 	}
-	hosts := testbed.NewBridge(t, 3)
-	dir := t.TempDir()
-	key := filepath.Join(dir, "hca.key")
-	if err := os.WriteFile(key, []byte("9f1c2e7a5b3d4c6e8f0a1b2c3d4e5f60718293a4b5c6d7e8\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	clocks := []hcaTestClock{{300_000_000, 40}, {-700_000_000, -60}, {900_000_000, 85}}
-	var peers strings.Builder
-	for r := range hosts {
-		fmt.Fprintf(&peers, "    %d: \"10.233.0.%d:7400\"\n", r, r+1)
-	}
-	outs := make([]*agentOut, len(hosts))
-	cmds := make([]*exec.Cmd, len(hosts))
-	var readers sync.WaitGroup
-	for r, h := range hosts {
-		rdir := filepath.Join(dir, strconv.Itoa(r))
-		if err := os.MkdirAll(rdir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cfg := writeConfig(t, rdir, fmt.Sprintf(`host: node%d
-paths: {runtime_dir: %s}
-clock: {interval: 200ms}
-phc: {enabled: false}
-output: {stdout: true}
-spool: {enabled: false}
-self_metrics: {interval: 1s}
-marker: {enabled: true, socket: marker.sock, interval: 200ms}
-hca:
-  enabled: true
-  rank: %d
-  key_file: %s
-  fitpoints: 10
-  spacing: 50ms
-  interval: 200ms
-  test_clock: {offset: %dns, drift_ppm: %g}
-  peers:
-%s`, r, rdir, r, key, clocks[r].offsetNS, clocks[r].driftPPM, peers.String()))
-		argv := append(append(append([]string{}, prefix...), bin), "run", "--config", cfg, "--duration", "90s")
-		cmd := h.Command(argv[0], argv[1:]...)
-		cmd.Dir = rdir
-		cmd.Stderr = &logWriter{t: t, prefix: fmt.Sprintf("[agent %d] ", r)}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds[r], outs[r] = cmd, &agentOut{}
-		readers.Add(1)
-		go func(o *agentOut) {
-			defer readers.Done()
-			sc := bufio.NewScanner(stdout)
-			sc.Buffer(make([]byte, 1<<20), 1<<20)
-			for sc.Scan() {
-				o.mu.Lock()
-				o.lines = append(o.lines, sc.Text())
-				o.mu.Unlock()
-			}
-		}(outs[r])
-	}
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		for _, c := range cmds {
-			c.Process.Signal(syscall.SIGTERM)
-		}
-		for r, c := range cmds {
-			if err := c.Wait(); err != nil {
-				t.Errorf("agent %d: %v", r, err)
-			}
-		}
-		readers.Wait()
-	}
-	t.Cleanup(stop)
+	hosts, dir, outs, stop := startHCAAgents(t, clocks)
 
-	// Every other rank ships the model rank 0 gave it.
-	deadline := time.Now().Add(60 * time.Second)
-	for r := 1; r < len(hosts); r++ {
-		for !outs[r].has("hca_model,") {
-			if time.Now().After(deadline) {
-				t.Fatalf("rank %d got no model within 60 s", r)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+	waitHCAModels(t, outs)
 	// `monagent status` on rank 0, which judges nothing (it is the global
 	// timeline): it says so and exits 0 (before: "enable a judge", exit 1).
 	sargv := append(append(append([]string{}, prefix...), bin), "status", "--url", "http://"+agent0HTTP)
@@ -267,4 +178,113 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		w.t.Log(w.prefix + l)
 	}
 	return len(p), nil
+}
+
+// startHCAAgents starts one agent per clock, each in its own network
+// namespace on one bridge with its virtual clock (hca.test_clock; a zero
+// clock: none, MONOTONIC_RAW itself), running HCA over authenticated UDP
+// for 90 s with markers on, its runtime directory dir/<rank>. stop (also a
+// cleanup) stops them all once and waits for their output.
+func startHCAAgents(t *testing.T, clocks []hcaTestClock) (hosts []*testbed.Host, dir string, outs []*agentOut, stop func()) {
+	t.Helper()
+	testbed.RequireRoot(t)
+	if len(prefix) > 0 {
+		t.Skip("network namespaces and agent processes: not under qemu user emulation")
+	}
+	hosts = testbed.NewBridge(t, len(clocks))
+	dir = t.TempDir()
+	key := filepath.Join(dir, "hca.key")
+	if err := os.WriteFile(key, []byte("9f1c2e7a5b3d4c6e8f0a1b2c3d4e5f60718293a4b5c6d7e8\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var peers strings.Builder
+	for r := range hosts {
+		fmt.Fprintf(&peers, "    %d: \"10.233.0.%d:7400\"\n", r, r+1)
+	}
+	outs = make([]*agentOut, len(hosts))
+	cmds := make([]*exec.Cmd, len(hosts))
+	var readers sync.WaitGroup
+	for r, h := range hosts {
+		rdir := filepath.Join(dir, strconv.Itoa(r))
+		if err := os.MkdirAll(rdir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tc := ""
+		if clocks[r] != (hcaTestClock{}) { // none: rank 0's clock is MONOTONIC_RAW itself
+			tc = fmt.Sprintf("  test_clock: {offset: %dns, drift_ppm: %g}\n", clocks[r].offsetNS, clocks[r].driftPPM)
+		}
+		cfg := writeConfig(t, rdir, fmt.Sprintf(`host: node%d
+paths: {runtime_dir: %s}
+clock: {interval: 200ms}
+phc: {enabled: false}
+output: {stdout: true}
+spool: {enabled: false}
+self_metrics: {interval: 1s}
+marker: {enabled: true, socket: marker.sock, interval: 200ms}
+hca:
+  enabled: true
+  rank: %d
+  key_file: %s
+  fitpoints: 10
+  spacing: 50ms
+  interval: 200ms
+%s  peers:
+%s`, r, rdir, r, key, tc, peers.String()))
+		argv := append(append(append([]string{}, prefix...), bin), "run", "--config", cfg, "--duration", "90s")
+		cmd := h.Command(argv[0], argv[1:]...)
+		cmd.Dir = rdir
+		cmd.Stderr = &logWriter{t: t, prefix: fmt.Sprintf("[agent %d] ", r)}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[r], outs[r] = cmd, &agentOut{}
+		readers.Add(1)
+		go func(o *agentOut) {
+			defer readers.Done()
+			sc := bufio.NewScanner(stdout)
+			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			for sc.Scan() {
+				o.mu.Lock()
+				o.lines = append(o.lines, sc.Text())
+				o.mu.Unlock()
+			}
+		}(outs[r])
+	}
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		for _, c := range cmds {
+			c.Process.Signal(syscall.SIGTERM)
+		}
+		for r, c := range cmds {
+			if err := c.Wait(); err != nil {
+				t.Errorf("agent %d: %v", r, err)
+			}
+		}
+		readers.Wait()
+	}
+	t.Cleanup(stop)
+	return hosts, dir, outs, stop
+}
+
+// waitHCAModels waits (60 s at most) until every other rank ships the
+// model rank 0 gave it.
+func waitHCAModels(t *testing.T, outs []*agentOut) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for r := 1; r < len(outs); r++ {
+		for !outs[r].has("hca_model,") {
+			if time.Now().After(deadline) {
+				t.Fatalf("rank %d got no model within 60 s", r)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }

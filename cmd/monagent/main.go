@@ -42,6 +42,7 @@ func commands() []subcommand {
 		{"report", "--measurement M --field F [flags]", "statistics of an offset series (mean, σ, percentiles, drift, ADEV/MDEV/TDEV/MTIE) from the spool, a line-protocol file or InfluxDB; tables and plots", func() *flag.FlagSet { fs, _ := reportFlags(); return fs }, reportCmd},
 		{"hca", "sim [flags]", "simulate or run (--transport udp) the HCA clock synchronisation between N agents and report each model's true error", func() *flag.FlagSet { fs, _ := hcaFlags(); return fs }, hcaCmd},
 		{"status", "[--config FILE | --url URL] [--json] [--watch D]", "the running agent's judged clocks: state, since when, offset, error bound, last sample; exit 0 all LOCKED, 1 some not LOCKED (a clock disputed, a falseticker named), 3 no monagent answered, 2 usage", func() *flag.FlagSet { fs, _ := statusFlags(); return fs }, statusCmd},
+		{"time", "[--config FILE | --path P] [--clock NAME] [--json] [--watch D]", "the true time from the agent's time API: the interval, its width and state; exit 0 LOCKED or HOLDOVER, 1 FREERUN or UNKNOWN, 3 void, 4 no segment or clock, 5 malformed, 2 usage", func() *flag.FlagSet { fs, _ := timeFlags(); return fs }, timeCmd},
 		{"version", "", "print the version", func() *flag.FlagSet { return flag.NewFlagSet("version", flag.ContinueOnError) }, versionCmd},
 	}
 }

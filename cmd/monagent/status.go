@@ -28,9 +28,15 @@ func statusFlags() (*flag.FlagSet, *statusOpts) {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.StringVar(&o.config, "config", "", "the running agent's configuration `FILE` (its http.listen is asked)")
 	fs.StringVar(&o.url, "url", "", "the agent's endpoint `URL`, e.g. http://boarda:9469 (without it or --config: http://"+agent.DefaultHTTPListen+")")
-	fs.BoolVar(&o.json, "json", false, "print the /status document as JSON")
-	fs.DurationVar(&o.watch, "watch", 0, "print again every `DURATION` until interrupted")
+	lookFlags(fs, &o.json, &o.watch, "print the /status document as JSON")
 	return fs, &o
+}
+
+// lookFlags are the --json and --watch of a command that looks at the
+// agent (status, time).
+func lookFlags(fs *flag.FlagSet, asJSON *bool, watch *time.Duration, jsonUsage string) {
+	fs.BoolVar(asJSON, "json", false, jsonUsage)
+	fs.DurationVar(watch, "watch", 0, "print again every `DURATION` until interrupted")
 }
 
 // The exit codes of `monagent status`, as a monitoring plugin's (Nagios,

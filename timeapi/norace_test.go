@@ -1,0 +1,5 @@
+//go:build !race
+
+package timeapi
+
+const raceEnabled = false
