@@ -126,7 +126,6 @@ var (
 	ErrVoid           = errors.New("time section void")              // the writer stopped updating it
 	ErrUnknownClock   = errors.New("time segment has no such clock")
 	ErrStepped        = errors.New("REALTIME stepped around the stamp") // Past cannot tell which side of a step the stamp is on
-	ErrClosed         = errors.New("time segment closed")
 )
 
 // Codes are the numbers the C reader returns for the errors (negated).

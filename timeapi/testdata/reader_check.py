@@ -31,3 +31,15 @@ for what, f in (("after", r.after), ("before", r.before)):
     except monagent_time.Error as err:
         print(what, err.code)
 print("clocks", ",".join(r.clocks()))
+try:
+    n = 20000
+    t0 = time.perf_counter_ns()
+    for _ in range(n):
+        time.clock_gettime_ns(time.CLOCK_REALTIME)
+    t1 = time.perf_counter_ns()
+    for _ in range(n):
+        r.now("system")
+    t2 = time.perf_counter_ns()
+    print("cost", 0, (t1 - t0) // n, (t2 - t1) // n, "ns")
+except monagent_time.Error as err:
+    print("cost", err.code)
