@@ -14,8 +14,8 @@
 // answer is decoded chunk by chunk). When every input is an InfluxDB, Run
 // (without an HTML page or a correlation) first asks for the groups, a
 // count of the field GROUP BY the Query.GroupBy tags (none: every tag), and
-// then reads, computes and lets go of one group at a time (groups.go): it
-// holds one series' points, not the fleet's. Only the records of Query.Measurement
+// then reads, computes and lets go of a batch of groups at a time
+// (groups.go): it holds a few series' points, not the fleet's. Only the records of Query.Measurement
 // carrying Query.Field are used. Line protocol has no syntax for NaN or
 // infinity: such lines, like any malformed line, are skipped and counted
 // (Counts.Malformed), the first one named with its line number. Run reads

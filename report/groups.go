@@ -13,10 +13,11 @@ import (
 
 // An InfluxDB answer of a fleet (100 boards × 1 day at 1 Hz: 8.64 M points)
 // held whole is 8.64 M × (time, value, tag set) = 173 MB before the slack of
-// growing slices and the garbage collector's headroom double it. Read one
-// group (one series of the report: a value of the --group-by tags) at a
-// time instead, its statistics computed before the next group is read, and
-// the report holds one group's points, not the fleet's.
+// growing slices and the garbage collector's headroom double it (360 MiB
+// RSS). Read the groups (a group is one series of the report: a value of
+// the --group-by tags) a batch at a time instead, their statistics computed
+// before the next batch is read: the report holds a batch's points (at most
+// batchPoints, or one group larger than that), not the fleet's.
 
 // influxGroup is one group of the records InfluxDB holds: the values of the
 // group-by tags ("" where a record lacks the tag) and how many records.
@@ -27,7 +28,7 @@ type influxGroup struct {
 
 func (g influxGroup) key() string { return string(appendKey(nil, g.tags)) }
 
-// byGroup reports whether Run reads in one group at a time: every input an
+// byGroup reports whether Run reads a batch of groups at a time: every input an
 // InfluxDB and nothing that needs all the series at the end (an HTML page,
 // a correlation, which reads the input again).
 func byGroup(in Input, q Query, o RunOptions) bool {
@@ -53,7 +54,7 @@ func influxGroupsQL(q Query) string {
 		}
 		group = strings.Join(keys, ",")
 	}
-	return fmt.Sprintf("SELECT count(%s) FROM %s%s GROUP BY %s", quoteIdent(q.Field), quoteIdent(q.Measurement), influxWhere(q, nil), group)
+	return fmt.Sprintf("SELECT count(%s) FROM %s%s GROUP BY %s", quoteIdent(q.Field), quoteIdent(q.Measurement), influxWhere(q, ""), group)
 }
 
 // influxGroups asks each input for the groups of q's records, merged, in
@@ -104,10 +105,53 @@ func influxGroups(ctx context.Context, in Input, q Query) ([]influxGroup, error)
 	return groups, nil
 }
 
-// runByGroup is Run over InfluxDB inputs one group at a time: each group's
-// records are read from every input (merged, as read merges them), its
-// series computed and plotted and then let go; the report is written once
-// all are done, as Run writes it.
+// Batches of groups: a query per group costs milliseconds of influxd's
+// time, so small groups are asked for together, up to batchPoints records
+// (about 5 MiB held) and batchCond bytes of conditions (the statement goes
+// in the URL); a group larger than batchPoints is a batch of its own.
+var (
+	batchPoints int64 = 1 << 18
+	batchCond         = 32 << 10
+)
+
+// batch is consecutive groups read with one query.
+type batch struct {
+	groups []influxGroup
+	n      int64
+	cond   string // InfluxQL: (g1) OR (g2) ...
+}
+
+// batches packs the groups, in order, into batches.
+func batches(groups []influxGroup) []batch {
+	var out []batch
+	for _, g := range groups {
+		conds := make([]string, len(g.tags))
+		for i, t := range g.tags {
+			conds[i] = tagCond(t)
+		}
+		c := "(" + strings.Join(conds, " AND ") + ")"
+		if len(g.tags) == 0 {
+			c = ""
+		}
+		if k := len(out) - 1; k >= 0 && out[k].cond != "" && c != "" && out[k].n+g.n <= batchPoints && len(out[k].cond)+len(c) <= batchCond {
+			b := &out[k]
+			b.groups, b.n, b.cond = append(b.groups, g), b.n+g.n, b.cond+" OR "+c
+			continue
+		}
+		out = append(out, batch{groups: []influxGroup{g}, n: g.n, cond: c})
+	}
+	for i := range out {
+		if len(out[i].groups) > 1 {
+			out[i].cond = "(" + out[i].cond + ")"
+		}
+	}
+	return out
+}
+
+// runByGroup is Run over InfluxDB inputs a batch of groups at a time: each
+// batch's records are read from every input (merged, as read merges them),
+// its series computed and plotted and then let go; the report is written
+// once all are done, as Run writes it.
 func runByGroup(ctx context.Context, in Input, q Query, o RunOptions, out, errw io.Writer) error {
 	began := time.Now()
 	groups, err := influxGroups(ctx, in, q)
@@ -115,17 +159,27 @@ func runByGroup(ctx context.Context, in Input, q Query, o RunOptions, out, errw 
 		return err
 	}
 	source := strings.Join(in.Paths, ", ")
+	bs := batches(groups)
 	var (
 		rs    []*Result
 		prev  *Collector
 		plots int
 	)
-	for _, g := range groups {
+	for _, b := range bs {
 		c, err := NewCollector(q)
 		if err != nil {
 			return err
 		}
-		c.Progress, c.capHint = errw, g.n
+		c.Progress, c.sizes = errw, map[string]int64{}
+		for _, g := range b.groups {
+			var set []Tag // the series' key: the tags a record has
+			for _, t := range g.tags {
+				if t.Value != "" {
+					set = append(set, t)
+				}
+			}
+			c.sizes[string(appendKey(nil, set))] = g.n
+		}
 		if prev != nil {
 			c.Counts, c.start, c.last = prev.Counts, prev.start, prev.last // one count and one progress for the run
 		}
@@ -134,13 +188,13 @@ func runByGroup(ctx context.Context, in Input, q Query, o RunOptions, out, errw 
 			inf := in.Influx
 			inf.URL = p
 			c.Source = p
-			if err := c.readInflux(ctx, inf, g.tags); err != nil {
+			if err := c.readInflux(ctx, inf, b.cond); err != nil {
 				return err
 			}
 		}
 		series, err := c.Finish()
 		if errors.Is(err, ErrNoData) {
-			continue // a group of records set aside; counted
+			continue // groups of records set aside; counted
 		} else if err != nil {
 			return fmt.Errorf("%s: %w", source, err)
 		}
@@ -170,7 +224,7 @@ func runByGroup(ctx context.Context, in Input, q Query, o RunOptions, out, errw 
 		return fmt.Errorf("%s: %w: %s", source, ErrNoData, prev.describe())
 	}
 	if d := time.Since(began); d > time.Second {
-		fmt.Fprintf(errw, "read %d records from %s in %s, %d groups one at a time\n", prev.Counts.Records, source, d.Round(time.Millisecond), len(groups))
+		fmt.Fprintf(errw, "read %d records from %s in %s: %d groups in %d queries\n", prev.Counts.Records, source, d.Round(time.Millisecond), len(groups), len(bs))
 	}
 	if s := prev.Counts.Skipped(); s != "" {
 		fmt.Fprintf(errw, "report: skipped %s\n", s)

@@ -75,7 +75,8 @@ func TestRealInfluxd(t *testing.T) {
 	}
 }
 
-// Issue 38 item 6: Run over InfluxDB reads one group at a time (runByGroup);
+// Issue 38 item 6: Run over InfluxDB reads a batch of groups at a time
+// (runByGroup);
 // its report is the report of the same lines read whole, whether a group is
 // one tag set, several (a host's two ports, grouped by host) or the records
 // lacking a group-by tag (host=""), and with a --where and time bounds.
@@ -96,6 +97,7 @@ func TestRunByGroupAsReadWhole(t *testing.T) {
 	if st, body := in.Write("mon/autogen", lp.String()); st != http.StatusNoContent {
 		t.Fatalf("write: HTTP %d: %s", st, body)
 	}
+	defaultBatch := batchPoints
 	file := filepath.Join(t.TempDir(), "all.lp")
 	os.WriteFile(file, []byte(lp.String()), 0o644)
 	for _, q := range []Query{
@@ -116,7 +118,17 @@ func TestRunByGroupAsReadWhole(t *testing.T) {
 		if !byGroup(Input{Paths: []string{in.URL}}, q, o) {
 			t.Fatalf("%+v: not read by group", q)
 		}
-		grouped, gerr := report(in.URL, o)
+		// Every group in one query, two in a query, each alone.
+		var grouped, gerr string
+		for _, n := range []int64{1 << 20, 450, 1} {
+			batchPoints = n
+			g, e := report(in.URL, o)
+			if grouped != "" && g != grouped {
+				t.Errorf("group by %v where %v: batches of %d points give\n%.1500s%s\nnot\n%.1500s", q.GroupBy, q.Where, n, g, e, grouped)
+			}
+			grouped, gerr = g, e
+		}
+		batchPoints = defaultBatch
 		// InfluxDB's answer read whole, as Run read it before.
 		var held strings.Builder
 		series, err := read(context.Background(), Input{Paths: []string{in.URL}, Influx: Influx{Bucket: "mon/autogen"}}, q, io.Discard)

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -167,11 +166,11 @@ type Influx struct {
 }
 
 // InfluxQL returns the statement ReadInflux sends for q.
-func InfluxQL(q Query) string { return influxQL(q, nil) }
+func InfluxQL(q Query) string { return influxQL(q, "") }
 
-// influxQL is InfluxQL with the extra tag conditions also (a group of
-// readByGroup; an empty value selects the points without the tag).
-func influxQL(q Query, extra []Tag) string {
+// influxQL is InfluxQL with the extra condition also (groups of
+// runByGroup).
+func influxQL(q Query, extra string) string {
 	var b strings.Builder
 	if q.Field == "" { // TimeValue: any record of the measurement
 		fmt.Fprintf(&b, "SELECT * FROM %s", quoteIdent(q.Measurement))
@@ -183,8 +182,9 @@ func influxQL(q Query, extra []Tag) string {
 	return b.String()
 }
 
-// influxWhere is the WHERE clause of q's time bounds, its tags and extra.
-func influxWhere(q Query, extra []Tag) string {
+// influxWhere is the WHERE clause of q's time bounds, its tags and the
+// extra condition.
+func influxWhere(q Query, extra string) string {
 	var conds []string
 	if q.Start != 0 {
 		conds = append(conds, fmt.Sprintf("time >= %d", q.Start))
@@ -192,13 +192,22 @@ func influxWhere(q Query, extra []Tag) string {
 	if q.Stop != 0 {
 		conds = append(conds, fmt.Sprintf("time <= %d", q.Stop))
 	}
-	for _, w := range append(slices.Clone(q.Where), extra...) {
-		conds = append(conds, fmt.Sprintf("%s = '%s'", quoteIdent(w.Key), strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(w.Value)))
+	for _, w := range q.Where {
+		conds = append(conds, tagCond(w))
+	}
+	if extra != "" {
+		conds = append(conds, extra)
 	}
 	if len(conds) == 0 {
 		return ""
 	}
 	return " WHERE " + strings.Join(conds, " AND ")
+}
+
+// tagCond is the InfluxQL condition that tag t.Key is t.Value (empty: the
+// point lacks the tag).
+func tagCond(t Tag) string {
+	return fmt.Sprintf("%s = '%s'", quoteIdent(t.Key), strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(t.Value))
 }
 
 func quoteIdent(s string) string {
@@ -222,11 +231,12 @@ type influxResponse struct {
 // ReadInflux queries InfluxDB for the selected records (times as epoch ns).
 // Any HTTP or query error fails with one message naming the server.
 func (c *Collector) ReadInflux(ctx context.Context, in Influx) error {
-	return c.readInflux(ctx, in, nil)
+	return c.readInflux(ctx, in, "")
 }
 
-// readInflux is ReadInflux of the records that also carry the extra tags.
-func (c *Collector) readInflux(ctx context.Context, in Influx, extra []Tag) error {
+// readInflux is ReadInflux of the records that also meet the extra
+// InfluxQL condition ("" for none).
+func (c *Collector) readInflux(ctx context.Context, in Influx, extra string) error {
 	return influxQuery(ctx, in, influxQL(c.q, extra), func(r *influxResponse) error { return c.addInflux(in.URL, r) })
 }
 

@@ -213,10 +213,11 @@ func peakHeap(fn func()) (peak uint64) {
 // Issue 38 item 6: 'report --input' an InfluxDB holding a fleet, written
 // through the agent's shipper into a real influxd 1.8, gives each host's
 // statistics in one call, equal to those of the points written and to the
-// report of the same points as a file, and it holds one host's points at a
-// time: its peak heap does not grow with the number of boards (10 and 100
-// boards × 2 h at 1 Hz, 72,000 and 720,000 points). The full size, 100
-// boards × 1 day, is TestFleetReportFullSize.
+// report of the same points as a file, and it holds a batch of hosts'
+// points at a time (2^18 points: 36 of these hosts): its peak heap does not
+// grow with the number of boards (40 and 100 boards × 2 h at 1 Hz, 288,000
+// and 720,000 points; both fill a batch). The full size, 100 boards × 1 day,
+// is TestFleetReportFullSize.
 func TestFleetReportPerHost(t *testing.T) {
 	in := testbed.StartInfluxd(t, "fleet")
 	t0 := time.Now().Add(-3 * time.Hour).Truncate(time.Second).UnixNano()
@@ -226,7 +227,7 @@ func TestFleetReportPerHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	lp := bufio.NewWriter(lpFile)
-	small := &fleet{name: "a", boards: 10, secs: 7200, t0: t0}
+	small := &fleet{name: "a", boards: 40, secs: 7200, t0: t0}
 	big := &fleet{name: "b", boards: 100, secs: 7200, t0: t0}
 	shipFleet(t, in.URL, "fleet", small, lp)
 	lp.Flush()
@@ -264,8 +265,8 @@ func TestFleetReportPerHost(t *testing.T) {
 	smallJSON := len(fromInflux)
 	fromInflux, peakBig := rep(big, in.URL)
 	checkPerHost(t, big, fromInflux)
-	// Held whole, the 648,000 more points of the big fleet take 16 bytes
-	// each at least (time and value): 10.4 MB more. One host at a time, the
+	// Held whole, the 432,000 more points of the big fleet take 16 bytes
+	// each at least (time and value): 6.9 MB more. A batch at a time, the
 	// peak grows by the results only, which the report's JSON measures
 	// (the encoder holds it twice, marshalled and indented, in buffers
 	// grown by doubling), and noise.
