@@ -106,6 +106,9 @@ type Collector struct {
 	setKeys []string
 
 	firstMalformed string
+	// sizes, when known, are how many records a new series will hold, by
+	// its key: its slices are made that large at once, not grown.
+	sizes map[string]int64
 
 	// Progress, when set, receives a line "read N records from Source..."
 	// about every second once reading has taken longer than one.
@@ -194,6 +197,9 @@ func (c *Collector) Add(tags []Tag, hasField bool, v Value, t int64, hasTime boo
 	s := c.series[string(c.key)]
 	if s == nil {
 		s = &Series{Tags: slices.Clone(c.sel)}
+		if n := int(min(c.sizes[string(c.key)], 1<<26)); n > 0 {
+			s.T, s.X, s.set = make([]int64, 0, n), make([]int64, 0, n), make([]int32, 0, n)
+		}
 		for _, tg := range tags {
 			if slices.Contains(domainTags, tg.Key) && !slices.ContainsFunc(s.Tags, func(x Tag) bool { return x.Key == tg.Key }) {
 				s.domain = append(s.domain, tg)

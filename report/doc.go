@@ -11,7 +11,11 @@
 // protocol, or from InfluxDB 1.8's /query endpoint (InfluxQL,
 // SELECT "field" FROM "measurement" WHERE time >= start AND time <= stop
 // [AND "tag" = 'value'] GROUP BY *, with epoch=ns and chunked=true, so the
-// answer is decoded chunk by chunk). Only the records of Query.Measurement
+// answer is decoded chunk by chunk). When every input is an InfluxDB, Run
+// (without an HTML page or a correlation) first asks for the groups, a
+// count of the field GROUP BY the Query.GroupBy tags (none: every tag), and
+// then reads, computes and lets go of a batch of groups at a time
+// (groups.go): it holds a few series' points, not the fleet's. Only the records of Query.Measurement
 // carrying Query.Field are used. Line protocol has no syntax for NaN or
 // infinity: such lines, like any malformed line, are skipped and counted
 // (Counts.Malformed), the first one named with its line number. Run reads

@@ -166,13 +166,25 @@ type Influx struct {
 }
 
 // InfluxQL returns the statement ReadInflux sends for q.
-func InfluxQL(q Query) string {
+func InfluxQL(q Query) string { return influxQL(q, "") }
+
+// influxQL is InfluxQL with the extra condition also (groups of
+// runByGroup).
+func influxQL(q Query, extra string) string {
 	var b strings.Builder
 	if q.Field == "" { // TimeValue: any record of the measurement
 		fmt.Fprintf(&b, "SELECT * FROM %s", quoteIdent(q.Measurement))
 	} else {
 		fmt.Fprintf(&b, "SELECT %s FROM %s", quoteIdent(q.Field), quoteIdent(q.Measurement))
 	}
+	b.WriteString(influxWhere(q, extra))
+	b.WriteString(" GROUP BY *") // the whole tag set: grouped here, as for files
+	return b.String()
+}
+
+// influxWhere is the WHERE clause of q's time bounds, its tags and the
+// extra condition.
+func influxWhere(q Query, extra string) string {
 	var conds []string
 	if q.Start != 0 {
 		conds = append(conds, fmt.Sprintf("time >= %d", q.Start))
@@ -181,13 +193,21 @@ func InfluxQL(q Query) string {
 		conds = append(conds, fmt.Sprintf("time <= %d", q.Stop))
 	}
 	for _, w := range q.Where {
-		conds = append(conds, fmt.Sprintf("%s = '%s'", quoteIdent(w.Key), strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(w.Value)))
+		conds = append(conds, tagCond(w))
 	}
-	if len(conds) > 0 {
-		b.WriteString(" WHERE " + strings.Join(conds, " AND "))
+	if extra != "" {
+		conds = append(conds, extra)
 	}
-	b.WriteString(" GROUP BY *") // the whole tag set: grouped here, as for files
-	return b.String()
+	if len(conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(conds, " AND ")
+}
+
+// tagCond is the InfluxQL condition that tag t.Key is t.Value (empty: the
+// point lacks the tag).
+func tagCond(t Tag) string {
+	return fmt.Sprintf("%s = '%s'", quoteIdent(t.Key), strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(t.Value))
 }
 
 func quoteIdent(s string) string {
@@ -211,6 +231,20 @@ type influxResponse struct {
 // ReadInflux queries InfluxDB for the selected records (times as epoch ns).
 // Any HTTP or query error fails with one message naming the server.
 func (c *Collector) ReadInflux(ctx context.Context, in Influx) error {
+	return c.readInflux(ctx, in, "")
+}
+
+// readInflux is ReadInflux of the records that also meet the extra
+// InfluxQL condition ("" for none).
+func (c *Collector) readInflux(ctx context.Context, in Influx, extra string) error {
+	return influxQuery(ctx, in, influxQL(c.q, extra), func(r *influxResponse) error { return c.addInflux(in.URL, r) })
+}
+
+// influxQuery sends stmt to InfluxDB's /query and hands each chunk of the
+// answer to fn: chunked, the server streams JSON objects of at most
+// chunk_size rows, decoded one at a time, so a large answer is never held
+// whole.
+func influxQuery(ctx context.Context, in Influx, stmt string, fn func(*influxResponse) error) error {
 	u, err := url.Parse(in.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("influxdb url %q: want http(s)://host:port", in.URL)
@@ -219,9 +253,7 @@ func (c *Collector) ReadInflux(ctx context.Context, in Influx) error {
 	if db == "" {
 		return errors.New("influxdb: --bucket db/rp is required")
 	}
-	// chunked: the server streams JSON objects of at most chunk_size rows,
-	// decoded one at a time, so a large answer is never held whole.
-	v := url.Values{"db": {db}, "q": {InfluxQL(c.q)}, "epoch": {"ns"}, "chunked": {"true"}, "chunk_size": {"10000"}}
+	v := url.Values{"db": {db}, "q": {stmt}, "epoch": {"ns"}, "chunked": {"true"}, "chunk_size": {"10000"}}
 	if rp != "" {
 		v.Set("rp", rp)
 	}
@@ -265,7 +297,7 @@ func (c *Collector) ReadInflux(ctx context.Context, in Influx) error {
 		} else if err != nil {
 			return fmt.Errorf("influxdb %s: decoding the response: %w", in.URL, err)
 		}
-		if err := c.addInflux(in.URL, &r); err != nil {
+		if err := fn(&r); err != nil {
 			return err
 		}
 	}

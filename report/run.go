@@ -51,6 +51,9 @@ func Run(ctx context.Context, in Input, q Query, o RunOptions, out, errw io.Writ
 	if o.Traffic {
 		return RunTraffic(ctx, in, q, o.Format, out, errw)
 	}
+	if byGroup(in, q, o) {
+		return runByGroup(ctx, in, q, o, out, errw)
+	}
 	if o.Correlate != nil {
 		if err := in.rereadable(); err != nil {
 			return err

@@ -45,7 +45,7 @@ func TestCLITopLevelHelp(t *testing.T) {
 		wantFlags(t, stdout, runFS)
 		wantFlags(t, stdout, probeFS)
 		for _, want := range []string{"monagent run --config FILE", "monagent probe", "monagent config check FILE...",
-			"monagent spool replay-deadletter|stats --config FILE [--dry-run]", "--dry-run ", "monagent version", "exit codes:"} {
+			"monagent spool replay-deadletter|stats|export --config FILE [flags]", "--dry-run ", "monagent version", "exit codes:"} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("%v: usage lacks %q:\n%s", args, want, stdout)
 			}

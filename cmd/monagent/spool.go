@@ -1,11 +1,9 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,19 +14,20 @@ import (
 	"github.com/monagent/monagent/sink/spool"
 )
 
-const spoolUsage = "spool: want 'spool replay-deadletter --config FILE [--dry-run]' or 'spool stats --config FILE'"
+const spoolUsage = "spool: want 'spool replay-deadletter --config FILE [--dry-run]', 'spool stats --config FILE' or 'spool export [--config FILE] [--start T] [--stop T] [--measurement M] [--output FILE]'"
 
 // spoolFlags are the spool subcommands' flags.
-func spoolFlags() (fs *flag.FlagSet, config *string, dry *bool) {
+func spoolFlags() (fs *flag.FlagSet, config *string, dry *bool, ex *exportOpts) {
 	fs = flag.NewFlagSet("spool", flag.ContinueOnError)
-	config = fs.String("config", "", "the agent's configuration `FILE` (spool and influx sections)")
+	config = fs.String("config", "", "the agent's configuration `FILE` (spool and influx sections; export without it: ./data/spool)")
 	dry = fs.Bool("dry-run", false, "count the lines without queueing them (replay-deadletter)")
-	return fs, config, dry
+	ex = exportFlags(fs)
+	return fs, config, dry, ex
 }
 
-// spoolCmd handles 'monagent spool replay-deadletter|stats --config FILE'.
+// spoolCmd handles 'monagent spool replay-deadletter|stats|export'.
 func spoolCmd(args []string) error {
-	fs, config, dry := spoolFlags()
+	fs, config, dry, ex := spoolFlags()
 	if len(args) == 0 {
 		return usageError(spoolUsage)
 	}
@@ -40,6 +39,12 @@ func spoolCmd(args []string) error {
 	}
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
+	}
+	if err := ex.onlyFor(fs, args[0]); err != nil {
+		return err
+	}
+	if args[0] == "export" {
+		return ex.run(*config)
 	}
 	if *config == "" {
 		return usageError("spool: --config FILE is required (see 'monagent spool --help')")
@@ -111,10 +116,8 @@ func spoolStats(w io.Writer, path string) error {
 	if err != nil {
 		return err
 	}
-	if err := spool.IsDir(cfg.Spool.Dir); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w (has the agent run with this configuration? a relative spool.dir is from its working directory)", err)
-	} else if err != nil {
-		return fmt.Errorf("%s: spool.dir: %w", path, err)
+	if err := spoolDir(cfg.Spool.Dir, path); err != nil {
+		return err
 	}
 	st, err := spool.ReadDir(cfg.Spool.Dir, nil)
 	if err != nil {
