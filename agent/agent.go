@@ -120,10 +120,8 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 	if cfg.HCA.Enabled {
 		env.Global = newGlobal(cfg.HCA)
 	}
-	if a.judges.pub, err = openTimePub(&a.cfg, env.Global, log); err != nil {
-		// The measurements go on without the time API.
-		log.Error("time API off", "err", err)
-	}
+	var pubErr error
+	a.judges.pub, pubErr = openTimePub(&a.cfg, env.Global, log)
 	for _, sec := range sections() {
 		for _, k := range sec.sources {
 			if !k.enabled(&a.cfg) {
@@ -137,6 +135,12 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 			}
 			a.add(srcs...)
 		}
+	}
+	if pubErr != nil {
+		// The measurements go on without the time API (said once the
+		// configuration is known good: a configuration error is the
+		// one line a failed start prints).
+		log.Error("time API off", "err", pubErr)
 	}
 	return a, nil
 }

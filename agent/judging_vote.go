@@ -36,6 +36,7 @@ type crossCheck struct {
 	refs        []vote.Ref
 	res         vote.Result
 	voted       bool
+	votedNS     int64 // the last vote's now (REALTIME)
 }
 
 // voteClock is the clock whose vote the judged clock (clock, source) is
@@ -95,7 +96,7 @@ func (c *crossCheck) vote(b adder, now judge.Instant) {
 		c.refs = append(c.refs, vote.FromView(m.j.ViewAt(now)))
 	}
 	c.voter.Vote(now.RealNS, c.refs, &c.res)
-	c.voted = true
+	c.voted, c.votedNS = true, now.RealNS
 	c.publish()
 	for i := range c.res.Refs {
 		if o := &c.res.Refs[i]; o.Changed {
@@ -159,6 +160,7 @@ func (c *crossCheck) combined(agrees map[[2]string]*bool) status.Combined {
 		out.Vote = vote.None.String()
 		return out
 	}
+	out.VotedNS = c.votedNS
 	if r.Valid {
 		out.OffsetNS, out.ErrorBoundNS, out.HalfWidthNS = r.OffsetNS, r.BoundNS, r.HalfWidthNS
 	}

@@ -142,6 +142,11 @@ func TestCrossCheckThreeAgree(t *testing.T) {
 				t.Fatalf("combined %+v: want agreed, a bound covering 0", c)
 			}
 			for _, k := range d.Clocks {
+				if c.VotedNS < k.LastSampleNS || c.VotedNS > d.TimeNS {
+					t.Fatalf("voted_ns %d: before %s's last sample %d, or after the document's time %d", c.VotedNS, k.Source, k.LastSampleNS, d.TimeNS)
+				}
+			}
+			for _, k := range d.Clocks {
 				if k.State == "LOCKED" && c.ErrorBoundNS > k.ErrorBoundNS {
 					t.Fatalf("combined bound %d over %s's %d", c.ErrorBoundNS, k.Source, k.ErrorBoundNS)
 				}

@@ -47,6 +47,11 @@ type Combined struct {
 	HalfWidthNS  int64 `json:"half_width_ns"`
 	// ThresholdNS is the clock's threshold: the smallest of its references'.
 	ThresholdNS int64 `json:"threshold_ns"`
+	// VotedNS is when the vote behind this answer was taken (REALTIME ns:
+	// the time of the sample or judge tick that took it; 0 before the
+	// first). A reference whose last_sample_ns is later brought a sample
+	// this answer does not hold yet: its vote follows at once.
+	VotedNS int64 `json:"voted_ns"`
 	// References is how many judged references the clock has, Voting how
 	// many voted (LOCKED or HOLDOVER), Agreeing how many are said to agree.
 	References int `json:"references"`

@@ -216,6 +216,14 @@ func (x *xcheckBed) status(asJSON bool) (int, status.Doc, string) {
 func majorityRight(d status.Doc, c status.Combined, slack float64) bool {
 	lo, hi := c.OffsetNS-c.HalfWidthNS, c.OffsetNS+c.HalfWidthNS
 	for _, r := range d.Clocks {
+		if r.Clock == c.Clock && r.LastSampleNS > c.VotedNS {
+			// A sample the answer does not hold yet (read between the
+			// judge's taking it and its vote): the entries and the
+			// answer are of two moments; say nothing.
+			return false
+		}
+	}
+	for _, r := range d.Clocks {
 		if r.Clock != c.Clock || r.State != "LOCKED" && r.State != "HOLDOVER" || r.ErrorBoundNS < 0 {
 			continue
 		}
