@@ -11,10 +11,12 @@ import (
 // master-to-slave delay of that frame; a Delay_Req's sm = t4 − t3 −
 // corrections is the slave-to-master delay minus the offset. A frame held up
 // (a busy CPU, a stalled virtual machine, a queue) only ever adds to its
-// figure, so each is tested against the recent minimum of its kind, as
-// NTP's delay test does (delayGate, with a one-sided spread). A flagged Sync is still reported, with
-// its raw offset, marked SyncOutlier; a flagged Delay_Req stays out of the
-// filtered path delay.
+// figure, so each is tested against the recent ones of its kind, as NTP's
+// delay test does (delayGate, with a one-sided spread): a Sync's ms against
+// the line through the window (it moves with the offset), a Delay_Req
+// exchange by its mean path delay ((ms + sm) / 2, in which the offset
+// cancels). A flagged Sync is still reported, with its raw offset, marked
+// SyncOutlier; a flagged exchange stays out of the filtered path delay.
 //
 // The filtered offset of a Sync is the least-squares line through the raw
 // offsets of the last FilterWindow unflagged Syncs (this one included when
@@ -136,12 +138,13 @@ func (f *filter) fit(t, sub int64) float64 {
 	return (sy - slope*sx) / n
 }
 
-// delay tests a Delay_Req exchange (sm its t4 − t3 − corrections, pathDelay
-// its mean path delay, syncFlagged whether its Sync was flagged) and adds
-// the delay to the filtered path delay when neither was flagged; it reports
-// whether the exchange was flagged.
-func (f *filter) delay(sm, pathDelay int64, syncFlagged bool, length int) bool {
-	out := f.delayGate.check(sm)
+// delay tests a Delay_Req exchange by its mean path delay (the offset
+// cancels in it, so a drifting clock does not move it; a frame of the
+// exchange held up raises it) and adds the delay to the filtered path delay
+// when neither it nor its Sync (syncFlagged) was flagged; it reports whether
+// the exchange was flagged.
+func (f *filter) delay(pathDelay int64, syncFlagged bool, length int) bool {
+	out := f.delayGate.check(pathDelay)
 	if out || syncFlagged {
 		return out
 	}

@@ -55,7 +55,7 @@ func TestFilterSettlesAndFollowsDrift(t *testing.T) {
 			t.Errorf("Sync %d: flagged %v", k, flagged)
 		}
 		sm := -offset + pathDelay + rng.Int64N(800)
-		f.delay(sm, (ms+sm)/2, flagged, length)
+		f.delay((ms+sm)/2, flagged, length)
 		off, _, ok := f.estimate(t2, length)
 		if k < length-1 && ok {
 			t.Fatalf("a filtered offset at Sync %d, before the delay filter holds %d delays", k, length)

@@ -74,7 +74,8 @@ type Exchange struct {
 	// SyncOutlier: this Sync's t2 − t1 − corrections rose far above the
 	// recent minimum (the probe's delay test, see filter.go); OffsetNS is
 	// reported all the same but is not to be trusted. DelayOutlier: the
-	// same of the latest Delay_Req's t4 − t3 − corrections; its delay is
+	// latest Delay_Req exchange's mean path delay rose far above the recent
+	// minimum (a frame of it held up); its delay is
 	// kept out of the filtered path delay (not out of PathDelayNS, which is
 	// ptp4l's).
 	SyncOutlier, DelayOutlier bool
@@ -491,7 +492,7 @@ func (s *Slave) General(b []byte, now time.Time) (*Exchange, error) {
 			// are still those of the latest delay in the filter.
 			return nil, s.count(rejectf(RejectSequence, "negative path delay %d ns", last.DelayNS))
 		}
-		last.DelayOutlier = s.filt.delay(t4-s.delay.t3-last.CorrDelayNS, last.DelayNS, ds.outlier, s.filterLength())
+		last.DelayOutlier = s.filt.delay(last.DelayNS, ds.outlier, s.filterLength())
 		s.last = last
 		s.addDelay(last.DelayNS)
 		return nil, nil
