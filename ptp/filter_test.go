@@ -3,6 +3,7 @@ package ptp
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // TestDelayGateFlagsOneSided: a figure far above the recent minimum is
@@ -76,5 +77,74 @@ func TestFilterSettlesAndFollowsDrift(t *testing.T) {
 	}
 	if fm < -150 || fm > 150 {
 		t.Errorf("filtered mean error %.0f ns: it lags the drift", fm)
+	}
+}
+
+// TestSlaveFlagsAHeldUpSyncAndSettles: a Slave measuring a master whose
+// frames take 6 us each way plus jitter. Each Sync is measured with its raw
+// offset as ptp4l computes it; the filtered offset is absent until the
+// filtered delay's filter holds DelayFilter delays, then present on every
+// Sync; a Sync held up by 30 us is flagged, still reported with its raw
+// offset, and leaves the filtered offset where it was.
+func TestSlaveFlagsAHeldUpSyncAndSettles(t *testing.T) {
+	s := &Slave{Port: us, DelayFilter: 10}
+	start := time.Unix(1_795_000_000, 0)
+	base := int64(1_795_000_000_000_000_000)
+	s.General(announce(gm, 128), start)
+	rng := rand.New(rand.NewPCG(5, 6))
+	const held = 40
+	settled := -1
+	for i := 0; i < 60; i++ {
+		now := start.Add(time.Duration(i) * time.Second)
+		if i%5 == 0 {
+			s.General(announce(gm, 128), now)
+		}
+		t1 := base + int64(i)*1e9
+		t2 := t1 + 6000 + rng.Int64N(400)
+		if i == held {
+			t2 += 30_000
+		}
+		if _, _, err := s.Event(syncMsg(gm, uint16(i), true, 0, 0), t2, now); err != nil {
+			t.Fatal(err)
+		}
+		ex, err := s.General(followUp(gm, uint16(i), t1, 0), now.Add(time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ex != nil {
+			if ex.OffsetNS != ex.T2-ex.T1-ex.PathDelayNS {
+				t.Fatalf("Sync %d: raw offset %d is not t2 - t1 - path delay", i, ex.OffsetNS)
+			}
+			if ex.SyncOutlier != (i == held) {
+				t.Errorf("Sync %d: flagged %v", i, ex.SyncOutlier)
+			}
+			if ex.Filtered && settled < 0 {
+				settled = i
+			}
+			if settled >= 0 && !ex.Filtered {
+				t.Errorf("Sync %d: no filtered offset after the first at %d", i, settled)
+			}
+			if ex.Filtered && (ex.FilteredOffsetNS < -500 || ex.FilteredOffsetNS > 500) {
+				t.Errorf("Sync %d: filtered offset %d ns, the truth is 0 (raw %d, flagged %v)", i, ex.FilteredOffsetNS, ex.OffsetNS, ex.SyncOutlier)
+			}
+			if i == held && ex.OffsetNS < 25_000 {
+				t.Errorf("the held-up Sync's raw offset %d ns: not reported as measured", ex.OffsetNS)
+			}
+		}
+		req, err := s.DelayReq(make([]byte, 64), now.Add(200*time.Millisecond))
+		if err != nil {
+			continue // a Delay_Req is still out
+		}
+		t3 := t1 + 200_000_000
+		s.Sent(t3)
+		seq := uint16(req[30])<<8 | uint16(req[31])
+		if _, err := s.General(delayResp(gm, seq, us, t3+6000+rng.Int64N(400), 0), now.Add(300*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first Delay_Resp comes after Sync 0, so the tenth delay is in
+	// the filter by Sync 10.
+	if settled < 10 || settled > 11 {
+		t.Errorf("first filtered offset at Sync %d, want 10 or 11 (the delay filter full)", settled)
 	}
 }
