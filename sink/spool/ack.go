@@ -46,6 +46,10 @@ func (s *Spool) Ack(b Batch, deadLettered int) error {
 	if s.ioClosed {
 		return s.persistAck()
 	}
+	select { // the flusher writes the ack file within the fsync interval
+	case s.wake <- struct{}{}:
+	default:
+	}
 	return nil
 }
 

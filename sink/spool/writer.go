@@ -146,19 +146,31 @@ func (s *Spool) Append(recs []record.Record) error {
 	}
 	var rejected int
 	var err error
+	was := s.bufPoints
 	s.buf, rejected, err = s.enc.Append(s.buf, recs)
 	s.bufPoints += len(recs) - rejected
 	s.appended.Add(uint64(len(recs) - rejected))
 	s.rejected.Add(uint64(rejected))
 	full := len(s.buf) >= s.opts.FlushBytes
+	first := was == 0 && s.bufPoints > 0
 	s.mu.Unlock()
-	if full {
-		select {
-		case s.kick <- struct{}{}:
-		default:
-		}
-	}
+	s.signal(full, first)
 	return err
+}
+
+// signal tells the flusher that the buffer is full (flush now) or has just
+// received its first point (flush within FlushInterval).
+func (s *Spool) signal(full, first bool) {
+	ch := s.wake
+	if full {
+		ch = s.kick
+	} else if !first {
+		return
+	}
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 // refuse counts n points dropped because unwritten data reached MaxBuffer,
@@ -205,33 +217,89 @@ func (s *Spool) AppendLines(b []byte) (int, error) {
 		s.mu.Unlock()
 		return 0, ErrBufferFull
 	}
+	first := s.bufPoints == 0 && n > 0
 	s.bufPoints += n
 	s.appended.Add(uint64(n))
 	s.mu.Unlock()
+	s.signal(false, first)
 	return n, nil
 }
 
 // Write implements sink.Sink.
 func (s *Spool) Write(recs []record.Record) error { return s.Append(recs) }
 
+// flusher flushes FlushInterval after the buffer receives its first point
+// (at once when it fills), and wakes otherwise only when something written
+// is due: an fsync or the ack file's write FsyncInterval after the last,
+// entries a failed write left, retried every FlushInterval. An idle spool
+// sleeps (on a board, every wake-up costs the whole runtime's).
 func (s *Spool) flusher() {
 	defer close(s.done)
-	t := time.NewTicker(s.opts.FlushInterval)
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	armed := false
+	var deadline time.Time
+	arm := func(d time.Duration) { // wake in d, or sooner if already due sooner
+		if at := time.Now().Add(d); !armed || at.Before(deadline) {
+			t.Reset(d) // Go 1.23 timers: no stale tick after Reset
+			armed, deadline = true, at
+		}
+	}
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
+		case <-s.wake:
+			arm(s.opts.FlushInterval)
+			continue
 		case <-t.C:
+			armed = false
 		case <-s.kick:
 		}
+		s.flushes.Add(1)
 		if err := s.Flush(); err != nil {
 			msg := err.Error()
 			s.flushErr.Store(&msg)
 		} else {
 			s.flushErr.Store(nil)
 		}
+		if d, ok := s.due(); ok {
+			arm(d)
+		}
 	}
+}
+
+// due is how long until the flusher has work that no append brings: points
+// still buffered (appended while it flushed), entries a failed write left,
+// an fsync of written data or the ack file's write.
+func (s *Spool) due() (time.Duration, bool) {
+	s.mu.Lock()
+	buffered := s.bufPoints > 0
+	s.mu.Unlock()
+	s.io.Lock()
+	defer s.io.Unlock()
+	if s.ioClosed {
+		return 0, false
+	}
+	var d time.Duration
+	ok := false
+	at := func(x time.Duration) {
+		x = max(x, time.Millisecond)
+		if !ok || x < d {
+			d, ok = x, true
+		}
+	}
+	if buffered || len(s.frame) > 0 {
+		at(s.opts.FlushInterval)
+	}
+	if s.dirty || s.dirDirty {
+		at(s.opts.FsyncInterval - time.Since(s.lastSync))
+	}
+	if s.ackDirty {
+		at(s.opts.FsyncInterval - time.Since(s.ackSync))
+	}
+	return d, ok
 }
 
 // Flush seals the buffer into entries, writes them and fsyncs if the fsync
