@@ -376,7 +376,7 @@ func (g *judging) nextTick(now judge.Instant) time.Duration {
 			return judgeTick
 		}
 	}
-	d := judgeIdle
+	d := untilBoundary(judgeIdle) // with the sources' collections (Agent.loop)
 	for _, m := range g.judged() {
 		if due, ok := m.j.Due(); ok {
 			d = min(d, time.Duration(due-now.MonoNS))

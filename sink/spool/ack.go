@@ -46,10 +46,7 @@ func (s *Spool) Ack(b Batch, deadLettered int) error {
 	if s.ioClosed {
 		return s.persistAck()
 	}
-	select { // the flusher writes the ack file within the fsync interval
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.arm(max(s.opts.FsyncInterval-time.Since(s.ackSync), 0)) // the flusher writes the ack file within the fsync interval
 	return nil
 }
 

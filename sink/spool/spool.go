@@ -208,11 +208,16 @@ type Spool struct {
 	// take long.
 	fsync func(*os.File) error
 
-	kick    chan struct{} // the buffer is full: flush now
-	wake    chan struct{} // the buffer received its first point, or an acknowledgement is to be written
-	flushes atomic.Uint64 // the background flusher's flushes (tests count its wake-ups)
-	stop    chan struct{}
-	done    chan struct{}
+	kick chan struct{} // the buffer is full: flush now
+	// The flusher's timer: armed by the first point appended to an empty
+	// buffer, an acknowledgement, or what the last flush left due.
+	tmu      sync.Mutex
+	timer    *time.Timer
+	armed    bool
+	deadline time.Time
+	flushes  atomic.Uint64 // the background flusher's flushes (tests count its wake-ups)
+	stop     chan struct{}
+	done     chan struct{}
 
 	// Counters: the producer's change under mu, the others under io, so
 	// that Stats, holding both, sees them agree.
@@ -234,7 +239,8 @@ func Open(opts Options) (*Spool, error) {
 	if err := makeDir(opts.Dir); err != nil {
 		return nil, err
 	}
-	s := &Spool{opts: opts, notify: make(chan struct{}), kick: make(chan struct{}, 1), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Spool{opts: opts, notify: make(chan struct{}), kick: make(chan struct{}, 1), timer: time.NewTimer(time.Hour), stop: make(chan struct{}), done: make(chan struct{})}
+	s.timer.Stop()
 	s.gz, _ = gzip.NewWriterLevel(&s.gzbuf, gzip.BestSpeed)
 	lock, err := lockDir(opts.Dir)
 	if err != nil {

@@ -158,18 +158,27 @@ func (s *Spool) Append(recs []record.Record) error {
 	return err
 }
 
-// signal tells the flusher that the buffer is full (flush now) or has just
-// received its first point (flush within FlushInterval).
+// signal tells the flusher that the buffer is full (flush now), or arms
+// its timer when the buffer has just received its first point (flush
+// within FlushInterval): from here, so that an append wakes no goroutine.
 func (s *Spool) signal(full, first bool) {
-	ch := s.wake
 	if full {
-		ch = s.kick
-	} else if !first {
-		return
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	} else if first {
+		s.arm(s.opts.FlushInterval)
 	}
-	select {
-	case ch <- struct{}{}:
-	default:
+}
+
+// arm makes the flusher wake in d, or sooner if it is due sooner.
+func (s *Spool) arm(d time.Duration) {
+	s.tmu.Lock()
+	defer s.tmu.Unlock()
+	if at := time.Now().Add(d); !s.armed || at.Before(s.deadline) {
+		s.timer.Reset(d) // Go 1.23 timers: no stale tick after Reset
+		s.armed, s.deadline = true, at
 	}
 }
 
@@ -235,26 +244,15 @@ func (s *Spool) Write(recs []record.Record) error { return s.Append(recs) }
 // sleeps (on a board, every wake-up costs the whole runtime's).
 func (s *Spool) flusher() {
 	defer close(s.done)
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	armed := false
-	var deadline time.Time
-	arm := func(d time.Duration) { // wake in d, or sooner if already due sooner
-		if at := time.Now().Add(d); !armed || at.Before(deadline) {
-			t.Reset(d) // Go 1.23 timers: no stale tick after Reset
-			armed, deadline = true, at
-		}
-	}
-	defer t.Stop()
+	defer s.timer.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-s.wake:
-			arm(s.opts.FlushInterval)
-			continue
-		case <-t.C:
-			armed = false
+		case <-s.timer.C:
+			s.tmu.Lock()
+			s.armed = false
+			s.tmu.Unlock()
 		case <-s.kick:
 		}
 		s.flushes.Add(1)
@@ -263,9 +261,6 @@ func (s *Spool) flusher() {
 			s.flushErr.Store(&msg)
 		} else {
 			s.flushErr.Store(nil)
-		}
-		if d, ok := s.due(); ok {
-			arm(d)
 		}
 	}
 }
@@ -307,11 +302,24 @@ func (s *Spool) due() (time.Duration, bool) {
 // next flush (and count against MaxBuffer); a segment that cannot be opened is
 // tried again then.
 func (s *Spool) Flush() error {
-	return s.flush(false)
+	err := s.flush(false)
+	s.armDue()
+	return err
 }
 
 // Sync is Flush with an fsync regardless of the interval.
-func (s *Spool) Sync() error { return s.flush(true) }
+func (s *Spool) Sync() error {
+	err := s.flush(true)
+	s.armDue()
+	return err
+}
+
+// armDue arms the flusher's timer for what the flush left due.
+func (s *Spool) armDue() {
+	if d, ok := s.due(); ok {
+		s.arm(d)
+	}
+}
 
 func (s *Spool) flush(forceSync bool) error {
 	s.disk.Lock()
@@ -360,14 +368,23 @@ func (s *Spool) flush(forceSync bool) error {
 	}
 	// Data is now written (not yet fsynced) or sealed in the frame.
 	s.unwritten.Store(s.unsafe())
-	if (s.dirty || s.dirDirty) && (forceSync || time.Since(s.lastSync) >= s.opts.FsyncInterval || s.unsynced() >= int64(s.opts.MaxBuffer/2)) {
+	if (s.dirty || s.dirDirty) && (forceSync || time.Since(s.lastSync) >= s.opts.FsyncInterval-s.syncSlack() || s.unsynced() >= int64(s.opts.MaxBuffer/2)) {
 		err = errors.Join(err, s.syncLocked())
 	}
-	if s.ackDirty && (forceSync || time.Since(s.ackSync) >= s.opts.FsyncInterval) {
+	if s.ackDirty && (forceSync || time.Since(s.ackSync) >= s.opts.FsyncInterval-s.syncSlack()) {
 		err = errors.Join(err, s.persistAck())
 	}
 	s.unwritten.Store(s.unsafe())
 	return err
+}
+
+// syncSlack is how much before FsyncInterval a flush may fsync: data that
+// comes once a second is flushed a second apart give or take the
+// scheduler's jitter, and its fsync goes with that flush rather than with
+// a wake-up of its own a moment later. The smaller of FlushInterval and a
+// tenth of FsyncInterval.
+func (s *Spool) syncSlack() time.Duration {
+	return min(s.opts.FlushInterval, s.opts.FsyncInterval/10)
 }
 
 // unsynced is how much of the active segment is not yet fsynced: the bytes a
