@@ -40,6 +40,8 @@ type Agent struct {
 	judges *judging       // the judged clocks
 	http   *status.Server // /metrics and /status; nil when http.listen is ""
 	prom   status.Records // the latest self-metrics, for /metrics
+	latest *status.Latest // the sources' latest measurements, for /metrics
+	build  *status.BuildInfo
 }
 
 // running is a source with its counts, and what of its failures is logged
@@ -76,15 +78,23 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	return a, nil
 }
 
-// registry is what /metrics serves: the judged clocks, the self-metrics,
-// and the process's own (memory, CPU, descriptors, Go runtime).
+// registry is what /metrics serves: the judged clocks, the sources' latest
+// measurements, the self-metrics, the build, and the process's own (memory,
+// CPU, descriptors, Go runtime); with host tags, every series carries them
+// and host as labels.
 func (a *Agent) registry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(status.Judged{Set: &a.judges.set, Now: func() int64 { t, _ := timebase.Realtime.Now(); return t }},
-		status.CrossCheck{Doc: a.status}, &a.prom,
+	reg.MustRegister(a.latest) // its descriptors carry the tags already
+	prometheus.WrapRegistererWith(a.cfg.Tags.labels(a.host), reg).MustRegister(
+		status.Judged{Set: &a.judges.set, Now: func() int64 { t, _ := timebase.Realtime.Now(); return t }},
+		status.CrossCheck{Doc: a.status}, &a.prom, a.build,
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	return reg
 }
+
+// SetVersion names the agent's version in monagent_build_info (the
+// binary's; by default the build's commit).
+func (a *Agent) SetVersion(v string) { a.build.Version = v }
 
 // status is the /status document now.
 func (a *Agent) status() status.Doc {
@@ -128,6 +138,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 // bare is the agent of cfg without its sources.
 func bare(cfg Config, log *slog.Logger, out sink.Sink, host string) *Agent {
 	return &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: host, queue: sink.NewBatches(cfg.Memory.QueueBytes),
+		latest: status.NewLatest(cfg.Tags.labels(host)), build: newBuildInfo(),
 		judges: &judging{host: host, log: log, recordSteps: !clockWatchesRealtime(cfg.Clock), reference: hcaReference(cfg.HCA)}}
 }
 
@@ -310,6 +321,7 @@ func (a *Agent) collect(ctx context.Context, r *running) {
 		r.log.Note(a.log, time.Now(), err, "collection", "source", r.Source.Name())
 	}
 	if len(b.Records) > 0 {
+		a.latest.Update(b.Records)
 		a.enqueue(b.Records)
 	}
 }

@@ -11,6 +11,7 @@ import (
 // the top level.
 type Config struct {
 	Host        string            `yaml:"host"` // the host tag; default: the hostname
+	Tags        TagsConfig        `yaml:"tags"` // the host's tags (rack, room): labels on /metrics
 	Paths       PathsConfig       `yaml:"paths"`
 	Log         LogConfig         `yaml:"log"`
 	Clock       ClockConfig       `yaml:"clock"`
@@ -90,7 +91,7 @@ type sourceKind struct {
 // the table and Config in step.
 func sections() []section {
 	return []section{
-		pathsSection, logSection,
+		pathsSection, logSection, tagsSection,
 		clockSection, phcSection, ntpSection, ptpSection, sensorsSection, gpioSection,
 		ppsSection, gnssSection, exttsSection, markerSection, hcaSection, loadgenSection,
 		outputSection, spoolSection, influxSection, selfMetricsSection, memorySection,

@@ -259,7 +259,7 @@ func TestUnreadableFileIsAKeyError(t *testing.T) {
 // of the agent, nor a section without a builder pass for a source's. Source
 // kinds are named once.
 func TestEverySectionBuildsOrIsTheAgents(t *testing.T) {
-	own := map[string]bool{"paths": true, "log": true, "output": true, "spool": true, "influx": true, "self_metrics": true, "memory": true, "http": true, "notify": true}
+	own := map[string]bool{"paths": true, "log": true, "output": true, "spool": true, "influx": true, "self_metrics": true, "memory": true, "http": true, "notify": true, "tags": true}
 	kinds := map[string]bool{}
 	for _, s := range sections() {
 		if own[s.key] != (len(s.sources) == 0) {

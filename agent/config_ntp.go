@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/ntp"

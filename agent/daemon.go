@@ -65,16 +65,16 @@ type daemon struct {
 
 // newDaemon is the monitor of an instance named instance at key, polled
 // every interval through client, with its clock judged as j says (clock,
-// as source; quiet: how long no sample means the reference is lost). A
-// failure closes client.
+// as source, in the vote of voting; quiet: how long no sample means the
+// reference is lost). A failure closes client.
 func newDaemon(env *Env, key, kind, instance string, interval time.Duration, client io.Closer,
-	clock, source string, j JudgeConfig, quiet time.Duration) (daemon, error) {
+	clock, voting, source string, j JudgeConfig, quiet time.Duration) (daemon, error) {
 	d := daemon{name: instanceSource(kind, instance), tags: instanceTags(instance), interval: interval, client: client}
 	if source == "" {
 		source = d.name
 	}
 	var err error
-	if d.judged, err = env.judges.add(clock, source, j, quiet); err != nil {
+	if d.judged, err = env.judges.addVoting(clock, voting, source, j, quiet); err != nil {
 		client.Close()
 		return d, keyErr(key+".judge", "%v", err)
 	}
@@ -85,7 +85,7 @@ func newDaemon(env *Env, key, kind, instance string, interval time.Duration, cli
 // the system clock judged as the daemon disciplines it, its reference lost
 // after two intervals and a timeout without an answer.
 func (d *daemon) ntpDaemon(env *Env, key, kind string, c conf.Instance, interval time.Duration, j JudgeConfig, client io.Closer) (err error) {
-	*d, err = newDaemon(env, key, kind, c.Name, interval, client, "system", "", j, 2*interval+env.Config.NTP.Timeout)
+	*d, err = newDaemon(env, key, kind, c.Name, interval, client, "system", "system", "", j, 2*interval+env.Config.NTP.Timeout)
 	return err
 }
 
@@ -94,7 +94,9 @@ func (d *daemon) Interval() time.Duration { return d.interval }
 func (d *daemon) Close() error            { return d.client.Close() }
 
 // judgeDaemon judges the system clock as a daemon disciplines it, by its
-// answer at t: synchronised or not, its offset, and the bound both chronyc's
+// answer at t: synchronised or not, its offset (the clock against the
+// daemon's reference, local − reference, as every judged source gives it:
+// the vote compares them), and the bound both chronyc's
 // and ntpq's documentation give, |offset| + root dispersion + ½ root delay,
 // which grows at the daemon's wander (chronyd's skew, ntpd's clk_wander),
 // at least at the judge's floor (minDriftPPB). unsynced is why it is not

@@ -137,6 +137,13 @@ func (m *judgement) eventsLost(v judge.View) uint64 {
 // long the source may go without a sample before its reference counts as
 // lost (its interval and timeout, with a margin).
 func (g *judging) add(clock, source string, cfg JudgeConfig, stale time.Duration) (*judgement, error) {
+	return g.addVoting(clock, voteClock(clock, source), source, cfg, stale)
+}
+
+// addVoting is add with the clock whose vote the judged clock is in named
+// (voteClock's rule has an exception: a ptp4l with software timestamping
+// disciplines the system clock, and votes there).
+func (g *judging) addVoting(clock, voting, source string, cfg JudgeConfig, stale time.Duration) (*judgement, error) {
 	if g == nil || !cfg.Enabled {
 		return nil, nil
 	}
@@ -148,7 +155,7 @@ func (g *judging) add(clock, source string, cfg JudgeConfig, stale time.Duration
 	g.mu.Lock()
 	g.list = append(g.list, m)
 	g.mu.Unlock()
-	g.join(clock, m, int64(cfg.Threshold))
+	g.join(voting, m, int64(cfg.Threshold))
 	g.kick()
 	return m, nil
 }

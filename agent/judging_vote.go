@@ -43,7 +43,8 @@ type crossCheck struct {
 // disciplines (its own PHC, judged against its own grandmaster), named by
 // the instance's source (ptp4l:<socket>): the instances of a boundary clock
 // or a dual-NIC board discipline different clocks, which must never vote
-// together.
+// together. (With software timestamping ptp4l disciplines the system
+// clock: its source joins "system" through judging.addVoting.)
 func voteClock(clock, source string) string {
 	if clock == "ptp4l" {
 		return source
@@ -51,10 +52,9 @@ func voteClock(clock, source string) string {
 	return clock
 }
 
-// join adds m to the vote of its clock (voteClock), made at its first
+// join adds m to the vote of clock (voteClock), made at its first
 // reference.
 func (g *judging) join(clock string, m *judgement, thresholdNS int64) {
-	clock = voteClock(clock, m.j.Source())
 	g.mu.Lock()
 	var c *crossCheck
 	for _, x := range g.checks {
@@ -189,12 +189,17 @@ func (c *crossCheck) state() judge.State {
 		if r.BoundNS > c.thresholdNS {
 			return judge.Freerun
 		}
+		st := judge.Freerun // a majority of outliers (vote.Ref.Outlier) only
 		for i := range r.Refs {
-			if r.Refs[i].InMajority && c.refs[i].State == judge.Locked {
+			switch {
+			case !r.Refs[i].InMajority:
+			case c.refs[i].State == judge.Locked:
 				return judge.Locked
+			case c.refs[i].State == judge.Holdover:
+				st = judge.Holdover
 			}
 		}
-		return judge.Holdover
+		return st
 	case vote.None:
 		for i := range c.refs {
 			if c.refs[i].State != judge.Unknown {

@@ -228,7 +228,10 @@ func (s *chronySource) Collect(ctx context.Context, b *collect.Batch) error {
 			// local stratum, but this clock follows nothing.
 			why = judge.ReasonLocalReference
 		}
-		s.judgeDaemon(b, st.TrackingNS, tr.Synced(), why, tr.SystemTimeNS, tr.RootDelayNS, tr.RootDispersionNS, tr.SkewPPB)
+		// chronyd's System time is its correction, reference − local
+		// (positive: the clock is slow, chronyc's "slow of NTP time"): the
+		// judged offset is local − reference, as the probe's.
+		s.judgeDaemon(b, st.TrackingNS, tr.Synced(), why, -tr.SystemTimeNS, tr.RootDelayNS, tr.RootDispersionNS, tr.SkewPPB)
 	} else {
 		s.unanswered(b, err)
 	}

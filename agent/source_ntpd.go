@@ -45,7 +45,10 @@ func (s *ntpdSource) Collect(ctx context.Context, b *collect.Batch) error {
 			f = append(f, record.Int("tai", sys.TAI))
 		}
 		b.Add("ntpd_system", sys.TimeNS, s.tags, f...)
-		s.judgeDaemon(b, sys.TimeNS, sys.Synced(), "", sys.OffsetNS, sys.RootDelayNS, sys.RootDispNS, sys.ClkWanderPPB)
+		// ntpd's offset is the reference's against this host, reference −
+		// local (RFC 5905's θ; ntpq: "offset of server relative to this
+		// host"): the judged offset is local − reference, as the probe's.
+		s.judgeDaemon(b, sys.TimeNS, sys.Synced(), "", -sys.OffsetNS, sys.RootDelayNS, sys.RootDispNS, sys.ClkWanderPPB)
 	} else {
 		s.unanswered(b, err)
 	}

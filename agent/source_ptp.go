@@ -34,7 +34,16 @@ func buildPtp4lInstance(env *Env, key string, c Ptp4lConfig) ([]collect.Source, 
 	s := &ptp4lSource{m: ptp.NewMonitor(c.Socket, uint8(c.Domain), c.Timeout)}
 	s.m.BindIn(env.Config.Paths.Runtime()) // ptp4l answers into the agent's runtime directory
 	var err error
-	if s.daemon, err = newDaemon(env, key, "ptp4l", c.Name, c.Interval, s.m, "ptp4l", "ptp4l:"+c.Socket, c.Judge, 2*c.Interval+c.Timeout); err != nil {
+	// With software timestamping ptp4l disciplines the system clock (its
+	// master_offset is REALTIME against the grandmaster): it votes with the
+	// system clock's other references. With hardware timestamping it
+	// disciplines its PHC, a clock of its own (voteClock).
+	source := "ptp4l:" + c.Socket
+	voting := voteClock("ptp4l", source)
+	if c.Timestamping == "software" {
+		voting = "system"
+	}
+	if s.daemon, err = newDaemon(env, key, "ptp4l", c.Name, c.Interval, s.m, "ptp4l", voting, source, c.Judge, 2*c.Interval+c.Timeout); err != nil {
 		return nil, err
 	}
 	name := s.name

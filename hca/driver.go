@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,10 +14,13 @@ import (
 
 // A driver runs the synchronisation rounds of the rank that drives them (an
 // agent's rank 0) over its Endpoint, for as long as Run's context lasts.
-// Before a round it pings every other rank until it answers, up to three
-// times; then it runs the algorithm on a PeerNetwork, gives each rank its
-// model (a lost delivery tried up to three times) and reports the round to
-// OnRound. It syncs again after Resync, or sooner when the bound predicted
+// Before a round it pings every other rank until it answers, up to
+// reachTries times (a rank that answers none is down: the round fails,
+// naming every such rank); then it runs the algorithm on a PeerNetwork,
+// gives each rank its model (a lost delivery tried up to giveTries times)
+// and reports the round to OnRound. The pre-round pings and the models go
+// to linkConcurrency ranks at a time, so that neither a lossy network's
+// timeouts nor a dead rank's add up over a thousand ranks. It syncs again after Resync, or sooner when the bound predicted
 // for a rank's model would pass MaxBound, but not sooner than RetryAfter; a
 // failed round is tried again after RetryAfter, every rank keeping its last
 // model meanwhile, its bound growing with time.
@@ -26,8 +31,55 @@ import (
 // happened.
 type driver struct {
 	cfg  driverConfig
-	net  *PeerNetwork
-	next int64 // the next round's number (Run's goroutine)
+	net  Network
+	link driverLink // nil: the Endpoint's (link)
+	next int64      // the next round's number (Run's goroutine)
+}
+
+// reachTries is how many pings the pre-round check sends a rank that does
+// not answer before it calls the rank down, and giveTries how often a lost
+// model is sent again. At 10 % of exchanges lost, three tries missed one
+// rank of 1,000 (and with it, before, the round of 1,024 ranks two times
+// in three); eight miss one in 10⁸. A dead rank costs eight ping timeouts
+// a round, once for all dead ranks of a batch (linkConcurrency).
+const (
+	reachTries = 8
+	giveTries  = 8
+)
+
+// linkConcurrency is how many ranks the pre-round check pings, and the
+// models go to, at once: enough to overlap the timeouts of a lossy network,
+// few enough not to overrun the driver's socket buffer with answers.
+const linkConcurrency = 32
+
+// driverLink is what a driver's own messages travel over: an Endpoint
+// (endpointLink), or a simulated network in SimExperiment (simLink).
+type driverLink interface {
+	ping(ctx context.Context, rank int) error
+	sendModel(ctx context.Context, rank int, round int64, m timebase.LinearModel) error
+	clock() int64 // the driver's clock: the global timeline
+}
+
+// endpointLink is a driver's link over its Endpoint.
+type endpointLink struct{ ep *Endpoint }
+
+func (l endpointLink) ping(ctx context.Context, rank int) error {
+	_, err := l.ep.Ping(ctx, rank)
+	return err
+}
+
+func (l endpointLink) sendModel(ctx context.Context, rank int, round int64, m timebase.LinearModel) error {
+	return l.ep.SendModel(ctx, rank, round, m)
+}
+
+func (l endpointLink) clock() int64 { return l.ep.clock() }
+
+// links is d's link.
+func (d *driver) links() driverLink {
+	if d.link != nil {
+		return d.link
+	}
+	return endpointLink{d.cfg.Endpoint}
 }
 
 // driverConfig describes a driver.
@@ -129,55 +181,124 @@ func (d *driver) Run(ctx context.Context) {
 // round runs one synchronisation and gives out its models.
 func (d *driver) round(ctx context.Context) Round {
 	r := Round{Number: d.next}
-	for rank := 1; rank < d.cfg.Ranks; rank++ {
-		if r.Err = d.reach(ctx, rank); r.Err != nil {
-			return r
-		}
+	if r.Err = d.reach(ctx); r.Err != nil {
+		return r
 	}
 	if r.Result, r.Err = d.cfg.Algorithm.Sync(ctx, d.net, d.cfg.Params); r.Err != nil {
 		return r
 	}
-	r.End = d.cfg.Endpoint.clock()
+	r.End = d.links().clock()
 	r.Realtime, _ = timebase.Realtime.Now()
-	var errs []error
+	r.Undelivered, r.DeliveryErr = d.give(ctx, r)
+	failed := failedRanks(r.Result)
 	for rank := 1; rank < d.cfg.Ranks; rank++ {
-		if err := d.give(ctx, rank, r); err != nil {
-			r.Undelivered = append(r.Undelivered, rank)
-			errs = append(errs, err)
+		if !failed[rank] {
+			r.MaxBound = max(r.MaxBound, Bound(r.Result.Models[rank], r.RankClock(rank)))
 		}
-		r.MaxBound = max(r.MaxBound, Bound(r.Result.Models[rank], r.RankClock(rank)))
 	}
-	r.DeliveryErr = errors.Join(errs...)
 	return r
 }
 
-// reach pings rank until it answers, up to three times.
-func (d *driver) reach(ctx context.Context, rank int) error {
-	var err error
-	for range 3 {
-		if _, err = d.cfg.Endpoint.Ping(ctx, rank); err == nil {
-			return nil
-		}
+// failedRanks are the ranks res has no model for (KeepGoing).
+func failedRanks(res Result) map[int]bool {
+	failed := make(map[int]bool, len(res.Failed))
+	for _, f := range res.Failed {
+		failed[f.Rank] = true
 	}
-	return &NoAnswerError{Rank: rank, Err: err}
+	return failed
 }
 
-// give sends rank its model of r, up to three times while it is lost.
-func (d *driver) give(ctx context.Context, rank int, r Round) error {
-	var err error
-	for range 3 {
-		if err = d.cfg.Endpoint.SendModel(ctx, rank, r.Number, r.Result.Models[rank]); !errors.Is(err, ErrLost) {
-			return err
+// reach pings every other rank until it answers, up to reachTries times
+// while its pings are lost; the ranks that answer none fail the round
+// (a NoAnswerError naming them all).
+func (d *driver) reach(ctx context.Context) error {
+	errs := d.eachRank(ctx, nil, func(ctx context.Context, rank int) error {
+		var err error
+		for range reachTries {
+			if err = d.links().ping(ctx, rank); !errors.Is(err, ErrLost) {
+				return err
+			}
+		}
+		return err
+	})
+	var na *NoAnswerError
+	for rank, err := range errs {
+		switch {
+		case err == nil:
+		case na == nil:
+			na = &NoAnswerError{Rank: rank, Err: err}
+		default:
+			na.Others = append(na.Others, rank)
 		}
 	}
-	return err
+	if na == nil {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hca driver: pre-round check: %w", err)
+	}
+	return na
+}
+
+// give sends every rank with a model of r its model, up to giveTries times
+// while it is lost, and returns the ranks that did not acknowledge, in
+// rank order, and their errors joined.
+func (d *driver) give(ctx context.Context, r Round) ([]int, error) {
+	errs := d.eachRank(ctx, failedRanks(r.Result), func(ctx context.Context, rank int) error {
+		var err error
+		for range giveTries {
+			if err = d.links().sendModel(ctx, rank, r.Number, r.Result.Models[rank]); !errors.Is(err, ErrLost) {
+				return err
+			}
+		}
+		return err
+	})
+	var undelivered []int
+	var all []error
+	for rank, err := range errs {
+		if err != nil {
+			undelivered = append(undelivered, rank)
+			all = append(all, err)
+		}
+	}
+	return undelivered, errors.Join(all...)
+}
+
+// eachRank calls f for every rank but the driver's and those in skip,
+// linkConcurrency ranks at a time (concurrently where the network is a
+// paralleler), and returns f's errors by rank (nil where it succeeded or
+// was not called).
+func (d *driver) eachRank(ctx context.Context, skip map[int]bool, f func(ctx context.Context, rank int) error) []error {
+	var ranks []int
+	for rank := 1; rank < d.cfg.Ranks; rank++ {
+		if !skip[rank] {
+			ranks = append(ranks, rank)
+		}
+	}
+	errs := make([]error, d.cfg.Ranks)
+	call := func(ctx context.Context, rank int) error {
+		errs[rank] = f(ctx, rank)
+		return nil
+	}
+	for len(ranks) > 0 {
+		batch := ranks[:min(linkConcurrency, len(ranks))]
+		ranks = ranks[len(batch):]
+		if par, ok := d.net.(paralleler); ok {
+			_ = par.Parallel(ctx, len(batch), func(ctx context.Context, i int) error { return call(ctx, batch[i]) })
+			continue
+		}
+		for _, rank := range batch {
+			_ = call(ctx, rank)
+		}
+	}
+	return errs
 }
 
 // untilResync is the time to the next round: Resync, or sooner when the
 // predicted bound of a model passes MaxBound, but not sooner than
 // RetryAfter.
 func (d *driver) untilResync(models []timebase.LinearModel) time.Duration {
-	now := d.cfg.Endpoint.clock()
+	now := d.links().clock()
 	step := max(d.cfg.Resync/64, time.Millisecond)
 	for t := step; t < d.cfg.Resync; t += step {
 		for _, m := range models[1:] {
@@ -189,15 +310,50 @@ func (d *driver) untilResync(models []timebase.LinearModel) time.Duration {
 	return d.cfg.Resync
 }
 
-// NoAnswerError is a rank that did not answer before a round.
+// NoAnswerError is a rank that did not answer before a round, and the
+// others that did not either.
 type NoAnswerError struct {
-	Rank int
-	Err  error
+	Rank   int
+	Err    error // Rank's
+	Others []int // in rank order
 }
 
-func (e *NoAnswerError) Error() string {
-	return fmt.Sprintf("rank %d does not answer (down, another key, or another peer list): %v", e.Rank, e.Err)
+// noAnswerShown is how many of the other ranks a NoAnswerError names.
+const noAnswerShown = 10
+
+// kind names the ranks that did not answer, Rank first: "rank 3 does not
+// answer (...)", then ", nor do ranks 7 and 9", or the first
+// noAnswerShown of those and how many more.
+func (e *NoAnswerError) kind() string {
+	s := fmt.Sprintf("rank %d does not answer (down, another key, or another peer list)", e.Rank)
+	if len(e.Others) == 0 {
+		return s
+	}
+	var b strings.Builder
+	if len(e.Others) == 1 {
+		b.WriteString(s + ", nor does rank")
+	} else {
+		b.WriteString(s + ", nor do ranks")
+	}
+	shown := e.Others[:min(len(e.Others), noAnswerShown)]
+	for i, r := range shown {
+		switch {
+		case i == 0:
+			b.WriteString(" ")
+		case i == len(e.Others)-1:
+			b.WriteString(" and ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(r))
+	}
+	if n := len(e.Others) - len(shown); n > 0 {
+		fmt.Fprintf(&b, " and %d more", n)
+	}
+	return b.String()
 }
+
+func (e *NoAnswerError) Error() string { return fmt.Sprintf("%s: %v", e.kind(), e.Err) }
 
 func (e *NoAnswerError) Unwrap() error { return e.Err }
 
@@ -208,7 +364,7 @@ func FailureKind(err error) string {
 	var na *NoAnswerError
 	switch {
 	case errors.As(err, &na):
-		return fmt.Sprintf("rank %d does not answer (down, another key, or another peer list)", na.Rank)
+		return na.kind()
 	case errors.Is(err, ErrLost):
 		return "exchanges lost during the round (a rank stopped answering)"
 	case errors.Is(err, ErrScattered), errors.Is(err, ErrAbsurdSlope):

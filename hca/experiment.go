@@ -2,6 +2,7 @@ package hca
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -125,6 +126,13 @@ type Report struct {
 	Checks         []Check      `json:"checks"`
 	// FitpointsSkipped are the fitpoints left out of their lines.
 	FitpointsSkipped int64 `json:"fitpoints_skipped"`
+	// Unreached are the ranks (also in Failed) that answered none of the
+	// pre-round check's pings, and Undelivered those that did not
+	// acknowledge their model, which an agent keeps its last model
+	// instead of: sim only (over udp the experiment runs the algorithm
+	// alone).
+	Unreached   []int `json:"unreached"`
+	Undelivered []int `json:"undelivered"`
 }
 
 // FailedRank is a rank a synchronisation could not model, and why.
@@ -145,7 +153,11 @@ type SimExperiment struct {
 	CheckAfter []int64
 }
 
-// Run runs the experiment.
+// Run runs the experiment as an agent's round: rank 0's pre-round check
+// of every rank (reachTries pings each), the algorithm, and the models'
+// delivery (giveTries each), all over the simulated network. A rank the
+// check did not reach is listed in Unreached and in Failed (an agent's
+// round would have failed); the algorithm runs anyway, with KeepGoing.
 func (x SimExperiment) Run(ctx context.Context) (Report, error) {
 	alg, err := AlgorithmByName(x.Algorithm)
 	if err != nil {
@@ -160,6 +172,17 @@ func (x SimExperiment) Run(ctx context.Context) (Report, error) {
 	}
 	p := x.Params
 	p.KeepGoing = true
+	d := simDriver(sim, sim, alg, p)
+	var unreached []FailedRank
+	if err := d.reach(ctx); err != nil {
+		var na *NoAnswerError
+		if !errors.As(err, &na) {
+			return Report{}, fmt.Errorf("hca sim: %s on %d nodes: %w", x.Algorithm, x.Network.Nodes, err)
+		}
+		for _, r := range append([]int{na.Rank}, na.Others...) {
+			unreached = append(unreached, FailedRank{Rank: r, Error: fmt.Sprintf("pre-round check: no answer to %d pings (an agent's round fails)", reachTries)})
+		}
+	}
 	res, err := alg.Sync(ctx, sim, p)
 	if err != nil {
 		return Report{}, fmt.Errorf("hca sim: %s on %d nodes: %w", x.Algorithm, x.Network.Nodes, err)
@@ -168,9 +191,25 @@ func (x SimExperiment) Run(ctx context.Context) (Report, error) {
 	for i := range sim.Size() {
 		clocks.Drift[i], clocks.Offset[i] = sim.Drift(i), sim.ClockOffset(i)
 	}
+	end := x.Network.StartNS + sim.Elapsed()
+	undelivered, _ := d.give(ctx, Round{Number: 1, Result: res})
+	if err := ctx.Err(); err != nil {
+		return Report{}, fmt.Errorf("hca sim: %w", err)
+	}
+	// An unreached rank's first failure is the pre-round check's.
+	for _, u := range unreached {
+		res.Failed = slices.DeleteFunc(res.Failed, func(f RankFailure) bool { return f.Rank == u.Rank })
+		res.Failed = append(res.Failed, RankFailure{Rank: u.Rank, Err: errors.New(u.Error)})
+	}
+	slices.SortFunc(res.Failed, func(a, b RankFailure) int { return a.Rank - b.Rank })
 	rep := NewReport(res, "sim", x.Network.Seed, x.Network.DriftPPM)
 	rep.Loss = x.Network.Loss
-	rep.Checks = clocks.Evaluate(res, x.Network.StartNS+sim.Elapsed(), x.CheckAfter)
+	rep.Unreached = make([]int, 0, len(unreached))
+	for _, u := range unreached {
+		rep.Unreached = append(rep.Unreached, u.Rank)
+	}
+	rep.Undelivered = append(make([]int, 0, len(undelivered)), undelivered...)
+	rep.Checks = clocks.Evaluate(res, end, x.CheckAfter)
 	return rep, nil
 }
 

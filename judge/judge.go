@@ -159,6 +159,24 @@ func (c *Clock) State() (State, int64) { return c.state, c.since }
 // Last is the latest sample and whether there is one.
 func (c *Clock) Last() (Sample, bool) { return c.last, c.hasLast }
 
+// Outlier says the clock is FREERUN only for what its reference says of
+// it, at steady time mono: its latest sample is synchronised, fresh (at
+// most StaleNS old), not a holdover's prediction, and its own uncertainty
+// (bound − |offset|) within the threshold: the offset alone put it over.
+// Its reference still measures, narrowly, and a cross-check may weigh it
+// (package vote: a reference off by far more than its uncertainty is a
+// falseticker, or the clock is truly off).
+func (c *Clock) Outlier(mono int64) bool {
+	if c.state != Freerun || !c.hasLast || c.predicting || !c.last.Synced || c.last.BoundNS == math.MaxInt64 {
+		return false
+	}
+	if c.cfg.StaleNS > 0 && mono-c.last.MonoNS > c.cfg.StaleNS {
+		return false
+	}
+	u := c.last.BoundNS - Abs(c.last.OffsetNS)
+	return u >= 0 && u <= c.cfg.ThresholdNS
+}
+
 // MissedCount is how many samples were due and did not come.
 func (c *Clock) MissedCount() uint64 { return c.missed }
 

@@ -28,6 +28,9 @@ type View struct {
 	LastSampleNS  int64 // the latest sample's time; 0 for none
 	Changes       uint64
 	Missed        uint64 // samples due that did not come (Missed)
+	// Outlier: FREERUN only for its latest, fresh sample's offset
+	// (Clock.Outlier); BoundNS is then that sample's own.
+	Outlier bool
 }
 
 // Clock and Source name the judged clock ("system", "phc0", an NTP server)
@@ -96,6 +99,7 @@ func (j *Judged) ViewAt(now Instant) View {
 	if s, ok := j.c.Last(); ok {
 		v.OffsetNS, v.LastSampleNS = s.OffsetNS, s.TimeNS
 	}
+	v.Outlier = j.c.Outlier(now.MonoNS)
 	return v
 }
 

@@ -20,9 +20,13 @@
 // # The rule
 //
 // Only references in LOCKED or HOLDOVER vote (a fresh sample, or a
-// reference lost so recently that its grown bound still holds); UNKNOWN,
-// FREERUN and, with Config.StaleNS, a sample older than that, do not vote
-// but are listed (Absent). Of the N that vote, the vote finds the point
+// reference lost so recently that its grown bound still holds), and those
+// FREERUN only for their offset (Ref.Outlier: a fresh, synchronised sample
+// whose own uncertainty is within the threshold, so a narrow interval: a
+// PPS on the wrong second, a server answering the year 2036, or a clock
+// that is truly off, which every reference then says). UNKNOWN, other
+// FREERUN references and, with Config.StaleNS, a sample older than that,
+// do not vote but are listed (Absent). Of the N that vote, the vote finds the point
 // covered by the most intervals (Marzullo's algorithm, as chrony's
 // SRC_SelectSource and ntpd's clock select do; RFC 5905 §11.2.1): a sweep
 // over the 2N sorted ends, low ends first where ends are equal, so that
@@ -62,6 +66,11 @@
 // |o + u|) = |o| + u, its bound. And it covers the true offset whenever
 // the truechimers' bounds do (an intersection of intervals that each
 // contain a point contains it), i.e. whenever the majority is right.
+// Not otherwise: a liar whose interval meets the truthful ones' without
+// holding the truth (a server slewing from +5 ms back to the truth passes
+// through such offsets) is a truechimer no vote can tell from the others,
+// and the intersection, narrowed by it, may miss the truth until its lie
+// is out of everyone's interval or gone.
 //
 // # Fast and quiet: the dwell
 //
@@ -101,7 +110,8 @@
 // under the caller's lock).
 //
 // A reference votes while its judge holds it LOCKED or HOLDOVER, i.e.
-// with a bound within the clock's threshold: the judge ends a HOLDOVER
+// with a bound within the clock's threshold, or as an outlier whose own
+// uncertainty is within it: the judge ends a HOLDOVER
 // whose grown bound passes it. That matters, because an interval wide
 // enough to know nothing meets every other and lends its vote to a liar
 // (two references, one lying and one with a huge interval, would agree);

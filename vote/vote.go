@@ -29,6 +29,10 @@ type Ref struct {
 	// value not seen before is a new sample of this reference, which alone
 	// advances its dwell (Config).
 	SampleNS int64
+	// Outlier: the reference is FREERUN only for its latest, fresh
+	// sample's offset, its uncertainty within the threshold
+	// (judge.View.Outlier): it votes, with that sample's interval.
+	Outlier bool
 	// GrowPPB, when positive, is the rate (ns per second) at which u grows
 	// from SampleNS to the vote's now while the reference is in HOLDOVER;
 	// 0 when BoundNS is already grown to now.
@@ -38,7 +42,7 @@ type Ref struct {
 // FromView is the Ref of a judged clock's view, its bound already grown to
 // the view's time.
 func FromView(v judge.View) Ref {
-	return Ref{Source: v.Source, State: v.State, OffsetNS: v.OffsetNS, BoundNS: v.BoundNS, SampleNS: v.LastSampleNS}
+	return Ref{Source: v.Source, State: v.State, OffsetNS: v.OffsetNS, BoundNS: v.BoundNS, SampleNS: v.LastSampleNS, Outlier: v.Outlier}
 }
 
 // Config is how a Voter names references.
@@ -243,7 +247,7 @@ func (v *Voter) Vote(now int64, refs []Ref, r *Result) {
 
 // votes says whether ref votes at now.
 func (v *Voter) votes(now int64, ref *Ref) bool {
-	if ref.State != judge.Locked && ref.State != judge.Holdover {
+	if ref.State != judge.Locked && ref.State != judge.Holdover && !(ref.State == judge.Freerun && ref.Outlier) {
 		return false
 	}
 	return v.cfg.StaleNS == 0 || !older(now, ref.SampleNS, v.cfg.StaleNS)
@@ -385,7 +389,7 @@ func (v *Voter) name(now int64, refs []Ref, r *Result) {
 		if !m.seen || m.lastNS != refs[i].SampleNS {
 			m.inRound = true
 		}
-		if o := &r.Refs[i]; o.Voting && !o.Bad && refs[i].State == judge.Locked && !m.inRound {
+		if o := &r.Refs[i]; o.Voting && !o.Bad && (refs[i].State == judge.Locked || refs[i].Outlier) && !m.inRound {
 			complete = false
 		}
 	}

@@ -115,6 +115,23 @@ func TestGolden(t *testing.T) {
 		{"all stale: nothing votes, all listed, no answer", repeat(1, func(at int64) []Ref {
 			return []Ref{ref("a", F, 10*us, 50*us, at-100e9), ref("b", U, 0, 0, 0), ref("c", F, 0, math.MaxInt64, at)}
 		})},
+		{"an outlier (FREERUN for its offset only: a PPS on the wrong second) beside two true: it votes, named at its 2nd sample", repeat(3, func(at int64) []Ref {
+			o := ref("pps", F, 1e9, 20*us, at)
+			o.Outlier = true
+			return []Ref{ref("a", L, 10*us, 50*us, at), ref("b", L, -5*us, 40*us, at), o}
+		})},
+		{"an outlier beside one true reference: disputed", repeat(2, func(at int64) []Ref {
+			o := ref("pps", F, 1e9, 20*us, at)
+			o.Outlier = true
+			return []Ref{ref("a", L, 10*us, 50*us, at), o}
+		})},
+		{"the clock truly 30 ms off: three outliers agree on it", repeat(1, func(at int64) []Ref {
+			rs := []Ref{ref("a", F, 30000*us, 50*us, at), ref("b", F, 30010*us, 40*us, at), ref("c", F, 29990*us, 30*us, at)}
+			for i := range rs {
+				rs[i].Outlier = true
+			}
+			return rs
+		})},
 		{"bad input beside five true references: +Inf bound, the year 2036, MinInt64, bound below |offset|: each votes, none agrees", repeat(2, func(at int64) []Ref {
 			return []Ref{
 				ref("a", L, 10*us, 50*us, at), ref("b", L, -5*us, 40*us, at), ref("c", L, 0, 30*us, at), ref("d", L, 20*us, 30*us, at), ref("e", H, -20*us, 90*us, at),
@@ -274,8 +291,8 @@ func TestNames(t *testing.T) {
 }
 
 func TestFromView(t *testing.T) {
-	v := judge.View{Clock: "system", Source: "ntp:a", State: judge.Holdover, OffsetNS: -7, BoundNS: 99, LastSampleNS: 5}
-	if got, want := FromView(v), (Ref{Source: "ntp:a", State: judge.Holdover, OffsetNS: -7, BoundNS: 99, SampleNS: 5}); got != want {
+	v := judge.View{Clock: "system", Source: "ntp:a", State: judge.Holdover, OffsetNS: -7, BoundNS: 99, LastSampleNS: 5, Outlier: true}
+	if got, want := FromView(v), (Ref{Source: "ntp:a", State: judge.Holdover, OffsetNS: -7, BoundNS: 99, SampleNS: 5, Outlier: true}); got != want {
 		t.Fatalf("FromView %+v, want %+v", got, want)
 	}
 }

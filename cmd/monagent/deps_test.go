@@ -12,7 +12,7 @@ import (
 var allowedModules = map[string]bool{
 	"github.com/monagent/monagent":           true,
 	"golang.org/x/sys":                       true,
-	"gopkg.in/yaml.v3":                       true,
+	"go.yaml.in/yaml/v3":                     true,
 	"github.com/influxdata/line-protocol/v2": true,
 	// influxdb-client-go/v2 (WriteAPIBlocking under our own spool) and what it
 	// brings: its generated API client and the old line-protocol package.

@@ -34,6 +34,10 @@ func writeHCAReport(w io.Writer, rep hca.Report, asJSON bool) error {
 	fmt.Fprintf(w, "%s, %d nodes over %s (%s): sync took %v, %d messages, %d exchanges (%s), %d fits rejected\n",
 		rep.Algorithm, rep.Nodes, rep.Transport, network, time.Duration(rep.SyncDurationNS),
 		rep.Messages, rep.Exchanges, lost, rep.Rejected)
+	if len(rep.Unreached) > 0 || len(rep.Undelivered) > 0 {
+		fmt.Fprintf(w, "pre-round check: %d of %d ranks answered no ping (an agent's round fails); %d models not acknowledged (those ranks keep their last)\n",
+			len(rep.Unreached), rep.Nodes-1, len(rep.Undelivered))
+	}
 	if n := len(rep.Failed); n > 0 {
 		if n == rep.Nodes-1 {
 			fmt.Fprintf(w, "%d of %d ranks not synchronised:\n", n, rep.Nodes-1)

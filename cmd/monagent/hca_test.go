@@ -31,7 +31,9 @@ type hcaReport struct {
 		Rank  int    `json:"rank"`
 		Error string `json:"error"`
 	} `json:"failed"`
-	Checks []struct {
+	Unreached   []int `json:"unreached"`
+	Undelivered []int `json:"undelivered"`
+	Checks      []struct {
 		AfterNS          int64   `json:"after_ns"`
 		Ranks            int     `json:"ranks"`
 		MaxAbsErrorNS    int64   `json:"max_abs_error_ns"`
@@ -188,10 +190,33 @@ func TestHCASimUnderLoss(t *testing.T) {
 	if more := fmt.Sprintf("  and %d more (--json lists them all)\n", n-hcaFailuresShown); (n > hcaFailuresShown) != strings.Contains(stdout, more) {
 		t.Errorf("%v: %d ranks failed, %d shown: %q in\n%s", args, n, hcaFailuresShown, more, stdout)
 	}
+	// At 50 % loss seed 4's rank 10 answers none of its 8 pre-round pings.
+	stdout, stderr, code = run(t, t.TempDir(), "hca", "sim", "--nodes", "64", "--loss", "0.5", "--seed", "4")
+	if code != 0 || !strings.Contains(stdout, "pre-round check: 1 of 63 ranks answered no ping (an agent's round fails); 0 models not acknowledged") ||
+		!strings.Contains(stdout, "rank 10: pre-round check: no answer to 8 pings") {
+		t.Errorf("--loss 0.5 --seed 4: exit %d, %s%s", code, stdout, stderr)
+	}
 	// An exchange given up once in 16 tries: no pair keeps half its fitpoints.
 	stdout, stderr, code = run(t, t.TempDir(), "hca", "sim", "--nodes", "8", "--loss", "0.5")
 	if code != 0 || !strings.Contains(stdout, "7 of 7 ranks not synchronised") || !strings.Contains(stdout, "no model to check") || strings.Contains(stdout, "max |error|") {
 		t.Errorf("--loss 0.5: exit %d, %s%s", code, stdout, stderr)
+	}
+}
+
+// TestHCASimThousandNodes is the fleet check's run: 1,024 simulated
+// agents at 10 % loss, as an agent's rounds run (pre-round check, HCA,
+// models' delivery), over three seeds: no rank failed, unreached or left
+// without its model, every exchange given up left out what it was part
+// of, and every rank checked.
+func TestHCASimThousandNodes(t *testing.T) {
+	for _, seed := range []string{"1", "2", "3"} {
+		r := hcaSim(t, "--nodes", "1024", "--loss", "0.1", "--seed", seed)
+		if r.Failed == nil || len(r.Failed) != 0 || r.Unreached == nil || len(r.Unreached) != 0 || r.Undelivered == nil || len(r.Undelivered) != 0 {
+			t.Errorf("seed %s: failed %v, unreached %v, undelivered %v", seed, r.Failed, r.Unreached, r.Undelivered)
+		}
+		if r.Lost == 0 || r.GivenUp == 0 || len(r.Checks) == 0 || r.Checks[0].Ranks != 1023 {
+			t.Errorf("seed %s: %d lost, %d given up, checks %+v", seed, r.Lost, r.GivenUp, r.Checks)
+		}
 	}
 }
 

@@ -81,6 +81,7 @@ func runCmd(args []string) error {
 	if err != nil {
 		return err
 	}
+	a.SetVersion(versionString())
 	ctx, stop := stopOnSignals(a, log, cfg.Log)
 	defer stop()
 	if o.duration > 0 {

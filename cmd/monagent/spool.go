@@ -111,7 +111,9 @@ func spoolStats(w io.Writer, path string) error {
 	if err != nil {
 		return err
 	}
-	if err := looksLikeSpool(cfg.Spool.Dir); err != nil {
+	if err := spool.IsDir(cfg.Spool.Dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w (has the agent run with this configuration? a relative spool.dir is from its working directory)", err)
+	} else if err != nil {
 		return fmt.Errorf("%s: spool.dir: %w", path, err)
 	}
 	st, err := spool.ReadDir(cfg.Spool.Dir, nil)
@@ -124,28 +126,5 @@ func spoolStats(w io.Writer, path string) error {
 		fmt.Fprintf(w, "; %d bytes after the last whole entries (being written, or a torn tail the next start cuts)", st.TailBytes)
 	}
 	fmt.Fprintln(w)
-	return nil
-}
-
-// looksLikeSpool says when dir is no spool: missing, or holding files but
-// none of a spool's (a lock, an ack file, *.seg segments): a wrong spool.dir
-// must not read as an empty spool. An empty directory is a spool not yet
-// written.
-func looksLikeSpool(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no spool at %s (has the agent run with this configuration? a relative spool.dir is from its working directory)", dir)
-	}
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if n := e.Name(); n == "lock" || n == "ack" || strings.HasSuffix(n, ".seg") {
-			return nil
-		}
-	}
-	if len(entries) > 0 {
-		return fmt.Errorf("%s is not a spool: %d entries and none of a spool's (lock, ack, *.seg)", dir, len(entries))
-	}
 	return nil
 }

@@ -19,6 +19,22 @@ func Hung(t testing.TB, gap time.Duration, lines ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	Serve(t, l, func(c net.Conn, done <-chan struct{}) {
+		for _, line := range lines {
+			if _, err := io.WriteString(c, line+"\n"); err != nil {
+				return
+			}
+			time.Sleep(gap)
+		}
+		<-done
+	})
+	return l.Addr().String()
+}
+
+// Serve is a gpsd on l: serve talks to each connection it accepts, on a
+// goroutine of its own, until done is closed when the test ends (then l
+// and the connection are closed).
+func Serve(t testing.TB, l net.Listener, serve func(c net.Conn, done <-chan struct{})) {
 	done := make(chan struct{})
 	t.Cleanup(func() { close(done); l.Close() })
 	go func() {
@@ -29,15 +45,8 @@ func Hung(t testing.TB, gap time.Duration, lines ...string) string {
 			}
 			go func() {
 				defer c.Close()
-				for _, line := range lines {
-					if _, err := io.WriteString(c, line+"\n"); err != nil {
-						return
-					}
-					time.Sleep(gap)
-				}
-				<-done
+				serve(c, done)
 			}()
 		}
 	}()
-	return l.Addr().String()
 }

@@ -66,10 +66,18 @@ func ip(t testing.TB, args ...string) {
 	}
 }
 
-// Command returns a command that runs inside the host's namespace.
+// Command returns a command that runs inside the host's namespace; the zero
+// Host (Local) is this machine's own namespace, its loopback.
 func (h *Host) Command(name string, args ...string) *exec.Cmd {
+	if h.Name == "" {
+		return exec.Command(name, args...)
+	}
 	return exec.Command("ip", append([]string{"netns", "exec", h.Name, name}, args...)...)
 }
+
+// Local is this machine's own network namespace: peers started in it listen
+// on its loopback (127.0.0.1).
+var Local = &Host{Addr: netip.MustParseAddr("127.0.0.1"), If: "lo"}
 
 // Do runs f on an OS thread inside the host's namespace. Sockets f creates stay
 // in the namespace after the thread returns to its own.

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Entry is one entry as a reader returns it.
@@ -154,6 +156,29 @@ type DirStats struct {
 	// being written at that moment, or a torn or damaged tail (which the
 	// spool's Open cuts). They are not read.
 	TailBytes int64
+}
+
+// IsDir says whether dir can be a spool, with an error naming why not: it
+// is missing, or holds entries and none of a spool's (lock, ack, *.seg),
+// such as a configuration pointing at the wrong directory. An empty
+// directory is a spool not yet written.
+func IsDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no spool at %s: %w", dir, fs.ErrNotExist)
+	}
+	if err != nil {
+		return fmt.Errorf("spool %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if n := e.Name(); n == "lock" || n == "ack" || strings.HasSuffix(n, ".seg") {
+			return nil
+		}
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("%s is not a spool: %d entries and none of a spool's (lock, ack, *.seg)", dir, len(entries))
+	}
+	return nil
 }
 
 // ReadDir reads every entry of the spool in dir, oldest first, and calls fn
