@@ -285,7 +285,21 @@ func (a *Agent) Abort() []string {
 }
 
 func (a *Agent) loop(ctx context.Context, r *running) {
-	t := time.NewTicker(r.Source.Interval())
+	iv := r.Source.Interval()
+	a.collect(ctx, r) // the first at once
+	// Then on multiples of the interval on CLOCK_MONOTONIC (the timers'
+	// clock): the sources of one interval wake together, so that a board
+	// wakes once a second for all of them and not once for each (every
+	// wake-up costs the runtime's threads; issue 37). The phase is the
+	// boot's, so hosts still poll a server at phases of their own.
+	first := time.NewTimer(untilBoundary(iv))
+	select {
+	case <-ctx.Done():
+		first.Stop()
+		return
+	case <-first.C:
+	}
+	t := time.NewTicker(iv)
 	defer t.Stop()
 	// No collection starts after cancellation, although a select whose tick
 	// and ctx are both ready picks either.
@@ -297,6 +311,16 @@ func (a *Agent) loop(ctx context.Context, r *running) {
 		case <-t.C:
 		}
 	}
+}
+
+// untilBoundary is how long until the next multiple of iv on
+// CLOCK_MONOTONIC (iv itself if the clock cannot be read).
+func untilBoundary(iv time.Duration) time.Duration {
+	now, err := timebase.Monotonic.Now()
+	if err != nil || iv <= 0 {
+		return iv
+	}
+	return iv - time.Duration(now%int64(iv))
 }
 
 func (a *Agent) collect(ctx context.Context, r *running) {

@@ -93,6 +93,10 @@ type judging struct {
 	mu     sync.Mutex
 	list   []*judgement
 	checks []*crossCheck // the vote across each clock's references, in the order the clocks were first judged
+
+	wakeOnce sync.Once
+	wake     chan struct{} // wakeup
+	ticks    atomic.Uint64 // the judge's wake-ups (serve), for tests
 }
 
 // judgement is one judged clock of a source. A nil judgement (its judge is
@@ -154,6 +158,7 @@ func (g *judging) addVoting(clock, voting, source string, cfg JudgeConfig, stale
 	g.list = append(g.list, m)
 	g.mu.Unlock()
 	g.join(voting, m, int64(cfg.Threshold))
+	g.kick()
 	return m, nil
 }
 
@@ -219,6 +224,7 @@ func (g *judging) observe(i int, err error) {
 
 // transition logs a change of state and sends it to the webhooks.
 func (g *judging) transition(m *judgement, tr judge.Transition, t int64) {
+	g.kick()
 	level := slog.LevelInfo
 	if tr.To != judge.Locked {
 		level = slog.LevelWarn
@@ -341,16 +347,20 @@ func (g *judging) serve(ctx context.Context, srv *status.Server, host string, en
 	if g.notify != nil {
 		g.notify.Run(ctx)
 	}
-	t := time.NewTicker(judgeTick)
+	t := time.NewTimer(g.nextTick(g.set.Time().Now()))
 	defer t.Stop()
 	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
+		case <-g.wakeup(): // a transition moved what is due
+			t.Reset(g.nextTick(g.set.Time().Now()))
 		case <-t.C:
+			g.ticks.Add(1)
 			b := &collect.Batch{Host: host}
 			if g.advance(b, g.set.Time().Now()); len(b.Records) > 0 {
 				enqueue(b.Records)
 			}
+			t.Reset(g.nextTick(g.set.Time().Now()))
 		}
 	}
 	wg.Wait()
@@ -359,6 +369,44 @@ func (g *judging) serve(ctx context.Context, srv *status.Server, host string, en
 	}
 }
 
-// judgeTick is how often the passing of time is judged: the latency of a
-// transition no sample brings (a holdover's end), never its time.
-const judgeTick = 200 * time.Millisecond
+// judgeTick is how often the passing of time is judged while a clock has
+// several references, whose votes move with time (a reference's bound
+// grows in holdover): the latency of a verdict no sample brings, never its
+// time. Otherwise the judge sleeps until the first transition due
+// (judge.Judged.Due: a source gone stale, a holdover's end), which it
+// makes then, and at most judgeIdle, the latency of a REALTIME step's log
+// line and clock_step record (dated when the step was seen, not then).
+const (
+	judgeTick = 200 * time.Millisecond
+	judgeIdle = time.Second
+)
+
+// nextTick is how long the judge may sleep after now.
+func (g *judging) nextTick(now judge.Instant) time.Duration {
+	for _, c := range g.crossChecks() {
+		if c.size() > 1 {
+			return judgeTick
+		}
+	}
+	d := untilBoundary(judgeIdle) // with the sources' collections (Agent.loop)
+	for _, m := range g.judged() {
+		if due, ok := m.j.Due(); ok {
+			d = min(d, time.Duration(due-now.MonoNS))
+		}
+	}
+	return max(d, time.Millisecond)
+}
+
+// wakeup is signalled when a transition or a new judged clock changes what
+// is due.
+func (g *judging) wakeup() chan struct{} {
+	g.wakeOnce.Do(func() { g.wake = make(chan struct{}, 1) })
+	return g.wake
+}
+
+func (g *judging) kick() {
+	select {
+	case g.wakeup() <- struct{}{}:
+	default:
+	}
+}

@@ -79,6 +79,13 @@ func (g *judging) join(clock string, m *judgement, thresholdNS int64) {
 	m.check = c
 }
 
+// size is how many references the clock has.
+func (c *crossCheck) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.members)
+}
+
 func (g *judging) crossChecks() []*crossCheck {
 	g.mu.Lock()
 	defer g.mu.Unlock()

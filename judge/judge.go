@@ -325,6 +325,27 @@ func (c *Clock) Advance(now Instant) (Transition, bool) {
 	return Transition{}, false
 }
 
+// Due is the steady time (ns) at which Advance makes a transition if no
+// sample comes first: a LOCKED clock going stale, a HOLDOVER ending or its
+// predicted bound crossing the threshold. False when time alone changes
+// nothing (UNKNOWN, FREERUN, LOCKED without a staleness limit): then only a
+// sample does. A caller can sleep until then instead of polling Advance.
+func (c *Clock) Due() (int64, bool) {
+	switch c.state {
+	case Locked:
+		if c.cfg.StaleNS > 0 && c.hasLast {
+			return c.last.MonoNS + c.cfg.StaleNS + 1, true
+		}
+	case Holdover:
+		end := c.lostAt + c.cfg.HoldoverNS
+		if p, ok := c.crossing(); ok && p < end {
+			end = p
+		}
+		return end, true
+	}
+	return 0, false
+}
+
 // lose moves a LOCKED clock that lost its reference at mono (labelled
 // real) to HOLDOVER, or straight to FREERUN when its predicted bound is
 // already over.

@@ -290,3 +290,56 @@ func TestFilteredDelayBoundCoversTheTruth(t *testing.T) {
 		}
 	}
 }
+
+// TestDueIsWhenAdvanceTransitions: Due names the first steady time at which
+// Advance makes a transition (a clock going stale, a holdover ending, a
+// predicted crossing): nothing at Due − 1 ns, the transition at Due; and
+// none where time alone changes nothing.
+func TestDueIsWhenAdvanceTransitions(t *testing.T) {
+	smp := good(10*s, 100)
+	pred := smp
+	pred.FreqErrPPB = 1000
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		smp  Sample
+		lose bool // a missed sample at 10.5 s
+		want int64
+	}{
+		{"stale", Config{ThresholdNS: 1000, HoldoverNS: 5 * s, MinSamples: 1, StaleNS: 2 * s}, smp, false, 12*s + 1},
+		{"holdover end", Config{ThresholdNS: 1000, HoldoverNS: 5 * s, MinSamples: 1}, smp, true, 15*s + s/2},
+		{"predicted", Config{ThresholdNS: 1100, HoldoverNS: 5 * s, MinSamples: 1}, pred, true, 11*s + 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			k := clock(t, c.cfg)
+			if _, ok := k.Due(); ok {
+				t.Fatal("an UNKNOWN clock is due")
+			}
+			k.Observe(c.smp)
+			if c.lose {
+				k.Missed(at(10*s + s/2))
+			}
+			due, ok := k.Due()
+			if !ok || due != c.want {
+				t.Fatalf("due %d %v, want %d", due, ok, c.want)
+			}
+			if tr, ok := k.Advance(at(due - 1)); ok {
+				t.Fatalf("a transition before due: %+v", tr)
+			}
+			if _, ok := k.Advance(at(due)); !ok {
+				t.Fatal("no transition at due")
+			}
+		})
+	}
+	// LOCKED without a staleness limit, and FREERUN: only a sample changes them.
+	k := clock(t, Config{ThresholdNS: 1000, HoldoverNS: s, MinSamples: 1})
+	k.Observe(smp)
+	if _, ok := k.Due(); ok {
+		t.Fatal("a LOCKED clock without StaleNS is due")
+	}
+	k.Missed(at(11 * s))
+	k.Advance(at(20 * s))
+	if _, ok := k.Due(); ok || k.state != Freerun {
+		t.Fatalf("a %v clock is due", k.state)
+	}
+}

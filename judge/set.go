@@ -78,6 +78,13 @@ func (j *Judged) AdvanceTo(now Instant) (Transition, bool) {
 	return tr, ok
 }
 
+// Due is Clock.Due under the lock.
+func (j *Judged) Due() (int64, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.c.Due()
+}
+
 // View is the clock at now (REALTIME, placed on the Set's Timeline; its
 // bound grown to now in HOLDOVER). It does not judge: a state due by now
 // comes with the owner's Advance.

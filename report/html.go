@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"html/template"
+	"html"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,7 +30,7 @@ func WriteHTML(dir, title string, series []*Series, rs []*Result, errw io.Writer
 		page.Header = append(page.Header, htmlCell(h))
 	}
 	for _, r := range rs {
-		var cells []template.HTML
+		var cells []safeHTML
 		for _, c := range row(r) {
 			cells = append(cells, htmlCell(c))
 		}
@@ -74,9 +75,7 @@ func WriteHTML(dir, title string, series []*Series, rs []*Result, errw io.Writer
 		page.Series = append(page.Series, sec)
 	}
 	var b bytes.Buffer
-	if err := htmlTemplate.Execute(&b, page); err != nil {
-		return fmt.Errorf("html: %w", err)
-	}
+	page.write(&b)
 	f := filepath.Join(dir, "index.html")
 	if err := os.WriteFile(f, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("html: %w", err)
@@ -90,7 +89,7 @@ func WriteHTML(dir, title string, series []*Series, rs []*Result, errw io.Writer
 // after a series name's commas and before a "±" interval or an "@τ" (a
 // number and its unit stay together), so that Table I fits a laptop's
 // window.
-func htmlCell(c string) template.HTML {
+func htmlCell(c string) safeHTML {
 	var b strings.Builder
 	for i, part := range strings.Split(c, " ") {
 		if i > 0 {
@@ -100,15 +99,15 @@ func htmlCell(c string) template.HTML {
 				b.WriteString("&nbsp;")
 			}
 		}
-		b.WriteString(strings.ReplaceAll(template.HTMLEscapeString(part), ",", ",<wbr>"))
+		b.WriteString(strings.ReplaceAll(html.EscapeString(part), ",", ",<wbr>"))
 	}
-	return template.HTML(b.String())
+	return safeHTML(b.String())
 }
 
 // htmlStability is one row of a series' stability table: τ, then each
 // deviation with its interval and terms.
 type htmlStability struct {
-	Tau, ADev, MDev, TDev, MTIE template.HTML
+	Tau, ADev, MDev, TDev, MTIE safeHTML
 	N, K                        int
 }
 
@@ -146,8 +145,8 @@ func stabilityRows(r *Result) []htmlStability {
 
 type htmlPage struct {
 	Title        string
-	Header       []template.HTML
-	Rows         [][]template.HTML
+	Header       []safeHTML
+	Rows         [][]safeHTML
 	Notes        []string
 	Sensor, Unit string
 	Correlations []htmlCorrelation
@@ -167,15 +166,25 @@ type htmlCorrelation struct {
 	Notes                                                     []string
 }
 
-// htmlTemplate is the page: no script, no external URL (the favicon is an
-// empty data: URI, so a browser asks for none).
-var htmlTemplate = template.Must(template.New("index").Parse(`<!DOCTYPE html>
+// safeHTML is markup already escaped.
+type safeHTML string
+
+// esc escapes text for the page, as html/template does (it adds "+").
+var esc = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;", "+", "&#43;", "\x00", "\uFFFD").Replace
+
+// write writes the page: no script, no external URL (the favicon is an
+// empty data: URI, so a browser asks for none). Built by hand, not by
+// html/template, whose reflection keeps every exported method in the
+// binary (docs/performance.md); every value is escaped here.
+func (p *htmlPage) write(b *bytes.Buffer) {
+	w := b.WriteString
+	w(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="icon" href="data:,">
-<title>monagent report: {{.Title}}</title>
+<title>monagent report: ` + esc(p.Title) + `</title>
 <style>
 body { font-family: sans-serif; margin: 1.5em auto; max-width: 1200px; padding: 0 1em; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #ccc; }
@@ -193,40 +202,86 @@ figcaption { font-size: 0.9em; color: #555; }
 </style>
 </head>
 <body>
-<h1>monagent report: {{.Title}}</h1>
+<h1>monagent report: ` + esc(p.Title) + `</h1>
 <h2>Statistics (the reference study's Table I)</h2>
 <div class="wide"><table class="fit">
-<thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
-<tbody>{{range .Rows}}
-<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}
+<thead><tr>`)
+	for _, h := range p.Header {
+		w("<th>" + string(h) + "</th>")
+	}
+	w("</tr></thead>\n<tbody>")
+	for _, r := range p.Rows {
+		w("\n<tr>")
+		for _, c := range r {
+			w("<td>" + string(c) + "</td>")
+		}
+		w("</tr>")
+	}
+	w(`
 </tbody></table></div>
 <p>µ is the mean offset (accuracy), σ the sample standard deviation (precision); the |x| columns are percentiles of the absolute offset; ADEV at 1 s or the smallest τ, with its 68 % (±1σ) interval relative to it (see each series' stability table); drift with its 95 % half interval, in ppm, ppb or ppt; ≤ columns: the share of samples within each bound.</p>
-{{if .Notes}}<h2>Notes</h2>
-<ul>{{range .Notes}}
-<li>{{.}}</li>{{end}}
-</ul>{{end}}
-{{if .Correlations}}<h2>Frequency against {{.Sensor}}</h2>
+`)
+	if len(p.Notes) > 0 {
+		w("<h2>Notes</h2>\n<ul>")
+		for _, n := range p.Notes {
+			w("\n<li>" + esc(n) + "</li>")
+		}
+		w("\n</ul>")
+	}
+	w("\n")
+	if len(p.Correlations) > 0 {
+		w(`<h2>Frequency against ` + esc(p.Sensor) + `</h2>
 <p>Each clock's frequency offset is the least-squares slope of its offsets over each window; the sensor's value is the mean of its readings in the window. The coefficient is the least-squares slope of frequency against the sensor, with its 95 % interval (which assumes independent windows).</p>
 <div class="wide"><table>
-<thead><tr><th>series</th><th>ppb/{{.Unit}}</th><th>95 % interval</th><th>r</th><th>windows</th><th>sensor range</th><th>frequency</th></tr></thead>
-<tbody>{{range .Correlations}}
-<tr><td>{{.Series}}</td>{{if .Error}}<td colspan="6" class="missing">no coefficient: {{.Error}}</td>{{else}}<td>{{.Coefficient}}</td><td>{{.CI}}</td><td>{{.R}}</td><td>{{.Windows}}</td><td>{{.Range}}</td><td>{{.AtMean}}</td>{{end}}</tr>{{end}}
-</tbody></table></div>
-{{range .Correlations}}{{$s := .Series}}{{range .Notes}}<p>{{$s}}: {{.}}</p>
-{{end}}{{end}}{{end}}
-{{if .NoPlots}}<p class="missing">{{.NoPlots}}</p>{{end}}
-{{range .Series}}<section>
-<h2 id="{{.ID}}">{{.Name}}</h2>
-{{range .Images}}<figure><a href="{{.SVG}}"><img src="{{.PNG}}" width="768" height="480" alt="{{.Caption}}"></a><figcaption>{{.Caption}} (<a href="{{.SVG}}">SVG</a>)</figcaption></figure>
-{{end}}{{range .Missing}}<p class="missing">No {{.Caption}}: {{.Reason}}.</p>
-{{end}}{{if .Stability}}<h3>Stability by τ</h3>
+<thead><tr><th>series</th><th>ppb/` + esc(p.Unit) + `</th><th>95 % interval</th><th>r</th><th>windows</th><th>sensor range</th><th>frequency</th></tr></thead>
+<tbody>`)
+		for _, c := range p.Correlations {
+			w("\n<tr><td>" + esc(c.Series) + "</td>")
+			if c.Error != "" {
+				w(`<td colspan="6" class="missing">no coefficient: ` + esc(c.Error) + "</td>")
+			} else {
+				for _, v := range []string{c.Coefficient, c.CI, c.R, c.Windows, c.Range, c.AtMean} {
+					w("<td>" + esc(v) + "</td>")
+				}
+			}
+			w("</tr>")
+		}
+		w("\n</tbody></table></div>\n")
+		for _, c := range p.Correlations {
+			for _, n := range c.Notes {
+				w("<p>" + esc(c.Series) + ": " + esc(n) + "</p>\n")
+			}
+		}
+	}
+	w("\n")
+	if p.NoPlots != "" {
+		w(`<p class="missing">` + esc(p.NoPlots) + "</p>")
+	}
+	w("\n")
+	for _, s := range p.Series {
+		w("<section>\n<h2 id=\"" + esc(s.ID) + "\">" + esc(s.Name) + "</h2>\n")
+		for _, im := range s.Images {
+			w(`<figure><a href="` + esc(im.SVG) + `"><img src="` + esc(im.PNG) + `" width="768" height="480" alt="` + esc(im.Caption) + `"></a><figcaption>` +
+				esc(im.Caption) + ` (<a href="` + esc(im.SVG) + `">SVG</a>)</figcaption></figure>` + "\n")
+		}
+		for _, m := range s.Missing {
+			w(`<p class="missing">No ` + esc(m.Caption) + ": " + esc(m.Reason) + ".</p>\n")
+		}
+		if len(s.Stability) > 0 {
+			w(`<h3>Stability by τ</h3>
 <div class="wide"><table>
 <thead><tr><th>τ</th><th>ADEV ±1σ</th><th>MDEV ±1σ</th><th>TDEV ±1σ</th><th>MTIE</th><th>n: ADEV terms</th><th>K: non-overlapping</th></tr></thead>
-<tbody>{{range .Stability}}
-<tr><td>{{.Tau}}</td><td>{{.ADev}}</td><td>{{.MDev}}</td><td>{{.TDev}}</td><td>{{.MTIE}}</td><td>{{.N}}</td><td>{{.K}}</td></tr>{{end}}
+<tbody>`)
+			for _, r := range s.Stability {
+				w("\n<tr><td>" + string(r.Tau) + "</td><td>" + string(r.ADev) + "</td><td>" + string(r.MDev) + "</td><td>" + string(r.TDev) + "</td><td>" + string(r.MTIE) +
+					"</td><td>" + strconv.Itoa(r.N) + "</td><td>" + strconv.Itoa(r.K) + "</td></tr>")
+			}
+			w(`
 </tbody></table></div>
 <p>n is the number of terms the overlapping ADEV averages at τ = m τ0; K = ⌈n/m⌉ of them are m apart, the terms of the non-overlapping estimator (consecutive τ-averages). The ±1σ (68 %) interval is the deviation times 1 ∓ 1/√K, the simple interval of NIST SP 1065 §5.3.1 with K as its N, which ignores the noise type; where K is 1 the point bounds nothing below (its bar reaches the plot's bottom). MDEV and TDEV count their own terms (the JSON has them).</p>
-{{end}}</section>
-{{end}}</body>
-</html>
-`))
+`)
+		}
+		w("</section>\n")
+	}
+	w("</body>\n</html>\n")
+}

@@ -216,3 +216,29 @@ func TestHTMLInChromium(t *testing.T) {
 	}
 	t.Logf("screenshot of the page: %s", shot)
 }
+
+// TestHTMLEscapes: every value on the hand-built page is escaped, in text
+// and in attributes, as html/template escaped it.
+func TestHTMLEscapes(t *testing.T) {
+	bad := `<script>alert("x")</script> & 'q' +1`
+	want := `&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &#39;q&#39; &#43;1`
+	p := htmlPage{Title: bad, Header: []safeHTML{htmlCell(bad)}, Rows: [][]safeHTML{{htmlCell(bad)}}, Notes: []string{bad}, Sensor: bad, Unit: bad,
+		Correlations: []htmlCorrelation{{Series: bad, Coefficient: bad, Notes: []string{bad}}, {Series: bad, Error: bad}}, NoPlots: bad,
+		Series: []htmlSeries{{Name: bad, ID: bad, Images: []PlotImage{{Caption: bad, PNG: bad, SVG: bad}}, Missing: []PlotMissing{{Caption: bad, Reason: bad}},
+			Stability: []htmlStability{{Tau: htmlCell(bad), N: 3, K: 1}}}}}
+	var b bytes.Buffer
+	p.write(&b)
+	page := b.String()
+	if strings.Contains(page, "<script") || strings.Contains(page, `"x"`) || strings.Contains(page, "'q'") {
+		t.Fatalf("unescaped:\n%s", page)
+	}
+	// 21 values escaped as text or attributes (the title twice, each
+	// image's SVG and caption twice); the cells (spaces made non-breaking)
+	// 3 more.
+	if n := strings.Count(page, want); n != 21 {
+		t.Errorf("%d escaped values, want 21:\n%s", n, page)
+	}
+	if n := strings.Count(page, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&nbsp;&amp;&nbsp;&#39;q&#39;&nbsp;+1"); n != 3 {
+		t.Errorf("%d escaped cells, want 3:\n%s", n, page)
+	}
+}

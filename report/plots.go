@@ -3,7 +3,7 @@
 package report
 
 // Plots are left out of 32-bit ARM builds (plots_arm.go): gonum's plotting
-// and its fonts add 6.7 MB to the board's binary, and a board ships its data
+// and its fonts add 6.6 MB to the board's binary, and a board ships its data
 // to be reported on elsewhere.
 
 import (

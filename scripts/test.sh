@@ -49,6 +49,9 @@ command -v arm-linux-gnueabihf-gcc >/dev/null || need_apt+=(gcc-arm-linux-gnueab
 # its C library headers: the time API's C header is built -Werror for armhf (timeapi)
 [ -e /usr/arm-linux-gnueabihf/include/stdio.h ] || need_apt+=(libc6-dev-armhf-cross)
 command -v promtool >/dev/null || need_apt+=(prometheus)
+# prometheus-node-exporter: the peer of the agent's CPU measurement
+# (TestCostBesideNodeExporter, run when MONAGENT_COST is set).
+command -v prometheus-node-exporter >/dev/null || need_apt+=(prometheus-node-exporter)
 # ntpsec's ntpd and gpsd (gpsfake from gpsd-clients) are the time daemons the
 # daemon tests read; policy-rc.d below keeps the packages from starting them.
 # The tests run ntpd without CAP_SYS_TIME (setpriv, util-linux): NTPsec

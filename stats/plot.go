@@ -7,7 +7,7 @@ package stats
 // package these functions import gonum's plot module; they are meant for
 // monagent report, which writes each plot as PNG and SVG with SavePlot.
 // They are left out of 32-bit ARM builds, the board's, to which gonum and
-// its fonts would add 6.7 MB.
+// its fonts would add 6.6 MB.
 
 import (
 	"errors"

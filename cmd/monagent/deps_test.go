@@ -91,3 +91,31 @@ func TestLayering(t *testing.T) {
 		}
 	}
 }
+
+// forbiddenPackages are packages the ARM binary must not link, although
+// their modules are allowed, for what they cost (docs/performance.md,
+// issue 37).
+var forbiddenPackages = map[string]string{
+	// text/template's MethodByName with a name known only at run time makes
+	// the linker keep every exported method of every type: 3.5 MB.
+	"text/template": "its reflection keeps every exported method in the binary",
+	"html/template": "it brings text/template",
+	// The client (influxdb2.NewClient) holds every API of InfluxDB 2 and
+	// their generated types (0.06 MB once the linker prunes methods again);
+	// the shipper needs WriteAPIBlocking alone.
+	"github.com/influxdata/influxdb-client-go/v2": "the whole client; use api.NewWriteAPIBlocking",
+}
+
+func TestBinaryPackages(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", ".")
+	cmd.Env = append(cmd.Environ(), "GOOS=linux", "GOARCH=arm", "GOARM=7", "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if why, ok := forbiddenPackages[p]; ok {
+			t.Errorf("the linux/arm binary links %s: %s", p, why)
+		}
+	}
+}

@@ -50,7 +50,6 @@ func TestFailedHandshakeIsTLS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer sh.client.Close()
 			err = sh.write(context.Background(), []byte("m v=1 1\n"))
 			if err == nil {
 				t.Fatal("the write succeeded")

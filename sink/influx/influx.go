@@ -12,7 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
+	"github.com/influxdata/influxdb-client-go/v2/api"
+	ihttp "github.com/influxdata/influxdb-client-go/v2/api/http"
+	"github.com/influxdata/influxdb-client-go/v2/api/write"
 
 	"github.com/monagent/monagent/sink/spool"
 )
@@ -170,7 +172,6 @@ type Shipper struct {
 	q       queue
 	rd      entryReader
 	api     writer
-	client  influxdb2.Client
 	safeURL string            // cfg.URL with its password redacted
 	redact  *strings.Replacer // cfg.URL and its user info out of every string the shipper produces
 
@@ -218,14 +219,21 @@ func newWithClient(cfg Config, q queue) (*Shipper, error) {
 	if cfg.URL == "" || cfg.Bucket == "" {
 		return nil, errors.New("influx: url and bucket are required")
 	}
-	opts := influxdb2.DefaultOptions().
-		SetPrecision(time.Nanosecond).
-		SetUseGZip(false). // the transport compresses (httpClient)
-		SetHTTPClient(httpClient(cfg)).
-		SetLogLevel(0)
-	client := influxdb2.NewClientWithOptions(cfg.URL, cfg.Token, opts)
-	s := newShipper(cfg, q, client.WriteAPIBlocking(cfg.Org, cfg.Bucket))
-	s.client = client
+	// What influxdb2.NewClientWithOptions(...).WriteAPIBlocking(org, bucket)
+	// builds, without the client: its other APIs (query, buckets, tasks,
+	// ...) and their generated types would cost the board's binary some
+	// 0.6 MB (docs/performance.md), reached or not.
+	url := cfg.URL
+	if !strings.HasSuffix(url, "/") {
+		url += "/" // the library joins "api/v2/write" to it
+	}
+	auth := ""
+	if cfg.Token != "" {
+		auth = "Token " + cfg.Token
+	}
+	svc := ihttp.NewService(url, auth, ihttp.DefaultOptions().SetHTTPClient(httpClient(cfg)))
+	wopts := write.DefaultOptions().SetPrecision(time.Nanosecond).SetUseGZip(false) // the transport compresses (httpClient)
+	s := newShipper(cfg, q, api.NewWriteAPIBlocking(cfg.Org, cfg.Bucket, svc, wopts))
 	return s, nil
 }
 
@@ -347,9 +355,6 @@ func (s *Shipper) closeFiles() {
 	if s.rd != nil {
 		s.rd.Close()
 		s.rd = nil
-	}
-	if s.client != nil {
-		s.client.Close()
 	}
 }
 

@@ -46,6 +46,7 @@ func (s *Spool) Ack(b Batch, deadLettered int) error {
 	if s.ioClosed {
 		return s.persistAck()
 	}
+	s.arm(max(s.opts.FsyncInterval-time.Since(s.ackSync), 0)) // the flusher writes the ack file within the fsync interval
 	return nil
 }
 

@@ -20,7 +20,7 @@ type Options struct {
 	Dir           string
 	SegmentBytes  int64         // roll to a new segment beyond this size (default 4 MiB)
 	MaxBytes      int64         // cap on all segments; whole oldest segments go beyond it (default 256 MiB)
-	FlushInterval time.Duration // seal and write the buffer this often (default 100 ms)
+	FlushInterval time.Duration // seal and write the buffer this long after its first point (default 100 ms)
 	FsyncInterval time.Duration // fsync at most this often (default 1 s)
 	FlushBytes    int           // seal early when the buffer reaches this (default 1 MiB)
 	MaxBuffer     int           // appends beyond this much unwritten data (buffered and sealed) are dropped and counted (default 32 MiB)
@@ -208,9 +208,16 @@ type Spool struct {
 	// take long.
 	fsync func(*os.File) error
 
-	kick chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	kick chan struct{} // the buffer is full: flush now
+	// The flusher's timer: armed by the first point appended to an empty
+	// buffer, an acknowledgement, or what the last flush left due.
+	tmu      sync.Mutex
+	timer    *time.Timer
+	armed    bool
+	deadline time.Time
+	flushes  atomic.Uint64 // the background flusher's flushes (tests count its wake-ups)
+	stop     chan struct{}
+	done     chan struct{}
 
 	// Counters: the producer's change under mu, the others under io, so
 	// that Stats, holding both, sees them agree.
@@ -232,7 +239,8 @@ func Open(opts Options) (*Spool, error) {
 	if err := makeDir(opts.Dir); err != nil {
 		return nil, err
 	}
-	s := &Spool{opts: opts, notify: make(chan struct{}), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Spool{opts: opts, notify: make(chan struct{}), kick: make(chan struct{}, 1), timer: time.NewTimer(time.Hour), stop: make(chan struct{}), done: make(chan struct{})}
+	s.timer.Stop()
 	s.gz, _ = gzip.NewWriterLevel(&s.gzbuf, gzip.BestSpeed)
 	lock, err := lockDir(opts.Dir)
 	if err != nil {
@@ -277,8 +285,9 @@ func makeDir(dir string) error {
 	return nil
 }
 
-// Start starts the background flush (every FlushInterval, and early when the
-// buffer fills); it runs until Close. Calling it again, or after Close, does
+// Start starts the background flush (FlushInterval after the buffer receives
+// points, and early when it fills; it sleeps while nothing is due); it runs
+// until Close. Calling it again, or after Close, does
 // nothing.
 func (s *Spool) Start() {
 	s.startOnce.Do(func() { go s.flusher() })

@@ -146,19 +146,40 @@ func (s *Spool) Append(recs []record.Record) error {
 	}
 	var rejected int
 	var err error
+	was := s.bufPoints
 	s.buf, rejected, err = s.enc.Append(s.buf, recs)
 	s.bufPoints += len(recs) - rejected
 	s.appended.Add(uint64(len(recs) - rejected))
 	s.rejected.Add(uint64(rejected))
 	full := len(s.buf) >= s.opts.FlushBytes
+	first := was == 0 && s.bufPoints > 0
 	s.mu.Unlock()
+	s.signal(full, first)
+	return err
+}
+
+// signal tells the flusher that the buffer is full (flush now), or arms
+// its timer when the buffer has just received its first point (flush
+// within FlushInterval): from here, so that an append wakes no goroutine.
+func (s *Spool) signal(full, first bool) {
 	if full {
 		select {
 		case s.kick <- struct{}{}:
 		default:
 		}
+	} else if first {
+		s.arm(s.opts.FlushInterval)
 	}
-	return err
+}
+
+// arm makes the flusher wake in d, or sooner if it is due sooner.
+func (s *Spool) arm(d time.Duration) {
+	s.tmu.Lock()
+	defer s.tmu.Unlock()
+	if at := time.Now().Add(d); !s.armed || at.Before(s.deadline) {
+		s.timer.Reset(d) // Go 1.23 timers: no stale tick after Reset
+		s.armed, s.deadline = true, at
+	}
 }
 
 // refuse counts n points dropped because unwritten data reached MaxBuffer,
@@ -205,26 +226,36 @@ func (s *Spool) AppendLines(b []byte) (int, error) {
 		s.mu.Unlock()
 		return 0, ErrBufferFull
 	}
+	first := s.bufPoints == 0 && n > 0
 	s.bufPoints += n
 	s.appended.Add(uint64(n))
 	s.mu.Unlock()
+	s.signal(false, first)
 	return n, nil
 }
 
 // Write implements sink.Sink.
 func (s *Spool) Write(recs []record.Record) error { return s.Append(recs) }
 
+// flusher flushes FlushInterval after the buffer receives its first point
+// (at once when it fills), and wakes otherwise only when something written
+// is due: an fsync or the ack file's write FsyncInterval after the last,
+// entries a failed write left, retried every FlushInterval. An idle spool
+// sleeps (on a board, every wake-up costs the whole runtime's).
 func (s *Spool) flusher() {
 	defer close(s.done)
-	t := time.NewTicker(s.opts.FlushInterval)
-	defer t.Stop()
+	defer s.timer.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-t.C:
+		case <-s.timer.C:
+			s.tmu.Lock()
+			s.armed = false
+			s.tmu.Unlock()
 		case <-s.kick:
 		}
+		s.flushes.Add(1)
 		if err := s.Flush(); err != nil {
 			msg := err.Error()
 			s.flushErr.Store(&msg)
@@ -234,16 +265,61 @@ func (s *Spool) flusher() {
 	}
 }
 
+// due is how long until the flusher has work that no append brings: points
+// still buffered (appended while it flushed), entries a failed write left,
+// an fsync of written data or the ack file's write.
+func (s *Spool) due() (time.Duration, bool) {
+	s.mu.Lock()
+	buffered := s.bufPoints > 0
+	s.mu.Unlock()
+	s.io.Lock()
+	defer s.io.Unlock()
+	if s.ioClosed {
+		return 0, false
+	}
+	var d time.Duration
+	ok := false
+	at := func(x time.Duration) {
+		x = max(x, time.Millisecond)
+		if !ok || x < d {
+			d, ok = x, true
+		}
+	}
+	if buffered || len(s.frame) > 0 {
+		at(s.opts.FlushInterval)
+	}
+	if s.dirty || s.dirDirty {
+		at(s.opts.FsyncInterval - time.Since(s.lastSync))
+	}
+	if s.ackDirty {
+		at(s.opts.FsyncInterval - time.Since(s.ackSync))
+	}
+	return d, ok
+}
+
 // Flush seals the buffer into entries, writes them and fsyncs if the fsync
 // interval has passed. Entries that cannot be written stay in memory for the
 // next flush (and count against MaxBuffer); a segment that cannot be opened is
 // tried again then.
 func (s *Spool) Flush() error {
-	return s.flush(false)
+	err := s.flush(false)
+	s.armDue()
+	return err
 }
 
 // Sync is Flush with an fsync regardless of the interval.
-func (s *Spool) Sync() error { return s.flush(true) }
+func (s *Spool) Sync() error {
+	err := s.flush(true)
+	s.armDue()
+	return err
+}
+
+// armDue arms the flusher's timer for what the flush left due.
+func (s *Spool) armDue() {
+	if d, ok := s.due(); ok {
+		s.arm(d)
+	}
+}
 
 func (s *Spool) flush(forceSync bool) error {
 	s.disk.Lock()
@@ -292,14 +368,23 @@ func (s *Spool) flush(forceSync bool) error {
 	}
 	// Data is now written (not yet fsynced) or sealed in the frame.
 	s.unwritten.Store(s.unsafe())
-	if (s.dirty || s.dirDirty) && (forceSync || time.Since(s.lastSync) >= s.opts.FsyncInterval || s.unsynced() >= int64(s.opts.MaxBuffer/2)) {
+	if (s.dirty || s.dirDirty) && (forceSync || time.Since(s.lastSync) >= s.opts.FsyncInterval-s.syncSlack() || s.unsynced() >= int64(s.opts.MaxBuffer/2)) {
 		err = errors.Join(err, s.syncLocked())
 	}
-	if s.ackDirty && (forceSync || time.Since(s.ackSync) >= s.opts.FsyncInterval) {
+	if s.ackDirty && (forceSync || time.Since(s.ackSync) >= s.opts.FsyncInterval-s.syncSlack()) {
 		err = errors.Join(err, s.persistAck())
 	}
 	s.unwritten.Store(s.unsafe())
 	return err
+}
+
+// syncSlack is how much before FsyncInterval a flush may fsync: data that
+// comes once a second is flushed a second apart give or take the
+// scheduler's jitter, and its fsync goes with that flush rather than with
+// a wake-up of its own a moment later. The smaller of FlushInterval and a
+// tenth of FsyncInterval.
+func (s *Spool) syncSlack() time.Duration {
+	return min(s.opts.FlushInterval, s.opts.FsyncInterval/10)
 }
 
 // unsynced is how much of the active segment is not yet fsynced: the bytes a

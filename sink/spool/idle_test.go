@@ -1,0 +1,62 @@
+package spool
+
+import (
+	"testing"
+	"time"
+)
+
+// TestIdleFlusherSleeps (issue 37): the background flusher wakes for what
+// is due, not at a fixed rate: an idle spool does not flush; points appended
+// are written within FlushInterval and fsynced within FsyncInterval of the
+// last fsync; an acknowledgement reaches the ack file within FsyncInterval;
+// then it sleeps again.
+func TestIdleFlusherSleeps(t *testing.T) {
+	const flush, fsync = 20 * time.Millisecond, 200 * time.Millisecond
+	s := open(t, Options{Dir: t.TempDir(), FlushInterval: flush, FsyncInterval: fsync})
+	defer s.Close()
+	time.Sleep(20 * flush)
+	if n := s.flushes.Load(); n != 0 {
+		t.Fatalf("%d flushes of an empty spool in %v (a flush every %v)", n, 20*flush, flush)
+	}
+	if err := s.Append(recs(0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	r := s.NewReader()
+	defer r.Close()
+	deadline := time.Now().Add(10 * time.Second) // generous: a loaded machine
+	var got []string
+	for len(got) < 5 && time.Now().Before(deadline) {
+		lines, _ := drain(t, r)
+		got = append(got, lines...)
+		time.Sleep(flush / 4)
+	}
+	if len(got) != 5 {
+		t.Fatalf("%d of 5 points written", len(got))
+	}
+	for s.Stats().Fsyncs == 0 && time.Now().Before(deadline) {
+		time.Sleep(flush / 4)
+	}
+	if s.Stats().Fsyncs == 0 {
+		t.Fatal("the points were never fsynced")
+	}
+	if err := s.Ack(Batch{FirstSeq: 1, LastSeq: 5, Points: 5}, 0); err != nil {
+		t.Fatal(err)
+	}
+	for time.Now().Before(deadline) {
+		if a, err := readAck(s.ackPath()); err == nil && a == 5 {
+			break
+		}
+		time.Sleep(flush / 4)
+	}
+	if a, err := readAck(s.ackPath()); err != nil || a != 5 {
+		t.Fatalf("ack file says %d (%v), want 5", a, err)
+	}
+	// Everything is written, fsynced and acknowledged: idle again.
+	time.Sleep(2 * flush)
+	before := s.flushes.Load()
+	time.Sleep(2 * fsync)
+	if n := s.flushes.Load() - before; n > 1 {
+		t.Fatalf("%d flushes in %v with nothing to do", n, 2*fsync)
+	}
+	t.Logf("%d flushes in all", s.flushes.Load())
+}
