@@ -271,7 +271,7 @@ func (s *chronySource) SelfFields() []record.Field {
 
 // ntpSection is the ntp section's entry in the table (config.go): the own
 // probe of each server, the chronyd monitor and the ntpd monitor
-// (source_ntpd.go).
+// (source_ntp_ntpd.go).
 var ntpSection = section{key: "ntp", of: func(c *Config) sectionConfig { return &c.NTP },
 	sources: []sourceKind{
 		{"ntp", func(c *Config) bool { return c.NTP.Enabled && len(c.NTP.Servers) > 0 }, buildNTPSources},
