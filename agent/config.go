@@ -76,6 +76,7 @@ type section struct {
 	of      func(*Config) sectionConfig // the section inside a Config
 	fatal   bool                        // run does not start when its board checks fail
 	sources []sourceKind                // what the section builds, in order
+	memory  []memoryUse                 // the buffers its sources hold (config_memory.go)
 }
 
 // sourceKind builds the sources of one kind when its section enables them.

@@ -17,7 +17,11 @@ func TestConfigurationDocNamesRealFiles(t *testing.T) {
 	if len(names) < 20 {
 		t.Fatalf("docs/configuration.md names %d agent files, want its file table (20 or more)", len(names))
 	}
+	placeholder := regexp.MustCompile(`_x[._]`) // the recipe's source "x"
 	for _, m := range names {
+		if placeholder.Match(m[1]) {
+			continue
+		}
 		if _, err := os.Stat("../" + string(m[1])); err != nil {
 			t.Errorf("docs/configuration.md names %s, which is not in the tree", m[1])
 		}

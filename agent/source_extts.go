@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"unsafe"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/phc"
@@ -198,4 +199,9 @@ func (d *exttsSource) After(b *collect.Batch, events int) error {
 
 // exttsSection is the extts section's entry in the table (config.go).
 var exttsSection = section{key: "extts", of: func(c *Config) sectionConfig { return &c.Extts },
-	sources: []sourceKind{{"extts", func(c *Config) bool { return c.Extts.Enabled }, buildExttsSources}}}
+	sources: []sourceKind{{"extts", func(c *Config) bool { return c.Extts.Enabled }, buildExttsSources}},
+	memory: []memoryUse{{what: "external timestamps", bytes: exttsEventBytes, size: func() uintptr { return unsafe.Sizeof(exttsStamp{}) },
+		buffers: func(c *Config) []buffer { return oneBuffer(c.Extts.Enabled, "extts.ring", c.Extts.Ring) }}}}
+
+// exttsEventBytes is a ring entry's budget (the memory check).
+const exttsEventBytes = 40

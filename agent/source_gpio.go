@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/gpio"
@@ -344,4 +345,14 @@ func (d *gpioSource) Self() []record.Field {
 
 // gpioSection is the gpio section's entry in the table (config.go).
 var gpioSection = section{key: "gpio", of: func(c *Config) sectionConfig { return &c.GPIO },
-	sources: []sourceKind{{"gpio", func(c *Config) bool { return c.GPIO.Enabled }, buildGPIOSources}}}
+	sources: []sourceKind{{"gpio", func(c *Config) bool { return c.GPIO.Enabled }, buildGPIOSources}},
+	memory: []memoryUse{{what: "edges", bytes: gpioEventBytes, size: func() uintptr { return unsafe.Sizeof(gpioEdge{}) },
+		buffers: func(c *Config) []buffer {
+			if !c.GPIO.Enabled {
+				return nil
+			}
+			return rings("gpio.chips", c.GPIO.Chips, func(ch GPIOChipConfig) int { return ch.Ring })
+		}}}}
+
+// gpioEventBytes is a ring entry's budget (the memory check).
+const gpioEventBytes = 40

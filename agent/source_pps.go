@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/gpio"
@@ -175,4 +176,14 @@ func (d *ppsSource) After(b *collect.Batch, events int) error {
 
 // ppsSection is the pps section's entry in the table (config.go).
 var ppsSection = section{key: "pps", of: func(c *Config) sectionConfig { return &c.PPS },
-	sources: []sourceKind{{"pps", func(c *Config) bool { return c.PPS.Enabled }, buildPPSSources}}}
+	sources: []sourceKind{{"pps", func(c *Config) bool { return c.PPS.Enabled }, buildPPSSources}},
+	memory: []memoryUse{{what: "edges", bytes: ppsEventBytes, size: func() uintptr { return unsafe.Sizeof(ppsEdge{}) },
+		buffers: func(c *Config) []buffer {
+			if !c.PPS.Enabled {
+				return nil
+			}
+			return rings("pps.devices", c.PPS.Devices, func(d PPSDeviceConfig) int { return d.Ring })
+		}}}}
+
+// ppsEventBytes is a ring entry's budget (the memory check).
+const ppsEventBytes = 24

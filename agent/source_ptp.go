@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/facebook/time/ptp/protocol"
 
@@ -314,4 +315,15 @@ var ptpSection = section{key: "ptp", of: func(c *Config) sectionConfig { return 
 	sources: []sourceKind{
 		{"ptp4l", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Ptp4l.On() }, buildPtp4lSource},
 		{"ptp_probe", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Probe.Enabled }, buildPTPProbe},
-	}}
+	},
+	memory: []memoryUse{{what: "exchanges", bytes: ptpExchangeBytes, size: func() uintptr { return unsafe.Sizeof(ptp.Exchange{}) },
+		buffers: func(c *Config) []buffer {
+			return oneBuffer(c.PTP.Enabled && c.PTP.Probe.Enabled, "ptp.probe", ptpProbeRing)
+		}}}}
+
+// The PTP probe's ring: its entries (the event source's default) and an
+// entry's budget (the memory check).
+const (
+	ptpProbeRing     = 4096
+	ptpExchangeBytes = 104
+)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/record"
@@ -115,4 +116,14 @@ var sensorsSection = section{key: "sensors", of: func(c *Config) sectionConfig {
 	sources: []sourceKind{
 		{"sensors", func(c *Config) bool { return c.Sensors.Enabled }, buildSensorsSource},
 		{"sensor_buffers", func(c *Config) bool { return c.Sensors.Enabled && len(c.Sensors.Buffers) > 0 }, buildSensorBuffers},
-	}}
+	},
+	memory: []memoryUse{{what: "scans", bytes: scanEventBytes, size: func() uintptr { return unsafe.Sizeof(scan{}) },
+		buffers: func(c *Config) []buffer {
+			if !c.Sensors.Enabled {
+				return nil
+			}
+			return rings("sensors.buffers", c.Sensors.Buffers, func(b SensorBufferConfig) int { return b.Ring })
+		}}}}
+
+// scanEventBytes is a buffer ring entry's budget (the memory check).
+const scanEventBytes = 80
