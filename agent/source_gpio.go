@@ -28,9 +28,8 @@ type gpioEdge struct {
 	readRT int64
 }
 
-// gpioFields is the most fields of a gpio_event record; slabRecords is
-// the records whose fields one allocation holds.
-const gpioFields, slabRecords = 10, 512
+// gpioFields is the most fields of a gpio_event record.
+const gpioFields = 10
 
 // gpioLine is one requested line: its tags and counts.
 type gpioLine struct {

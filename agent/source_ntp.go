@@ -9,7 +9,6 @@ import (
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/ntp"
-	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sockts"
 	"github.com/monagent/monagent/timebase"
@@ -42,18 +41,6 @@ func newNTPSource(sc NTPServerConfig, srv ntp.Server, timeout time.Duration,
 	return &ntpSource{cfg: sc, p: p, tags: []record.Tag{{Key: "server", Value: srv.String()}}, start: time.Now()}, nil
 }
 
-// hardwarePHC is the clock domain of the PTP hardware clock of iface, the
-// interface at key whose hardware timestamps a source uses.
-func hardwarePHC(key, iface string) (timebase.Domain, error) {
-	idx, err := phc.InterfacePHC(iface)
-	if err != nil {
-		return 0, keyErr(key, "%s: %v", iface, err)
-	}
-	if idx < 0 {
-		return 0, keyErr(key, "%s has no PTP hardware clock for hardware timestamps", iface)
-	}
-	return timebase.PHC(idx), nil
-}
 
 func buildNTPSources(env *Env) ([]collect.Source, error) {
 	n := env.Config.NTP
