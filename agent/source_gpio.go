@@ -180,8 +180,8 @@ func (d *gpioSource) Produce(ctx context.Context, q *collect.EventQueue[gpioEdge
 		// Fewer events than asked for: the read emptied the kernel's queue.
 		drained := err == nil && n < min(d.buffer, gpio.MaxEventBufferSize)
 		if n > 0 {
-			readEv, _ := d.clock.Now()
-			readRT, _ := timebase.Realtime.Now()
+			readEv, _ := d.clock.Now() // a system clock every Linux kernel has (checked when built): clock_gettime cannot fail; 0 would only lose the latency figure
+			readRT := realtimeNow()
 			for i := range evs[:n] {
 				batch[i] = gpioEdge{ev: evs[i], read: readEv, readRT: readRT + int64(i)}
 			}

@@ -11,7 +11,6 @@ import (
 	"github.com/monagent/monagent/ntp"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sockts"
-	"github.com/monagent/monagent/timebase"
 )
 
 // ntpSource ships the probe of one NTP server (ntp.ServerProbe: a name is
@@ -110,7 +109,7 @@ func (s *ntpSource) Collect(ctx context.Context, b *collect.Batch) error {
 	}
 	res, err := s.p.Poll(ctx)
 	if err != nil {
-		now, _ := timebase.Realtime.Now()
+		now := realtimeNow()
 		s.probeRecord(b, now, nil)
 		s.judged.missed(b, now)
 		return err

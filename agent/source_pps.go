@@ -10,7 +10,6 @@ import (
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/record"
-	"github.com/monagent/monagent/timebase"
 )
 
 // ppsFetcher is what the PPS source needs of a device (*gpio.PPSDevice):
@@ -108,7 +107,7 @@ func (d *ppsSource) Produce(ctx context.Context, q *collect.EventQueue[ppsEdge])
 			if err != nil {
 				return collect.Ended(ctx, err) // Fetch's errors name the device
 			}
-			read, _ := timebase.Realtime.Now()
+			read := realtimeNow()
 			for k, x := range e.Edges() {
 				switch {
 				case !d.ship[k]:

@@ -11,7 +11,6 @@ import (
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sensors"
-	"github.com/monagent/monagent/timebase"
 )
 
 // sensorsSource reads hwmon chips, thermal zones and IIO ADCs one-shot every
@@ -93,7 +92,7 @@ func (s *sensorsSource) Collect(ctx context.Context, b *collect.Batch) error {
 	}
 	for i, x := range s.sel.Sensors {
 		v, err := x.Read()
-		now, _ := timebase.Realtime.Now()
+		now := realtimeNow()
 		if err != nil {
 			s.readErrors.Add(1)
 			errs = append(errs, err)
