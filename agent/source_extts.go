@@ -97,7 +97,7 @@ func newExttsSource(x ExttsConfig, dom timebase.Domain, tr *timebase.Translators
 	return d
 }
 
-// produce enables the channels and drains the stamps into the queue until
+// Produce enables the channels and drains the stamps into the queue until
 // ctx is done; a failure ends it (the event source counts it, backs off and
 // calls it again, which enables the channels again). The edges missing
 // between two stamps of a channel with a period are the losses counted: the
@@ -138,7 +138,7 @@ func (d *exttsSource) channel(ch uint32) *exttsChan {
 	return nil
 }
 
-// emit ships one stamp at its PHC time moved to REALTIME through the phc
+// Emit ships one stamp at its PHC time moved to REALTIME through the phc
 // source's model, with the model's uncertainty. A stamp that cannot be moved
 // yet (no model) is shipped at REALTIME of the read that brought it plus its
 // index in the read, with phc_ns kept, and counted (untranslated). Two stamps
@@ -172,7 +172,7 @@ func (d *exttsSource) Emit(b *collect.Batch, e *exttsStamp) {
 	b.Add("extts_event", t, c.tags[c.req.EdgeOf(&e.ev)], f...)
 }
 
-// self is the decoder's counts beside the event source's.
+// Self is the decoder's counts beside the event source's.
 func (d *exttsSource) Self() []record.Field {
 	st := d.totals.Stats()
 	f := []record.Field{
@@ -189,7 +189,7 @@ func (d *exttsSource) Self() []record.Field {
 	return f
 }
 
-// after closes the interval's read-latency statistics of each channel.
+// After closes the interval's read-latency statistics of each channel.
 func (d *exttsSource) After(b *collect.Batch, events int) error {
 	for _, c := range d.chans {
 		c.lat.Close(&d.scratch)

@@ -154,7 +154,7 @@ func (d *gpioSource) open() (*gpio.Reader, error) {
 	return gpio.OpenLines(d.path, d.offsets, d.cfg, d.buffer)
 }
 
-// produce drains the request into the queue until ctx is done; a failure
+// Produce drains the request into the queue until ctx is done; a failure
 // ends it (the event source counts it, backs off and calls it again, which
 // requests the lines again). A replay is read once: at its end (or at a
 // malformed record) the producer idles until ctx is done.
@@ -218,7 +218,7 @@ func (d *gpioSource) Produce(ctx context.Context, q *collect.EventQueue[gpioEdge
 	}
 }
 
-// emit ships one edge at its kernel stamp moved to REALTIME (place). An
+// Emit ships one edge at its kernel stamp moved to REALTIME (place). An
 // edge of a line that is not configured (only a replay has them) is counted
 // as unlisted, not shipped.
 func (d *gpioSource) Emit(b *collect.Batch, e *gpioEdge) {
@@ -294,7 +294,7 @@ func (d *gpioSource) place(e *gpioEdge) (l *gpioLine, t, unc int64, ok bool) {
 	return l, t, unc, ok
 }
 
-// after closes the interval's latency statistics of every line that had
+// After closes the interval's latency statistics of every line that had
 // edges in it; a line without edges keeps those of its last interval with
 // edges (latency_samples says how many edges they cover), so that the
 // self-metrics shipped less often than the edges still show them.
@@ -308,7 +308,7 @@ func (d *gpioSource) After(b *collect.Batch, events int) error {
 	return nil
 }
 
-// self is the decoder's counts beside the event source's: per line, its
+// Self is the decoder's counts beside the event source's: per line, its
 // edges, the kernel's drops (line_seqno gaps) and the read latency (kernel
 // stamp -> user space) over the last interval with edges (see after).
 func (d *gpioSource) Self() []record.Field {

@@ -92,7 +92,7 @@ func (d *markerSource) listen() error {
 	return nil
 }
 
-// produce reads datagrams until ctx is done: each is stamped, parsed and
+// Produce reads datagrams until ctx is done: each is stamped, parsed and
 // queued; a malformed one is dropped and counted (marker.Reader). A read
 // failure closes the socket and ends it; the event source backs off and
 // calls it again, and it binds the socket again.
@@ -120,7 +120,7 @@ func (d *markerSource) Produce(ctx context.Context, q *collect.EventQueue[marker
 	}
 }
 
-// emit ships one marker at its time: the sender's stamp (REALTIME as it is,
+// Emit ships one marker at its time: the sender's stamp (REALTIME as it is,
 // MONOTONIC moved to REALTIME through the clock models), else its arrival.
 // With the hca section, that time is also placed on the global timeline
 // (hca_local_ns, global_ns, global_bound_ns; unplaced counts the markers
@@ -181,7 +181,7 @@ func (d *markerSource) Emit(b *collect.Batch, e *markerEvent) {
 	b.Add("marker", st.Place(t, &d.times), tags, f...)
 }
 
-// self is the decoder's counts beside the event source's.
+// Self is the decoder's counts beside the event source's.
 func (d *markerSource) Self() []record.Field {
 	f := []record.Field{
 		record.Uint("markers", d.events),

@@ -40,7 +40,6 @@ func newNTPSource(sc NTPServerConfig, srv ntp.Server, timeout time.Duration,
 	return &ntpSource{cfg: sc, p: p, tags: []record.Tag{{Key: "server", Value: srv.String()}}, start: time.Now()}, nil
 }
 
-
 func buildNTPSources(env *Env) ([]collect.Source, error) {
 	n := env.Config.NTP
 	var out []collect.Source

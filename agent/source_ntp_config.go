@@ -195,4 +195,3 @@ func (n *NTPConfig) board(paths PathsConfig, p *problems) {
 		ifaceHasPHC(paths, "ntp.interface", n.Interface, p)
 	}
 }
-

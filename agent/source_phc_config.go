@@ -155,7 +155,6 @@ func (p *PHCConfig) boardDuplicates(paths PathsConfig, ps *problems) {
 	}
 }
 
-
 // notMeasured says why the phc section keeps no model of the PHC dev, which
 // another source (extts, gpio.phc) needs to move its stamps: the selection
 // cannot include it (phc.MaySelect). "" when it is measured, or may be.
@@ -165,4 +164,3 @@ func (p *PHCConfig) notMeasured(dev string) string {
 	}
 	return fmt.Sprintf("%s is not among phc.devices %v: the phc source keeps no model of it, so no stamp could be moved to REALTIME (add it there, or leave phc.devices empty to measure every PHC)", dev, p.Devices)
 }
-
