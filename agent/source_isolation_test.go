@@ -29,15 +29,7 @@ func TestSourcesUseOnlyTheKit(t *testing.T) {
 	fset := token.NewFileSet()
 	files := map[string]*ast.File{}
 	owner := map[string]string{} // package-level identifier -> its source
-	ents, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		n := e.Name()
-		if !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
-			continue
-		}
+	for _, n := range agentFiles(t) {
 		f, err := parser.ParseFile(fset, n, nil, parser.SkipObjectResolution)
 		if err != nil {
 			t.Fatal(err)
@@ -101,4 +93,39 @@ func checkIdent(nd ast.Node, x, n string, owner map[string]string, fset *token.F
 		}
 	}
 	return true
+}
+
+// A source's files share its prefix: no config_<x>.go lies apart from its
+// source_<x>.go, and no file of agent/ but the tests is over 600 lines (a
+// long source splits into source_<x>_<part>.go).
+func TestSourcesKeepTheirFilesTogether(t *testing.T) {
+	for _, n := range agentFiles(t) {
+		if x, ok := strings.CutPrefix(strings.TrimSuffix(n, ".go"), "config_"); ok {
+			if _, err := os.Stat("source_" + x + ".go"); err == nil {
+				t.Errorf("%s lies apart from source_%s.go: name it source_%s_config.go", n, x, x)
+			}
+		}
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines := strings.Count(string(b), "\n"); lines > 600 {
+			t.Errorf("%s has %d lines, more than 600: split it by what its parts do", n, lines)
+		}
+	}
+}
+
+// agentFiles are the names of agent/'s Go files but the tests.
+func agentFiles(t *testing.T) []string {
+	ents, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if n := e.Name(); strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") {
+			out = append(out, n)
+		}
+	}
+	return out
 }
