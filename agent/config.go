@@ -6,9 +6,9 @@ import (
 )
 
 // Config is monagent's configuration file. Each section's type, defaults,
-// checks and board checks live in agent/config_<section>.go, next to the
-// source that uses it, and are registered in sections; this file keeps only
-// the top level.
+// checks and board checks live in agent/source_<x>_config.go beside the
+// source that uses it (agent/config_<x>.go for the agent's own sections),
+// and are registered in sections; this file keeps only the top level.
 type Config struct {
 	Host        string            `yaml:"host"` // the host tag; default: the hostname
 	Tags        TagsConfig        `yaml:"tags"` // the host's tags (rack, room): labels on /metrics
@@ -76,6 +76,7 @@ type section struct {
 	of      func(*Config) sectionConfig // the section inside a Config
 	fatal   bool                        // run does not start when its board checks fail
 	sources []sourceKind                // what the section builds, in order
+	memory  []memoryUse                 // the buffers its sources hold (config_memory.go)
 }
 
 // sourceKind builds the sources of one kind when its section enables them.
@@ -86,8 +87,8 @@ type sourceKind struct {
 }
 
 // sections is the table, in the order the sections are checked and their
-// sources built. A new source adds its section type (config_<x>.go), a field
-// in Config, its entry beside its source (source_<x>.go) and one line here;
+// sources built. A new source adds its section type (source_<x>_config.go), a
+// field in Config, its entry beside its source (source_<x>.go) and one line here;
 // TestSectionTableCoversConfig and TestEverySectionBuildsOrIsTheAgents keep
 // the table and Config in step.
 func sections() []section {

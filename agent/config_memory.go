@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/monagent/monagent/conf"
-	"github.com/monagent/monagent/marker"
 )
 
 // MemoryConfig bounds what the agent holds in memory: the queue between the
@@ -41,26 +40,50 @@ const MaxRing = 1 << 20
 // docs/performance.md).
 const baseMemory = 24 << 20
 
-// The bytes each ring entry and its heap hold, upper bounds of the event
-// types' sizes on 64-bit and 32-bit ARM alike (pinned by
-// TestEventSizesWithinTheirBudget).
+// The bytes the agent's own buffers hold per entry.
 const (
-	gpioEventBytes   = 40
-	ppsEventBytes    = 24
-	gnssEventBytes   = 160 // a decoded gpsd message; its device path is shared
-	exttsEventBytes  = 40
-	markerEventBytes = 216 + marker.MaxLen // the event and its strings
-	scanEventBytes   = 80
-	ptpExchangeBytes = 104
-	ptpProbeRing     = 4096 // the PTP probe's ring (the event source's default)
-	hcaRecordBytes   = 1536 // a queued hca_model or hca_sync record and its fields
-	// markerSeriesBytes is a marker series: its name and tags (at most
-	// MaxNameLen + MaxTags tags of MaxTagKeyLen + MaxTagValueLen), the map
-	// entry and its time guard (16 times).
-	markerSeriesBytes = marker.MaxNameLen + marker.MaxTags*(marker.MaxTagKeyLen+marker.MaxTagValueLen) + 512
 	influxLineBytes   = 512 // a shipped line, generously
 	shipperBatchCopes = 3   // the batch's lines, its request body, its gzip
 )
+
+// memoryUse is one kind of buffer a section's sources hold, stated in the
+// section's entry of the table (source_<x>.go): what an entry holds, its
+// budget and its real size, and the buffers a configuration enables.
+// MemoryNeed adds them up without naming any source;
+// TestEventSizesWithinTheirBudget holds every size within its budget (on
+// 64-bit and on 32-bit ARM), and TestEverySourceWithARingStatesItsMemory
+// fails when a section with a ring states none.
+type memoryUse struct {
+	what  string         // what an entry holds: "edges"
+	bytes int64          // an entry's budget, an upper bound on 64-bit and 32-bit ARM alike
+	size  func() uintptr // an entry's real size in this build (unsafe.Sizeof of the event, and its heap)
+	// buffers are the section's buffers of this kind, each at its key with
+	// its entries, when its sources are on (none when off).
+	buffers func(c *Config) []buffer
+}
+
+// buffer is one ring or table: its key in the configuration and its entries.
+type buffer struct {
+	key     string
+	entries int
+}
+
+// rings is one buffer per entry of a section's list, keyed "<key>[i].ring".
+func rings[T any](key string, list []T, ring func(T) int) []buffer {
+	out := make([]buffer, len(list))
+	for i, x := range list {
+		out[i] = buffer{fmt.Sprintf("%s[%d].ring", key, i), ring(x)}
+	}
+	return out
+}
+
+// oneBuffer is a section's single buffer when on is true, none otherwise.
+func oneBuffer(on bool, key string, entries int) []buffer {
+	if !on {
+		return nil
+	}
+	return []buffer{{key, entries}}
+}
 
 // MemoryNeed is what a configuration needs in memory at most, largest part
 // first.
@@ -88,36 +111,12 @@ func (c *Config) MemoryNeed() MemoryNeed {
 			add("influx.batch_points", int64(c.Influx.BatchPoints)*influxLineBytes*shipperBatchCopes, "the batch in flight")
 		}
 	}
-	if c.GPIO.Enabled {
-		for i, ch := range c.GPIO.Chips {
-			add(fmt.Sprintf("gpio.chips[%d].ring", i), int64(ch.Ring)*gpioEventBytes, "edges")
+	for _, sec := range sections() {
+		for _, u := range sec.memory {
+			for _, b := range u.buffers(c) {
+				add(b.key, int64(b.entries)*u.bytes, u.what)
+			}
 		}
-	}
-	if c.PPS.Enabled {
-		for i, d := range c.PPS.Devices {
-			add(fmt.Sprintf("pps.devices[%d].ring", i), int64(d.Ring)*ppsEventBytes, "edges")
-		}
-	}
-	if c.GNSS.Enabled {
-		add("gnss.ring", int64(c.GNSS.Ring)*gnssEventBytes, "gpsd messages")
-	}
-	if c.Extts.Enabled {
-		add("extts.ring", int64(c.Extts.Ring)*exttsEventBytes, "external timestamps")
-	}
-	if c.Marker.Enabled {
-		add("marker.ring", int64(c.Marker.Ring)*markerEventBytes, "markers")
-		add("marker.max_series", int64(c.Marker.MaxSeries)*markerSeriesBytes, "each series' key and time guard")
-	}
-	if c.Sensors.Enabled {
-		for i, b := range c.Sensors.Buffers {
-			add(fmt.Sprintf("sensors.buffers[%d].ring", i), int64(b.Ring)*scanEventBytes, "scans")
-		}
-	}
-	if c.HCA.Enabled {
-		add("hca.peers", int64(hcaRingSize(len(c.HCA.Peers)))*hcaRecordBytes, "model and sync records waiting")
-	}
-	if c.PTP.Enabled && c.PTP.Probe.Enabled {
-		add("ptp.probe", ptpProbeRing*ptpExchangeBytes, "exchanges")
 	}
 	m.Sort()
 	return m

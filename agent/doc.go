@@ -1,8 +1,10 @@
-// Package agent is monagent's runtime: the typed configuration, the registry of
-// measurement sources, the lifecycle that runs them under a context and hands their
-// records to the sinks, the agent's own metrics, and the probe that inventories
-// what a machine offers (clocks, PHCs, timestamping NICs, GPIO, PPS, sensors,
-// chronyd and ptp4l sockets).
+// Package agent is monagent's runtime: the typed configuration and its one
+// table of sections (config.go), the measurement sources (source_<x>*.go, one
+// prefix per source, each using only the kit in source.go and the core), the
+// lifecycle that runs them under a context and hands their records to the
+// sinks, the judged clocks (judging.go), the time API's writer and the
+// agent's own metrics. The inventory of a machine (monagent probe) is package
+// inventory.
 //
 // The agent is the only place that logs; it injects a *slog.Logger into whatever
 // needs one. Libraries below it return errors.

@@ -2,12 +2,23 @@ package agent
 
 import (
 	"fmt"
+	"github.com/monagent/monagent/phc"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/hca"
 	"github.com/monagent/monagent/timebase"
 )
+
+// This file is the kit: what a source (source_<x>*.go) may use besides its
+// own files and the core (Config, the table, judging, instances, key
+// errors). A source never names another source's identifiers
+// (TestSourcesUseOnlyTheKit); what two sources share lives here. The kit
+// also holds: checkRing and the memory uses (config_memory.go), buildInstances
+// and daemon (daemon.go), the judges (judging.go), the global timeline
+// (global.go) and keyErr (config.go).
 
 // Env is what a source gets when it is built.
 type Env struct {
@@ -52,4 +63,83 @@ func one[S collect.Source](s S, err error) ([]collect.Source, error) {
 		return nil, err
 	}
 	return []collect.Source{s}, nil
+}
+
+// slabRecords is the records whose fields one allocation of a source's slab
+// holds (collect.NewSlab).
+const slabRecords = 512
+
+// hardwarePHC is the clock domain of the PTP hardware clock of iface, the
+// interface at key whose hardware timestamps a source uses.
+func hardwarePHC(key, iface string) (timebase.Domain, error) {
+	idx, err := phc.InterfacePHC(iface)
+	if err != nil {
+		return 0, keyErr(key, "%s: %v", iface, err)
+	}
+	if idx < 0 {
+		return 0, keyErr(key, "%s has no PTP hardware clock for hardware timestamps", iface)
+	}
+	return timebase.PHC(idx), nil
+}
+
+// ifaceHasPHC records a problem when the network interface name is absent or
+// has no PTP hardware clock (sysfs's class/net/NAME/device/ptp/ptpN), which
+// hardware timestamps need.
+func ifaceHasPHC(paths PathsConfig, key, name string, p *problems) {
+	n := len(p.Problems)
+	if ifaceExists(paths, key, name, p); len(p.Problems) > n {
+		return
+	}
+	if _, ok := phc.SysfsInterfacePHC(paths.Sys, name); !ok {
+		p.Add(key, "%s has no PTP hardware clock for hardware timestamps (nothing in %s)", name, filepath.Join(paths.Sys, "class/net", name, "device/ptp"))
+	}
+}
+
+// ifaceExists records a problem when the network interface name is absent.
+func ifaceExists(paths PathsConfig, key, name string, ps *problems) {
+	if _, err := os.Stat(filepath.Join(paths.Sys, "class/net", name)); err != nil {
+		ps.Put(&KeyError{Key: key, Reason: fmt.Sprintf("no network interface %q", name), Err: err})
+	}
+}
+
+// phcOf is the domain of the PHC dev that a source's setting at key reads
+// against: a /dev/ptpN the phc section measures (its models move the stamps;
+// without the phc source, what it says of the stamps is logged).
+func phcOf(env *Env, key, dev, who, without string) (timebase.Domain, error) {
+	dom, err := phc.DeviceDomain(dev)
+	if err != nil {
+		return timebase.DomainUnknown, keyErr(key, "%q is not a PHC device (/dev/ptpN)", dev)
+	}
+	if !env.Config.PHC.Enabled && env.Log != nil {
+		env.Log.Warn(who+" needs the phc source's model of the PHC: "+without, "phc", dev)
+	}
+	if why := env.Config.PHC.notMeasured(dev); why != "" {
+		return timebase.DomainUnknown, keyErr(key, "%s", why)
+	}
+	return dom, nil
+}
+
+// ptp4lJudged is the judged clock of the first ptp.ptp4l instance, which
+// phc.through: ptp4l follows: the one rule that spans two sections (phc
+// judges the system clock through the clock ptp4l disciplines). It lives in
+// the kit, reading only Config, so that the phc source names nothing of the
+// ptp source; the error is at phc.through when that clock is not judged.
+func ptp4lJudged(c *Config) (string, error) {
+	p := c.PTP.Ptp4l.First()
+	if !c.PTP.Enabled || !p.Enabled || !p.Judge.Enabled {
+		return "", keyErr("phc.through", "ptp4l: the ptp.ptp4l monitor and its judge must be on")
+	}
+	return "ptp4l:" + p.Socket, nil
+}
+
+// realtimeNow is CLOCK_REALTIME in ns, for the read and ship times of
+// records. timebase.Realtime.Now reads it through the Go runtime's vDSO path
+// (time.Now), which has no error to give: its error is always nil, so none
+// is dropped here.
+func realtimeNow() int64 {
+	t, err := timebase.Realtime.Now()
+	if err != nil { // cannot happen (see above); a zero time would be shipped silently
+		panic("timebase: CLOCK_REALTIME failed: " + err.Error())
+	}
+	return t
 }

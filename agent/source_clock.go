@@ -44,7 +44,7 @@ func newClockSource(cfg ClockConfig, read func(timebase.SystemClock) (int64, err
 	if err != nil {
 		return nil, keyErr("clock.reference", "%v", err)
 	}
-	ref, _ := timebase.SystemClockFor(refDomain)
+	ref, _ := timebase.SystemClockFor(refDomain) // found: check refuses a clock.reference that is no system clock
 	if tr == nil {
 		tr = timebase.NewTranslators()
 	}
@@ -54,7 +54,7 @@ func newClockSource(cfg ClockConfig, read func(timebase.SystemClock) (int64, err
 		if err != nil {
 			return nil, keyErr("clock.clocks", "%v", err)
 		}
-		c, _ := timebase.SystemClockFor(d)
+		c, _ := timebase.SystemClockFor(d) // found: check refuses a clock.clocks entry that is no system clock
 		s.clocks = append(s.clocks, &clockTrack{clk: c, tags: []record.Tag{{Key: "clock", Value: c.Domain().String()}, {Key: "ref", Value: ref.Domain().String()}},
 			steps: timebase.OffsetSteps{ThresholdNS: int64(cfg.StepThreshold), MaxSlewPPM: cfg.MaxSlewPPM}})
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"unsafe"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/phc"
@@ -96,7 +97,7 @@ func newExttsSource(x ExttsConfig, dom timebase.Domain, tr *timebase.Translators
 	return d
 }
 
-// produce enables the channels and drains the stamps into the queue until
+// Produce enables the channels and drains the stamps into the queue until
 // ctx is done; a failure ends it (the event source counts it, backs off and
 // calls it again, which enables the channels again). The edges missing
 // between two stamps of a channel with a period are the losses counted: the
@@ -109,7 +110,7 @@ func (d *exttsSource) Produce(ctx context.Context, q *collect.EventQueue[exttsSt
 		for {
 			n, err := rd.Read(ctx, evs[:])
 			if n > 0 {
-				readRT, _ := timebase.Realtime.Now()
+				readRT := realtimeNow()
 				for i := range evs[:n] {
 					batch[i] = exttsStamp{ev: evs[i], readRT: readRT + int64(i), read: readRT}
 				}
@@ -137,7 +138,7 @@ func (d *exttsSource) channel(ch uint32) *exttsChan {
 	return nil
 }
 
-// emit ships one stamp at its PHC time moved to REALTIME through the phc
+// Emit ships one stamp at its PHC time moved to REALTIME through the phc
 // source's model, with the model's uncertainty. A stamp that cannot be moved
 // yet (no model) is shipped at REALTIME of the read that brought it plus its
 // index in the read, with phc_ns kept, and counted (untranslated). Two stamps
@@ -171,7 +172,7 @@ func (d *exttsSource) Emit(b *collect.Batch, e *exttsStamp) {
 	b.Add("extts_event", t, c.tags[c.req.EdgeOf(&e.ev)], f...)
 }
 
-// self is the decoder's counts beside the event source's.
+// Self is the decoder's counts beside the event source's.
 func (d *exttsSource) Self() []record.Field {
 	st := d.totals.Stats()
 	f := []record.Field{
@@ -188,7 +189,7 @@ func (d *exttsSource) Self() []record.Field {
 	return f
 }
 
-// after closes the interval's read-latency statistics of each channel.
+// After closes the interval's read-latency statistics of each channel.
 func (d *exttsSource) After(b *collect.Batch, events int) error {
 	for _, c := range d.chans {
 		c.lat.Close(&d.scratch)
@@ -198,4 +199,9 @@ func (d *exttsSource) After(b *collect.Batch, events int) error {
 
 // exttsSection is the extts section's entry in the table (config.go).
 var exttsSection = section{key: "extts", of: func(c *Config) sectionConfig { return &c.Extts },
-	sources: []sourceKind{{"extts", func(c *Config) bool { return c.Extts.Enabled }, buildExttsSources}}}
+	sources: []sourceKind{{"extts", func(c *Config) bool { return c.Extts.Enabled }, buildExttsSources}},
+	memory: []memoryUse{{what: "external timestamps", bytes: exttsEventBytes, size: func() uintptr { return unsafe.Sizeof(exttsStamp{}) },
+		buffers: func(c *Config) []buffer { return oneBuffer(c.Extts.Enabled, "extts.ring", c.Extts.Ring) }}}}
+
+// exttsEventBytes is a ring entry's budget (the memory check).
+const exttsEventBytes = 40

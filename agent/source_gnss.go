@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/faultlog"
@@ -332,4 +333,10 @@ func (s *gnssSource) Self() []record.Field {
 
 // gnssSection is the gnss section's entry in the table (config.go).
 var gnssSection = section{key: "gnss", of: func(c *Config) sectionConfig { return &c.GNSS },
-	sources: []sourceKind{{"gnss", func(c *Config) bool { return c.GNSS.Enabled }, buildGNSS}}}
+	sources: []sourceKind{{"gnss", func(c *Config) bool { return c.GNSS.Enabled }, buildGNSS}},
+	memory: []memoryUse{{what: "gpsd messages", bytes: gnssEventBytes, size: func() uintptr { return unsafe.Sizeof(gnssEvent{}) },
+		buffers: func(c *Config) []buffer { return oneBuffer(c.GNSS.Enabled, "gnss.ring", c.GNSS.Ring) }}}}
+
+// gnssEventBytes is a ring entry's budget (the memory check): a decoded gpsd
+// message; its device path is shared.
+const gnssEventBytes = 160

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/gpio"
@@ -27,9 +28,8 @@ type gpioEdge struct {
 	readRT int64
 }
 
-// gpioFields is the most fields of a gpio_event record; slabRecords is
-// the records whose fields one allocation holds.
-const gpioFields, slabRecords = 10, 512
+// gpioFields is the most fields of a gpio_event record.
+const gpioFields = 10
 
 // gpioLine is one requested line: its tags and counts.
 type gpioLine struct {
@@ -154,7 +154,7 @@ func (d *gpioSource) open() (*gpio.Reader, error) {
 	return gpio.OpenLines(d.path, d.offsets, d.cfg, d.buffer)
 }
 
-// produce drains the request into the queue until ctx is done; a failure
+// Produce drains the request into the queue until ctx is done; a failure
 // ends it (the event source counts it, backs off and calls it again, which
 // requests the lines again). A replay is read once: at its end (or at a
 // malformed record) the producer idles until ctx is done.
@@ -180,8 +180,8 @@ func (d *gpioSource) Produce(ctx context.Context, q *collect.EventQueue[gpioEdge
 		// Fewer events than asked for: the read emptied the kernel's queue.
 		drained := err == nil && n < min(d.buffer, gpio.MaxEventBufferSize)
 		if n > 0 {
-			readEv, _ := d.clock.Now()
-			readRT, _ := timebase.Realtime.Now()
+			readEv, _ := d.clock.Now() // a system clock every Linux kernel has (checked when built): clock_gettime cannot fail; 0 would only lose the latency figure
+			readRT := realtimeNow()
 			for i := range evs[:n] {
 				batch[i] = gpioEdge{ev: evs[i], read: readEv, readRT: readRT + int64(i)}
 			}
@@ -218,7 +218,7 @@ func (d *gpioSource) Produce(ctx context.Context, q *collect.EventQueue[gpioEdge
 	}
 }
 
-// emit ships one edge at its kernel stamp moved to REALTIME (place). An
+// Emit ships one edge at its kernel stamp moved to REALTIME (place). An
 // edge of a line that is not configured (only a replay has them) is counted
 // as unlisted, not shipped.
 func (d *gpioSource) Emit(b *collect.Batch, e *gpioEdge) {
@@ -294,7 +294,7 @@ func (d *gpioSource) place(e *gpioEdge) (l *gpioLine, t, unc int64, ok bool) {
 	return l, t, unc, ok
 }
 
-// after closes the interval's latency statistics of every line that had
+// After closes the interval's latency statistics of every line that had
 // edges in it; a line without edges keeps those of its last interval with
 // edges (latency_samples says how many edges they cover), so that the
 // self-metrics shipped less often than the edges still show them.
@@ -308,7 +308,7 @@ func (d *gpioSource) After(b *collect.Batch, events int) error {
 	return nil
 }
 
-// self is the decoder's counts beside the event source's: per line, its
+// Self is the decoder's counts beside the event source's: per line, its
 // edges, the kernel's drops (line_seqno gaps) and the read latency (kernel
 // stamp -> user space) over the last interval with edges (see after).
 func (d *gpioSource) Self() []record.Field {
@@ -344,4 +344,14 @@ func (d *gpioSource) Self() []record.Field {
 
 // gpioSection is the gpio section's entry in the table (config.go).
 var gpioSection = section{key: "gpio", of: func(c *Config) sectionConfig { return &c.GPIO },
-	sources: []sourceKind{{"gpio", func(c *Config) bool { return c.GPIO.Enabled }, buildGPIOSources}}}
+	sources: []sourceKind{{"gpio", func(c *Config) bool { return c.GPIO.Enabled }, buildGPIOSources}},
+	memory: []memoryUse{{what: "edges", bytes: gpioEventBytes, size: func() uintptr { return unsafe.Sizeof(gpioEdge{}) },
+		buffers: func(c *Config) []buffer {
+			if !c.GPIO.Enabled {
+				return nil
+			}
+			return rings("gpio.chips", c.GPIO.Chips, func(ch GPIOChipConfig) int { return ch.Ring })
+		}}}}
+
+// gpioEventBytes is a ring entry's budget (the memory check).
+const gpioEventBytes = 40

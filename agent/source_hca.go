@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/faultlog"
@@ -173,7 +174,7 @@ func (s *hcaSource) add(r pendingRecord) {
 // onModel ships the model this rank took from rank 0 (on the endpoint's
 // goroutine) and judges the rank by it.
 func (s *hcaSource) onModel(round int64, m timebase.LinearModel) {
-	rt, _ := timebase.Realtime.Now()
+	rt := realtimeNow()
 	x := s.global.Now()
 	s.add(pendingRecord{"hca_model", rt, s.tags, modelFields(m, round, x)})
 	// The model's published bound (hca.Bound), grown at its slope's error.
@@ -235,4 +236,17 @@ func (s *hcaSource) onRound(r hca.Round) {
 
 // hcaSection is the hca section's entry in the table (config.go).
 var hcaSection = section{key: "hca", of: func(c *Config) sectionConfig { return &c.HCA }, fatal: true,
-	sources: []sourceKind{{"hca", func(c *Config) bool { return c.HCA.Enabled }, buildHCASource}}}
+	sources: []sourceKind{{"hca", func(c *Config) bool { return c.HCA.Enabled }, buildHCASource}},
+	memory: []memoryUse{{what: "model and sync records waiting", bytes: hcaRecordBytes, size: hcaRecordSize,
+		buffers: func(c *Config) []buffer { return oneBuffer(c.HCA.Enabled, "hca.peers", hcaRingSize(len(c.HCA.Peers))) }}}}
+
+// hcaRecordBytes is a queued hca_model or hca_sync record and its fields
+// (the memory check's budget).
+const hcaRecordBytes = 1536
+
+// hcaRecordSize is the memory of a queued hca_model record: the ring's entry
+// and its tag and field arrays.
+func hcaRecordSize() uintptr {
+	r := record.Record{Tags: make([]record.Tag, 2), Fields: modelFields(timebase.LinearModel{}, 1, 0)}
+	return unsafe.Sizeof(pendingRecord{}) + uintptr(r.MemBytes())
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"unsafe"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/hca"
@@ -91,7 +92,7 @@ func (d *markerSource) listen() error {
 	return nil
 }
 
-// produce reads datagrams until ctx is done: each is stamped, parsed and
+// Produce reads datagrams until ctx is done: each is stamped, parsed and
 // queued; a malformed one is dropped and counted (marker.Reader). A read
 // failure closes the socket and ends it; the event source backs off and
 // calls it again, and it binds the socket again.
@@ -119,7 +120,7 @@ func (d *markerSource) Produce(ctx context.Context, q *collect.EventQueue[marker
 	}
 }
 
-// emit ships one marker at its time: the sender's stamp (REALTIME as it is,
+// Emit ships one marker at its time: the sender's stamp (REALTIME as it is,
 // MONOTONIC moved to REALTIME through the clock models), else its arrival.
 // With the hca section, that time is also placed on the global timeline
 // (hca_local_ns, global_ns, global_bound_ns; unplaced counts the markers
@@ -180,7 +181,7 @@ func (d *markerSource) Emit(b *collect.Batch, e *markerEvent) {
 	b.Add("marker", st.Place(t, &d.times), tags, f...)
 }
 
-// self is the decoder's counts beside the event source's.
+// Self is the decoder's counts beside the event source's.
 func (d *markerSource) Self() []record.Field {
 	f := []record.Field{
 		record.Uint("markers", d.events),
@@ -202,4 +203,25 @@ func (d *markerSource) Self() []record.Field {
 
 // markerSection is the marker section's entry in the table (config.go).
 var markerSection = section{key: "marker", of: func(c *Config) sectionConfig { return &c.Marker },
-	sources: []sourceKind{{"marker", func(c *Config) bool { return c.Marker.Enabled }, buildMarkerSource}}}
+	sources: []sourceKind{{"marker", func(c *Config) bool { return c.Marker.Enabled }, buildMarkerSource}},
+	memory: []memoryUse{
+		{what: "markers", bytes: markerEventBytes, size: func() uintptr { return unsafe.Sizeof(markerEvent{}) + marker.MaxLen },
+			buffers: func(c *Config) []buffer { return oneBuffer(c.Marker.Enabled, "marker.ring", c.Marker.Ring) }},
+		{what: "each series' key and time guard", bytes: markerSeriesBytes, size: markerSeriesSize,
+			buffers: func(c *Config) []buffer { return oneBuffer(c.Marker.Enabled, "marker.max_series", c.Marker.MaxSeries) }},
+	}}
+
+// The marker source's budgets (the memory check): an event and its strings,
+// and a series: its name and tags (at most MaxNameLen and MaxTags tags of
+// MaxTagKeyLen + MaxTagValueLen), the map entry and its time guard (16 times).
+const (
+	markerEventBytes  = 216 + marker.MaxLen
+	markerSeriesBytes = marker.MaxNameLen + marker.MaxTags*(marker.MaxTagKeyLen+marker.MaxTagValueLen) + 512
+)
+
+// markerSeriesSize is a series' real memory: its key, time guard, map slot
+// and pointer, and the strings at their longest.
+func markerSeriesSize() uintptr {
+	return unsafe.Sizeof(marker.Series{}) + unsafe.Sizeof(record.SeriesTime{}) + 2*unsafe.Sizeof(uintptr(0)) +
+		marker.MaxNameLen + marker.MaxTags*(marker.MaxTagKeyLen+marker.MaxTagValueLen)
+}

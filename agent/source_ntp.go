@@ -9,10 +9,8 @@ import (
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/ntp"
-	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sockts"
-	"github.com/monagent/monagent/timebase"
 )
 
 // ntpSource ships the probe of one NTP server (ntp.ServerProbe: a name is
@@ -40,19 +38,6 @@ func newNTPSource(sc NTPServerConfig, srv ntp.Server, timeout time.Duration,
 		return nil, err
 	}
 	return &ntpSource{cfg: sc, p: p, tags: []record.Tag{{Key: "server", Value: srv.String()}}, start: time.Now()}, nil
-}
-
-// hardwarePHC is the clock domain of the PTP hardware clock of iface, the
-// interface at key whose hardware timestamps a source uses.
-func hardwarePHC(key, iface string) (timebase.Domain, error) {
-	idx, err := phc.InterfacePHC(iface)
-	if err != nil {
-		return 0, keyErr(key, "%s: %v", iface, err)
-	}
-	if idx < 0 {
-		return 0, keyErr(key, "%s has no PTP hardware clock for hardware timestamps", iface)
-	}
-	return timebase.PHC(idx), nil
 }
 
 func buildNTPSources(env *Env) ([]collect.Source, error) {
@@ -123,7 +108,7 @@ func (s *ntpSource) Collect(ctx context.Context, b *collect.Batch) error {
 	}
 	res, err := s.p.Poll(ctx)
 	if err != nil {
-		now, _ := timebase.Realtime.Now()
+		now := realtimeNow()
 		s.probeRecord(b, now, nil)
 		s.judged.missed(b, now)
 		return err
@@ -271,7 +256,7 @@ func (s *chronySource) SelfFields() []record.Field {
 
 // ntpSection is the ntp section's entry in the table (config.go): the own
 // probe of each server, the chronyd monitor and the ntpd monitor
-// (source_ntpd.go).
+// (source_ntp_ntpd.go).
 var ntpSection = section{key: "ntp", of: func(c *Config) sectionConfig { return &c.NTP },
 	sources: []sourceKind{
 		{"ntp", func(c *Config) bool { return c.NTP.Enabled && len(c.NTP.Servers) > 0 }, buildNTPSources},

@@ -95,10 +95,10 @@ func (s *phcSource) judge(env *Env) (err error) {
 		return k.TAIOffsetS, err
 	}
 	if c.PHC.Judge.Enabled && c.PHC.Through == "ptp4l" {
-		if !c.PTP.Enabled || !c.PTP.Ptp4l.First().Enabled || !c.PTP.Ptp4l.First().Judge.Enabled {
-			return keyErr("phc.through", "ptp4l: the ptp.ptp4l monitor and its judge must be on")
+		up, err := ptp4lJudged(c) // the cross-section rule, through the kit
+		if err != nil {
+			return err
 		}
-		up := "ptp4l:" + c.PTP.Ptp4l.First().Socket
 		source = "ptp4l+" + source
 		s.through = func() (*judge.Judged, bool) { j := env.judges.find(up); return j, j != nil }
 	}

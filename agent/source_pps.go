@@ -4,12 +4,12 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/record"
-	"github.com/monagent/monagent/timebase"
 )
 
 // ppsFetcher is what the PPS source needs of a device (*gpio.PPSDevice):
@@ -95,7 +95,7 @@ func newPPSSource(dc PPSDeviceConfig, path string, open func() (ppsFetcher, erro
 	return d
 }
 
-// produce fetches edges until ctx is done and queues each new edge of the
+// Produce fetches edges until ctx is done and queues each new edge of the
 // kinds shipped; the sequence gaps of those kinds are the kernel's losses
 // (the device keeps only its latest edge of each kind). A failure ends it:
 // the event source counts it, backs off and opens the device again (a new
@@ -107,7 +107,7 @@ func (d *ppsSource) Produce(ctx context.Context, q *collect.EventQueue[ppsEdge])
 			if err != nil {
 				return collect.Ended(ctx, err) // Fetch's errors name the device
 			}
-			read, _ := timebase.Realtime.Now()
+			read := realtimeNow()
 			for k, x := range e.Edges() {
 				switch {
 				case !d.ship[k]:
@@ -126,7 +126,7 @@ func (d *ppsSource) Produce(ctx context.Context, q *collect.EventQueue[ppsEdge])
 	})
 }
 
-// emit ships one edge at its stamp (REALTIME). Two edges of one kind never
+// Emit ships one edge at its stamp (REALTIME). Two edges of one kind never
 // share a time: a stamp not after the kind's previous one (a stale fetch,
 // a clock step back) is moved to 1 ns after it and counted (time_bumps).
 func (d *ppsSource) Emit(b *collect.Batch, e *ppsEdge) {
@@ -150,7 +150,7 @@ func (d *ppsSource) Emit(b *collect.Batch, e *ppsEdge) {
 	}
 }
 
-// self is the decoder's counts beside the event source's.
+// Self is the decoder's counts beside the event source's.
 func (d *ppsSource) Self() []record.Field {
 	f := []record.Field{
 		record.Uint("assert_events", d.events[0]), record.Uint("assert_lost", d.lost[0].Load()),
@@ -166,7 +166,7 @@ func (d *ppsSource) Self() []record.Field {
 	return f
 }
 
-// after closes the interval's read-latency statistics of each edge kind.
+// After closes the interval's read-latency statistics of each edge kind.
 func (d *ppsSource) After(b *collect.Batch, events int) error {
 	d.lat[0].Close(&d.scratch)
 	d.lat[1].Close(&d.scratch)
@@ -175,4 +175,14 @@ func (d *ppsSource) After(b *collect.Batch, events int) error {
 
 // ppsSection is the pps section's entry in the table (config.go).
 var ppsSection = section{key: "pps", of: func(c *Config) sectionConfig { return &c.PPS },
-	sources: []sourceKind{{"pps", func(c *Config) bool { return c.PPS.Enabled }, buildPPSSources}}}
+	sources: []sourceKind{{"pps", func(c *Config) bool { return c.PPS.Enabled }, buildPPSSources}},
+	memory: []memoryUse{{what: "edges", bytes: ppsEventBytes, size: func() uintptr { return unsafe.Sizeof(ppsEdge{}) },
+		buffers: func(c *Config) []buffer {
+			if !c.PPS.Enabled {
+				return nil
+			}
+			return rings("pps.devices", c.PPS.Devices, func(d PPSDeviceConfig) int { return d.Ring })
+		}}}}
+
+// ppsEventBytes is a ring entry's budget (the memory check).
+const ppsEventBytes = 24

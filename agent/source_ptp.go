@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/facebook/time/ptp/protocol"
 
@@ -88,7 +89,7 @@ func buildPtp4lInstance(env *Env, key string, c Ptp4lConfig) ([]collect.Source, 
 }
 
 func (s *ptp4lSource) Collect(ctx context.Context, b *collect.Batch) error {
-	now, _ := timebase.Realtime.Now()
+	now := realtimeNow()
 	st, err := s.m.Status(ctx)
 	if cur := st.Current; cur != nil {
 		b.Add("ptp4l_current", now, s.tags, record.Int("offset_from_master_ns", cur.OffsetFromMasterNS),
@@ -317,4 +318,15 @@ var ptpSection = section{key: "ptp", of: func(c *Config) sectionConfig { return 
 	sources: []sourceKind{
 		{"ptp4l", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Ptp4l.On() }, buildPtp4lSource},
 		{"ptp_probe", func(c *Config) bool { return c.PTP.Enabled && c.PTP.Probe.Enabled }, buildPTPProbe},
-	}}
+	},
+	memory: []memoryUse{{what: "exchanges", bytes: ptpExchangeBytes, size: func() uintptr { return unsafe.Sizeof(ptp.Exchange{}) },
+		buffers: func(c *Config) []buffer {
+			return oneBuffer(c.PTP.Enabled && c.PTP.Probe.Enabled, "ptp.probe", ptpProbeRing)
+		}}}}
+
+// The PTP probe's ring: its entries (the event source's default) and an
+// entry's budget (the memory check).
+const (
+	ptpProbeRing     = 4096
+	ptpExchangeBytes = 128
+)

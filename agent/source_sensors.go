@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sensors"
-	"github.com/monagent/monagent/timebase"
 )
 
 // sensorsSource reads hwmon chips, thermal zones and IIO ADCs one-shot every
@@ -92,7 +92,7 @@ func (s *sensorsSource) Collect(ctx context.Context, b *collect.Batch) error {
 	}
 	for i, x := range s.sel.Sensors {
 		v, err := x.Read()
-		now, _ := timebase.Realtime.Now()
+		now := realtimeNow()
 		if err != nil {
 			s.readErrors.Add(1)
 			errs = append(errs, err)
@@ -115,4 +115,14 @@ var sensorsSection = section{key: "sensors", of: func(c *Config) sectionConfig {
 	sources: []sourceKind{
 		{"sensors", func(c *Config) bool { return c.Sensors.Enabled }, buildSensorsSource},
 		{"sensor_buffers", func(c *Config) bool { return c.Sensors.Enabled && len(c.Sensors.Buffers) > 0 }, buildSensorBuffers},
-	}}
+	},
+	memory: []memoryUse{{what: "scans", bytes: scanEventBytes, size: func() uintptr { return unsafe.Sizeof(scan{}) },
+		buffers: func(c *Config) []buffer {
+			if !c.Sensors.Enabled {
+				return nil
+			}
+			return rings("sensors.buffers", c.Sensors.Buffers, func(b SensorBufferConfig) int { return b.Ring })
+		}}}}
+
+// scanEventBytes is a buffer ring entry's budget (the memory check).
+const scanEventBytes = 80

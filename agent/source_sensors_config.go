@@ -12,7 +12,7 @@ import (
 )
 
 // SensorsConfig is the sensor source (source_sensors.go,
-// source_sensor_buffer.go): hwmon chips, thermal zones and IIO ADCs read
+// source_sensors_buffer.go): hwmon chips, thermal zones and IIO ADCs read
 // one-shot through sysfs (paths.sys) every interval, and IIO ADCs sampled
 // continuously through their buffers.
 type SensorsConfig struct {

@@ -3,14 +3,12 @@ package agent
 import (
 	"fmt"
 	"net/netip"
-	"path/filepath"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/ntp"
-	"github.com/monagent/monagent/phc"
 )
 
 // NTPConfig is the NTP section (source_ntp_linux.go): our own SNTP probe of
@@ -195,18 +193,5 @@ func (n *NTPConfig) check(p *problems) {
 func (n *NTPConfig) board(paths PathsConfig, p *problems) {
 	if n.Enabled && n.Timestamping == "hardware" && n.Interface != "" {
 		ifaceHasPHC(paths, "ntp.interface", n.Interface, p)
-	}
-}
-
-// ifaceHasPHC records a problem when the network interface name is absent or
-// has no PTP hardware clock (sysfs's class/net/NAME/device/ptp/ptpN), which
-// hardware timestamps need.
-func ifaceHasPHC(paths PathsConfig, key, name string, p *problems) {
-	n := len(p.Problems)
-	if ifaceExists(paths, key, name, p); len(p.Problems) > n {
-		return
-	}
-	if _, ok := phc.SysfsInterfacePHC(paths.Sys, name); !ok {
-		p.Add(key, "%s has no PTP hardware clock for hardware timestamps (nothing in %s)", name, filepath.Join(paths.Sys, "class/net", name, "device/ptp"))
 	}
 }

@@ -155,13 +155,6 @@ func (p *PHCConfig) boardDuplicates(paths PathsConfig, ps *problems) {
 	}
 }
 
-// ifaceExists records a problem when the network interface name is absent.
-func ifaceExists(paths PathsConfig, key, name string, ps *problems) {
-	if _, err := os.Stat(filepath.Join(paths.Sys, "class/net", name)); err != nil {
-		ps.Put(&KeyError{Key: key, Reason: fmt.Sprintf("no network interface %q", name), Err: err})
-	}
-}
-
 // notMeasured says why the phc section keeps no model of the PHC dev, which
 // another source (extts, gpio.phc) needs to move its stamps: the selection
 // cannot include it (phc.MaySelect). "" when it is measured, or may be.
@@ -170,21 +163,4 @@ func (p *PHCConfig) notMeasured(dev string) string {
 		return ""
 	}
 	return fmt.Sprintf("%s is not among phc.devices %v: the phc source keeps no model of it, so no stamp could be moved to REALTIME (add it there, or leave phc.devices empty to measure every PHC)", dev, p.Devices)
-}
-
-// phcOf is the domain of the PHC dev that a source's setting at key reads
-// against: a /dev/ptpN the phc section measures (its models move the stamps;
-// without the phc source, what it says of the stamps is logged).
-func phcOf(env *Env, key, dev, who, without string) (timebase.Domain, error) {
-	dom, err := phc.DeviceDomain(dev)
-	if err != nil {
-		return timebase.DomainUnknown, keyErr(key, "%q is not a PHC device (/dev/ptpN)", dev)
-	}
-	if !env.Config.PHC.Enabled && env.Log != nil {
-		env.Log.Warn(who+" needs the phc source's model of the PHC: "+without, "phc", dev)
-	}
-	if why := env.Config.PHC.notMeasured(dev); why != "" {
-		return timebase.DomainUnknown, keyErr(key, "%s", why)
-	}
-	return dom, nil
 }
