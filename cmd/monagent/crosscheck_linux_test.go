@@ -41,6 +41,9 @@ type xcheckBed struct {
 	agent     *exec.Cmd
 	log       bytes.Buffer
 	stopped   bool
+	// missedOwn counts /status reads left unchecked because a reference
+	// in the majority missed the truth by its own bound (holdAgrees).
+	missedOwn int
 }
 
 // newXcheckBed starts chronyd serving host + ks[i] each and, once they

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,10 +60,21 @@ func (x *xcheckBed) holdAgrees(want []float64, d time.Duration, truth int64) (re
 			shifted.Clocks = append(shifted.Clocks[:0:0], doc.Clocks...)
 			for i := range shifted.Clocks {
 				shifted.Clocks[i].OffsetNS -= truth
+				if slices.Contains(x.names, shifted.Clocks[i].Source) {
+					// Every reference of the bed votes on the system
+					// clock, a software-stamping ptp4l too, whose judged
+					// clock is named ptp4l.
+					shifted.Clocks[i].Clock = "system"
+				}
 			}
 			c0 := c
 			c0.OffsetNS -= truth
 			if !majorityRight(shifted, c0, x.residual) {
+				// A truechimer's own bound missed the truth (ptp4l's
+				// |offset| + mean path delay does, for a Sync held up
+				// under CI's load): the answer may too, and no vote can
+				// tell. Counted, not checked.
+				x.missedOwn++
 				continue
 			}
 			maxHalf = max(maxHalf, c.HalfWidthNS)
@@ -134,7 +146,7 @@ func TestCrossCheckPtp4lBesideNTP(t *testing.T) {
 	x.awaitAgrees([]float64{1, 1, 1}, 90*time.Second)
 	reads, half := x.holdAgrees([]float64{1, 1, 1}, 20*time.Second, 0)
 	_, _, table := x.status(false)
-	t.Logf("%d reads over 20 s: ptp4l (software) and both NTP servers agree, none flagged (combined half width ≤ %d ns)\n%s", reads, half, table)
+	t.Logf("%d reads over 20 s: ptp4l (software) and both NTP servers agree, none flagged (combined half width ≤ %d ns; %d reads unchecked, a reference's own bound missing the truth)\n%s", reads, half, x.missedOwn, table)
 }
 
 // scriptedGpsd is a gpsd in h's namespace for one client: VERSION, then
