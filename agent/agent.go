@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/monagent/monagent/agent/judging"
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/faultlog"
 	"github.com/monagent/monagent/record"
@@ -37,10 +38,11 @@ type Agent struct {
 	writeErrors atomic.Uint64
 	writeLog    faultlog.Log // the outputs' failures (writer goroutine only)
 
-	judges *judging       // the judged clocks
-	http   *status.Server // /metrics and /status; nil when http.listen is ""
-	prom   status.Records // the latest self-metrics, for /metrics
-	latest *status.Latest // the sources' latest measurements, for /metrics
+	judges *judging.Judges    // the judged clocks
+	pub    *judging.Publisher // the time API; nil when off
+	http   *status.Server     // /metrics and /status; nil when http.listen is ""
+	prom   status.Records     // the latest self-metrics, for /metrics
+	latest *status.Latest     // the sources' latest measurements, for /metrics
 	build  *status.BuildInfo
 }
 
@@ -67,7 +69,7 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	a.outputs = out
 	if cfg.HTTP.Listen != "" {
 		if a.http, err = status.Listen(cfg.HTTP.Listen, a.registry(), a.status, cfg.HTTP.limits()); err != nil {
-			a.judges.pub.close(log)
+			a.pub.Close(log)
 			a.closeSources()
 			out.Close()
 			return nil, cfg.Place(&KeyError{Key: "http.listen", Reason: err.Error(), Err: err})
@@ -87,7 +89,7 @@ func (a *Agent) registry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(a.latest) // its descriptors carry the tags already
 	prometheus.WrapRegistererWith(a.cfg.Tags.labels(a.host), reg).MustRegister(
-		status.Judged{Set: &a.judges.set, Now: func() int64 { t := realtimeNow(); return t }},
+		status.Judged{Set: a.judges.Set(), Now: func() int64 { t := realtimeNow(); return t }},
 		status.CrossCheck{Doc: a.status}, &a.prom, a.build,
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	return reg
@@ -100,7 +102,7 @@ func (a *Agent) SetVersion(v string) { a.build.Version = v }
 // status is the /status document now.
 func (a *Agent) status() status.Doc {
 	now := realtimeNow()
-	return a.judges.status(now)
+	return a.judges.Status(now)
 }
 
 func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
@@ -110,7 +112,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 	}
 	a := bare(cfg, log, out, host)
 	var err error
-	if err = a.judges.webhooks(cfg.Notify); err != nil {
+	if err = a.judges.Webhooks(cfg.Notify.sender); err != nil {
 		if ke := (*KeyError)(nil); !errors.As(err, &ke) {
 			err = &KeyError{Key: "notify", Reason: err.Error(), Err: err}
 		}
@@ -121,7 +123,8 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 		env.Global = newGlobal(cfg.HCA)
 	}
 	var pubErr error
-	a.judges.pub, pubErr = openTimePub(&a.cfg, env.Global, log)
+	a.pub, pubErr = openTimePub(&a.cfg, env.Global, log)
+	a.judges.Publish(a.pub)
 	for _, sec := range sections() {
 		for _, k := range sec.sources {
 			if !k.enabled(&a.cfg) {
@@ -129,7 +132,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 			}
 			srcs, err := k.build(env)
 			if err != nil {
-				a.judges.pub.close(log)
+				a.pub.Close(log)
 				a.closeSources()
 				return nil, fmt.Errorf("source %s: %w", k.name, err)
 			}
@@ -149,7 +152,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 func bare(cfg Config, log *slog.Logger, out sink.Sink, host string) *Agent {
 	return &Agent{cfg: cfg, log: log, out: out, translators: timebase.NewTranslators(), host: host, queue: sink.NewBatches(cfg.Memory.QueueBytes),
 		latest: status.NewLatest(cfg.Tags.labels(host)), build: newBuildInfo(),
-		judges: &judging{host: host, log: log, recordSteps: !clockWatchesRealtime(cfg.Clock), reference: hcaReference(cfg.HCA)}}
+		judges: judging.New(judging.Options{Host: host, Log: log, RecordSteps: !clockWatchesRealtime(cfg.Clock), Reference: hcaReference(cfg.HCA)})}
 }
 
 // clockWatchesRealtime says the clock source records REALTIME's steps
@@ -217,7 +220,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		})
 	}
-	wg.Go(func() { a.judges.serve(ctx, a.http, a.host, a.enqueue) })
+	wg.Go(func() { a.judges.Serve(ctx, a.http, a.host, a.enqueue) })
 	shipped := make(chan struct{})
 	if a.outputs != nil && a.outputs.Shipper != nil {
 		go func() {
@@ -253,7 +256,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	cancel()
-	a.judges.pub.close(a.log) // readers get void, not the last interval
+	a.pub.Close(a.log) // readers get void, not the last interval
 	if a.cfg.SelfMetrics.Enabled {
 		a.enqueue(a.selfMetrics())
 	}
@@ -269,7 +272,7 @@ func (a *Agent) Run(ctx context.Context) error {
 // unacknowledged batch, which is re-sent after a restart) is said in the
 // returned lines. The process should exit after it; Run may still be running.
 func (a *Agent) Abort() []string {
-	a.judges.pub.close(a.log)
+	a.pub.Close(a.log)
 	queued, _ := a.queue.State()
 	var out []string
 	if a.outputs != nil && a.outputs.Spool != nil {
@@ -288,11 +291,9 @@ func (a *Agent) loop(ctx context.Context, r *running) {
 	iv := r.Source.Interval()
 	a.collect(ctx, r) // the first at once
 	// Then on multiples of the interval on CLOCK_MONOTONIC (the timers'
-	// clock): the sources of one interval wake together, so that a board
-	// wakes once a second for all of them and not once for each (every
-	// wake-up costs the runtime's threads; issue 37). The phase is the
-	// boot's, so hosts still poll a server at phases of their own.
-	first := time.NewTimer(untilBoundary(iv))
+	// clock, collect.UntilBoundary): every wake-up costs the runtime's
+	// threads (issue 37).
+	first := time.NewTimer(collect.UntilBoundary(iv))
 	select {
 	case <-ctx.Done():
 		first.Stop()
@@ -311,16 +312,6 @@ func (a *Agent) loop(ctx context.Context, r *running) {
 		case <-t.C:
 		}
 	}
-}
-
-// untilBoundary is how long until the next multiple of iv on
-// CLOCK_MONOTONIC (iv itself if the clock cannot be read).
-func untilBoundary(iv time.Duration) time.Duration {
-	now, err := timebase.Monotonic.Now()
-	if err != nil || iv <= 0 {
-		return iv
-	}
-	return iv - time.Duration(now%int64(iv))
 }
 
 func (a *Agent) collect(ctx context.Context, r *running) {
@@ -394,7 +385,7 @@ func (a *Agent) selfMetrics() []record.Record {
 	if a.outputs != nil {
 		a.outputs.SelfRecords(b, now)
 	}
-	a.judges.records(b, now)
+	a.judges.Records(b, now)
 	queued, queuedBytes := a.queue.State()
 	qs := a.queue.Stats()
 	b.Add("monagent", now, nil,

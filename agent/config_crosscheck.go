@@ -3,7 +3,7 @@ package agent
 import "fmt"
 
 // adviseCrossCheck warns when the system clock will have a single judged
-// reference: its vote (package vote, judging_vote.go) then cannot cross-check
+// reference: its vote (package vote, agent/judging) then cannot cross-check
 // it, and a reference that lies is believed. A warning, not an error: one
 // reference is a valid configuration. The clocks ptp4l disciplines and an
 // HCA rank's clock have one reference by design and are not warned of.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/agent/judging"
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/notify"
 	"github.com/monagent/monagent/record"
@@ -97,12 +98,12 @@ func TestWebhookTokenIsSentInItsHeader(t *testing.T) {
 	if err := cfg.Preflight(); err != nil {
 		t.Fatal(err)
 	}
-	g := &judging{log: slog.New(slog.DiscardHandler)}
-	if err := g.webhooks(cfg.Notify); err != nil {
+	g := judging.New(judging.Options{Log: slog.New(slog.DiscardHandler)})
+	if err := g.Webhooks(cfg.Notify.sender); err != nil {
 		t.Fatal(err)
 	}
-	g.notify.Run(t.Context())
-	g.notify.Send(eventForTest())
+	g.Notifier().Run(t.Context())
+	g.Notifier().Send(eventForTest())
 	auth, key := map[string]bool{}, map[string]bool{}
 	for range 2 {
 		select {
@@ -112,7 +113,7 @@ func TestWebhookTokenIsSentInItsHeader(t *testing.T) {
 			t.Fatal("the receivers got nothing")
 		}
 	}
-	g.notify.Close(time.Second)
+	g.Notifier().Close(time.Second)
 	if !auth["Bearer file-token"] || !key["env-token"] {
 		t.Errorf("headers: Authorization %v, X-Api-Key %v", auth, key)
 	}
@@ -139,28 +140,28 @@ func TestWebhookRecordsAndLogsNameIndexAndHost(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // refused: every attempt fails
 	var lg syncBuffer
-	g := &judging{host: "boarda", log: slog.New(slog.NewTextHandler(&lg, nil))}
+	g := judging.New(judging.Options{Host: "boarda", Log: slog.New(slog.NewTextHandler(&lg, nil))})
 	var n NotifyConfig
 	n.defaults()
 	n.Webhooks = []WebhookConfig{{URL: "https://localhost/services/PATHSECRET?token=TOPSECRET"}, {URL: "http://" + addr + "/hook/PATHSECRET?token=TOPSECRET"}}
 	n.Timeout = time.Second
-	if err := g.webhooks(n); err != nil {
+	if err := g.Webhooks(n.sender); err != nil {
 		t.Fatal(err)
 	}
-	g.notify.Run(t.Context())
-	g.notify.Send(eventForTest())
+	g.Notifier().Run(t.Context())
+	g.Notifier().Send(eventForTest())
 	deadline := time.Now().Add(10 * time.Second)
-	for g.notify.Stats()[1].Retries == 0 && time.Now().Before(deadline) {
+	for g.Notifier().Stats()[1].Retries == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	b := &collect.Batch{Host: "boarda"}
-	g.records(b, 1_795_000_000_000_000_000)
+	g.Records(b, 1_795_000_000_000_000_000)
 	var e record.Encoder
 	lp, _, err := e.Append(nil, b.Records)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.notify.Close(0)
+	g.Notifier().Close(0)
 	text := string(lp) + lg.String()
 	t.Log(text)
 	if strings.Contains(text, "SECRET") || strings.Contains(text, "/hook") || strings.Contains(text, "/services") {

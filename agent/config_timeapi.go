@@ -2,13 +2,17 @@ package agent
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/monagent/monagent/agent/judging"
+	"github.com/monagent/monagent/hca"
 )
 
-// TimeAPIConfig is the time API (agent/timeapi.go, package timeapi): a
+// TimeAPIConfig is the time API (judging.Publisher, package timeapi): a
 // shared-memory segment in which the agent publishes, after every judged
 // sample, the true time as an interval for applications to read in tens
 // of nanoseconds: section "system" (the system clock's references' vote),
@@ -46,7 +50,7 @@ func (t *TimeAPIConfig) perm() (os.FileMode, error) {
 	return 0, fmt.Errorf("%q is not an octal file mode such as 0644", t.Mode)
 }
 
-// minMaxAge: the agent republishes every judge tick (judgeTick); a
+// minMaxAge: the agent republishes every judge tick (judging.Tick); a
 // section void sooner than a few ticks would flicker while the agent runs.
 const minMaxAge = time.Second
 
@@ -63,7 +67,7 @@ func (t *TimeAPIConfig) check(p *problems) {
 		p.Add("timeapi.mode", "%s: the owner cannot read it: set at least 0600", t.Mode)
 	}
 	if t.MaxAge < minMaxAge {
-		p.Add("timeapi.max_age", "must be at least %s (the agent updates every %s; a shorter age voids the time while the agent runs), got %s", minMaxAge, judgeTick, t.MaxAge)
+		p.Add("timeapi.max_age", "must be at least %s (the agent updates every %s; a shorter age voids the time while the agent runs), got %s", minMaxAge, judging.Tick, t.MaxAge)
 	}
 }
 
@@ -81,3 +85,21 @@ var timeAPISection = section{key: "timeapi", of: func(c *Config) sectionConfig {
 // TimeAPIPath is the time segment's path (timeapi.path under
 // paths.runtime_dir when relative), for readers such as `monagent time`.
 func (c *Config) TimeAPIPath() string { return c.TimeAPI.file(c.Paths) }
+
+// openTimePub opens the time API's segment (nil, nil when the section is
+// off) with g, the agent's model of the HCA global timeline.
+func openTimePub(cfg *Config, g *hca.Global, log *slog.Logger) (*judging.Publisher, error) {
+	t := &cfg.TimeAPI
+	if !t.Enabled {
+		return nil, nil
+	}
+	mode, err := t.perm()
+	if err != nil {
+		return nil, keyErr("timeapi.mode", "%v", err)
+	}
+	p, err := judging.OpenPublisher(t.file(cfg.Paths), mode, t.MaxAge, g, cfg.HCA.Enabled, cfg.HCA.Rank == 0, log)
+	if err != nil {
+		return nil, keyErr("timeapi.path", "%v", err)
+	}
+	return p, nil
+}

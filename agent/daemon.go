@@ -73,7 +73,7 @@ func newDaemon(env *Env, key, kind, instance string, interval time.Duration, cli
 		source = d.name
 	}
 	var err error
-	if d.judged, err = env.judges.addVoting(clock, voting, source, j, quiet); err != nil {
+	if d.judged, err = env.judges.AddVoting(clock, voting, source, j, quiet); err != nil {
 		client.Close()
 		return d, keyErr(key+".judge", "%v", err)
 	}
@@ -101,7 +101,7 @@ func (d *daemon) Close() error            { return d.client.Close() }
 // at least at the judge's floor (minDriftPPB). unsynced is why it is not
 // synchronised (empty: judge.ReasonUnsynced).
 func (d *daemon) judgeDaemon(b adder, t int64, synced bool, unsynced judge.Reason, offset, rootDelay, rootDisp, wanderPPB int64) {
-	d.judged.observe(b, judge.Sample{TimeNS: t, Synced: synced, Unsynced: unsynced, OffsetNS: offset,
+	d.judged.Observe(b, judge.Sample{TimeNS: t, Synced: synced, Unsynced: unsynced, OffsetNS: offset,
 		BoundNS: judge.Daemon(offset, rootDelay, rootDisp), FreqErrPPB: wanderPPB})
 }
 
@@ -110,6 +110,6 @@ func (d *daemon) judgeDaemon(b adder, t int64, synced bool, unsynced judge.Reaso
 func (d *daemon) unanswered(b adder, err error) {
 	if err != nil {
 		now := realtimeNow()
-		d.judged.missed(b, now)
+		d.judged.Missed(b, now)
 	}
 }

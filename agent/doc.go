@@ -2,8 +2,8 @@
 // table of sections (config.go), the measurement sources (source_<x>*.go, one
 // prefix per source, each using only the kit in source.go and the core), the
 // lifecycle that runs them under a context and hands their records to the
-// sinks, the judged clocks (judging.go), the time API's writer and the
-// agent's own metrics. The inventory of a machine (monagent probe) is package
+// sinks, and the agent's own metrics. The judged clocks, their votes and the
+// time API's writer are package agent/judging. The inventory of a machine (monagent probe) is package
 // inventory.
 //
 // The agent is the only place that logs; it injects a *slog.Logger into whatever

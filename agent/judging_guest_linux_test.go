@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/monagent/monagent/agent/judging"
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/collect/collecttest"
 	"github.com/monagent/monagent/record"
@@ -26,22 +27,22 @@ func TestJudgeRealtimeStepOnKtimer(t *testing.T) {
 	if os.Getenv("MONAGENT_GUEST_STEP_CLOCK") == "" {
 		t.Skip("steps CLOCK_REALTIME: runs only in the QEMU rig's guests (MONAGENT_GUEST_STEP_CLOCK)")
 	}
-	g := &judging{log: slog.New(slog.DiscardHandler), recordSteps: true}
+	g := judging.New(judging.Options{Log: slog.New(slog.DiscardHandler), RecordSteps: true})
 	_, s, _ := ktimerJudged(t, ktimerPPS(t), g)
 	var recs []record.Record
 	judgeFor := func(dur time.Duration) {
 		for end := time.Now().Add(dur); time.Now().Before(end); { // the monotonic reading: steps do not move it
-			time.Sleep(judgeTick)
+			time.Sleep(judging.Tick)
 			b := &collect.Batch{Host: "guest"}
 			if err := s.Collect(context.Background(), b); err != nil && !errors.Is(err, collect.ErrNoData) {
 				t.Fatalf("Collect: %v", err)
 			}
-			g.advance(b, g.set.Time().Now())
+			g.Advance(b, g.Set().Time().Now())
 			recs = append(recs, b.Records...)
 		}
 	}
 	judgeFor(6 * time.Second)
-	if v := g.judged()[0].j.View(time.Now().UnixNano()); v.State.String() != "LOCKED" {
+	if v := g.Clocks()[0].Judged().View(time.Now().UnixNano()); v.State.String() != "LOCKED" {
 		t.Fatalf("not LOCKED after 6 s of edges: %s", v.State)
 	}
 	steps := []time.Duration{-time.Hour, time.Hour, 10 * time.Second}
@@ -64,7 +65,7 @@ func TestJudgeRealtimeStepOnKtimer(t *testing.T) {
 			got = append(got, f.I)
 		}
 	}
-	v := g.judged()[0].j.View(time.Now().UnixNano())
+	v := g.Clocks()[0].Judged().View(time.Now().UnixNano())
 	t.Logf("transitions %v; clock_step records %v; now %s, bound %d ns", states, got, v.State, v.BoundNS)
 	if len(states) != 1 || states[0] != "LOCKED" || v.State.String() != "LOCKED" {
 		t.Errorf("transitions %v, now %s: want LOCKED once and kept through the steps", states, v.State)

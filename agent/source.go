@@ -2,13 +2,14 @@ package agent
 
 import (
 	"fmt"
-	"github.com/monagent/monagent/phc"
 	"log/slog"
 	"os"
 	"path/filepath"
 
+	"github.com/monagent/monagent/agent/judging"
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/hca"
+	"github.com/monagent/monagent/phc"
 	"github.com/monagent/monagent/timebase"
 )
 
@@ -17,8 +18,18 @@ import (
 // errors). A source never names another source's identifiers
 // (TestSourcesUseOnlyTheKit); what two sources share lives here. The kit
 // also holds: checkRing and the memory uses (config_memory.go), buildInstances
-// and daemon (daemon.go), the judges (judging.go), the global timeline
-// (global.go) and keyErr (config.go).
+// and daemon (daemon.go), the global timeline (global.go) and keyErr
+// (config.go). The judges are package judging: a source's judge:
+// subsection is a JudgeConfig, its judged clock a *judgement (nil: not
+// judged), added with env.judges.Add and told each sample with Observe
+// (Missed when one due did not come), into an adder.
+
+// The judges' types, as the sources name them.
+type (
+	JudgeConfig = judging.Config
+	judgement   = judging.Judgement
+	adder       = judging.Adder
+)
 
 // Env is what a source gets when it is built.
 type Env struct {
@@ -28,7 +39,7 @@ type Env struct {
 	// Global places event times on the cluster's HCA timeline; nil when the
 	// hca section is off.
 	Global *hca.Global
-	judges *judging // where a source's judged clocks are registered
+	judges *judging.Judges // where a source's judged clocks are registered
 }
 
 // translators are the clock models, new ones for an Env a test made bare.

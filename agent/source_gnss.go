@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/monagent/monagent/agent/judging"
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/faultlog"
 	"github.com/monagent/monagent/gnss"
@@ -54,9 +55,9 @@ type gnssSource struct {
 	dial func(ctx context.Context) (gnssConn, error)
 	now  func() time.Time // the log's clock (tests)
 
-	judges   *judging      // where each receiver's judged clock is added; nil: not judged
-	judgeCfg JudgeConfig   // gnss.judge
-	referee  *gnss.Referee // what each message says of the system clock, per receiver
+	judges   *judging.Judges // where each receiver's judged clock is added; nil: not judged
+	judgeCfg JudgeConfig     // gnss.judge
+	referee  *gnss.Referee   // what each message says of the system clock, per receiver
 	// ringDropped is the messages the source's ring could not hold, part of
 	// each receiver's events_lost (a dropped message may be any receiver's).
 	ringDropped func() uint64
@@ -118,7 +119,7 @@ func newGNSSSource(c GNSSConfig, log *slog.Logger, dial func(ctx context.Context
 // Each receiver is a reference of its own, its judged clock added when its
 // first message comes (source gnss:<address>:<device>): one without a fix
 // resets nothing of another's.
-func (s *gnssSource) judge(g *judging, c GNSSConfig) error {
+func (s *gnssSource) judge(g *judging.Judges, c GNSSConfig) error {
 	reference, latency := gnss.ClassPPS, c.Latency
 	if c.Reference == "toff" {
 		reference, latency = gnss.ClassTOFF, c.TOFFLatency
@@ -139,11 +140,11 @@ func (s *gnssSource) deviceOf(device string) *gnssDevice {
 	d := &gnssDevice{}
 	if s.judges != nil {
 		var err error
-		if d.judged, err = s.judges.add("system", s.name+":"+device, s.judgeCfg, gnssStale); err != nil {
+		if d.judged, err = s.judges.Add("system", s.name+":"+device, s.judgeCfg, gnssStale); err != nil {
 			s.log.Error("gpsd receiver not judged", "source", s.name, "device", device, "err", err)
 		}
 		if lost := s.ringDropped; lost != nil {
-			d.judged.countLost(lost)
+			d.judged.CountLost(lost)
 		}
 	}
 	s.devices[device] = d
@@ -315,9 +316,9 @@ func (s *gnssSource) Emit(b *collect.Batch, e *gnssEvent) {
 	}
 	switch v := s.referee.Judge(m, e.read, at); v.Kind {
 	case gnss.VerdictMissed:
-		dev.judged.missed(b, v.TimeNS)
+		dev.judged.Missed(b, v.TimeNS)
 	case gnss.VerdictSample:
-		dev.judged.observe(b, judge.Sample{TimeNS: v.TimeNS, Synced: v.Synced, OffsetNS: v.OffsetNS, BoundNS: v.BoundNS, FreqErrPPB: -1})
+		dev.judged.Observe(b, judge.Sample{TimeNS: v.TimeNS, Synced: v.Synced, OffsetNS: v.OffsetNS, BoundNS: v.BoundNS, FreqErrPPB: -1})
 	}
 }
 

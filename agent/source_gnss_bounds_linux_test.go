@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/agent/judging"
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/gnss"
 	"github.com/monagent/monagent/gnss/gnsstest"
@@ -51,7 +52,7 @@ func startGNSSSession(t *testing.T, c GNSSConfig, log *slog.Logger, conns ...[]s
 		}
 		return sg, nil
 	})
-	if err := g.s.judge(&judging{log: slog.New(slog.DiscardHandler)}, c); err != nil {
+	if err := g.s.judge(judging.New(judging.Options{Log: slog.New(slog.DiscardHandler)}), c); err != nil {
 		t.Fatal(err)
 	}
 	var err error

@@ -61,7 +61,7 @@ func (g *GNSSConfig) check(ps *problems) {
 	}
 	ps.Interval("gnss.interval", g.Interval)
 	checkRing(ps, "gnss.ring", g.Ring)
-	g.Judge.check("gnss.judge", ps)
+	g.Judge.Check("gnss.judge", ps)
 	if g.Reference != "pps" && g.Reference != "toff" {
 		ps.Add("gnss.reference", "want pps or toff, got %q", g.Reference)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/monagent/monagent/agent/judging"
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/gnss"
 	"github.com/monagent/monagent/judge"
@@ -58,7 +59,7 @@ func runGNSS(t *testing.T, c GNSSConfig, lines []string, reads []int64) (*gnssSo
 	s := newGNSSSource(c, slog.New(slog.NewTextHandler(io.Discard, nil)), func(ctx context.Context) (gnssConn, error) {
 		return &scriptedGpsd{ctx: ctx, lines: lines, reads: reads}, nil
 	})
-	if err := s.judge(&judging{log: slog.New(slog.DiscardHandler)}, c); err != nil {
+	if err := s.judge(judging.New(judging.Options{Log: slog.New(slog.DiscardHandler)}), c); err != nil {
 		t.Fatal(err)
 	}
 	es, err := collect.Decode(s.name, c.Interval, c.Ring, s)
@@ -142,7 +143,7 @@ func TestGNSSJudgedOnPPSWithA3DFix(t *testing.T) {
 	if len(states) != 2 || states[0] != "LOCKED" || states[1] == "LOCKED" {
 		t.Fatalf("transitions %v, want LOCKED, then out of it after the 2D fix", states)
 	}
-	if v := s.devices["/dev/ttyS0"].judged.j.View(sec + 6e9 + 1_000); v.OffsetNS != 1_000 || v.State == judge.Locked || v.LastSampleNS != sec+6e9+1_000 {
+	if v := s.devices["/dev/ttyS0"].judged.Judged().View(sec + 6e9 + 1_000); v.OffsetNS != 1_000 || v.State == judge.Locked || v.LastSampleNS != sec+6e9+1_000 {
 		t.Errorf("after the 2D fix: %+v; want the last edge's offset 1000 ns, out of LOCKED", v)
 	}
 	self := record.Record{Fields: s.Self()}
@@ -186,7 +187,7 @@ func TestGNSSTOFFWithoutPPSIsAMissedReference(t *testing.T) {
 		reads = append(reads, real+1e8)
 	}
 	s, _ := runGNSS(t, c, lines, reads)
-	if v := s.devices["/dev/pts/1"].judged.j.View(sec + 5e9); v.State != judge.Freerun || v.SinceNS != sec+5e9+1e8 {
+	if v := s.devices["/dev/pts/1"].judged.Judged().View(sec + 5e9); v.State != judge.Freerun || v.SinceNS != sec+5e9+1e8 {
 		t.Errorf("%s since %d, want FREERUN at the first TOFF more than 3 s after the first (%d)", v.State, v.SinceNS, sec+5e9+1e8)
 	}
 }

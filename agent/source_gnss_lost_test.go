@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/monagent/monagent/agent/judging"
 )
 
 // Each receiver's judged clock counts the messages the source's ring could
@@ -11,15 +13,15 @@ import (
 func TestGNSSReceiverCountsTheRingsLosses(t *testing.T) {
 	c := Default().GNSS
 	c.Enabled, c.Judge.Enabled = true, true
-	g := &judging{log: slog.New(slog.DiscardHandler)}
-	s := newGNSSSource(c, g.log, nil)
+	g := judging.New(judging.Options{Log: slog.New(slog.DiscardHandler)})
+	s := newGNSSSource(c, slog.New(slog.DiscardHandler), nil)
 	if err := s.judge(g, c); err != nil {
 		t.Fatal(err)
 	}
 	s.ringDropped = func() uint64 { return 5 }
 	s.deviceOf("/dev/ttyS0")
 	s.deviceOf("/dev/ttyS1")
-	st := g.status(time.Now().UnixNano())
+	st := g.Status(time.Now().UnixNano())
 	if len(st.Clocks) != 2 {
 		t.Fatalf("%d judged clocks, want one per receiver", len(st.Clocks))
 	}

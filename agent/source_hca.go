@@ -111,7 +111,7 @@ func buildHCASource(env *Env) ([]collect.Source, error) {
 		return nil, keyErr("hca.listen", "%v", err)
 	}
 	if c.Rank != 0 { // a model is due every resync, one retry later at worst
-		if s.judged, err = env.judges.add("hca", "hca:rank"+strconv.Itoa(c.Rank), c.Judge, 2*c.Resync+c.RetryAfter); err != nil {
+		if s.judged, err = env.judges.Add("hca", "hca:rank"+strconv.Itoa(c.Rank), c.Judge, 2*c.Resync+c.RetryAfter); err != nil {
 			s.node.Close()
 			return nil, keyErr("hca.judge", "%v", err)
 		}
@@ -178,7 +178,7 @@ func (s *hcaSource) onModel(round int64, m timebase.LinearModel) {
 	x := s.global.Now()
 	s.add(pendingRecord{"hca_model", rt, s.tags, modelFields(m, round, x)})
 	// The model's published bound (hca.Bound), grown at its slope's error.
-	s.judged.observe((*hcaRecords)(s), judge.Sample{TimeNS: rt, Synced: true, OffsetNS: m.Offset(x), BoundNS: hca.Bound(m, x),
+	s.judged.Observe((*hcaRecords)(s), judge.Sample{TimeNS: rt, Synced: true, OffsetNS: m.Offset(x), BoundNS: hca.Bound(m, x),
 		FreqErrPPB: int64(math.Ceil(math.Abs(m.SlopeErr) * 1e9))})
 }
 

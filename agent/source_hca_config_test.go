@@ -85,8 +85,8 @@ func TestStatusOfHCARankZeroNamesTheReference(t *testing.T) {
 		cfg := Default()
 		cfg.HCA.Enabled, cfg.HCA.Rank = true, rank
 		a := bare(cfg, nil, nil, "boarda")
-		if got := a.judges.status(1).Reference != ""; got != want {
-			t.Errorf("rank %d: reference %q", rank, a.judges.status(1).Reference)
+		if got := a.judges.Status(1).Reference != ""; got != want {
+			t.Errorf("rank %d: reference %q", rank, a.judges.Status(1).Reference)
 		}
 	}
 }

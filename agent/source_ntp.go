@@ -71,7 +71,7 @@ func buildNTPSources(env *Env) ([]collect.Source, error) {
 			// A failed poll says the reference is lost; a source quiet for
 			// four intervals (an interleaved sample completes a poll late)
 			// has lost it too.
-			s.judged, err = env.judges.add("system", s.Name(), n.Judge, 4*sc.Interval+2*n.Timeout)
+			s.judged, err = env.judges.Add("system", s.Name(), n.Judge, 4*sc.Interval+2*n.Timeout)
 		}
 		if err != nil {
 			closeSources(out)
@@ -110,7 +110,7 @@ func (s *ntpSource) Collect(ctx context.Context, b *collect.Batch) error {
 	if err != nil {
 		now := realtimeNow()
 		s.probeRecord(b, now, nil)
-		s.judged.missed(b, now)
+		s.judged.Missed(b, now)
 		return err
 	}
 	for i, smp := range res.Samples {
@@ -123,7 +123,7 @@ func (s *ntpSource) Collect(ctx context.Context, b *collect.Batch) error {
 	s.probeRecord(b, best.T4, &best)
 	// A delay outlier is judged too: its larger bound still holds.
 	h := best.Header
-	s.judged.observe(b, judge.Sample{TimeNS: best.T4, Synced: h.Synced(),
+	s.judged.Observe(b, judge.Sample{TimeNS: best.T4, Synced: h.Synced(),
 		OffsetNS: best.OffsetNS, BoundNS: judge.Exchange(best.OffsetNS, best.DelayNS, h.RootDelayNS, h.RootDispNS, best.DispersionNS),
 		FreqErrPPB: -1})
 	return nil

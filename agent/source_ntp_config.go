@@ -140,16 +140,16 @@ func (n *NTPConfig) check(p *problems) {
 	if !n.Enabled {
 		return
 	}
-	n.Judge.check("ntp.judge", p)
+	n.Judge.Check("ntp.judge", p)
 	n.Chrony.Check(p, func(k string, c ChronyConfig) {
-		c.Judge.check(k+".judge", p)
+		c.Judge.Check(k+".judge", p)
 		if c.Socket != "" && c.Address != "" {
 			p.Dup(k+".address", k+".socket", "set one of the command socket and the UDP address, not both (the socket gives ntpdata and serverstats too)")
 		}
 		p.Interval(k+".interval", c.Interval)
 	})
 	n.Ntpd.Check(p, func(k string, c NtpdConfig) {
-		c.Judge.check(k+".judge", p)
+		c.Judge.Check(k+".judge", p)
 		if _, err := netip.ParseAddrPort(c.Address); err != nil {
 			p.Add(k+".address", "want ntpd's IP:port (mode 6 over UDP, e.g. 127.0.0.1:123), got %q", c.Address)
 		}

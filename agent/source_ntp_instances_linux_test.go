@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/agent/judging"
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/internal/testbed"
 	"github.com/monagent/monagent/judge"
@@ -65,7 +66,7 @@ func TestChronyInstancesAgainstTwoChronyd(t *testing.T) {
 		}
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g := &judging{log: log}
+	g := judging.New(judging.Options{Log: log})
 	srcs, err := buildChronySource(&Env{Config: &c, Log: log, judges: g})
 	if err != nil {
 		t.Fatal(err)
@@ -100,8 +101,8 @@ func TestChronyInstancesAgainstTwoChronyd(t *testing.T) {
 		t.Errorf("sources %v, records %v: want one tracking and serverstats record of each instance", names, per)
 	}
 	var judged []string
-	for _, m := range g.judged() {
-		judged = append(judged, m.j.Source())
+	for _, m := range g.Clocks() {
+		judged = append(judged, m.Judged().Source())
 	}
 	if strings.Join(judged, " ") != "chrony:a chrony:b" {
 		t.Errorf("judged %v", judged)
@@ -120,7 +121,7 @@ func TestChronyLocalReferenceIsNotLocked(t *testing.T) {
 	inst := c.NTP.Chrony.First()
 	inst.Enabled, inst.Socket = true, d.Socket
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g := &judging{log: log}
+	g := judging.New(judging.Options{Log: log})
 	srcs, err := buildChronySource(&Env{Config: &c, Log: log, judges: g})
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +149,7 @@ func TestChronyLocalReferenceIsNotLocked(t *testing.T) {
 	if local < 5 {
 		t.Fatalf("chronyd did not report its local reference (7F7F0101) in 20 s")
 	}
-	v := g.judged()[0].j.View(time.Now().UnixNano())
+	v := g.Clocks()[0].Judged().View(time.Now().UnixNano())
 	t.Logf("%d tracking replies on the local reference: %s, bound %d ns; sync_state reasons %q", local, v.State, v.BoundNS, reasons)
 	if v.State == judge.Locked || len(reasons) == 0 {
 		t.Fatalf("judged %s (transitions %q), want not LOCKED", v.State, reasons)

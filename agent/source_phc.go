@@ -100,9 +100,9 @@ func (s *phcSource) judge(env *Env) (err error) {
 			return err
 		}
 		source = "ptp4l+" + source
-		s.through = func() (*judge.Judged, bool) { j := env.judges.find(up); return j, j != nil }
+		s.through = func() (*judge.Judged, bool) { j := env.judges.Find(up); return j, j != nil }
 	}
-	if s.judged, err = env.judges.add("system", source, c.PHC.Judge, 3*c.PHC.Interval); err != nil {
+	if s.judged, err = env.judges.Add("system", source, c.PHC.Judge, 3*c.PHC.Interval); err != nil {
 		return keyErr("phc.judge", "%v", err)
 	}
 	return nil
@@ -205,7 +205,7 @@ func (s *phcSource) judgeRound(b adder, round *phc.Round, now int64) {
 	}
 	i := slices.IndexFunc(round.Taken, func(t phc.Taken) bool { return t.Against == timebase.DomainRealtime })
 	if i < 0 {
-		s.judged.missed(b, now)
+		s.judged.Missed(b, now)
 		return
 	}
 	t := &round.Taken[i]
@@ -225,7 +225,7 @@ func (s *phcSource) judgeRound(b adder, round *phc.Round, now int64) {
 		smp.Synced = smp.Synced && v.State == judge.Locked
 		smp.BoundNS = judge.Sum(smp.BoundNS, v.BoundNS)
 	}
-	s.judged.observe(b, smp)
+	s.judged.Observe(b, smp)
 }
 
 // tags are the tags of the PHC's records about its readings against sys.

@@ -92,7 +92,7 @@ func (p *PHCConfig) check(ps *problems) {
 	}
 	ps.Positive("phc.step_threshold", p.StepThreshold)
 	conf.Within(ps, "phc.max_slew_ppm", p.MaxSlewPPM, 0, 1e6, "")
-	p.Judge.check("phc.judge", ps)
+	p.Judge.Check("phc.judge", ps)
 	if p.Timescale != "tai" && p.Timescale != "utc" {
 		ps.Add("phc.timescale", "%q: want tai or utc", p.Timescale)
 	}

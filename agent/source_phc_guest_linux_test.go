@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/monagent/monagent/agent/judging"
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/internal/testbed/guest"
 	"github.com/monagent/monagent/judge"
@@ -37,7 +38,7 @@ func TestPHCSourceOnAFrozenPHC(t *testing.T) {
 	c.PHC.Timescale = "utc"
 	tr := timebase.NewTranslators()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srcs, err := buildPHCSources(&Env{Config: &c, Log: log, Translators: tr, judges: &judging{log: log}})
+	srcs, err := buildPHCSources(&Env{Config: &c, Log: log, Translators: tr, judges: judging.New(judging.Options{Log: log})})
 	if err != nil || len(srcs) != 1 {
 		t.Fatalf("%d sources, %v", len(srcs), err)
 	}

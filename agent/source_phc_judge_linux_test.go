@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/agent/judging"
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/phc"
@@ -36,7 +37,7 @@ func newPHCJudgeRig(t *testing.T, offNS int64, edit func(c *Config)) *phcJudgeRi
 	p := phctest.New()
 	p.RatePPB = 0
 	p.PHCNS = p.Now(timebase.DomainRealtime) + 37e9 - offNS
-	env := &Env{Config: &c, judges: &judging{log: slog.New(slog.DiscardHandler)}}
+	env := &Env{Config: &c, judges: judging.New(judging.Options{Log: slog.New(slog.DiscardHandler)})}
 	s := scriptedPHCSource(p, c.PHC, timebase.NewTranslators())
 	if err := s.judge(env); err != nil {
 		t.Fatal(err)
@@ -57,7 +58,7 @@ func (r *phcJudgeRig) collect(t *testing.T) (judge.View, int64) {
 	if err := r.s.Collect(context.Background(), &collect.Batch{Host: "h"}); err != nil && !errors.Is(err, phc.ErrNotAdvancing) {
 		t.Fatal(err)
 	}
-	v := r.s.judged.j.View(r.p.Now(timebase.DomainRealtime))
+	v := r.s.judged.Judged().View(r.p.Now(timebase.DomainRealtime))
 	return v, truth
 }
 
@@ -112,16 +113,16 @@ func TestPHCJudgeThroughPtp4l(t *testing.T) {
 	r := newPHCJudgeRig(t, 10_000, func(c *Config) {
 		c.PTP.Enabled, c.PTP.Ptp4l.First().Enabled, c.PHC.Through = true, true, "ptp4l"
 	})
-	if got := r.s.judged.j.Source(); got != "ptp4l+phc:/dev/ptp3" {
+	if got := r.s.judged.Judged().Source(); got != "ptp4l+phc:/dev/ptp3" {
 		t.Fatalf("source %q", got)
 	}
-	up, err := r.env.judges.add("ptp4l", "ptp4l:"+r.env.Config.PTP.Ptp4l.First().Socket, r.env.Config.PTP.Ptp4l.First().Judge, time.Hour)
+	up, err := r.env.judges.Add("ptp4l", "ptp4l:"+r.env.Config.PTP.Ptp4l.First().Socket, r.env.Config.PTP.Ptp4l.First().Judge, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	feed := func(bound int64, synced bool) {
 		now := r.p.Now(timebase.DomainRealtime)
-		up.j.Observe(judge.Sample{TimeNS: now, Synced: synced, OffsetNS: 100, BoundNS: bound, FreqErrPPB: 0})
+		up.Judged().Observe(judge.Sample{TimeNS: now, Synced: synced, OffsetNS: 100, BoundNS: bound, FreqErrPPB: 0})
 	}
 	for range 3 {
 		feed(40_000, true)
@@ -137,13 +138,13 @@ func TestPHCJudgeThroughPtp4l(t *testing.T) {
 		feed(0, false) // ptp4l lost its master
 	}
 	if v, _ := r.collect(t); v.State == judge.Locked {
-		t.Errorf("still LOCKED with ptp4l %s", up.j.View(r.p.Now(timebase.DomainRealtime)).State)
+		t.Errorf("still LOCKED with ptp4l %s", up.Judged().View(r.p.Now(timebase.DomainRealtime)).State)
 	}
 
 	c := Default()
 	c.PHC.Judge.Enabled, c.PHC.Through = true, "ptp4l"
 	s := scriptedPHCSource(phctest.New(), c.PHC, timebase.NewTranslators())
-	if err := s.judge(&Env{Config: &c, judges: &judging{log: slog.New(slog.DiscardHandler)}}); err == nil {
+	if err := s.judge(&Env{Config: &c, judges: judging.New(judging.Options{Log: slog.New(slog.DiscardHandler)})}); err == nil {
 		t.Error("phc.through: ptp4l accepted with the ptp4l monitor off")
 	}
 }

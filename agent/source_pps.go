@@ -6,6 +6,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/monagent/monagent/agent/judging"
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/judge"
@@ -62,7 +63,7 @@ func buildPPSSources(env *Env) ([]collect.Source, error) {
 		if err == nil {
 			// The judge's events_lost: assert edges the kernel lost, and
 			// edges the ring could not hold.
-			d.judged.countLost(func() uint64 { return d.lost[0].Load() + s.RingDropped() })
+			d.judged.CountLost(func() uint64 { return d.lost[0].Load() + s.RingDropped() })
 		}
 		return one(s, err)
 	})
@@ -70,12 +71,12 @@ func buildPPSSources(env *Env) ([]collect.Source, error) {
 
 // judge registers the system clock's judge against the device's assert
 // edges (pps.judge); three seconds without an edge lose the reference.
-func (d *ppsSource) judge(g *judging, c PPSConfig) (err error) {
+func (d *ppsSource) judge(g *judging.Judges, c PPSConfig) (err error) {
 	if !d.ship[0] {
 		return nil // no assert edges to judge by
 	}
 	d.latency = int64(c.Latency)
-	if d.judged, err = g.add("system", "pps:"+d.tags[0][1].Value, c.Judge, 3*time.Second); err != nil {
+	if d.judged, err = g.Add("system", "pps:"+d.tags[0][1].Value, c.Judge, 3*time.Second); err != nil {
 		return keyErr("pps.judge", "%v", err)
 	}
 	return nil
@@ -146,7 +147,7 @@ func (d *ppsSource) Emit(b *collect.Batch, e *ppsEdge) {
 		// Judged at its own stamp, not the record's time: after a step of
 		// REALTIME back the records are moved past the last one, but the
 		// judge places the stamp on its steady clock (judge.Timeline).
-		d.judged.observe(b, judge.Sample{TimeNS: e.ns, Synced: true, OffsetNS: off, BoundNS: judge.Sum(judge.Abs(off), d.latency), FreqErrPPB: -1})
+		d.judged.Observe(b, judge.Sample{TimeNS: e.ns, Synced: true, OffsetNS: off, BoundNS: judge.Sum(judge.Abs(off), d.latency), FreqErrPPB: -1})
 	}
 }
 

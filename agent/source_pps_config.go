@@ -57,7 +57,7 @@ func (p *PPSConfig) check(ps *problems) {
 		return
 	}
 	ps.Interval("pps.interval", p.Interval)
-	p.Judge.check("pps.judge", ps)
+	p.Judge.Check("pps.judge", ps)
 	conf.NotNegative(ps, "pps.latency", p.Latency)
 	if len(p.Devices) == 0 {
 		ps.Add("pps.devices", "list at least one PPS device")

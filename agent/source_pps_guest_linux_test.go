@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/agent/judging"
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/collect/collecttest"
 	"github.com/monagent/monagent/judge"
@@ -34,7 +35,7 @@ func ktimerPPS(t *testing.T) string {
 // nearest second, ≤ 0.5 s, and the latency) is within it less its margin,
 // so LOCKED at the fourth edge whatever second the timer keeps, at its
 // offset from the kernel's stamp.
-func ktimerJudged(t *testing.T, path string, g *judging) (*ppsSource, *collect.EventSource[ppsEdge], PPSConfig) {
+func ktimerJudged(t *testing.T, path string, g *judging.Judges) (*ppsSource, *collect.EventSource[ppsEdge], PPSConfig) {
 	t.Helper()
 	dc := entryDefaults[PPSDeviceConfig]()
 	dc.Device = path
@@ -59,7 +60,7 @@ func ktimerJudged(t *testing.T, path string, g *judging) (*ppsSource, *collect.E
 // shipped at its kernel stamp.
 func TestPPSSourceOnKtimer(t *testing.T) {
 	path := ktimerPPS(t)
-	d, s, pc := ktimerJudged(t, path, &judging{log: slog.New(slog.DiscardHandler)})
+	d, s, pc := ktimerJudged(t, path, judging.New(judging.Options{Log: slog.New(slog.DiscardHandler)}))
 	time.Sleep(4500 * time.Millisecond)
 	b := &collect.Batch{Host: "guest"}
 	if err := s.Collect(context.Background(), b); err != nil {
@@ -95,7 +96,7 @@ func TestPPSSourceOnKtimer(t *testing.T) {
 			t.Errorf("edges %d and %d are %v apart, want a second", seqs[i-1], seqs[i], dt)
 		}
 	}
-	v := d.judged.j.View(times[len(times)-1])
+	v := d.judged.Judged().View(times[len(times)-1])
 	last := times[len(times)-1]
 	off := (last%1e9+1.5e9)%1e9 - 0.5e9
 	t.Logf("judged: %s, offset %d ns, bound %d ns, transitions at %v", v.State, v.OffsetNS, v.BoundNS, locked)

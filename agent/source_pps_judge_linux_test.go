@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/monagent/monagent/agent/judging"
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/judge"
 )
@@ -18,7 +19,7 @@ func TestPPSJudgeTakesEdgesForSeconds(t *testing.T) {
 	c := Default()
 	c.PPS.Judge.Enabled = true
 	f := newPPSFixture(t, true, true, gpio.PPSEvent{AssertNS: sec - 1e9, AssertSeq: 10, ClearNS: sec - 9e8, ClearSeq: 10})
-	if err := f.d.judge(&judging{log: slog.New(slog.DiscardHandler)}, c.PPS); err != nil {
+	if err := f.d.judge(judging.New(judging.Options{Log: slog.New(slog.DiscardHandler)}), c.PPS); err != nil {
 		t.Fatal(err)
 	}
 	lat := int64(c.PPS.Latency)
@@ -42,13 +43,13 @@ func TestPPSJudgeTakesEdgesForSeconds(t *testing.T) {
 			}
 		}
 	}
-	v := f.d.judged.j.View(sec + 4e9)
+	v := f.d.judged.Judged().View(sec + 4e9)
 	if len(states) != 1 || states[0] != "LOCKED" || v.OffsetNS != offs[3] || v.BoundNS != judge.Abs(offs[3])+lat {
 		t.Fatalf("transitions %v, offset %d ns, bound %d ns; want LOCKED, %d ns, %d ns", states, v.OffsetNS, v.BoundNS, offs[3], judge.Abs(offs[3])+lat)
 	}
 	f.fetch(1, gpio.PPSEvent{AssertNS: sec + 5e9 + 300_000, AssertSeq: 15, ClearNS: sec + 4e9 + 450e6, ClearSeq: 11})
 	collectAll(t, f.s)
-	if v := f.d.judged.j.View(sec + 5e9 + 300_000); v.State != judge.Freerun || v.OffsetNS != 300_000 {
+	if v := f.d.judged.Judged().View(sec + 5e9 + 300_000); v.State != judge.Freerun || v.OffsetNS != 300_000 {
 		t.Errorf("an edge 300 us late: %s, offset %d ns", v.State, v.OffsetNS)
 	}
 }
@@ -59,12 +60,12 @@ func TestPPSJudgeOffsetIsToTheNearestSecond(t *testing.T) {
 	c.PPS.Judge = JudgeConfig{Enabled: true, Threshold: 1e9, Holdover: 1e9, MinSamples: 1}
 	for _, tc := range []struct{ frac, want int64 }{{0, 0}, {1, 1}, {499_999_999, 499_999_999}, {500_000_000, -500_000_000}, {999_999_999, -1}} {
 		f := newPPSFixture(t, true, false, gpio.PPSEvent{AssertNS: sec - 1e9, AssertSeq: 10})
-		if err := f.d.judge(&judging{log: slog.New(slog.DiscardHandler)}, c.PPS); err != nil {
+		if err := f.d.judge(judging.New(judging.Options{Log: slog.New(slog.DiscardHandler)}), c.PPS); err != nil {
 			t.Fatal(err)
 		}
 		f.fetch(1, gpio.PPSEvent{AssertNS: sec + tc.frac, AssertSeq: 11})
 		collectAll(t, f.s)
-		if v := f.d.judged.j.View(sec + tc.frac); v.OffsetNS != tc.want {
+		if v := f.d.judged.Judged().View(sec + tc.frac); v.OffsetNS != tc.want {
 			t.Errorf("an edge %d ns into a second: offset %d ns, want %d", tc.frac, v.OffsetNS, tc.want)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/facebook/time/ptp/protocol"
 
+	"github.com/monagent/monagent/agent/judging"
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/ptp"
@@ -40,7 +41,7 @@ func buildPtp4lInstance(env *Env, key string, c Ptp4lConfig) ([]collect.Source, 
 	// system clock's other references. With hardware timestamping it
 	// disciplines its PHC, a clock of its own (voteClock).
 	source := "ptp4l:" + c.Socket
-	voting := voteClock("ptp4l", source)
+	voting := judging.VoteClock("ptp4l", source)
 	if c.Timestamping == "software" {
 		voting = "system"
 	}
@@ -155,10 +156,10 @@ func timeStatusFields(ts *protocol.TimeStatusNPTLV, more ...record.Field) []reco
 func (s *ptp4lSource) judge(b *collect.Batch, now int64, st ptp.Status) {
 	cur, ts := st.Current, st.TimeStatus
 	if cur == nil || ts == nil || st.Port == nil {
-		s.judged.missed(b, now)
+		s.judged.Missed(b, now)
 		return
 	}
-	s.judged.observe(b, judge.Sample{TimeNS: now, Synced: st.Following(), OffsetNS: ts.MasterOffsetNS,
+	s.judged.Observe(b, judge.Sample{TimeNS: now, Synced: st.Following(), OffsetNS: ts.MasterOffsetNS,
 		BoundNS: judge.PathDelay(ts.MasterOffsetNS, cur.MeanPathDelayNS, 0), FreqErrPPB: -1})
 }
 
@@ -210,7 +211,7 @@ func buildPTPProbe(env *Env) ([]collect.Source, error) {
 		p.Translate = env.Translators.ToRealtime(dom)
 	}
 	// A Sync a second: three seconds without one lose the master.
-	judged, err := env.judges.add("system", "ptp_probe:"+c.Interface, c.Judge, 3*time.Second)
+	judged, err := env.judges.Add("system", "ptp_probe:"+c.Interface, c.Judge, 3*time.Second)
 	var s *collect.EventSource[ptp.Exchange]
 	if err == nil {
 		s, err = newPTPProbeSource(p, 0, nil, judged)
@@ -220,7 +221,7 @@ func buildPTPProbe(env *Env) ([]collect.Source, error) {
 		return nil, err
 	}
 	// The judge's events_lost: exchanges the ring could not hold.
-	judged.countLost(s.RingDropped)
+	judged.CountLost(s.RingDropped)
 	return []collect.Source{s}, nil
 }
 
@@ -259,7 +260,7 @@ func (d *ptpProbe) emit(b *collect.Batch, ex *ptp.Exchange) {
 		f = append(f, record.Int("filtered_offset_ns", ex.FilteredOffsetNS), record.Int("filtered_path_delay_ns", ex.FilteredPathDelayNS))
 	}
 	b.Add("ptp_probe", t, []record.Tag{{Key: "master", Value: ex.Master.String()}, {Key: "timestamps", Value: ex.SyncSource.String() + "/" + ex.DelaySource.String()}}, f...)
-	d.judged.observe(b, judge.Sample{TimeNS: ex.T2, Synced: true, OffsetNS: ex.OffsetNS,
+	d.judged.Observe(b, judge.Sample{TimeNS: ex.T2, Synced: true, OffsetNS: ex.OffsetNS,
 		BoundNS: judge.FilteredDelay(ex.OffsetNS, ex.PathDelayNS, ex.DelayNS), FreqErrPPB: -1})
 }
 

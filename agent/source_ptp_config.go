@@ -103,7 +103,7 @@ func (p *PTPConfig) check(ps *problems) {
 		p.checkPtp4l(k, l, ps)
 	})
 	if pr := p.Probe; pr.Enabled {
-		pr.Judge.check("ptp.probe.judge", ps)
+		pr.Judge.Check("ptp.probe.judge", ps)
 		ps.Set("ptp.probe.interface", pr.Interface, "")
 		if pr.Transport != "udp" && pr.Transport != "l2" {
 			ps.Add("ptp.probe.transport", "%q: must be udp or l2", pr.Transport)
@@ -128,7 +128,7 @@ func (p *PTPConfig) checkPtp4l(key string, l Ptp4lConfig, ps *problems) {
 	conf.Within(ps, key+".domain", l.Domain, 0, 255, "")
 	ps.Interval(key+".interval", l.Interval)
 	ps.Positive(key+".timeout", l.Timeout)
-	l.Judge.check(key+".judge", ps)
+	l.Judge.Check(key+".judge", ps)
 	if l.Subscribe && (l.SubscribeDuration < 2*time.Second || l.SubscribeDuration > 65535*time.Second) {
 		ps.Add(key+".subscribe_duration", "%v: must be within 2s..65535s (ptp4l's duration is a 16-bit count of seconds)", l.SubscribeDuration)
 	}

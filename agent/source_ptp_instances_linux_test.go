@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/monagent/monagent/agent/judging"
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/internal/testbed"
 	"github.com/monagent/monagent/record"
@@ -70,7 +71,7 @@ func TestPtp4lInstancesAgainstTwoPtp4l(t *testing.T) {
 		}
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g := &judging{log: log}
+	g := judging.New(judging.Options{Log: log})
 	srcs, err := buildPtp4lSource(&Env{Config: &c, Log: log, Translators: timebase.NewTranslators(), judges: g})
 	if err != nil {
 		t.Fatal(err)
@@ -132,8 +133,8 @@ func TestPtp4lInstancesAgainstTwoPtp4l(t *testing.T) {
 	}
 	// Each instance's clock is judged apart (by its socket).
 	var judged []string
-	for _, m := range g.judged() {
-		judged = append(judged, m.j.Source())
+	for _, m := range g.Clocks() {
+		judged = append(judged, m.Judged().Source())
 	}
 	if want := "ptp4l:" + slaves[0].Socket + " ptp4l:" + slaves[1].Socket; strings.Join(judged, " ") != want {
 		t.Errorf("judged %v, want %s", judged, want)

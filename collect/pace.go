@@ -3,6 +3,8 @@ package collect
 import (
 	"context"
 	"time"
+
+	"github.com/monagent/monagent/timebase"
 )
 
 // DefaultPace is a Pacer's longest wait unless it sets its own: 50 reads a
@@ -87,3 +89,17 @@ func (p *Pacer) Pause(ctx context.Context, n int, drained bool) {
 
 // Waits is how many times the producer waited.
 func (p *Pacer) Waits() uint64 { return p.waits }
+
+// UntilBoundary is how long until the next multiple of iv on
+// CLOCK_MONOTONIC (iv itself if the clock cannot be read): the agent's
+// sources of one interval, and its judge's idle wake-up, wake on these
+// boundaries together, so that a board wakes once a second for all of
+// them and not once for each. The phase is the boot's, so hosts still poll
+// a server at phases of their own.
+func UntilBoundary(iv time.Duration) time.Duration {
+	now, err := timebase.Monotonic.Now()
+	if err != nil || iv <= 0 {
+		return iv
+	}
+	return iv - time.Duration(now%int64(iv))
+}

@@ -1,4 +1,4 @@
-package agent
+package judging
 
 import (
 	"log/slog"
@@ -21,13 +21,13 @@ import (
 // at each judge tick (a reference gone quiet stops voting), and keeps the
 // latest Result for /status and /metrics.
 type crossCheck struct {
-	// clock names the clock voted on (voteClock): its judged clocks'
+	// clock names the clock voted on (VoteClock): its judged clocks'
 	// clock name.
 	clock string
-	owner *judging
+	owner *Judges
 
 	mu      sync.Mutex
-	members []*judgement
+	members []*Judgement
 	// thresholdNS is the clock's threshold: the smallest of its
 	// references' (the strictest any of them is judged by), so that a
 	// combined LOCKED is never looser than a reference's own.
@@ -39,23 +39,23 @@ type crossCheck struct {
 	votedNS     int64 // the last vote's now (REALTIME)
 }
 
-// voteClock is the clock whose vote the judged clock (clock, source) is
+// VoteClock is the clock whose vote the judged clock (clock, source) is
 // in: its clock name, but for "ptp4l", the clock each ptp4l instance
 // disciplines (its own PHC, judged against its own grandmaster), named by
 // the instance's source (ptp4l:<socket>): the instances of a boundary clock
 // or a dual-NIC board discipline different clocks, which must never vote
 // together. (With software timestamping ptp4l disciplines the system
 // clock: its source joins "system" through judging.addVoting.)
-func voteClock(clock, source string) string {
+func VoteClock(clock, source string) string {
 	if clock == "ptp4l" {
 		return source
 	}
 	return clock
 }
 
-// join adds m to the vote of clock (voteClock), made at its first
+// join adds m to the vote of clock (VoteClock), made at its first
 // reference.
-func (g *judging) join(clock string, m *judgement, thresholdNS int64) {
+func (g *Judges) join(clock string, m *Judgement, thresholdNS int64) {
 	g.mu.Lock()
 	var c *crossCheck
 	for _, x := range g.checks {
@@ -86,7 +86,7 @@ func (c *crossCheck) size() int {
 	return len(c.members)
 }
 
-func (g *judging) crossChecks() []*crossCheck {
+func (g *Judges) crossChecks() []*crossCheck {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.checks
@@ -95,7 +95,7 @@ func (g *judging) crossChecks() []*crossCheck {
 // vote votes across the clock's references at now (an instant of both
 // clocks: the sample's or the tick's); each reference whose verdict changed
 // becomes a reference_check record in b, a log line and a notification.
-func (c *crossCheck) vote(b adder, now judge.Instant) {
+func (c *crossCheck) vote(b Adder, now judge.Instant) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.refs = c.refs[:0]
@@ -126,7 +126,7 @@ func (c *crossCheck) publish() {
 
 // changed records, logs and sends the change of m's verdict (o), dated by
 // the sample that changed it, at least 1 ns after m's previous one.
-func (c *crossCheck) changed(b adder, m *judgement, ref *vote.Ref, o *vote.Outcome) {
+func (c *crossCheck) changed(b Adder, m *Judgement, ref *vote.Ref, o *vote.Outcome) {
 	t := max(o.ChangedNS, m.lastCheck+1)
 	m.lastCheck = t
 	from := m.verdict

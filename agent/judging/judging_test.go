@@ -1,4 +1,4 @@
-package agent
+package judging
 
 import (
 	"fmt"
@@ -21,13 +21,13 @@ func (v *stepClocks) read() judge.Instant {
 
 // judgedOnVirtualClocks is the agent's judging on virtual clocks with one
 // clock judged by c, stale after 3 s as pps.judge.
-func judgedOnVirtualClocks(t *testing.T, c JudgeConfig) (*judging, *judgement, *stepClocks) {
+func judgedOnVirtualClocks(t *testing.T, c Config) (*Judges, *Judgement, *stepClocks) {
 	t.Helper()
 	v := &stepClocks{mono: 1e9, off: 1_700_000_000e9 - 1e9}
-	g := &judging{log: slog.New(slog.DiscardHandler), recordSteps: true}
+	g := &Judges{log: slog.New(slog.DiscardHandler), recordSteps: true}
 	g.set.Timeline = judge.NewTimeline(v.read)
 	c.Enabled = true
-	m, err := g.add("system", "pps:test", c, 3*time.Second)
+	m, err := g.Add("system", "pps:test", c, 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,11 +37,11 @@ func judgedOnVirtualClocks(t *testing.T, c JudgeConfig) (*judging, *judgement, *
 // ticks runs the agent's side for d: a PPS edge each steady second stamped
 // in REALTIME and read 100 ms later (as source_pps does), the judge tick
 // every 200 ms; it returns the records.
-func ticks(g *judging, m *judgement, v *stepClocks, d time.Duration, edges bool) []record.Record {
+func ticks(g *Judges, m *Judgement, v *stepClocks, d time.Duration, edges bool) []record.Record {
 	b := &collect.Batch{Host: "h"}
 	var pending [][2]int64
 	for end := v.mono + int64(d); v.mono < end; {
-		next := v.mono + int64(judgeTick)
+		next := v.mono + int64(Tick)
 		if p := next - next%1e9; edges && p > v.mono {
 			pending = append(pending, [2]int64{p, p + v.off})
 		}
@@ -50,9 +50,9 @@ func ticks(g *judging, m *judgement, v *stepClocks, d time.Duration, edges bool)
 			e := pending[0][1]
 			pending = pending[1:]
 			off := (e%1e9+1.5e9)%1e9 - 0.5e9
-			m.observe(b, judge.Sample{TimeNS: e, Synced: true, OffsetNS: off, BoundNS: judge.Sum(judge.Abs(off), 20_000), FreqErrPPB: -1})
+			m.Observe(b, judge.Sample{TimeNS: e, Synced: true, OffsetNS: off, BoundNS: judge.Sum(judge.Abs(off), 20_000), FreqErrPPB: -1})
 		}
-		g.advance(b, g.set.Time().Now())
+		g.Advance(b, g.set.Time().Now())
 	}
 	return b.Records
 }
@@ -74,7 +74,7 @@ func measurements(recs []record.Record, name string) []record.Record {
 func TestJudgingRealtimeStepChangesNoState(t *testing.T) {
 	for _, step := range []time.Duration{-time.Hour, time.Hour, 10 * time.Second} {
 		t.Run(step.String(), func(t *testing.T) {
-			g, m, v := judgedOnVirtualClocks(t, JudgeConfig{Threshold: 100 * time.Microsecond, Holdover: time.Minute, MinSamples: 4})
+			g, m, v := judgedOnVirtualClocks(t, Config{Threshold: 100 * time.Microsecond, Holdover: time.Minute, MinSamples: 4})
 			recs := ticks(g, m, v, 10*time.Second, true)
 			if s := measurements(recs, "sync_state"); len(s) != 1 {
 				t.Fatalf("before the step: %d sync_state records, want 1 (LOCKED)", len(s))
@@ -92,7 +92,7 @@ func TestJudgingRealtimeStepChangesNoState(t *testing.T) {
 			if f, _ := cs[0].Field("step_ns"); f.I != int64(step) {
 				t.Errorf("clock_step step_ns %d, want %d", f.I, int64(step))
 			}
-			st := g.status(v.mono + v.off)
+			st := g.Status(v.mono + v.off)
 			if st.Clocks[0].State != "LOCKED" {
 				t.Errorf("/status says %s", st.Clocks[0].State)
 			}
@@ -104,14 +104,14 @@ func TestJudgingRealtimeStepChangesNoState(t *testing.T) {
 // alternating 0.999 / 1.001 ms against a 1 ms threshold makes at most 2
 // sync_state records in 100 samples (before: 100).
 func TestJudgingHysteresis(t *testing.T) {
-	g, m, v := judgedOnVirtualClocks(t, JudgeConfig{Threshold: time.Millisecond, Holdover: 5 * time.Minute, MinSamples: 1})
+	g, m, v := judgedOnVirtualClocks(t, Config{Threshold: time.Millisecond, Holdover: 5 * time.Minute, MinSamples: 1})
 	b := &collect.Batch{Host: "h"}
-	m.observe(b, judge.Sample{TimeNS: v.mono + v.off, Synced: true, BoundNS: 500_000}) // LOCKED
+	m.Observe(b, judge.Sample{TimeNS: v.mono + v.off, Synced: true, BoundNS: 500_000}) // LOCKED
 	for i := range 100 {
 		v.mono += 1e9
 		bound := int64(999_000 + 2_000*(i%2))
-		m.observe(b, judge.Sample{TimeNS: v.mono + v.off, Synced: true, OffsetNS: 100, BoundNS: bound})
-		g.advance(b, g.set.Time().Now())
+		m.Observe(b, judge.Sample{TimeNS: v.mono + v.off, Synced: true, OffsetNS: 100, BoundNS: bound})
+		g.Advance(b, g.set.Time().Now())
 	}
 	if n := len(measurements(b.Records, "sync_state")); n > 3 { // the first LOCKED, then at most 2
 		t.Errorf("%d sync_state records for 100 samples wavering about the threshold", n-1)
@@ -122,13 +122,13 @@ func TestJudgingHysteresis(t *testing.T) {
 // reports a skew of 0) still has its bound grow in HOLDOVER, at 5 ppm
 // (minDriftPPB).
 func TestJudgingHoldoverGrowsWithZeroFrequencyError(t *testing.T) {
-	g, m, v := judgedOnVirtualClocks(t, JudgeConfig{Threshold: time.Millisecond, Holdover: 5 * time.Minute, MinSamples: 1})
+	g, m, v := judgedOnVirtualClocks(t, Config{Threshold: time.Millisecond, Holdover: 5 * time.Minute, MinSamples: 1})
 	b := &collect.Batch{Host: "h"}
-	m.observe(b, judge.Sample{TimeNS: v.mono + v.off, Synced: true, BoundNS: 0, FreqErrPPB: 0})
+	m.Observe(b, judge.Sample{TimeNS: v.mono + v.off, Synced: true, BoundNS: 0, FreqErrPPB: 0})
 	v.mono += 1e9
-	m.missed(b, v.mono+v.off)
+	m.Missed(b, v.mono+v.off)
 	v.mono += 100e9
-	st := g.status(v.mono + v.off)
+	st := g.Status(v.mono + v.off)
 	if c := st.Clocks[0]; c.State != "HOLDOVER" || c.ErrorBoundNS != 101*5000 {
 		t.Errorf("100 s into HOLDOVER: %s, bound %d ns; want HOLDOVER, %d ns", c.State, c.ErrorBoundNS, 101*5000)
 	}
@@ -137,19 +137,19 @@ func TestJudgingHoldoverGrowsWithZeroFrequencyError(t *testing.T) {
 // /status events_lost (the LOST column) is the samples missed and what the
 // source counts lost; it was always 0.
 func TestJudgingEventsLost(t *testing.T) {
-	g, m, v := judgedOnVirtualClocks(t, JudgeConfig{Threshold: time.Millisecond, Holdover: 5 * time.Minute, MinSamples: 1})
+	g, m, v := judgedOnVirtualClocks(t, Config{Threshold: time.Millisecond, Holdover: 5 * time.Minute, MinSamples: 1})
 	var kernel uint64 = 7
-	m.countLost(func() uint64 { return kernel })
+	m.CountLost(func() uint64 { return kernel })
 	b := &collect.Batch{Host: "h"}
 	for range 3 {
 		v.mono += 1e9
-		m.missed(b, v.mono+v.off)
+		m.Missed(b, v.mono+v.off)
 	}
-	st := g.status(v.mono + v.off)
+	st := g.Status(v.mono + v.off)
 	if got := st.Clocks[0].EventsLost; got != 10 {
 		t.Errorf("events_lost %d, want 3 missed + 7 lost by the source", got)
 	}
-	g.records(b, v.mono+v.off)
+	g.Records(b, v.mono+v.off)
 	cs := measurements(b.Records, "clock_state")
 	if f, _ := cs[0].Field("events_lost"); len(cs) != 1 || f.U != 10 {
 		t.Errorf("clock_state events_lost %v", fmt.Sprint(f))

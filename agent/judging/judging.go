@@ -1,4 +1,4 @@
-package agent
+package judging
 
 import (
 	"cmp"
@@ -20,16 +20,16 @@ import (
 	"github.com/monagent/monagent/vote"
 )
 
-// JudgeConfig is a source's judge: subsection: how the clock it measures is
+// Config is a source's judge: subsection: how the clock it measures is
 // judged (docs/configuration.md gives each source's defaults and why).
-type JudgeConfig struct {
+type Config struct {
 	Enabled    bool          `yaml:"enabled"`
 	Threshold  time.Duration `yaml:"threshold"`   // LOCKED needs an error bound at most this
 	Holdover   time.Duration `yaml:"holdover"`    // the longest HOLDOVER after the reference is lost
 	MinSamples int           `yaml:"min_samples"` // consecutive good samples to become LOCKED
 }
 
-func (j *JudgeConfig) check(key string, p *problems) {
+func (j *Config) Check(key string, p *conf.List) {
 	if !j.Enabled {
 		return
 	}
@@ -41,7 +41,7 @@ func (j *JudgeConfig) check(key string, p *problems) {
 // judgeConfig is the judge's configuration: the threshold, holdover and
 // min_samples given, the hysteresis margin (lockMargin) and the drift floor
 // (minDriftPPB), stale from the source.
-func (j *JudgeConfig) judgeConfig(stale time.Duration) judge.Config {
+func (j *Config) judgeConfig(stale time.Duration) judge.Config {
 	return judge.Config{ThresholdNS: int64(j.Threshold), MarginNS: int64(j.Threshold) / lockMargin, HoldoverNS: int64(j.Holdover),
 		MinSamples: j.MinSamples, StaleNS: int64(stale), MinDriftPPB: minDriftPPB}
 }
@@ -68,10 +68,10 @@ const lockMargin = 10
 // reference reports a skew of 0: its bound grows at this rate.
 const minDriftPPB = 5000
 
-// judging is the agent's judged clocks: what /status and /metrics show, and
+// Judges is the agent's judged clocks: what /status and /metrics show, and
 // where their transitions become sync_state records, log lines and
 // notifications.
-type judging struct {
+type Judges struct {
 	set    judge.Set
 	host   string
 	log    *slog.Logger
@@ -88,10 +88,10 @@ type judging struct {
 	// reference is what this agent is to others (status.Doc.Reference).
 	reference string
 	// pub publishes the votes to the time API (nil when timeapi is off).
-	pub *timePub
+	pub *Publisher
 
 	mu     sync.Mutex
-	list   []*judgement
+	list   []*Judgement
 	checks []*crossCheck // the vote across each clock's references, in the order the clocks were first judged
 
 	wakeOnce sync.Once
@@ -99,11 +99,42 @@ type judging struct {
 	ticks    atomic.Uint64 // the judge's wake-ups (serve), for tests
 }
 
-// judgement is one judged clock of a source. A nil judgement (its judge is
+// Options are what the agent tells its judges.
+type Options struct {
+	Host string
+	Log  *slog.Logger
+	// RecordSteps: record the REALTIME steps the judge sees as clock_step
+	// records (when no clock source records them).
+	RecordSteps bool
+	// Reference is what this agent is to others (status.Doc.Reference).
+	Reference string
+}
+
+// New makes the agent's judges, with no judged clock yet.
+func New(o Options) *Judges {
+	return &Judges{host: o.Host, log: o.Log, recordSteps: o.RecordSteps, reference: o.Reference}
+}
+
+// Set is the judged clocks, for /metrics (status.Judged).
+func (g *Judges) Set() *judge.Set { return &g.set }
+
+// Publish makes the votes published to the time API by p (nil: none).
+func (g *Judges) Publish(p *Publisher) { g.pub = p }
+
+// Notifier is the webhooks' sender, nil without webhooks.
+func (g *Judges) Notifier() *notify.Sender { return g.notify }
+
+// Clocks are the judged clocks, in the order they were added.
+func (g *Judges) Clocks() []*Judgement { return g.judged() }
+
+// Judged is the judge of m's clock.
+func (m *Judgement) Judged() *judge.Judged { return m.j }
+
+// Judgement is one judged clock of a source. A nil Judgement (its judge is
 // off) judges nothing.
-type judgement struct {
+type Judgement struct {
 	j     *judge.Judged
-	owner *judging
+	owner *Judges
 	tags  []record.Tag
 	mu    sync.Mutex
 	last  int64 // the latest sync_state time: no two share one
@@ -119,7 +150,7 @@ type judgement struct {
 
 // countLost makes lost (the source's loss counters) part of what the
 // judged clock shows as events_lost.
-func (m *judgement) countLost(lost func() uint64) {
+func (m *Judgement) CountLost(lost func() uint64) {
 	if m != nil {
 		m.lost = lost
 	}
@@ -127,7 +158,7 @@ func (m *judgement) countLost(lost func() uint64) {
 
 // eventsLost is what the judged clock did not get: the samples due that
 // did not come (missed) and what the source lost on the way.
-func (m *judgement) eventsLost(v judge.View) uint64 {
+func (m *Judgement) eventsLost(v judge.View) uint64 {
 	n := v.Missed
 	if m.lost != nil {
 		n += m.lost()
@@ -138,14 +169,14 @@ func (m *judgement) eventsLost(v judge.View) uint64 {
 // add judges the clock a source measures; nil when cfg is off. stale is how
 // long the source may go without a sample before its reference counts as
 // lost (its interval and timeout, with a margin).
-func (g *judging) add(clock, source string, cfg JudgeConfig, stale time.Duration) (*judgement, error) {
-	return g.addVoting(clock, voteClock(clock, source), source, cfg, stale)
+func (g *Judges) Add(clock, source string, cfg Config, stale time.Duration) (*Judgement, error) {
+	return g.AddVoting(clock, VoteClock(clock, source), source, cfg, stale)
 }
 
 // addVoting is add with the clock whose vote the judged clock is in named
-// (voteClock's rule has an exception: a ptp4l with software timestamping
+// (VoteClock's rule has an exception: a ptp4l with software timestamping
 // disciplines the system clock, and votes there).
-func (g *judging) addVoting(clock, voting, source string, cfg JudgeConfig, stale time.Duration) (*judgement, error) {
+func (g *Judges) AddVoting(clock, voting, source string, cfg Config, stale time.Duration) (*Judgement, error) {
 	if g == nil || !cfg.Enabled {
 		return nil, nil
 	}
@@ -153,7 +184,7 @@ func (g *judging) addVoting(clock, voting, source string, cfg JudgeConfig, stale
 	if err != nil {
 		return nil, err
 	}
-	m := &judgement{j: j, owner: g, tags: []record.Tag{{Key: "clock", Value: clock}, {Key: "source", Value: source}}}
+	m := &Judgement{j: j, owner: g, tags: []record.Tag{{Key: "clock", Value: clock}, {Key: "source", Value: source}}}
 	g.mu.Lock()
 	g.list = append(g.list, m)
 	g.mu.Unlock()
@@ -162,14 +193,14 @@ func (g *judging) addVoting(clock, voting, source string, cfg JudgeConfig, stale
 	return m, nil
 }
 
-// adder takes records: a collect.Batch, or a source's own queue.
-type adder interface {
+// Adder takes records: a collect.Batch, or a source's own queue.
+type Adder interface {
 	Add(measurement string, timeNS int64, tags []record.Tag, fields ...record.Field)
 }
 
 // observe judges a sample and votes across the references of its clock;
 // its transitions and verdicts go into b.
-func (m *judgement) observe(b adder, s judge.Sample) {
+func (m *Judgement) Observe(b Adder, s judge.Sample) {
 	if m != nil {
 		if s.MonoNS == 0 {
 			s.MonoNS = m.owner.set.Time().At(s.TimeNS).MonoNS
@@ -182,7 +213,7 @@ func (m *judgement) observe(b adder, s judge.Sample) {
 
 // missed says the sample due by deadline (REALTIME ns, placed on the
 // judge's steady timeline) did not come.
-func (m *judgement) missed(b adder, deadline int64) {
+func (m *Judgement) Missed(b Adder, deadline int64) {
 	if m != nil {
 		ch := m.j.Missed(deadline)
 		m.emit(b, ch.All())
@@ -190,7 +221,7 @@ func (m *judgement) missed(b adder, deadline int64) {
 	}
 }
 
-func (m *judgement) emit(b adder, trs []judge.Transition) {
+func (m *Judgement) emit(b Adder, trs []judge.Transition) {
 	for _, tr := range trs {
 		m.mu.Lock()
 		t := max(tr.TimeNS, m.last+1)
@@ -202,28 +233,30 @@ func (m *judgement) emit(b adder, trs []judge.Transition) {
 	}
 }
 
-// webhooks makes the notifications' sender (none without webhooks), which
-// logs each receiver's failures when they start, change and end.
-func (g *judging) webhooks(n NotifyConfig) error {
-	s, err := n.sender(g.observe)
+// Webhooks makes the notifications' sender with build (nil: no webhooks),
+// which is given where to tell the outcome of each delivery: each
+// receiver's failures are logged when they start, change and end.
+func (g *Judges) Webhooks(build func(observe func(receiver int, err error)) (*notify.Sender, error)) error {
+	s, err := build(g.delivered)
 	if err != nil || s == nil {
 		return err
 	}
-	g.hookNames, g.hookLogs = nil, make([]faultlog.Log, len(n.Webhooks))
-	for _, st := range s.Stats() {
-		g.hookNames = append(g.hookNames, notify.Name(st.Receiver, st.Host))
+	st := s.Stats()
+	g.hookNames, g.hookLogs = nil, make([]faultlog.Log, len(st))
+	for _, r := range st {
+		g.hookNames = append(g.hookNames, notify.Name(r.Receiver, r.Host))
 	}
 	g.notify = s
 	return nil
 }
 
-// observe is told the outcome of each attempt to deliver to receiver i.
-func (g *judging) observe(i int, err error) {
+// delivered is told the outcome of each attempt to deliver to receiver i.
+func (g *Judges) delivered(i int, err error) {
 	g.hookLogs[i].Note(g.log, time.Now(), err, g.hookNames[i])
 }
 
 // transition logs a change of state and sends it to the webhooks.
-func (g *judging) transition(m *judgement, tr judge.Transition, t int64) {
+func (g *Judges) transition(m *Judgement, tr judge.Transition, t int64) {
 	g.kick()
 	level := slog.LevelInfo
 	if tr.To != judge.Locked {
@@ -242,7 +275,7 @@ func (g *judging) transition(m *judgement, tr judge.Transition, t int64) {
 // all measured on the steady clock; then each clock's references vote. A step of REALTIME the timeline saw
 // since the last call is logged, and recorded (clock_step, ref=monotonic)
 // when no clock source records REALTIME's steps; it changes no state.
-func (g *judging) advance(b *collect.Batch, now judge.Instant) {
+func (g *Judges) Advance(b *collect.Batch, now judge.Instant) {
 	for _, m := range g.judged() {
 		if tr, ok := m.j.AdvanceTo(now); ok {
 			m.emit(b, []judge.Transition{tr})
@@ -274,7 +307,7 @@ var stepTags = []record.Tag{{Key: "clock", Value: "realtime"}, {Key: "ref", Valu
 
 // records adds every judged clock's clock_state at now, and the webhooks'
 // counters.
-func (g *judging) records(b *collect.Batch, now int64) {
+func (g *Judges) Records(b *collect.Batch, now int64) {
 	for _, m := range g.judged() {
 		v := m.j.View(now)
 		b.Add("clock_state", now, m.tags, record.String("state", v.State.String()), record.Int("since_ns", v.SinceNS),
@@ -291,7 +324,7 @@ func (g *judging) records(b *collect.Batch, now int64) {
 }
 
 // find is the judged clock of source, or nil.
-func (g *judging) find(source string) *judge.Judged {
+func (g *Judges) Find(source string) *judge.Judged {
 	for _, m := range g.judged() {
 		if m.j.Source() == source {
 			return m.j
@@ -300,7 +333,7 @@ func (g *judging) find(source string) *judge.Judged {
 	return nil
 }
 
-func (g *judging) judged() []*judgement {
+func (g *Judges) judged() []*Judgement {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.list
@@ -309,7 +342,7 @@ func (g *judging) judged() []*judgement {
 // status is the /status document at now: every judged clock, with what
 // it did not get (events_lost) and its verdict in the latest vote of its
 // clock's references, and each clock's combined answer.
-func (g *judging) status(now int64) status.Doc {
+func (g *Judges) Status(now int64) status.Doc {
 	list := g.judged()
 	views, lost := make([]judge.View, len(list)), make([]uint64, len(list))
 	for i, m := range list {
@@ -335,7 +368,7 @@ func (g *judging) status(now int64) status.Doc {
 // serve runs what the judged clocks are shown and sent through until ctx
 // ends: the HTTP endpoint (srv, nil when off), the webhooks, and a tick that
 // judges the passing of time, whose transitions go to enqueue.
-func (g *judging) serve(ctx context.Context, srv *status.Server, host string, enqueue func([]record.Record)) {
+func (g *Judges) Serve(ctx context.Context, srv *status.Server, host string, enqueue func([]record.Record)) {
 	var wg sync.WaitGroup
 	if srv != nil {
 		wg.Go(func() {
@@ -357,7 +390,7 @@ func (g *judging) serve(ctx context.Context, srv *status.Server, host string, en
 		case <-t.C:
 			g.ticks.Add(1)
 			b := &collect.Batch{Host: host}
-			if g.advance(b, g.set.Time().Now()); len(b.Records) > 0 {
+			if g.Advance(b, g.set.Time().Now()); len(b.Records) > 0 {
 				enqueue(b.Records)
 			}
 			t.Reset(g.nextTick(g.set.Time().Now()))
@@ -369,7 +402,7 @@ func (g *judging) serve(ctx context.Context, srv *status.Server, host string, en
 	}
 }
 
-// judgeTick is how often the passing of time is judged while a clock has
+// Tick is how often the passing of time is judged while a clock has
 // several references, whose votes move with time (a reference's bound
 // grows in holdover): the latency of a verdict no sample brings, never its
 // time. Otherwise the judge sleeps until the first transition due
@@ -377,18 +410,18 @@ func (g *judging) serve(ctx context.Context, srv *status.Server, host string, en
 // makes then, and at most judgeIdle, the latency of a REALTIME step's log
 // line and clock_step record (dated when the step was seen, not then).
 const (
-	judgeTick = 200 * time.Millisecond
+	Tick      = 200 * time.Millisecond
 	judgeIdle = time.Second
 )
 
 // nextTick is how long the judge may sleep after now.
-func (g *judging) nextTick(now judge.Instant) time.Duration {
+func (g *Judges) nextTick(now judge.Instant) time.Duration {
 	for _, c := range g.crossChecks() {
 		if c.size() > 1 {
-			return judgeTick
+			return Tick
 		}
 	}
-	d := untilBoundary(judgeIdle) // with the sources' collections (Agent.loop)
+	d := collect.UntilBoundary(judgeIdle) // with the sources' collections (Agent.loop)
 	for _, m := range g.judged() {
 		if due, ok := m.j.Due(); ok {
 			d = min(d, time.Duration(due-now.MonoNS))
@@ -399,12 +432,12 @@ func (g *judging) nextTick(now judge.Instant) time.Duration {
 
 // wakeup is signalled when a transition or a new judged clock changes what
 // is due.
-func (g *judging) wakeup() chan struct{} {
+func (g *Judges) wakeup() chan struct{} {
 	g.wakeOnce.Do(func() { g.wake = make(chan struct{}, 1) })
 	return g.wake
 }
 
-func (g *judging) kick() {
+func (g *Judges) kick() {
 	select {
 	case g.wakeup() <- struct{}{}:
 	default:

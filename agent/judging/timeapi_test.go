@@ -1,10 +1,9 @@
-package agent
+package judging
 
 import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +13,7 @@ import (
 	"github.com/monagent/monagent/timebase"
 )
 
-// fakeSegment keeps what a timePub publishes.
+// fakeSegment keeps what a Publisher publishes.
 type fakeSegment struct {
 	mu     sync.Mutex
 	models [2][]timeapi.Model
@@ -40,7 +39,7 @@ func (f *fakeSegment) last(i int) timeapi.Model {
 // virtual steady clock (read with a 100 ns window).
 func pubOnXbed(x *xbed) *fakeSegment {
 	f := &fakeSegment{}
-	x.g.pub = &timePub{w: f, system: 0, global: -1, maxAgeNS: 10e9, read: func() (timebase.Offset, error) {
+	x.g.pub = &Publisher{w: f, system: 0, global: -1, maxAgeNS: 10e9, read: func() (timebase.Offset, error) {
 		return timebase.Offset{MidNS: x.v.mono, OffsetNS: x.v.off, WindowNS: 100}, nil
 	}}
 	return f
@@ -102,7 +101,7 @@ func TestTimeAPICentredOnTruth(t *testing.T) {
 	if _, _, void := at(m, m.BaseNS+10e9); !void {
 		t.Errorf("not void at max_age (void at %d, base %d)", m.VoidNS, m.BaseNS)
 	}
-	x.g.pub.close(x.g.log)
+	x.g.pub.Close(x.g.log)
 	if f.voided[0] != 1 || !f.closed {
 		t.Errorf("close: voided %d times, closed %v: want the section void and the segment closed", f.voided[0], f.closed)
 	}
@@ -127,9 +126,9 @@ func TestTimeAPIDisputedVoidAtOnce(t *testing.T) {
 	x.off[1] = 5e6 // reference 1 now says the clock is 5 ms ahead
 	start := x.v.mono
 	x.v.mono = start + 10e6
-	x.refs[0].observe(x.b, judge.Sample{TimeNS: x.v.mono + x.v.off, Synced: true, OffsetNS: 0, BoundNS: xboundU, FreqErrPPB: -1})
+	x.refs[0].Observe(x.b, judge.Sample{TimeNS: x.v.mono + x.v.off, Synced: true, OffsetNS: 0, BoundNS: xboundU, FreqErrPPB: -1})
 	x.v.mono = start + 20e6
-	x.refs[1].observe(x.b, judge.Sample{TimeNS: x.v.mono + x.v.off, Synced: true, OffsetNS: 5e6, BoundNS: 5e6 + xboundU, FreqErrPPB: -1})
+	x.refs[1].Observe(x.b, judge.Sample{TimeNS: x.v.mono + x.v.off, Synced: true, OffsetNS: 5e6, BoundNS: 5e6 + xboundU, FreqErrPPB: -1})
 	m := f.last(0)
 	if m.State == timeapi.Locked || m.VoidNS > m.BaseNS {
 		t.Fatalf("after the contradicting sample: published %v void at %d (base %d): want not LOCKED and void at once", m.State, m.VoidNS, m.BaseNS)
@@ -176,23 +175,19 @@ func TestRealtimeRate(t *testing.T) {
 	}
 }
 
-// The agent makes the segment at timeapi.path, publishes it, voids it at a
-// clean stop; a second agent on the same path gets a clear error naming
-// timeapi.path.
+// The publisher makes the segment, publishes it, voids it at a clean
+// stop; a second publisher on the same path gets an error.
 func TestTimeAPISegmentFile(t *testing.T) {
-	dir := t.TempDir()
-	cfg := Default()
-	cfg.Paths.RuntimeDir = dir
-	p, err := openTimePub(&cfg, nil, nil)
+	path := filepath.Join(t.TempDir(), "time.shm")
+	p, err := OpenPublisher(path, 0o644, 10*time.Second, nil, false, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "time.shm")
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o644 {
 		t.Fatalf("segment %s: %v %v, want mode 0644", path, st, err)
 	}
-	if _, err := openTimePub(&cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "timeapi.path") {
-		t.Errorf("second agent on one segment: %v, want an error at timeapi.path", err)
+	if _, err := OpenPublisher(path, 0o644, 10*time.Second, nil, false, false, nil); err == nil {
+		t.Error("second publisher on one segment: no error")
 	}
 	r, err := timeapi.Open(path)
 	if err != nil {
@@ -216,31 +211,9 @@ func TestTimeAPISegmentFile(t *testing.T) {
 	if err != nil || iv.State != timeapi.Locked {
 		t.Fatalf("after votes: %+v %v, want LOCKED", iv, err)
 	}
-	p.close(x.g.log)
+	p.Close(x.g.log)
 	if _, err := r.Now("system"); !errors.Is(err, timeapi.ErrVoid) {
 		t.Errorf("after close: %v, want void", err)
-	}
-}
-
-// The timeapi section's problems name their keys.
-func TestTimeAPIConfigChecks(t *testing.T) {
-	for _, tc := range []struct{ yaml, key string }{
-		{"timeapi:\n  path: \"\"\n", "timeapi.path"},
-		{"timeapi:\n  mode: \"999\"\n", "timeapi.mode"},
-		{"timeapi:\n  mode: \"0200\"\n", "timeapi.mode"},
-		{"timeapi:\n  max_age: 100ms\n", "timeapi.max_age"},
-	} {
-		_, err := Parse("x.yaml", []byte(tc.yaml))
-		var ke *KeyError
-		if !errors.As(err, &ke) || ke.Key != tc.key {
-			t.Errorf("%q: %v, want a problem at %s", tc.yaml, err, tc.key)
-		}
-	}
-	if _, err := Parse("x.yaml", []byte("timeapi:\n  enabled: false\n  max_age: 1ms\n")); err != nil {
-		t.Errorf("off: %v", err)
-	}
-	if d := Default().TimeAPI; !d.Enabled || d.Path != "time.shm" || d.Mode != "0644" || d.MaxAge != 10*time.Second {
-		t.Errorf("defaults %+v", d)
 	}
 }
 
@@ -255,7 +228,7 @@ func TestTimeAPIPublishNoAlloc(t *testing.T) {
 	m := x.refs[0]
 	if n := testing.AllocsPerRun(100, func() {
 		x.v.mono += 1e6
-		m.observe(x.b, judge.Sample{TimeNS: x.v.mono + x.v.off, Synced: true, OffsetNS: 0, BoundNS: xboundU, FreqErrPPB: -1})
+		m.Observe(x.b, judge.Sample{TimeNS: x.v.mono + x.v.off, Synced: true, OffsetNS: 0, BoundNS: xboundU, FreqErrPPB: -1})
 		x.b.Records = x.b.Records[:0]
 	}); n > 0 {
 		t.Errorf("%v allocations per sample with the time API", n)

@@ -1,9 +1,11 @@
-package agent
+package judging
 
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/monagent/monagent/hca"
 	"github.com/monagent/monagent/judge"
@@ -12,15 +14,15 @@ import (
 	"github.com/monagent/monagent/vote"
 )
 
-// timePub publishes the time API (the timeapi section, docs/timeapi.md):
+// Publisher publishes the time API (the agent's timeapi section, docs/timeapi.md):
 // section "system" after every vote of the system clock's references (each
 // judged sample and each judge tick), "global" after every vote of the hca
 // clock (rank 0: every tick). Each section is a model over
 // CLOCK_MONOTONIC_RAW, which no daemon steps or slews: the true time at
 // one instant, the rate of true time against the base clock, a half-width
 // and its growth, and the base time after which it is void. Safe for
-// concurrent use; a nil timePub publishes nothing.
-type timePub struct {
+// concurrent use; a nil Publisher publishes nothing.
+type Publisher struct {
 	mu       sync.Mutex
 	w        segmentWriter
 	path     string
@@ -37,7 +39,7 @@ type timePub struct {
 	read func() (timebase.Offset, error)
 }
 
-// segmentWriter is what timePub needs of a *timeapi.Writer.
+// segmentWriter is what Publisher needs of a *timeapi.Writer.
 type segmentWriter interface {
 	Publish(i int, m timeapi.Model)
 	Void(i int)
@@ -50,30 +52,23 @@ const (
 	sectionGlobal = "global"
 )
 
-// openTimePub creates (or reopens in place) the segment of cfg: nil, nil
-// when the section is off.
-func openTimePub(cfg *Config, g *hca.Global, log *slog.Logger) (*timePub, error) {
-	t := &cfg.TimeAPI
-	if !t.Enabled {
-		return nil, nil
-	}
-	mode, err := t.perm()
-	if err != nil {
-		return nil, keyErr("timeapi.mode", "%v", err)
-	}
-	path := t.file(cfg.Paths)
+// OpenPublisher creates (or reopens in place) the segment at path with
+// mode: section "system", and "global" when the agent runs HCA (g its
+// model of the global timeline; rank0: it is the timeline's reference).
+// Each model turns void maxAge after it is published.
+func OpenPublisher(path string, mode os.FileMode, maxAge time.Duration, g *hca.Global, global, rank0 bool, log *slog.Logger) (*Publisher, error) {
 	clocks := []string{sectionSystem}
-	p := &timePub{path: path, log: log, maxAgeNS: int64(t.MaxAge), system: 0, global: -1, read: readRawRealtime}
-	if cfg.HCA.Enabled {
+	p := &Publisher{path: path, log: log, maxAgeNS: int64(maxAge), system: 0, global: -1, read: readRawRealtime}
+	if global {
 		clocks = append(clocks, sectionGlobal)
-		p.global, p.g, p.rank0 = 1, g, cfg.HCA.Rank == 0
+		p.global, p.g, p.rank0 = 1, g, rank0
 	}
 	// Create takes the file's lock (one agent per segment) and sets every
 	// section UNKNOWN: what a previous agent left is not this one's
 	// knowledge.
 	w, err := timeapi.Create(path, mode, clocks)
 	if err != nil {
-		return nil, keyErr("timeapi.path", "%v", err)
+		return nil, err
 	}
 	p.w = w
 	return p, nil
@@ -85,10 +80,10 @@ func readRawRealtime() (timebase.Offset, error) {
 	return timebase.ReadOffset(timebase.SystemClock.Now, timebase.MonotonicRaw, timebase.Realtime, 3)
 }
 
-// close marks every section void (readers get an error, never the last
+// Close marks every section void (readers get an error, never the last
 // interval) and closes the segment; the file stays, so that readers see
 // the sections come back after a restart without reopening it.
-func (p *timePub) close(log *slog.Logger) {
+func (p *Publisher) Close(log *slog.Logger) {
 	if p == nil {
 		return
 	}
@@ -114,7 +109,7 @@ func (p *timePub) close(log *slog.Logger) {
 // half-width. refs are the vote's references (the oldest voting sample's
 // age is added at the growth rate: a LOCKED reference's bound is as of its
 // sample).
-func (p *timePub) publishSystem(st judge.State, r *vote.Result, refs []vote.Ref, thresholdNS int64) {
+func (p *Publisher) publishSystem(st judge.State, r *vote.Result, refs []vote.Ref, thresholdNS int64) {
 	if p == nil {
 		return
 	}
@@ -143,7 +138,7 @@ func (p *timePub) publishSystem(st judge.State, r *vote.Result, refs []vote.Ref,
 // this agent's model of it (hca.Global) places MONOTONIC_RAW now, with the
 // model's bound; rank 0's own is its clock, exact. st is the hca clock's
 // judged state (rank 0: LOCKED).
-func (p *timePub) publishGlobal(st judge.State) {
+func (p *Publisher) publishGlobal(st judge.State) {
 	if p == nil {
 		return
 	}
@@ -175,7 +170,7 @@ func (p *timePub) publishGlobal(st judge.State) {
 // none) in state st, void at once unless the caller sets VoidNS; end
 // publishes it and unlocks. Not ok (nothing to publish, p not locked):
 // p nil or closed, or the clocks unreadable.
-func (p *timePub) begin(i int, st judge.State) (timeapi.Model, bool) {
+func (p *Publisher) begin(i int, st judge.State) (timeapi.Model, bool) {
 	if i < 0 {
 		return timeapi.Model{}, false
 	}
@@ -188,7 +183,7 @@ func (p *timePub) begin(i int, st judge.State) (timeapi.Model, bool) {
 	return m, true
 }
 
-func (p *timePub) end(i int, m *timeapi.Model) {
+func (p *Publisher) end(i int, m *timeapi.Model) {
 	if err := m.Validate(); err != nil {
 		// Out of the readers' ranges (a bound saturated by a sample time
 		// far off, a rate beyond 10 %): void rather than a section every
@@ -209,7 +204,7 @@ func (p *timePub) end(i int, m *timeapi.Model) {
 // REALTIME's rate against the base clock and the growth that covers that
 // rate's error and the clock's drift once no update comes; void now until
 // the caller says otherwise.
-func (p *timePub) model(st timeapi.State) (timeapi.Model, bool) {
+func (p *Publisher) model(st timeapi.State) (timeapi.Model, bool) {
 	o, err := p.read()
 	if err != nil {
 		return timeapi.Model{}, false
@@ -223,7 +218,7 @@ func (p *timePub) model(st timeapi.State) (timeapi.Model, bool) {
 // voidAt is when m turns void: after timeapi.max_age, and for a LOCKED or
 // HOLDOVER clock once its grown bound would pass the clock's threshold
 // (thresholdNS; 0: none), at once when it already has.
-func (p *timePub) voidAt(m timeapi.Model, st judge.State, thresholdNS int64) int64 {
+func (p *Publisher) voidAt(m timeapi.Model, st judge.State, thresholdNS int64) int64 {
 	v := m.BaseNS + p.maxAgeNS
 	if thresholdNS > 0 && (st == judge.Locked || st == judge.Holdover) {
 		room := thresholdNS - m.BoundNS
@@ -299,4 +294,4 @@ func growNS(d, ppb int64) int64 {
 func satAdd(v ...int64) int64 { return judge.Sum(v...) }
 
 // String names the segment for logs.
-func (p *timePub) String() string { return fmt.Sprintf("time API %s", p.path) }
+func (p *Publisher) String() string { return fmt.Sprintf("time API %s", p.path) }

@@ -1,4 +1,4 @@
-package agent
+package judging
 
 import (
 	"fmt"
@@ -24,7 +24,7 @@ func BenchmarkCrossCheckSample(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				at++
-				x.refs[i%n].observe(nop, judge.Sample{TimeNS: at, MonoNS: at - x.v.off, Synced: true, OffsetNS: 1000, BoundNS: 21_000, FreqErrPPB: -1})
+				x.refs[i%n].Observe(nop, judge.Sample{TimeNS: at, MonoNS: at - x.v.off, Synced: true, OffsetNS: 1000, BoundNS: 21_000, FreqErrPPB: -1})
 			}
 		})
 	}

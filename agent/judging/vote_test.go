@@ -1,4 +1,4 @@
-package agent
+package judging
 
 import (
 	"fmt"
@@ -20,9 +20,9 @@ import (
 // of the system clock, each sampled once a (steady) second, the judge tick
 // every 200 ms between.
 type xbed struct {
-	g     *judging
+	g     *Judges
 	v     *stepClocks
-	refs  []*judgement
+	refs  []*Judgement
 	names []string
 	b     *collect.Batch
 	rng   *rand.Rand
@@ -41,11 +41,11 @@ func newXbed(t testing.TB, n int) *xbed {
 	t.Helper()
 	x := &xbed{v: &stepClocks{mono: 1e9, off: 1_700_000_000e9 - 1e9}, b: &collect.Batch{Host: "h"}, rng: rand.New(rand.NewPCG(1, 2)),
 		off: make([]int64, n), quiet: make([]bool, n), every: make([]int, n)}
-	x.g = &judging{log: slog.New(slog.DiscardHandler), host: "h"}
+	x.g = &Judges{log: slog.New(slog.DiscardHandler), host: "h"}
 	x.g.set.Timeline = judge.NewTimeline(x.v.read)
 	for i := range n {
 		name := fmt.Sprintf("ntp:10.0.0.%d:123", i+1)
-		m, err := x.g.add("system", name, JudgeConfig{Enabled: true, Threshold: 20 * time.Millisecond, Holdover: 10 * time.Second, MinSamples: 1}, 3*time.Second)
+		m, err := x.g.Add("system", name, Config{Enabled: true, Threshold: 20 * time.Millisecond, Holdover: 10 * time.Second, MinSamples: 1}, 3*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,12 +67,12 @@ func (x *xbed) second() []status.Doc {
 			continue
 		}
 		off := x.off[i] + x.rng.Int64N(2*xboundU/4) - xboundU/4
-		m.observe(x.b, judge.Sample{TimeNS: x.v.mono + x.v.off, Synced: true, OffsetNS: off, BoundNS: judge.Abs(off) + xboundU, FreqErrPPB: -1})
-		docs = append(docs, x.g.status(x.v.mono+x.v.off))
+		m.Observe(x.b, judge.Sample{TimeNS: x.v.mono + x.v.off, Synced: true, OffsetNS: off, BoundNS: judge.Abs(off) + xboundU, FreqErrPPB: -1})
+		docs = append(docs, x.g.Status(x.v.mono+x.v.off))
 	}
-	for x.v.mono = start + int64(judgeTick); x.v.mono <= start+1e9; x.v.mono += int64(judgeTick) {
-		x.g.advance(x.b, x.g.set.Time().Now())
-		docs = append(docs, x.g.status(x.v.mono+x.v.off))
+	for x.v.mono = start + int64(Tick); x.v.mono <= start+1e9; x.v.mono += int64(Tick) {
+		x.g.Advance(x.b, x.g.set.Time().Now())
+		docs = append(docs, x.g.Status(x.v.mono+x.v.off))
 	}
 	x.v.mono = start + 1e9
 	x.secs++
@@ -153,7 +153,7 @@ func TestCrossCheckThreeAgree(t *testing.T) {
 			}
 		}
 	}
-	d := x.g.status(x.v.mono + x.v.off)
+	d := x.g.Status(x.v.mono + x.v.off)
 	c := combinedOf(t, d)
 	if c.State != "LOCKED" || c.References != 3 || c.Voting != 3 || c.Agreeing != 3 || len(c.Falsetickers) != 0 || c.ThresholdNS != 20e6 {
 		t.Fatalf("combined %+v: want LOCKED, 3 of 3 agreeing, none named", c)
@@ -209,7 +209,7 @@ func TestCrossCheckOneLiarNamed(t *testing.T) {
 				t.Fatalf("the liar was named after %d of its samples, want 1 to 3", named)
 			}
 			t.Logf("lie %d ns: named at its sample %d", lie, named)
-			d := x.g.status(x.v.mono + x.v.off)
+			d := x.g.Status(x.v.mono + x.v.off)
 			c := combinedOf(t, d)
 			if c.Agreeing != 2 || c.Voting != 3 || len(c.Falsetickers) != 1 || c.Falsetickers[0] != x.names[2] {
 				t.Fatalf("combined %+v: want 2 of 3 agreeing, the liar named", c)
@@ -275,7 +275,7 @@ monagent_clock_agreeing_references{clock="system"} 2
 			for range 4 {
 				x.second()
 			}
-			if a := agreesOf(x.g.status(x.v.mono + x.v.off)); a[x.names[2]] != "true" {
+			if a := agreesOf(x.g.Status(x.v.mono + x.v.off)); a[x.names[2]] != "true" {
 				t.Fatalf("after 4 true samples the former liar agrees %s", a[x.names[2]])
 			}
 		})
@@ -291,7 +291,7 @@ func TestCrossCheckTwoDisputed(t *testing.T) {
 	for range 5 {
 		x.second()
 	}
-	if c := combinedOf(t, x.g.status(x.v.mono+x.v.off)); c.Vote != "agreed" || c.State != "LOCKED" {
+	if c := combinedOf(t, x.g.Status(x.v.mono+x.v.off)); c.Vote != "agreed" || c.State != "LOCKED" {
 		t.Fatalf("two true references: %+v, want agreed, LOCKED", c)
 	}
 	x.off[1] = 5e6
@@ -305,7 +305,7 @@ func TestCrossCheckTwoDisputed(t *testing.T) {
 			}
 		}
 	}
-	d := x.g.status(x.v.mono + x.v.off)
+	d := x.g.Status(x.v.mono + x.v.off)
 	c := combinedOf(t, d)
 	if len(c.Falsetickers) != 2 || c.Agreeing != 0 {
 		t.Fatalf("%+v: want both named, none agreeing", c)
@@ -350,7 +350,7 @@ func TestCrossCheckSingleNotCrossChecked(t *testing.T) {
 	for range 5 {
 		x.second()
 	}
-	d := x.g.status(x.v.mono + x.v.off)
+	d := x.g.Status(x.v.mono + x.v.off)
 	c := combinedOf(t, d)
 	if c.Vote != "not cross-checked" || c.State != "LOCKED" || c.Agreeing != 0 || c.Voting != 1 || len(c.Falsetickers) != 0 || c.ErrorBoundNS < 3e6 {
 		t.Fatalf("%+v: want not cross-checked, its own LOCKED, its interval", c)
@@ -373,8 +373,8 @@ func TestCrossCheckSingleNotCrossChecked(t *testing.T) {
 // as absent.
 func TestCrossCheckAllStale(t *testing.T) {
 	x := newXbed(t, 3)
-	x.g.advance(x.b, x.g.set.Time().Now()) // a vote with no sample yet
-	if c := combinedOf(t, x.g.status(x.v.mono+x.v.off)); c.State != "UNKNOWN" || c.Vote != "none" {
+	x.g.Advance(x.b, x.g.set.Time().Now()) // a vote with no sample yet
+	if c := combinedOf(t, x.g.Status(x.v.mono+x.v.off)); c.State != "UNKNOWN" || c.Vote != "none" {
 		t.Fatalf("before any sample: %+v, want UNKNOWN", c)
 	}
 	for range 5 {
@@ -403,7 +403,7 @@ func TestCrossCheckAllStale(t *testing.T) {
 			}
 		}
 	}
-	d := x.g.status(x.v.mono + x.v.off)
+	d := x.g.Status(x.v.mono + x.v.off)
 	if c := combinedOf(t, d); c.Vote != "none" || !sawHoldover {
 		t.Fatalf("after 20 s of silence: %+v (holdover seen %v), want none", c, sawHoldover)
 	}
@@ -438,7 +438,7 @@ func TestCrossCheckSampleNoAlloc(t *testing.T) {
 	at := x.v.mono + x.v.off
 	allocs := testing.AllocsPerRun(200, func() {
 		at++
-		m.observe(nop, judge.Sample{TimeNS: at, MonoNS: at - x.v.off, Synced: true, OffsetNS: 1000, BoundNS: 21_000, FreqErrPPB: -1})
+		m.Observe(nop, judge.Sample{TimeNS: at, MonoNS: at - x.v.off, Synced: true, OffsetNS: 1000, BoundNS: 21_000, FreqErrPPB: -1})
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per sample, want 0", allocs)
@@ -476,11 +476,11 @@ func voteMetric(v string) string {
 // vote of its own, not cross-checked, never disputed against the other.
 func TestCrossCheckPtp4lInstancesApart(t *testing.T) {
 	v := &stepClocks{mono: 1e9, off: 1_700_000_000e9 - 1e9}
-	g := &judging{log: slog.New(slog.DiscardHandler)}
+	g := &Judges{log: slog.New(slog.DiscardHandler)}
 	g.set.Timeline = judge.NewTimeline(v.read)
-	var ms []*judgement
+	var ms []*Judgement
 	for _, src := range []string{"ptp4l:/var/run/ptp4l-a", "ptp4l:/var/run/ptp4l-b"} {
-		m, err := g.add("ptp4l", src, JudgeConfig{Enabled: true, Threshold: 100 * time.Microsecond, Holdover: 5 * time.Second, MinSamples: 1}, 3*time.Second)
+		m, err := g.Add("ptp4l", src, Config{Enabled: true, Threshold: 100 * time.Microsecond, Holdover: 5 * time.Second, MinSamples: 1}, 3*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -491,10 +491,10 @@ func TestCrossCheckPtp4lInstancesApart(t *testing.T) {
 		for i, m := range ms {
 			v.mono += 1e8
 			off := int64(i) * 50_000 // 50 µs apart: disputed if they voted together
-			m.observe(b, judge.Sample{TimeNS: v.mono + v.off, Synced: true, OffsetNS: off, BoundNS: off + 1000, FreqErrPPB: -1})
+			m.Observe(b, judge.Sample{TimeNS: v.mono + v.off, Synced: true, OffsetNS: off, BoundNS: off + 1000, FreqErrPPB: -1})
 		}
 	}
-	d := g.status(v.mono + v.off)
+	d := g.Status(v.mono + v.off)
 	if len(d.Combined) != 2 || d.Combined[0].Clock != "ptp4l:/var/run/ptp4l-a" || d.Combined[1].Clock != "ptp4l:/var/run/ptp4l-b" {
 		t.Fatalf("combined %+v, want one per ptp4l instance", d.Combined)
 	}
@@ -513,10 +513,10 @@ func TestCrossCheckPtp4lInstancesApart(t *testing.T) {
 // Sources sample, the tick votes and /status and /metrics read at once:
 // no race (run with -race), every reference agreeing at the end.
 func TestCrossCheckConcurrent(t *testing.T) {
-	g := &judging{log: slog.New(slog.DiscardHandler)}
-	var ms []*judgement
+	g := &Judges{log: slog.New(slog.DiscardHandler)}
+	var ms []*Judgement
 	for i := range 3 {
-		m, err := g.add("system", fmt.Sprintf("ntp:%d", i), JudgeConfig{Enabled: true, Threshold: time.Millisecond, Holdover: time.Minute, MinSamples: 1}, time.Minute)
+		m, err := g.Add("system", fmt.Sprintf("ntp:%d", i), Config{Enabled: true, Threshold: time.Millisecond, Holdover: time.Minute, MinSamples: 1}, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -529,7 +529,7 @@ func TestCrossCheckConcurrent(t *testing.T) {
 			b := &collect.Batch{}
 			for range 300 {
 				now := time.Now().UnixNano()
-				m.observe(b, judge.Sample{TimeNS: now, Synced: true, OffsetNS: 1000, BoundNS: 21_000, FreqErrPPB: -1})
+				m.Observe(b, judge.Sample{TimeNS: now, Synced: true, OffsetNS: 1000, BoundNS: 21_000, FreqErrPPB: -1})
 			}
 		})
 	}
@@ -541,18 +541,18 @@ func TestCrossCheckConcurrent(t *testing.T) {
 			default:
 			}
 			b := &collect.Batch{}
-			g.advance(b, g.set.Time().Now())
-			d := g.status(time.Now().UnixNano())
+			g.Advance(b, g.set.Time().Now())
+			d := g.Status(time.Now().UnixNano())
 			testutil.CollectAndCount(status.CrossCheck{Doc: func() status.Doc { return d }})
 		}
 	})
 	// The samplers end after 300 samples each; the reader runs on until then.
-	for i := 0; i < 10_000 && g.status(time.Now().UnixNano()).Combined[0].Agreeing < 3; i++ {
+	for i := 0; i < 10_000 && g.Status(time.Now().UnixNano()).Combined[0].Agreeing < 3; i++ {
 		time.Sleep(time.Millisecond)
 	}
 	close(done)
 	wg.Wait()
-	if c := g.status(time.Now().UnixNano()).Combined[0]; c.Agreeing != 3 || c.Vote != "agreed" {
+	if c := g.Status(time.Now().UnixNano()).Combined[0]; c.Agreeing != 3 || c.Vote != "agreed" {
 		t.Fatalf("%+v: want 3 agreeing", c)
 	}
 }
@@ -566,10 +566,10 @@ func TestCrossCheckMixedRates(t *testing.T) {
 		t.Run(fmt.Sprint("liar ", liar), func(t *testing.T) {
 			x := &xbed{v: &stepClocks{mono: 1e9, off: 1_700_000_000e9 - 1e9}, b: &collect.Batch{Host: "h"}, rng: rand.New(rand.NewPCG(3, 4)),
 				off: make([]int64, 3), quiet: make([]bool, 3), every: []int{1, 4, 4}}
-			x.g = &judging{log: slog.New(slog.DiscardHandler), host: "h"}
+			x.g = &Judges{log: slog.New(slog.DiscardHandler), host: "h"}
 			x.g.set.Timeline = judge.NewTimeline(x.v.read)
 			for _, name := range []string{"pps:gnss0", "ntp:10.0.0.1:123", "ntp:10.0.0.2:123"} {
-				m, err := x.g.add("system", name, JudgeConfig{Enabled: true, Threshold: 20 * time.Millisecond, Holdover: time.Minute, MinSamples: 1}, 20*time.Second)
+				m, err := x.g.Add("system", name, Config{Enabled: true, Threshold: 20 * time.Millisecond, Holdover: time.Minute, MinSamples: 1}, 20*time.Second)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package agent
+package judging
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 // transition is due or judgeIdle passes; a holdover shorter than judgeIdle
 // still ends on its own, dated exactly, without a sample.
 func TestJudgeSleepsUntilDue(t *testing.T) {
-	g := &judging{log: slog.New(slog.DiscardHandler)}
+	g := &Judges{log: slog.New(slog.DiscardHandler)}
 	const holdover = 300 * time.Millisecond
-	m, err := g.add("system", "ntp:test", JudgeConfig{Enabled: true, Threshold: time.Millisecond, Holdover: holdover, MinSamples: 1}, 3*time.Second)
+	m, err := g.Add("system", "ntp:test", Config{Enabled: true, Threshold: time.Millisecond, Holdover: holdover, MinSamples: 1}, 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,21 +28,21 @@ func TestJudgeSleepsUntilDue(t *testing.T) {
 	enqueue := func(r []record.Record) { mu.Lock(); got = append(got, r...); mu.Unlock() }
 	b := &collect.Batch{}
 	now := g.set.Time().Now()
-	m.observe(b, judge.Sample{TimeNS: now.RealNS, MonoNS: now.MonoNS, Synced: true, OffsetNS: 100, BoundNS: 200})
+	m.Observe(b, judge.Sample{TimeNS: now.RealNS, MonoNS: now.MonoNS, Synced: true, OffsetNS: 100, BoundNS: 200})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { g.serve(ctx, nil, "h", enqueue); close(done) }()
+	go func() { g.Serve(ctx, nil, "h", enqueue); close(done) }()
 	defer func() { cancel(); <-done }()
 
 	const idle = 1500 * time.Millisecond
 	time.Sleep(idle)
 	if n := g.ticks.Load(); n > 3 {
-		t.Fatalf("the judge woke %d times in %v with nothing due (every %v)", n, idle, judgeTick)
+		t.Fatalf("the judge woke %d times in %v with nothing due (every %v)", n, idle, Tick)
 	} else {
-		t.Logf("%d wake-ups in %v LOCKED (a fixed %v tick: %d)", n, idle, judgeTick, idle/judgeTick)
+		t.Logf("%d wake-ups in %v LOCKED (a fixed %v tick: %d)", n, idle, Tick, idle/Tick)
 	}
 	lost := g.set.Time().Now()
-	m.missed(b, lost.RealNS)
+	m.Missed(b, lost.RealNS)
 	deadline := time.Now().Add(10 * time.Second) // generous: a loaded machine
 	var free *record.Record
 	for free == nil && time.Now().Before(deadline) {
