@@ -89,7 +89,7 @@ func (a *Agent) registry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(a.latest) // its descriptors carry the tags already
 	prometheus.WrapRegistererWith(a.cfg.Tags.labels(a.host), reg).MustRegister(
-		status.Judged{Set: a.judges.Set(), Now: func() int64 { t := realtimeNow(); return t }},
+		status.Judged{Set: a.judges.Set(), Now: timebase.RealtimeNS},
 		status.CrossCheck{Doc: a.status}, &a.prom, a.build,
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	return reg
@@ -101,7 +101,7 @@ func (a *Agent) SetVersion(v string) { a.build.Version = v }
 
 // status is the /status document now.
 func (a *Agent) status() status.Doc {
-	now := realtimeNow()
+	now := timebase.RealtimeNS()
 	return a.judges.Status(now)
 }
 
@@ -195,7 +195,7 @@ func (a *Agent) Sources() []string {
 // queued and the final self-metrics, and closes the sink. Every goroutine the
 // agent or a source needs runs under ctx and has returned when Run returns.
 func (a *Agent) Run(ctx context.Context) error {
-	a.start = realtimeNow()
+	a.start = timebase.RealtimeNS()
 	if a.outputs != nil && a.outputs.Spool != nil {
 		a.outputs.Spool.Start() // runs until the spool closes, at the end of Run
 	}
@@ -377,7 +377,7 @@ func (a *Agent) write(recs []record.Record) {
 
 // selfMetrics returns the agent's own records: one per source and one overall.
 func (a *Agent) selfMetrics() []record.Record {
-	now := realtimeNow()
+	now := timebase.RealtimeNS()
 	b := &collect.Batch{Host: a.host}
 	for _, r := range a.sources {
 		b.Add("monagent_source", now, []record.Tag{{Key: "source", Value: r.Source.Name()}}, r.Fields()...)

@@ -8,6 +8,7 @@ import (
 	"github.com/monagent/monagent/conf"
 	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/timebase"
 )
 
 // buildInstances builds the sources of each enabled instance (build is
@@ -109,7 +110,7 @@ func (d *daemon) judgeDaemon(b adder, t int64, synced bool, unsynced judge.Reaso
 // missed now.
 func (d *daemon) unanswered(b adder, err error) {
 	if err != nil {
-		now := realtimeNow()
+		now := timebase.RealtimeNS()
 		d.judged.Missed(b, now)
 	}
 }

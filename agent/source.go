@@ -142,15 +142,3 @@ func ptp4lJudged(c *Config) (string, error) {
 	}
 	return "ptp4l:" + p.Socket, nil
 }
-
-// realtimeNow is CLOCK_REALTIME in ns, for the read and ship times of
-// records. timebase.Realtime.Now reads it through the Go runtime's vDSO path
-// (time.Now), which has no error to give: its error is always nil, so none
-// is dropped here.
-func realtimeNow() int64 {
-	t, err := timebase.Realtime.Now()
-	if err != nil { // cannot happen (see above); a zero time would be shipped silently
-		panic("timebase: CLOCK_REALTIME failed: " + err.Error())
-	}
-	return t
-}

@@ -110,7 +110,7 @@ func (d *exttsSource) Produce(ctx context.Context, q *collect.EventQueue[exttsSt
 		for {
 			n, err := rd.Read(ctx, evs[:])
 			if n > 0 {
-				readRT := realtimeNow()
+				readRT := timebase.RealtimeNS()
 				for i := range evs[:n] {
 					batch[i] = exttsStamp{ev: evs[i], readRT: readRT + int64(i), read: readRT}
 				}

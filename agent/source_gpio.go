@@ -181,7 +181,7 @@ func (d *gpioSource) Produce(ctx context.Context, q *collect.EventQueue[gpioEdge
 		drained := err == nil && n < min(d.buffer, gpio.MaxEventBufferSize)
 		if n > 0 {
 			readEv, _ := d.clock.Now() // a system clock every Linux kernel has (checked when built): clock_gettime cannot fail; 0 would only lose the latency figure
-			readRT := realtimeNow()
+			readRT := timebase.RealtimeNS()
 			for i := range evs[:n] {
 				batch[i] = gpioEdge{ev: evs[i], read: readEv, readRT: readRT + int64(i)}
 			}

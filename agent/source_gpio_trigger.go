@@ -10,6 +10,7 @@ import (
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sensors"
+	"github.com/monagent/monagent/timebase"
 )
 
 // triggerRescan is how often a trigger that found no sensor lists the sysfs
@@ -105,7 +106,7 @@ func (tr *gpioTrigger) fire(b *collect.Batch, e *gpioEdge, t int64) {
 		}
 		f = append(f, record.Int(tr.found.Keys[i], v))
 	}
-	read := realtimeNow()
+	read := timebase.RealtimeNS()
 	f = append(f, record.Int("read_delay_ns", read-t), record.Int("kernel_ns", e.ev.TimestampNS))
 	tr.readings++
 	b.Records = append(b.Records, record.Record{Measurement: "gpio_trigger", Tags: tr.tags.Of(b.Host, edgeIndex(e.ev.Edge)), Fields: f, TimeNS: t})

@@ -174,7 +174,7 @@ func (s *hcaSource) add(r pendingRecord) {
 // onModel ships the model this rank took from rank 0 (on the endpoint's
 // goroutine) and judges the rank by it.
 func (s *hcaSource) onModel(round int64, m timebase.LinearModel) {
-	rt := realtimeNow()
+	rt := timebase.RealtimeNS()
 	x := s.global.Now()
 	s.add(pendingRecord{"hca_model", rt, s.tags, modelFields(m, round, x)})
 	// The model's published bound (hca.Bound), grown at its slope's error.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/timebase"
 )
 
 // loadgenSource emits sequence-numbered points at a fixed rate. A run tag (the
@@ -22,7 +23,7 @@ type loadgenSource struct {
 }
 
 func buildLoadgen(env *Env) ([]collect.Source, error) {
-	now := realtimeNow()
+	now := timebase.RealtimeNS()
 	run := strconv.FormatInt(now, 10)
 	return []collect.Source{&loadgenSource{cfg: env.Config.Loadgen, run: run, start: time.Now(), tags: []record.Tag{{Key: "run", Value: run}}}}, nil
 }
@@ -35,7 +36,7 @@ func (l *loadgenSource) Close() error            { return nil }
 // ticker's jitter.
 func (l *loadgenSource) Collect(ctx context.Context, b *collect.Batch) error {
 	due := int64(time.Since(l.start).Seconds()*float64(l.cfg.Rate)) + 1
-	now := realtimeNow()
+	now := timebase.RealtimeNS()
 	for ; l.seq < due; l.seq++ {
 		if now <= l.lastNS {
 			now = l.lastNS + 1 // one point per nanosecond at most: unique timestamps

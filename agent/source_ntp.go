@@ -11,6 +11,7 @@ import (
 	"github.com/monagent/monagent/ntp"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sockts"
+	"github.com/monagent/monagent/timebase"
 )
 
 // ntpSource ships the probe of one NTP server (ntp.ServerProbe: a name is
@@ -108,7 +109,7 @@ func (s *ntpSource) Collect(ctx context.Context, b *collect.Batch) error {
 	}
 	res, err := s.p.Poll(ctx)
 	if err != nil {
-		now := realtimeNow()
+		now := timebase.RealtimeNS()
 		s.probeRecord(b, now, nil)
 		s.judged.Missed(b, now)
 		return err

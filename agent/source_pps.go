@@ -11,6 +11,7 @@ import (
 	"github.com/monagent/monagent/gpio"
 	"github.com/monagent/monagent/judge"
 	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/timebase"
 )
 
 // ppsFetcher is what the PPS source needs of a device (*gpio.PPSDevice):
@@ -108,7 +109,7 @@ func (d *ppsSource) Produce(ctx context.Context, q *collect.EventQueue[ppsEdge])
 			if err != nil {
 				return collect.Ended(ctx, err) // Fetch's errors name the device
 			}
-			read := realtimeNow()
+			read := timebase.RealtimeNS()
 			for k, x := range e.Edges() {
 				switch {
 				case !d.ship[k]:

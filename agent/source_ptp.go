@@ -90,7 +90,7 @@ func buildPtp4lInstance(env *Env, key string, c Ptp4lConfig) ([]collect.Source, 
 }
 
 func (s *ptp4lSource) Collect(ctx context.Context, b *collect.Batch) error {
-	now := realtimeNow()
+	now := timebase.RealtimeNS()
 	st, err := s.m.Status(ctx)
 	if cur := st.Current; cur != nil {
 		b.Add("ptp4l_current", now, s.tags, record.Int("offset_from_master_ns", cur.OffsetFromMasterNS),

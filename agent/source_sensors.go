@@ -11,6 +11,7 @@ import (
 	"github.com/monagent/monagent/collect"
 	"github.com/monagent/monagent/record"
 	"github.com/monagent/monagent/sensors"
+	"github.com/monagent/monagent/timebase"
 )
 
 // sensorsSource reads hwmon chips, thermal zones and IIO ADCs one-shot every
@@ -92,7 +93,7 @@ func (s *sensorsSource) Collect(ctx context.Context, b *collect.Batch) error {
 	}
 	for i, x := range s.sel.Sensors {
 		v, err := x.Read()
-		now := realtimeNow()
+		now := timebase.RealtimeNS()
 		if err != nil {
 			s.readErrors.Add(1)
 			errs = append(errs, err)

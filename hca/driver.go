@@ -188,7 +188,7 @@ func (d *driver) round(ctx context.Context) Round {
 		return r
 	}
 	r.End = d.links().clock()
-	r.Realtime, _ = timebase.Realtime.Now()
+	r.Realtime = timebase.RealtimeNS()
 	r.Undelivered, r.DeliveryErr = d.give(ctx, r)
 	failed := failedRanks(r.Result)
 	for rank := 1; rank < d.cfg.Ranks; rank++ {

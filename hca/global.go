@@ -36,7 +36,7 @@ func (g *Global) Local(raw int64) int64 { return g.clocks.At(0, raw) }
 
 // Now reads the HCA clock.
 func (g *Global) Now() int64 {
-	t, _ := timebase.MonotonicRaw.Now()
+	t := timebase.MonotonicRawNS()
 	return g.Local(t)
 }
 

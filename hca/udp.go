@@ -202,7 +202,7 @@ func Listen(cfg EndpointConfig) (*Endpoint, error) {
 		if _, err := timebase.MonotonicRaw.Now(); err != nil {
 			return nil, fmt.Errorf("hca endpoint: CLOCK_MONOTONIC_RAW: %w", err)
 		}
-		cfg.Clock = func() int64 { t, _ := timebase.MonotonicRaw.Now(); return t }
+		cfg.Clock = func() int64 { t := timebase.MonotonicRawNS(); return t }
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultPingTimeout

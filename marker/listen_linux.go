@@ -144,7 +144,7 @@ func (l *Listener) Read(ctx context.Context, buf []byte) (n int, arrival int64, 
 		}
 		return 0, 0, false, fmt.Errorf("marker socket %s: read: %w", l.path, err)
 	}
-	read, _ := timebase.Realtime.Now()
+	read := timebase.RealtimeNS()
 	arrival, ok := KernelStamp(sockts.NativeLayout(), l.sock.oob[:oobn])
 	if !ok || arrival-read >= MaxSkewNS || read-arrival >= MaxSkewNS {
 		arrival, ok = read, false

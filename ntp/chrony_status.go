@@ -94,11 +94,11 @@ func (m *Chrony) Status(ctx context.Context) (ChronyStatus, error) {
 	if err != nil {
 		return st, err
 	}
-	st.TrackingNS, _ = timebase.Realtime.Now()
+	st.TrackingNS = timebase.RealtimeNS()
 	t := trackingOf(tr)
 	st.Tracking = &t
 	srcs, err := m.Sources(ctx)
-	st.SourcesNS, _ = timebase.Realtime.Now()
+	st.SourcesNS = timebase.RealtimeNS()
 	for _, s := range srcs {
 		st.Sources = append(st.Sources, sourceOf(s))
 	}
@@ -109,7 +109,7 @@ func (m *Chrony) Status(ctx context.Context) (ChronyStatus, error) {
 	if err != nil {
 		return st, err
 	}
-	st.ServerStatsNS, _ = timebase.Realtime.Now()
+	st.ServerStatsNS = timebase.RealtimeNS()
 	st.ServerStats = &ss
 	return st, nil
 }

@@ -143,7 +143,7 @@ func (m *Ntpd) exchange(ctx context.Context, op uint8, assoc uint16) (data []byt
 			m.Close()
 			return nil, 0, 0, fmt.Errorf("ntpd %s: %s: %w", m.addr, what, opCause(err))
 		}
-		now, _ := timebase.Realtime.Now()
+		now := timebase.RealtimeNS()
 		if m.capture != nil {
 			m.capture(op, assoc, m.buf[:n])
 		}

@@ -245,7 +245,7 @@ func (p *Prober) overhead() uint64 {
 // cookie is the transmit timestamp of a request: the current time with the low
 // 32 bits of the fraction (below 0.25 ns... 1 s/2^32) random, as chrony does.
 func (p *Prober) cookie() uint64 {
-	now, _ := timebase.Realtime.Now()
+	now := timebase.RealtimeNS()
 	sec, frac := FromUnixNS(now)
 	return uint64(sec)<<32 | uint64(frac&^0xffffff) | uint64(p.rng.Uint32()&0xffffff)
 }

@@ -94,7 +94,7 @@ func (l *SlaveEventListener) Run(ctx context.Context, fn func(recs []SlaveTiming
 			}
 			return fmt.Errorf("slave event monitor %s: %w", l.path, opCause(err))
 		}
-		read, _ := timebase.Realtime.Now()
+		read := timebase.RealtimeNS()
 		l.Datagrams.Add(1)
 		l.lastN = n
 		recs, unknown, err := DecodeSlaveEvents(l.buf[:n], l.recs[:0])

@@ -210,7 +210,7 @@ func (s *Subscriber) Run(ctx context.Context, fn func(*Notification)) error {
 			}
 			continue
 		}
-		read, _ := timebase.Realtime.Now()
+		read := timebase.RealtimeNS()
 		s.lastN = l
 		msg := s.buf[:l]
 		head, ok := decodeHead(msg)

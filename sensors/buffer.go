@@ -184,7 +184,7 @@ func (fs FS) OpenBuffer(dev IIODevice, channels []string, length int) (*Buffer, 
 	if b.f, err = os.Open(node); err != nil {
 		return nil, fmt.Errorf("sensors: %w", err)
 	}
-	b.opened, _ = timebase.Realtime.Now() // no record reached the buffer before it started
+	b.opened = timebase.RealtimeNS() // no record reached the buffer before it started
 	if err := writeAttr(enable, "1"); err != nil {
 		b.f.Close()
 		return nil, err
@@ -292,9 +292,9 @@ func (b *Buffer) ValueChannels() []string { return b.names }
 // record's index in the read in ns keeps a read's records in their order.
 func (b *Buffer) ReadScans(scans []Scan, timeout time.Duration) (int, error) {
 	per := len(b.Layout.Channels)
-	before, _ := timebase.Realtime.Now()
+	before := timebase.RealtimeNS()
 	n, err := b.Read(b.vals[:min(len(scans)*per, len(b.vals))], timeout)
-	now, _ := timebase.Realtime.Now()
+	now := timebase.RealtimeNS()
 	opened := b.opened
 	if b.drained {
 		b.opened = before

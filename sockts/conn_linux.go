@@ -272,7 +272,7 @@ func (c *Conn) send(b []byte, ptr unsafe.Pointer, salen uintptr, to netip.AddrPo
 	if c.borrowed {
 		c.drainErrQueue()
 	}
-	user, _ := timebase.Realtime.Now()
+	user := timebase.RealtimeNS()
 	tries := 0
 	for {
 		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(c.fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), 0, uintptr(ptr), salen)
@@ -360,7 +360,7 @@ func (c *Conn) ReadFrom(b []byte, timeout time.Duration) (int, netip.AddrPort, T
 			continue
 		}
 		if err == nil {
-			user, _ := timebase.Realtime.Now()
+			user := timebase.RealtimeNS()
 			ts := Timestamp{NS: user, Source: SourceUser}
 			ctl := &c.rx.ctrl
 			if perr := c.layout.Parse(c.rx.oob[:c.rx.oobn], ctl); perr == nil {

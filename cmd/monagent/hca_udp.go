@@ -114,7 +114,7 @@ func hcaUDP(ctx context.Context, o *hcaOpts, p hca.Params, after []int64) (hca.R
 		return hca.Report{}, err
 	}
 	res, err := alg.Sync(ctx, net, p)
-	end, _ := timebase.MonotonicRaw.Now()
+	end := timebase.MonotonicRawNS()
 	if err != nil {
 		return hca.Report{}, fmt.Errorf("hca: %s over udp: %w", o.algorithm, err)
 	}
@@ -143,7 +143,7 @@ func waitReady(ctx context.Context, root *hca.Endpoint, n int) error {
 // virtualRaw is rank's virtual clock over CLOCK_MONOTONIC_RAW.
 func virtualRaw(c hca.Clocks, rank int) func() int64 {
 	return func() int64 {
-		t, _ := timebase.MonotonicRaw.Now()
+		t := timebase.MonotonicRawNS()
 		return c.At(rank, t)
 	}
 }

@@ -139,7 +139,7 @@ type timeDoc struct {
 // showTime reads clock's interval from r and prints it.
 func showTime(w io.Writer, r *timeapi.Reader, path, clock string, asJSON bool) error {
 	iv, err := r.Now(clock)
-	rt, _ := timebase.Realtime.Now()
+	rt := timebase.RealtimeNS()
 	if err != nil {
 		err = readErr(path, clock, err)
 		showTimeErr(w, path, clock, asJSON, err)
@@ -170,7 +170,7 @@ func showTimeErr(w io.Writer, path, clock string, asJSON bool, err error) {
 	if !asJSON {
 		return // said on standard error by main
 	}
-	rt, _ := timebase.Realtime.Now()
+	rt := timebase.RealtimeNS()
 	d := timeDoc{Clock: clock, Path: path, State: map[int]string{exitTimeVoid: "VOID", exitTimeNotValid: "UNKNOWN", exitTimeBad: "MALFORMED"}[te.code],
 		Void: te.code == exitTimeVoid, RealtimeNS: rt, Error: err.Error()}
 	if d.State == "" {
