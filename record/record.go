@@ -35,6 +35,11 @@ const (
 type Field struct {
 	Key  string
 	Kind Kind
+	// Level marks an unsigned field that is a level (a queue's depth, a
+	// run of failures), not a count: a gauge on /metrics, where every other
+	// unsigned field is a counter. It fills Kind's padding: a Field is no
+	// larger for it.
+	Level bool
 	I    int64 // KindInt, KindBool (0/1)
 	U    uint64
 	F    float64
@@ -47,6 +52,10 @@ func Int(key string, v int64) Field { return Field{Key: key, Kind: KindInt, I: v
 // Uint returns an unsigned integer field. It is written as a line-protocol
 // integer, which every InfluxDB version accepts; values above 2^63-1 are refused.
 func Uint(key string, v uint64) Field { return Field{Key: key, Kind: KindUint, U: v} }
+
+// Level returns an unsigned field that is a level, not a count (Field.Level);
+// written as Uint is.
+func Level(key string, v uint64) Field { return Field{Key: key, Kind: KindUint, U: v, Level: true} }
 
 // Float returns a float field.
 func Float(key string, v float64) Field { return Field{Key: key, Kind: KindFloat, F: v} }

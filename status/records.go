@@ -13,22 +13,13 @@ import (
 // counters docs/schema.md lists) to Prometheus, so that a board scraped by
 // Prometheus alone sees what InfluxDB would: each numeric field is the
 // metric <measurement>_<field> with the record's tags (but host) as labels;
-// unsigned fields are counters (<…>_total) unless they are levels (gauge), signed
-// ones gauges; a field in ns is converted to seconds (…_ns → …_seconds); a
+// unsigned fields are counters (<…>_total) unless declared levels
+// (record.Level: gauges), signed ones gauges; a field in ns is converted to seconds (…_ns → …_seconds); a
 // state string (a field named state or …_state) is one series with that
 // state as its label; other strings (errors' texts) are left to the logs.
 // The zero value is ready; Set is safe beside scrapes.
 type Records struct {
 	cur atomic.Pointer[[]record.Record]
-}
-
-// gauge says whether an unsigned self-metrics field is a level, not a count.
-func gauge(field string) bool {
-	switch field {
-	case "pending", "buffered", "consecutive_failures":
-		return true
-	}
-	return false
 }
 
 // Set replaces the records a scrape sees.
@@ -83,7 +74,7 @@ func metricOf(measurement string, f record.Field) (string, prometheus.ValueType,
 		if strings.HasSuffix(f.Key, "_ns") {
 			name, v = strings.TrimSuffix(name, "_ns")+"_seconds", v/1e9
 		}
-		if gauge(f.Key) {
+		if f.Level {
 			return name, prometheus.GaugeValue, v, true
 		}
 		return name + "_total", prometheus.CounterValue, v, true

@@ -16,7 +16,7 @@ func TestRecordsAsPrometheusMetrics(t *testing.T) {
 		{Measurement: "monagent_source", Tags: []record.Tag{host, {Key: "source", Value: "gpio:gpiochip0"}}, Fields: []record.Field{
 			record.Uint("events", 1200), record.Uint("kernel_lost", 3), record.Int("ring_waiting", 7), record.Int("last_duration_ns", 1_500_000),
 			record.String("last_error", "not shown")}},
-		{Measurement: "monagent_spool", Tags: []record.Tag{host}, Fields: []record.Field{record.Uint("pending", 42), record.Uint("dropped_disk", 5)}},
+		{Measurement: "monagent_spool", Tags: []record.Tag{host}, Fields: []record.Field{record.Level("pending", 42), record.Uint("dropped_disk", 5)}},
 		{Measurement: "monagent_influx", Tags: []record.Tag{host}, Fields: []record.Field{record.String("state", "unreachable"), record.Int("outage_start_ns", 2_000_000_000)}},
 	})
 	want := `
@@ -44,6 +44,27 @@ monagent_spool_dropped_disk_total 5
 # HELP monagent_spool_pending monagent self-metrics: monagent_spool pending (docs/schema.md)
 # TYPE monagent_spool_pending gauge
 monagent_spool_pending 42
+`
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&r)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A field's type on /metrics is what its record declares (record.Level),
+// not a guess from its name: an unsigned "pending" not declared a level is
+// a counter, a level of any name a gauge.
+func TestRecordsTypedWhereDeclared(t *testing.T) {
+	var r Records
+	r.Set([]record.Record{{Measurement: "monagent_x", Fields: []record.Field{record.Uint("pending", 1), record.Level("depth", 2)}}})
+	want := `
+# HELP monagent_x_depth monagent self-metrics: monagent_x depth (docs/schema.md)
+# TYPE monagent_x_depth gauge
+monagent_x_depth 2
+# HELP monagent_x_pending_total monagent self-metrics: monagent_x pending (docs/schema.md)
+# TYPE monagent_x_pending_total counter
+monagent_x_pending_total 1
 `
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&r)

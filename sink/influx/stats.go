@@ -15,7 +15,7 @@ func (st Stats) Fields() []record.Field {
 		record.Uint("requests", st.Requests), record.Uint("retries", st.Retries), record.Uint("dead_lettered", st.DeadLettered),
 		record.Uint("splits", st.Splits), record.Int("last_latency_ns", int64(st.LastLatency)), record.String("last_error", st.LastError),
 		record.String("state", st.State), record.Int("last_status", int64(st.LastStatus)), record.Int("outage_start_ns", st.OutageStartNS),
-		record.Uint("consecutive_failures", st.ConsecutiveFailures), record.String("local_state", st.LocalState),
+		record.Level("consecutive_failures", st.ConsecutiveFailures), record.String("local_state", st.LocalState),
 		record.Uint("reader_errors", st.ReaderErrors), record.Uint("ack_errors", st.AckErrors), record.Uint("dead_letter_errors", st.DeadLetterErrors),
 		record.Uint("dead_letter_dropped", st.DeadLetterDropped),
 	}

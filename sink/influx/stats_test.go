@@ -31,3 +31,12 @@ func TestShipperSummary(t *testing.T) {
 		t.Fatalf("summary %q\nwant %q", got, want)
 	}
 }
+
+// consecutive_failures is a level (a gauge on /metrics); the counts are not.
+func TestStatsLevelsDeclared(t *testing.T) {
+	for _, f := range (Stats{}).Fields() {
+		if want := f.Key == "consecutive_failures"; f.Level != want {
+			t.Errorf("field %s: level %v, want %v", f.Key, f.Level, want)
+		}
+	}
+}

@@ -11,7 +11,7 @@ import (
 func (st Stats) Fields() []record.Field {
 	return []record.Field{
 		record.Uint("appended", st.Appended), record.Uint("rejected", st.Rejected), record.Uint("acknowledged", st.Acknowledged),
-		record.Uint("pending", st.Pending), record.Uint("buffered", st.Buffered),
+		record.Level("pending", st.Pending), record.Level("buffered", st.Buffered),
 		record.Uint("dropped_cap", st.DroppedCap), record.Uint("dropped_buffer", st.DroppedBuffer),
 		record.Uint("dropped_disk", st.DroppedDisk), record.Uint("dropped_corrupt", st.DroppedCorrupt),
 		record.Uint("dead_lettered", st.DeadLettered), record.Uint("recovered", st.Recovered),

@@ -25,3 +25,13 @@ func TestSummary(t *testing.T) {
 		t.Fatalf("summary %q\nwant %q", got, want)
 	}
 }
+
+// The levels among the spool's fields are declared so (a gauge on /metrics),
+// the counts are not.
+func TestStatsLevelsDeclared(t *testing.T) {
+	for _, f := range (Stats{}).Fields() {
+		if want := f.Key == "pending" || f.Key == "buffered"; f.Level != want {
+			t.Errorf("field %s: level %v, want %v", f.Key, f.Level, want)
+		}
+	}
+}
