@@ -40,10 +40,10 @@ type Field struct {
 	// unsigned field is a counter. It fills Kind's padding: a Field is no
 	// larger for it.
 	Level bool
-	I    int64 // KindInt, KindBool (0/1)
-	U    uint64
-	F    float64
-	S    string
+	I     int64 // KindInt, KindBool (0/1)
+	U     uint64
+	F     float64
+	S     string
 }
 
 // Int returns an integer field.

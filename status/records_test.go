@@ -45,11 +45,7 @@ monagent_spool_dropped_disk_total 5
 # TYPE monagent_spool_pending gauge
 monagent_spool_pending 42
 `
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(&r)
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
-		t.Fatal(err)
-	}
+	gathers(t, &r, want)
 }
 
 // A field's type on /metrics is what its record declares (record.Level),
@@ -66,8 +62,14 @@ monagent_x_depth 2
 # TYPE monagent_x_pending_total counter
 monagent_x_pending_total 1
 `
+	gathers(t, &r, want)
+}
+
+// gathers checks that c's metrics are want (text format).
+func gathers(t *testing.T, c prometheus.Collector, want string) {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(&r)
+	reg.MustRegister(c)
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Fatal(err)
 	}
