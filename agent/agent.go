@@ -66,7 +66,7 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	}
 	a.outputs = out
 	if cfg.HTTP.Listen != "" {
-		if a.http, err = status.Listen(cfg.HTTP.Listen, a.registry(), a.status, cfg.HTTP.limits()); err != nil {
+		if a.http, err = status.Listen(cfg.HTTP.Listen, a.registry(), a.status, cfg.HTTP.Limits()); err != nil {
 			a.judges.pub.close(log)
 			a.closeSources()
 			out.Close()

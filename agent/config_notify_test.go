@@ -141,7 +141,7 @@ func TestWebhookRecordsAndLogsNameIndexAndHost(t *testing.T) {
 	var lg syncBuffer
 	g := &judging{host: "boarda", log: slog.New(slog.NewTextHandler(&lg, nil))}
 	var n NotifyConfig
-	n.defaults()
+	n.Defaults()
 	n.Webhooks = []WebhookConfig{{URL: "https://localhost/services/PATHSECRET?token=TOPSECRET"}, {URL: "http://" + addr + "/hook/PATHSECRET?token=TOPSECRET"}}
 	n.Timeout = time.Second
 	if err := g.webhooks(n); err != nil {

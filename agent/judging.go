@@ -205,7 +205,7 @@ func (m *judgement) emit(b adder, trs []judge.Transition) {
 // webhooks makes the notifications' sender (none without webhooks), which
 // logs each receiver's failures when they start, change and end.
 func (g *judging) webhooks(n NotifyConfig) error {
-	s, err := n.sender(g.observe)
+	s, err := n.Sender(g.observe)
 	if err != nil || s == nil {
 		return err
 	}
