@@ -68,7 +68,7 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	}
 	a.outputs = out
 	if cfg.HTTP.Listen != "" {
-		if a.http, err = status.Listen(cfg.HTTP.Listen, a.registry(), a.status, cfg.HTTP.limits()); err != nil {
+		if a.http, err = status.Listen(cfg.HTTP.Listen, a.registry(), a.status, cfg.HTTP.Limits()); err != nil {
 			a.pub.Close(log)
 			a.closeSources()
 			out.Close()
@@ -112,7 +112,7 @@ func newAgent(cfg Config, log *slog.Logger, out sink.Sink) (*Agent, error) {
 	}
 	a := bare(cfg, log, out, host)
 	var err error
-	if err = a.judges.Webhooks(cfg.Notify.sender); err != nil {
+	if err = a.judges.Webhooks(cfg.Notify.Sender); err != nil {
 		if ke := (*KeyError)(nil); !errors.As(err, &ke) {
 			err = &KeyError{Key: "notify", Reason: err.Error(), Err: err}
 		}

@@ -7,8 +7,9 @@ import (
 
 // Config is monagent's configuration file. Each section's type, defaults,
 // checks and board checks live in agent/source_<x>_config.go beside the
-// source that uses it (agent/config_<x>.go for the agent's own sections),
-// and are registered in sections; this file keeps only the top level.
+// source that uses it (agent/config_<x>.go for the agent's own sections, the
+// library's package for the output and endpoint sections: spool, influx, http,
+// notify), and are registered in sections; this file keeps only the top level.
 type Config struct {
 	Host        string            `yaml:"host"` // the host tag; default: the hostname
 	Tags        TagsConfig        `yaml:"tags"` // the host's tags (rack, room): labels on /metrics

@@ -103,10 +103,10 @@ func (c *Config) MemoryNeed() MemoryNeed {
 		add("output.file", 3*c.Memory.OutputQueueBytes, "its queue, the batch being written, spare buffers")
 	}
 	if c.HTTP.Listen != "" {
-		add("http.max_connections", c.HTTP.memoryBytes(), "connections to /metrics and /status")
+		add("http.max_connections", c.HTTP.MemoryBytes(), "connections to /metrics and /status")
 	}
 	if c.Spool.Enabled {
-		add("spool.buffer_bytes", c.Spool.options().MemoryBytes(), "points waiting for the disk and the spool's buffers")
+		add("spool.buffer_bytes", c.Spool.Options().MemoryBytes(), "points waiting for the disk and the spool's buffers")
 		if c.Influx.Enabled {
 			add("influx.batch_points", int64(c.Influx.BatchPoints)*influxLineBytes*shipperBatchCopes, "the batch in flight")
 		}

@@ -58,7 +58,7 @@ func TestMemoryNeedCountsEveryBuffer(t *testing.T) {
 	want := map[string]int64{
 		"marker.ring": 4096 * markerEventBytes, "extts.ring": 8192 * exttsEventBytes,
 		"output.stdout": 3 * c.Memory.OutputQueueBytes, "output.file": 3 * c.Memory.OutputQueueBytes,
-		"memory.queue_bytes": c.Memory.QueueBytes, "spool.buffer_bytes": c.Spool.options().MemoryBytes(), "runtime": baseMemory,
+		"memory.queue_bytes": c.Memory.QueueBytes, "spool.buffer_bytes": c.Spool.Options().MemoryBytes(), "runtime": baseMemory,
 		"http.max_connections": 32 * (64 + 2*(4+4)) << 10, // 32 connections of 64 KiB and twice 4 KiB of headers and 4 KiB of slack
 	}
 	for k, v := range want {

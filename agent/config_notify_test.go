@@ -99,7 +99,7 @@ func TestWebhookTokenIsSentInItsHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := judging.New(judging.Options{Log: slog.New(slog.DiscardHandler)})
-	if err := g.Webhooks(cfg.Notify.sender); err != nil {
+	if err := g.Webhooks(cfg.Notify.Sender); err != nil {
 		t.Fatal(err)
 	}
 	g.Notifier().Run(t.Context())
@@ -142,10 +142,10 @@ func TestWebhookRecordsAndLogsNameIndexAndHost(t *testing.T) {
 	var lg syncBuffer
 	g := judging.New(judging.Options{Host: "boarda", Log: slog.New(slog.NewTextHandler(&lg, nil))})
 	var n NotifyConfig
-	n.defaults()
+	n.Defaults()
 	n.Webhooks = []WebhookConfig{{URL: "https://localhost/services/PATHSECRET?token=TOPSECRET"}, {URL: "http://" + addr + "/hook/PATHSECRET?token=TOPSECRET"}}
 	n.Timeout = time.Second
-	if err := g.Webhooks(n.sender); err != nil {
+	if err := g.Webhooks(n.Sender); err != nil {
 		t.Fatal(err)
 	}
 	g.Notifier().Run(t.Context())

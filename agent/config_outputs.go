@@ -1,13 +1,30 @@
 package agent
 
 import (
-	"time"
-
+	"github.com/monagent/monagent/conf"
+	"github.com/monagent/monagent/notify"
 	"github.com/monagent/monagent/sink/influx"
 	"github.com/monagent/monagent/sink/spool"
+	"github.com/monagent/monagent/status"
 )
 
-// The output sections (outputs.go): output (stdout, a file), spool and influx.
+// The output sections (outputs.go): output (stdout, a file), spool and
+// influx; and the endpoints: http (/metrics, /status) and notify (webhooks).
+// Only output's type is the agent's: each of the others is its library's
+// (as telegraf's plugins own their configuration), entering the table
+// through lib.
+
+// The sections the libraries define, under the agent's names.
+type (
+	SpoolConfig   = spool.Config      // sink/spool/config.go
+	InfluxConfig  = influx.Section    // sink/influx/section.go
+	HTTPConfig    = status.HTTPConfig // status/config.go
+	NotifyConfig  = notify.Config     // notify/config.go
+	WebhookConfig = notify.Webhook
+)
+
+// DefaultHTTPListen is where the endpoint listens unless told otherwise.
+const DefaultHTTPListen = status.DefaultHTTPListen
 
 // OutputConfig is where records go besides the spool: stdout and a file.
 type OutputConfig struct {
@@ -33,141 +50,39 @@ func (o *outputs) check(p *problems) {
 	}
 }
 
-// SpoolConfig is the durable on-disk store every record goes through. With no
-// InfluxDB configured it is the embedded store the report reads.
-type SpoolConfig struct {
-	Enabled       bool          `yaml:"enabled"`
-	Dir           string        `yaml:"dir"`
-	SegmentBytes  int64         `yaml:"segment_bytes"`
-	MaxBytes      int64         `yaml:"max_bytes"` // whole oldest segments are dropped beyond this, and counted
-	FlushInterval time.Duration `yaml:"flush_interval"`
-	FsyncInterval time.Duration `yaml:"fsync_interval"`
-	Compress      bool          `yaml:"compress"`
-	// BufferBytes bounds the points waiting in memory for the disk (a slow
-	// card, a full disk); beyond it appends are dropped and counted
-	// (dropped_buffer, dropped_disk).
-	BufferBytes int64 `yaml:"buffer_bytes"`
+// libConfig is a section whose type is its library's: its methods are
+// exported, and it may have Board(*conf.List) (settings only the board can
+// confirm, which take no paths) and Advise(*conf.List).
+type libConfig interface {
+	Defaults()
+	Check(p *conf.List)
 }
 
-func (s *SpoolConfig) defaults() {
-	*s = SpoolConfig{
-		Enabled: true, Dir: "./data/spool", SegmentBytes: 4 << 20, MaxBytes: 256 << 20,
-		FlushInterval: 100 * time.Millisecond, FsyncInterval: time.Second, Compress: true, BufferBytes: 16 << 20,
-	}
-}
+// lib is a library's section in the table (sectionConfig, boardChecker,
+// adviser): board and advise call its Board and Advise where it has them.
+type lib struct{ libConfig }
 
-func (s *SpoolConfig) check(p *problems) {
-	if !s.Enabled {
-		return
-	}
-	p.NotEmpty("spool.dir", s.Dir)
-	if s.SegmentBytes < 4096 {
-		p.Add("spool.segment_bytes", "must be at least 4096, got %d", s.SegmentBytes)
-	} else if s.MaxBytes < 2*s.SegmentBytes {
-		p.Add("spool.max_bytes", "must hold at least two segments (%d), got %d", 2*s.SegmentBytes, s.MaxBytes)
-	}
-	p.Positive("spool.flush_interval", s.FlushInterval)
-	p.Positive("spool.fsync_interval", s.FsyncInterval)
-	if s.BufferBytes < 1<<20 {
-		p.Add("spool.buffer_bytes", "must be at least 1 MiB (1048576), got %d", s.BufferBytes)
+func (l *lib) defaults()         { l.Defaults() }
+func (l *lib) check(p *problems) { l.Check(p) }
+
+func (l *lib) board(_ PathsConfig, p *problems) {
+	if b, ok := l.libConfig.(interface{ Board(*conf.List) }); ok {
+		b.Board(p)
 	}
 }
 
-// options are the spool's options for this section.
-func (s *SpoolConfig) options() spool.Options {
-	return spool.Options{
-		Dir: s.Dir, SegmentBytes: s.SegmentBytes, MaxBytes: s.MaxBytes, MaxBuffer: int(s.BufferBytes),
-		FlushInterval: s.FlushInterval, FsyncInterval: s.FsyncInterval, Compress: s.Compress,
+func (l *lib) advise(p *problems) {
+	if a, ok := l.libConfig.(interface{ Advise(*conf.List) }); ok {
+		a.Advise(p)
 	}
 }
 
-// InfluxConfig ships the spool to InfluxDB's v2 write API (1.8: bucket "db/rp",
-// token "user:pass"; 2.x/3.x: org, bucket, API token).
-type InfluxConfig struct {
-	Enabled bool   `yaml:"enabled"`
-	URL     string `yaml:"url"`
-	Org     string `yaml:"org"`
-	Bucket  string `yaml:"bucket"`
-	// The token comes from a file or an environment variable, never from this
-	// file, and is never logged.
-	TokenFile     string        `yaml:"token_file"`
-	TokenEnv      string        `yaml:"token_env"`
-	BatchPoints   int           `yaml:"batch_points"`
-	BatchInterval time.Duration `yaml:"batch_interval"`
-	Timeout       time.Duration `yaml:"timeout"`
-	MaxBackoff    time.Duration `yaml:"max_backoff"`
-	Gzip          bool          `yaml:"gzip"`
-	DeadLetter    string        `yaml:"dead_letter"` // default: <spool.dir>/deadletter.lp
-	// DeadLetterMaxBytes caps the dead-letter file; rejected lines beyond are
-	// not kept, and counted (monagent_influx dead_letter_dropped).
-	DeadLetterMaxBytes int64 `yaml:"dead_letter_max_bytes"`
-}
-
-func (i *InfluxConfig) defaults() {
-	*i = InfluxConfig{
-		TokenEnv: "MONAGENT_INFLUX_TOKEN", BatchPoints: 5000, BatchInterval: time.Second,
-		Timeout: 10 * time.Second, MaxBackoff: time.Second, Gzip: true, DeadLetterMaxBytes: influx.DefaultDeadLetterMaxBytes,
-	}
-}
-
-func (i *InfluxConfig) check(p *problems) {
-	if !i.Enabled {
-		return
-	}
-	if err := influx.CheckURL(i.URL); err != nil {
-		p.Add("influx.url", "%v", err)
-	}
-	p.Set("influx.bucket", i.Bucket, ` ("db/rp" for InfluxDB 1.8)`)
-	if i.BatchPoints < 1 {
-		p.Add("influx.batch_points", "must be positive, got %d", i.BatchPoints)
-	}
-	p.Positive("influx.batch_interval", i.BatchInterval)
-	p.Positive("influx.timeout", i.Timeout)
-	p.Positive("influx.max_backoff", i.MaxBackoff)
-	if i.DeadLetterMaxBytes < 4096 {
-		p.Add("influx.dead_letter_max_bytes", "must be at least 4096 bytes, got %d", i.DeadLetterMaxBytes)
-	}
-}
-
-// board checks that the token file is readable.
-func (i *InfluxConfig) board(_ PathsConfig, p *problems) {
-	if i.Enabled {
-		_, err := i.Token()
-		p.AddErr(err)
-	}
-}
-
-// advise says when no token would be sent: right for an InfluxDB without
-// authentication, and the cause of every 401 otherwise.
-func (i *InfluxConfig) advise(p *problems) {
-	if !i.Enabled {
-		return
-	}
-	if tok, err := i.Token(); err == nil && tok == "" {
-		key, where := "influx.token_env", "$"+i.TokenEnv+" is empty or unset"
-		if i.TokenFile != "" {
-			key, where = "influx.token_file", i.TokenFile+" is empty"
-		} else if i.TokenEnv == "" {
-			where = "neither token_file nor token_env is set"
-		}
-		p.Add(key, "no token: %s, so writes go unauthenticated (fine for an InfluxDB without authentication; otherwise every write is refused with 401)", where)
-	}
-}
-
-// Token reads the InfluxDB token from token_file, else from the token_env
-// variable; "" when neither is set (an InfluxDB without authentication).
-func (i *InfluxConfig) Token() (string, error) {
-	tok, err := influx.ReadToken(i.TokenFile, i.TokenEnv)
-	if err != nil {
-		return "", &KeyError{Key: "influx.token_file", Reason: influx.PathReason(err), Err: err}
-	}
-	return tok, nil
-}
-
-// The output sections' entries in the table (config.go): the agent opens
-// them itself (outputs.go).
+// The output sections' and the endpoints' entries in the table (config.go):
+// the agent opens them itself (outputs.go, agent.go, judging.go).
 var (
 	outputSection = section{key: "output", of: func(c *Config) sectionConfig { return &outputs{c} }}
-	spoolSection  = section{key: "spool", of: func(c *Config) sectionConfig { return &c.Spool }}
-	influxSection = section{key: "influx", of: func(c *Config) sectionConfig { return &c.Influx }, fatal: true}
+	spoolSection  = section{key: "spool", of: func(c *Config) sectionConfig { return &lib{&c.Spool} }}
+	influxSection = section{key: "influx", of: func(c *Config) sectionConfig { return &lib{&c.Influx} }, fatal: true}
+	httpSection   = section{key: "http", of: func(c *Config) sectionConfig { return &lib{&c.HTTP} }}
+	notifySection = section{key: "notify", of: func(c *Config) sectionConfig { return &lib{&c.Notify} }, fatal: true}
 )

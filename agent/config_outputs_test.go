@@ -32,7 +32,7 @@ func TestInfluxURLWithCredentialsIsRefused(t *testing.T) {
 	}
 	c := Default()
 	c.Influx.Enabled, c.Influx.URL, c.Influx.Bucket = true, "http://127.0.0.1:8086", "db/rp"
-	if err := validate(&c.Influx); err != nil {
+	if err := validate(&lib{&c.Influx}); err != nil {
 		t.Fatalf("a URL without credentials: %v", err)
 	}
 }

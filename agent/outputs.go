@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/monagent/monagent/sink"
-	"github.com/monagent/monagent/sink/influx"
 )
 
 // Outputs are where records go (sink.Outputs): the durable spool, the
@@ -20,18 +19,13 @@ var outputKeys = map[string]string{"file": "output.file", "spool": "spool.dir", 
 func OpenOutputs(cfg *Config) (*Outputs, error) {
 	oc := sink.OutputsConfig{Stdout: cfg.Output.Stdout, File: cfg.Output.File, QueueBytes: int(cfg.Memory.OutputQueueBytes)}
 	if cfg.Spool.Enabled {
-		opts := cfg.Spool.options()
+		opts := cfg.Spool.Options()
 		opts.DeferFlush = true
 		oc.Spool = &opts
-		if ic := cfg.Influx; ic.Enabled {
-			token, err := ic.Token()
-			if err != nil {
+		if cfg.Influx.Enabled {
+			var err error
+			if oc.Influx, err = cfg.Influx.Config(); err != nil {
 				return nil, err
-			}
-			oc.Influx = &influx.Config{
-				URL: ic.URL, Org: ic.Org, Bucket: ic.Bucket, Token: token,
-				BatchPoints: ic.BatchPoints, BatchInterval: ic.BatchInterval, Timeout: ic.Timeout,
-				MaxBackoff: ic.MaxBackoff, Gzip: ic.Gzip, DeadLetter: ic.DeadLetter, DeadLetterMaxBytes: ic.DeadLetterMaxBytes,
 			}
 		}
 	}

@@ -1,11 +1,8 @@
 package influx
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"strings"
 )
 
 // CheckURL says what is wrong with raw as the URL of an InfluxDB server: it
@@ -21,27 +18,4 @@ func CheckURL(raw string) error {
 			RedactURL(raw))
 	}
 	return nil
-}
-
-// ReadToken reads a token from file, else from the environment variable
-// env; "" when neither is named (an InfluxDB without authentication). A
-// file that cannot be read is an *os.PathError.
-func ReadToken(file, env string) (string, error) {
-	if file != "" {
-		b, err := os.ReadFile(file)
-		return strings.TrimSpace(string(b)), err
-	}
-	if env != "" {
-		return os.Getenv(env), nil
-	}
-	return "", nil
-}
-
-// PathReason is an error's text without the operation an *os.PathError
-// names ("open"): the path and what went wrong.
-func PathReason(err error) string {
-	if pe := (*os.PathError)(nil); errors.As(err, &pe) {
-		return pe.Path + ": " + pe.Err.Error()
-	}
-	return err.Error()
 }

@@ -1,4 +1,4 @@
-package agent
+package spool
 
 import (
 	"os"
@@ -8,11 +8,11 @@ import (
 	"github.com/monagent/monagent/conf"
 )
 
-// advise says when spool.max_bytes is more than the spool's filesystem can
+// Advise says when spool.max_bytes is more than the spool's filesystem can
 // hold (its free space and what the spool already takes there): the disk
 // would fill before the cap drops the oldest segments, and writes would fail
 // instead (counted in dropped_disk).
-func (s *SpoolConfig) advise(p *problems) {
+func (s *Config) Advise(p *conf.List) {
 	if !s.Enabled {
 		return
 	}

@@ -1,4 +1,4 @@
-package agent
+package spool
 
 import "golang.org/x/sys/unix"
 

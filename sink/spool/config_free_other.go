@@ -1,6 +1,6 @@
 //go:build !linux
 
-package agent
+package spool
 
 // freeBytes is not told off Linux.
 func freeBytes(dir string) (free int64, at string, ok bool) { return 0, dir, false }
