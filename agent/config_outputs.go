@@ -78,7 +78,7 @@ func (l *lib) advise(p *problems) {
 }
 
 // The output sections' and the endpoints' entries in the table (config.go):
-// the agent opens them itself (outputs.go, agent.go, judging.go).
+// the agent opens them itself (outputs.go, agent.go, agent/judging).
 var (
 	outputSection = section{key: "output", of: func(c *Config) sectionConfig { return &outputs{c} }}
 	spoolSection  = section{key: "spool", of: func(c *Config) sectionConfig { return &lib{&c.Spool} }}
