@@ -27,8 +27,13 @@ import (
 // snapshot taken after the reader read the line's last edge is judged (at
 // the next check when nothing is read in between), and when the request
 // closes (edges the kernel queued but nobody read by then are lost with it,
-// and counted here). It assumes the reader never stalls for a whole interval
-// while edges wait in the queue.
+// and counted here). It assumes the reader, and the IRQ thread that queues
+// the edges, never stall for a whole interval while edges wait. Where they
+// do (a starved IRQ thread: a board or an emulator under load), edges still
+// on their way count as merged until the reader has read them: each check
+// caps merged at its IRQs less what was read by then, an upper bound on the
+// true count (a merged edge is never read), which is exact once the reader
+// has caught up, and at Stop.
 type IRQAccount struct {
 	path     string // /proc/interrupts
 	consumer string
@@ -154,6 +159,7 @@ func (w *IRQAccount) Stop() {
 		w.snap[o] = w.cur[o]
 	}
 	w.judge()
+	w.capMerged() // with judge: exactly IRQs less what was read
 	for o := range w.base {
 		w.irqsDone[o] += w.cur[o] - w.base[o]
 		w.mergedDone[o] += w.merged[o]
@@ -192,7 +198,21 @@ func (w *IRQAccount) Check() {
 		}
 		w.cur[o], w.snap[o] = c, c
 	}
+	w.capMerged()
 	w.pending, w.due, w.snapAt = true, now+max((now-w.snapAt)/2, int64(judgeDelay)), now
+}
+
+// capMerged lowers each line's merged to its IRQs (cur) less what the
+// reader has read and counted lost: no merged edge is ever read, so that is
+// at least the edges merged, and exactly them once the reader has read every
+// edge queued (at Stop, or on a quiet line). It corrects only a count made
+// while an edge was slower on its way than the account allows.
+func (w *IRQAccount) capMerged() {
+	for o, c := range w.cur {
+		if seen, q := c-w.base[o], w.queued[o]; seen >= q {
+			w.merged[o] = min(w.merged[o], seen-q)
+		}
+	}
 }
 
 // judgeDelay is the least time the account waits before it judges a
