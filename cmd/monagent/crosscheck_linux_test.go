@@ -265,7 +265,9 @@ func namedRecords(lp, source string) (named []int64, others []string) {
 // "agrees": false in `status --json` (FALSETICKER in the table, exit 1); the
 // true ones are never flagged; the combined interval contains the truth (0)
 // at every /status read. Then the liar tells the truth (K = 0) and is
-// trusted again, and lies anew while running (K = −200 µs): it is named
+// trusted again, and lies anew while running (K = −200 µs or more, beyond
+// what the measurements resolve: user-space stamps under emulation are
+// wider): it is named
 // within 3 of its lying polls (the detection latency is logged, in polls and
 // seconds). Records and webhooks say the same.
 func TestCrossCheckNTPServersOneLies(t *testing.T) {
@@ -296,14 +298,15 @@ func TestCrossCheckNTPServersOneLies(t *testing.T) {
 					}
 				}
 			}
-			if fmt.Sprint(got) == fmt.Sprint(want) {
-				if !bound {
-					t.Fatalf("/metrics has no monagent_clock_combined_error_bound_seconds")
-				}
+			// The verdicts outlast a vote (they change after a dwell):
+			// a vote disputed for a moment, where the intervals are wide
+			// (user-space stamps under emulation), shows them with no
+			// combined answer. Wait for both.
+			if fmt.Sprint(got) == fmt.Sprint(want) && bound {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("agrees %v after %v, want %v", got, within, want)
+				t.Fatalf("agrees %v after %v, want %v; combined error bound on /metrics: %v", got, within, want, bound)
 			}
 			time.Sleep(250 * time.Millisecond)
 		}
@@ -343,6 +346,16 @@ func TestCrossCheckNTPServersOneLies(t *testing.T) {
 	// A lie of 200 µs is a lie only to a measurement narrower than it:
 	// the vote rightly calls a −200 µs offset within the liar's own
 	// uncertainty agreeing. Lie once its uncertainty is under 100 µs.
+	// A lie is told from the truth only when the liar's interval and the
+	// true servers' are disjoint: |lie| beyond the liar's uncertainty plus
+	// theirs. With kernel stamps the true servers' are 20–40 µs; the liar's
+	// grows to 120–140 µs as its chronyd follows its refclock's jump (root
+	// dispersion). With user-space stamps (32-bit ARM under
+	// qemu-arm-static, which has no SO_TIMESTAMPING) a true server's
+	// reached ~120 µs under the CI's load, and overlapped a 200 µs liar's:
+	// the vote could not tell them apart. So the lie is 4 times the widest
+	// uncertainty of the true servers over 5 s, plus 150 µs for the liar's
+	// own, and at least 200 µs.
 	deadline := time.Now().Add(120 * time.Second)
 	for narrow := false; !narrow; time.Sleep(500 * time.Millisecond) {
 		_, d, _ := x.status(true)
@@ -355,9 +368,20 @@ func TestCrossCheckNTPServersOneLies(t *testing.T) {
 			t.Fatalf("the liar's uncertainty is not under 100 µs 120 s after it told the truth again: %+v", d.Clocks)
 		}
 	}
+	var widest int64
+	for range 10 {
+		_, d, _ := x.status(true)
+		for _, c := range d.Clocks {
+			if c.Source != x.names[liar] {
+				widest = max(widest, c.ErrorBoundNS-judge.Abs(c.OffsetNS))
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 
 	// And lies again while running.
-	const k2 = -200 * time.Microsecond
+	k2 := -max(200*time.Microsecond, (4*time.Duration(widest) + 150*time.Microsecond).Round(10*time.Microsecond))
+	t.Logf("the second lie: K = %v (the true servers' widest uncertainty over 5 s %v)", k2, time.Duration(widest))
 	changed := x.swap(liar, k2)
 	until([]float64{1, 1, 0}, 30*time.Second)
 	flagged := time.Now()
@@ -374,7 +398,7 @@ func TestCrossCheckNTPServersOneLies(t *testing.T) {
 		t.Errorf("a true server named: %v", others)
 	}
 	if len(named) != 2 {
-		t.Fatalf("%d falseticker records for the liar, want 2 (+5 ms, then −200 µs)", len(named))
+		t.Fatalf("%d falseticker records for the liar, want 2 (+5 ms, then %v)", len(named), k2)
 	}
 	// The same verdicts went to the webhook, at the records' times.
 	evs, _ := x.hooks.ofType(status.ReferenceCheckType)
@@ -411,10 +435,10 @@ func TestCrossCheckNTPServersOneLies(t *testing.T) {
 		}
 	}
 	if len(lying) == 0 || len(lying) > 3 {
-		t.Fatalf("the −200 µs liar was named after %d polls whose interval missed the truth, want 1 to 3", len(lying))
+		t.Fatalf("the %v liar was named after %d polls whose interval missed the truth, want 1 to 3", k2, len(lying))
 	}
-	t.Logf("K −200 µs: named at its lying poll %d (interval missing the truth), %v after the first, %v after K changed (chronyd follows its refclock within a few polls); %v until /metrics said so",
-		len(lying), time.Duration(named[1]-lying[0]).Round(time.Millisecond), time.Duration(named[1]-changed.UnixNano()).Round(time.Millisecond),
+	t.Logf("K %v: named at its lying poll %d (interval missing the truth), %v after the first, %v after K changed (chronyd follows its refclock within a few polls); %v until /metrics said so",
+		k2, len(lying), time.Duration(named[1]-lying[0]).Round(time.Millisecond), time.Duration(named[1]-changed.UnixNano()).Round(time.Millisecond),
 		flagged.Sub(changed).Round(time.Millisecond))
 	t.Logf("%d /metrics reads with no true server flagged; the combined interval held the truth in all %d /status reads (chronyd residual ≤ %.0f ns)", reads, truthReads, x.residual)
 	if truthReads == 0 {

@@ -130,16 +130,27 @@ type timeDoc struct {
 	WidthNS     *int64 `json:"width_ns,omitempty"`
 	HalfWidthNS *int64 `json:"half_width_ns,omitempty"`
 	MidpointNS  *int64 `json:"midpoint_ns,omitempty"`
-	// RealtimeNS is CLOCK_REALTIME read just after: midpoint_ns −
-	// realtime_ns is how far the system clock is behind the truth.
+	// RealtimeNS is CLOCK_REALTIME at the interval's instant (read
+	// between two reads of the segment's base clock, the narrowest of
+	// three): midpoint_ns − realtime_ns is how far the system clock is
+	// behind the truth, however long the command was preempted.
 	RealtimeNS int64  `json:"realtime_ns"`
 	Error      string `json:"error,omitempty"`
 }
 
 // showTime reads clock's interval from r and prints it.
 func showTime(w io.Writer, r *timeapi.Reader, path, clock string, asJSON bool) error {
-	iv, err := r.Now(clock)
-	rt := timebase.RealtimeNS()
+	// The interval at the instant REALTIME was read, not a moment apart:
+	// under emulation and load the two reads were 0.8 ms apart, which the
+	// difference midpoint − REALTIME took for the clock's error.
+	o, err := timebase.ReadOffset(timebase.SystemClock.Now, timebase.MonotonicRaw, timebase.Realtime, 3)
+	rt := o.MidNS + o.OffsetNS
+	var iv timeapi.Interval
+	if err == nil {
+		iv, err = r.Past(clock, timeapi.MonotonicRaw, o.MidNS)
+	} else {
+		rt = timebase.RealtimeNS()
+	}
 	if err != nil {
 		err = readErr(path, clock, err)
 		showTimeErr(w, path, clock, asJSON, err)
