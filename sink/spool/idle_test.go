@@ -60,3 +60,38 @@ func TestIdleFlusherSleeps(t *testing.T) {
 	}
 	t.Logf("%d flushes in all", s.flushes.Load())
 }
+
+// TestFsyncJoinsTheFlushes (issue 37): data that comes once every fsync
+// interval, at a phase other than the first point's (an agent started
+// between its sources' seconds), is fsynced by the flushes that write it,
+// not by a wake-up of the flusher's own on the phase of the first fsync:
+// one flush per period, where the fsync's own timer made two.
+func TestFsyncJoinsTheFlushes(t *testing.T) {
+	const flush, fsync, periods = 10 * time.Millisecond, 300 * time.Millisecond, 12
+	s := open(t, Options{Dir: t.TempDir(), FlushInterval: flush, FsyncInterval: fsync})
+	defer s.Close()
+	if err := s.Append(recs(0, 1)); err != nil { // the start, off the data's phase
+		t.Fatal(err)
+	}
+	time.Sleep(fsync / 2)
+	tick := time.NewTicker(fsync)
+	defer tick.Stop()
+	n0, f0 := s.flushes.Load(), s.Stats().Fsyncs
+	for i := range periods {
+		if err := s.Append(recs(1+i, 1)); err != nil {
+			t.Fatal(err)
+		}
+		<-tick.C
+	}
+	time.Sleep(fsync / 2)
+	n, f := s.flushes.Load()-n0, s.Stats().Fsyncs-f0
+	t.Logf("%d flushes, %d fsyncs for %d points a period apart", n, f, periods)
+	// One flush per point, and two more at most while the phases meet
+	// (a late tick on a loaded machine may take a second wake-up once).
+	if n > periods+3 {
+		t.Fatalf("%d flusher wake-ups for %d points, one every %v: the fsync keeps a phase of its own", n, periods, fsync)
+	}
+	if f < periods-2 {
+		t.Fatalf("%d fsyncs for %d points written %v apart", f, periods, fsync)
+	}
+}

@@ -198,7 +198,8 @@ type Spool struct {
 	ackSync    time.Time // when the ack file was last written and fsynced
 	ioClosed   bool
 	lastSync   time.Time
-	dirty      bool // the active segment has data not fsynced
+	dirty      bool      // the active segment has data not fsynced
+	dirtyAt    time.Time // when the active segment's oldest data not fsynced was written
 	dirDirty   bool
 	notify     chan struct{} // closed and replaced when entries are written
 	ackScratch [12]byte
