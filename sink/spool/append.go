@@ -53,6 +53,24 @@ func (s *Spool) signal(full, first bool) {
 	}
 }
 
+// Idle says the producer has nothing more for now (sink.Idler): what is
+// buffered is flushed at once, by the flusher, rather than FlushInterval
+// after its first point, so that the flush goes with the instant the
+// points came instead of waking the process again (issue 37); its fsync,
+// when due, goes with it. Points are then written sooner than
+// FlushInterval, never later. An empty buffer wakes nobody.
+func (s *Spool) Idle() {
+	s.mu.Lock()
+	buffered := s.bufPoints > 0
+	s.mu.Unlock()
+	if buffered {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // arm makes the flusher wake in d, or sooner if it is due sooner.
 func (s *Spool) arm(d time.Duration) {
 	s.tmu.Lock()

@@ -95,3 +95,38 @@ func TestFsyncJoinsTheFlushes(t *testing.T) {
 		t.Fatalf("%d fsyncs for %d points written %v apart", f, periods, fsync)
 	}
 }
+
+// TestIdleProducerFlushesAtOnce (issue 37): a producer gone idle (Idle)
+// has its points written at once, with one wake-up of the flusher and
+// none FlushInterval later for the timer its first point armed; Idle with
+// nothing buffered wakes nobody.
+func TestIdleProducerFlushesAtOnce(t *testing.T) {
+	const flush = 300 * time.Millisecond
+	s := open(t, Options{Dir: t.TempDir(), FlushInterval: flush, FsyncInterval: time.Hour})
+	defer s.Close()
+	s.Idle()
+	if err := s.Append(recs(0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	s.Idle()
+	r := s.NewReader()
+	defer r.Close()
+	var got []string
+	for len(got) < 3 && time.Since(start) < 10*time.Second { // generous: a loaded machine
+		lines, _ := drain(t, r)
+		got = append(got, lines...)
+		time.Sleep(time.Millisecond)
+	}
+	took := time.Since(start)
+	if len(got) != 3 {
+		t.Fatalf("%d of 3 points written", len(got))
+	}
+	time.Sleep(3 * flush)
+	if n := s.flushes.Load(); n != 1 {
+		t.Fatalf("%d flusher wake-ups for one idle batch, want 1 (written after %v)", n, took)
+	}
+	if took >= flush {
+		t.Logf("written only after %v (a loaded machine?)", took)
+	}
+}

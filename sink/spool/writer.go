@@ -128,7 +128,7 @@ func (s *Spool) takeBack(g *segment) error {
 }
 
 // flusher flushes FlushInterval after the buffer receives its first point
-// (at once when it fills), and wakes otherwise only when something written
+// (at once when it fills or its producer goes idle, Idle), and wakes otherwise only when something written
 // is due: an fsync or the ack file's write FsyncInterval after the last,
 // entries a failed write left, retried every FlushInterval. An idle spool
 // sleeps (on a board, every wake-up costs the whole runtime's).
@@ -144,6 +144,13 @@ func (s *Spool) flusher() {
 			s.armed = false
 			s.tmu.Unlock()
 		case <-s.kick:
+			// The flush takes the buffer the timer was armed for: the
+			// flush arms it again for what it leaves due, not a wake-up
+			// with nothing to write.
+			s.tmu.Lock()
+			s.timer.Stop()
+			s.armed = false
+			s.tmu.Unlock()
 		}
 		s.flushes.Add(1)
 		if err := s.Flush(); err != nil {
