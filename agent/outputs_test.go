@@ -117,7 +117,7 @@ func TestBuildingTheAgentStartsNothing(t *testing.T) {
 // out what was queued, the spool writes it then, not FlushInterval later
 // (here an hour).
 func TestAgentFlushesTheSpoolWhenIdle(t *testing.T) {
-	sp, err := spool.Open(spool.Options{Dir: t.TempDir(), FlushInterval: time.Hour, FsyncInterval: time.Hour})
+	sp, err := spool.Open(spool.Options{Dir: t.TempDir(), FlushInterval: time.Hour, FsyncInterval: time.Hour, IdleFlush: true}) // as OpenOutputs opens it
 	if err != nil {
 		t.Fatal(err)
 	}

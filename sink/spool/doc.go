@@ -6,7 +6,9 @@
 // buffer; a background flusher seals the buffer into entries (of at most about
 // FlushBytes each) and writes them at the latest a flush interval (default
 // 100 ms) after the buffer's first point, at once when the producer says it
-// has nothing more for now (Idle: the agent's writer, its queue empty), and
+// has nothing more for now (Idle: the agent's writer, its queue empty; with
+// IdleFlush such a producer's first point arms no timer, and an Append
+// FlushInterval after the first point flushes when it never rests), and
 // fsyncs at most once per fsync interval (default 1 s, to spare flash) or once
 // half of MaxBuffer is written but not fsynced; data written at t is fsynced
 // by t plus the fsync interval. A kill -9 loses what is not yet

@@ -130,3 +130,51 @@ func TestIdleProducerFlushesAtOnce(t *testing.T) {
 		t.Logf("written only after %v (a loaded machine?)", took)
 	}
 }
+
+// TestIdleFlushArmsNoTimer (issue 37): with IdleFlush the first point
+// arms no timer (its producer's Idle flushes it; a timer stopped then
+// still wakes the runtime at its time), and a producer that never rests
+// still has its points written: an Append FlushInterval after the
+// buffer's first point flushes.
+func TestIdleFlushArmsNoTimer(t *testing.T) {
+	const flush = 50 * time.Millisecond
+	s := open(t, Options{Dir: t.TempDir(), FlushInterval: flush, FsyncInterval: time.Hour, IdleFlush: true})
+	defer s.Close()
+	if err := s.Append(recs(0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	s.tmu.Lock()
+	armed := s.armed
+	s.tmu.Unlock()
+	if armed {
+		t.Fatal("the first point armed the flusher's timer; its producer's Idle flushes it")
+	}
+	s.Idle()
+	deadline := time.Now().Add(10 * time.Second) // generous: a loaded machine
+	for s.flushes.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := s.flushes.Load(); n != 1 {
+		t.Fatalf("%d flushes after Idle, want 1", n)
+	}
+	// A producer that never rests: an Append every flush/5 for 10 flush
+	// intervals, and no Idle.
+	n0 := s.flushes.Load()
+	for i := range 50 {
+		if err := s.Append(recs(1+i, 1)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(flush / 5)
+	}
+	time.Sleep(flush)
+	if n := s.flushes.Load() - n0; n < 3 {
+		t.Fatalf("%d flushes in 10 flush intervals of appends without Idle, want about 10", n)
+	}
+	if r := s.NewReader(); r != nil {
+		defer r.Close()
+		lines, _ := drain(t, r)
+		if len(lines) < 40 {
+			t.Fatalf("%d of 51 points written while the producer appended", len(lines))
+		}
+	}
+}

@@ -182,7 +182,7 @@ func (s *Spool) due() (time.Duration, bool) {
 			d, ok = x, true
 		}
 	}
-	if buffered || len(s.frame) > 0 {
+	if (buffered && !s.opts.IdleFlush) || len(s.frame) > 0 { // with IdleFlush, Idle or the next Append brings them
 		at(s.opts.FlushInterval)
 	}
 	if s.dirty || s.dirDirty {
