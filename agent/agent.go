@@ -233,6 +233,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		close(shipped)
 	}
 	done := make(chan struct{})
+	idler, _ := a.out.(sink.Idler)
 	go func() { // the only writer to the sink
 		defer close(done)
 		for {
@@ -241,6 +242,11 @@ func (a *Agent) Run(ctx context.Context) error {
 				return
 			}
 			a.write(recs)
+			// Nothing more queued: the spool writes now, in the sources'
+			// instant, not FlushInterval later in one of its own (issue 37).
+			if n, _ := a.queue.State(); n == 0 && idler != nil {
+				idler.Idle()
+			}
 		}
 	}()
 	wg.Wait()

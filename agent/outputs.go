@@ -21,6 +21,7 @@ func OpenOutputs(cfg *Config) (*Outputs, error) {
 	if cfg.Spool.Enabled {
 		opts := cfg.Spool.Options()
 		opts.DeferFlush = true
+		opts.IdleFlush = true // Run's writer tells it when its queue is empty
 		oc.Spool = &opts
 		if cfg.Influx.Enabled {
 			var err error

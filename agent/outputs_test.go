@@ -2,6 +2,8 @@ package agent
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -9,6 +11,8 @@ import (
 	"time"
 
 	"github.com/monagent/monagent/record"
+	"github.com/monagent/monagent/sink"
+	"github.com/monagent/monagent/sink/spool"
 )
 
 // Issue 10 item 18: the run summary names InfluxDB only when it is configured;
@@ -107,4 +111,37 @@ func TestBuildingTheAgentStartsNothing(t *testing.T) {
 	// 200 ms and until something reached the spool (it was: within 200 ms).
 	runAgentUntil(t, a, 200*time.Millisecond, "a record in the spool", func() bool { return a.Outputs().Spool.Stats().Appended > 0 })
 	noneStartedHere(t, before, 2*time.Second, "outliving Run")
+}
+
+// TestAgentFlushesTheSpoolWhenIdle (issue 37): once the writer has handed
+// out what was queued, the spool writes it then, not FlushInterval later
+// (here an hour).
+func TestAgentFlushesTheSpoolWhenIdle(t *testing.T) {
+	sp, err := spool.Open(spool.Options{Dir: t.TempDir(), FlushInterval: time.Hour, FsyncInterval: time.Hour, IdleFlush: true}) // as OpenOutputs opens it
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Default()
+	cfg.SelfMetrics.Enabled = false
+	a := newWithSources(cfg, quietLog(), sink.NewFanout(sp), &countingSource{name: "a", mode: "ok"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- a.Run(ctx) }()
+	r := sp.NewReader()
+	defer r.Close()
+	wait, stop := context.WithTimeout(ctx, 10*time.Second) // generous: a loaded machine
+	e, err := r.Next(wait)
+	stop()
+	got := e.Points
+	cancel()
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal(err)
+	}
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	if got == 0 {
+		t.Fatal("nothing written to the spool while the agent ran: it waited for flush_interval")
+	}
 }

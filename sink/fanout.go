@@ -37,6 +37,14 @@ func (f *Fanout) Write(recs []record.Record) error {
 	return errors.Join(errs...)
 }
 
+// Idle implements Idler: the durable sink is told, if it is one. The
+// optional outputs write each batch as it comes.
+func (f *Fanout) Idle() {
+	if d, ok := f.durable.(Idler); ok {
+		d.Idle()
+	}
+}
+
 // Close implements Sink: the optional outputs get their grace (CloseGrace)
 // together, then the durable sink closes (the spool writes and fsyncs what
 // it holds).

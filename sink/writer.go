@@ -18,6 +18,14 @@ type Sink interface {
 	Close() error
 }
 
+// Idler is a sink told when its writer has nothing more for now (its
+// queue is empty): a sink that holds records back to write them together
+// (the spool, FlushInterval after the first) writes them then, in the
+// instant the records came, rather than waking again for them later.
+type Idler interface {
+	Idle()
+}
+
 // OpenFile returns a queued sink (see Queued) appending line protocol to
 // path, creating it and its directory, with at most maxBytes waiting. A
 // regular file is tried at once, so that a bad path fails here; the sink's

@@ -32,24 +32,63 @@ func (s *Spool) Append(recs []record.Record) error {
 	s.bufPoints += len(recs) - rejected
 	s.appended.Add(uint64(len(recs) - rejected))
 	s.rejected.Add(uint64(rejected))
-	full := len(s.buf) >= s.opts.FlushBytes
-	first := was == 0 && s.bufPoints > 0
+	now, arm := s.flushWhen(was)
 	s.mu.Unlock()
-	s.signal(full, first)
+	s.signal(now, arm)
 	return err
 }
 
-// signal tells the flusher that the buffer is full (flush now), or arms
-// its timer when the buffer has just received its first point (flush
-// within FlushInterval): from here, so that an append wakes no goroutine.
-func (s *Spool) signal(full, first bool) {
-	if full {
+// flushWhen says what the points just appended to a buffer that held was
+// points ask of the flusher (s.mu held): a flush now when the buffer is
+// full or, with IdleFlush, its first point is FlushInterval old; its timer
+// when the buffer has just received its first point (not with IdleFlush:
+// the producer's Idle flushes it).
+func (s *Spool) flushWhen(was int) (now, arm bool) {
+	if len(s.buf) >= s.opts.FlushBytes {
+		return true, false
+	}
+	if s.bufPoints == 0 {
+		return false, false
+	}
+	if !s.opts.IdleFlush {
+		return false, was == 0
+	}
+	t := time.Now()
+	if was == 0 {
+		s.firstAt = t
+		return false, false
+	}
+	return t.Sub(s.firstAt) >= s.opts.FlushInterval, false
+}
+
+// signal tells the flusher to flush now, or arms its timer for
+// FlushInterval: from here, so that an append wakes no goroutine.
+func (s *Spool) signal(now, arm bool) {
+	if now {
 		select {
 		case s.kick <- struct{}{}:
 		default:
 		}
-	} else if first {
+	} else if arm {
 		s.arm(s.opts.FlushInterval)
+	}
+}
+
+// Idle says the producer has nothing more for now (sink.Idler): what is
+// buffered is flushed at once, by the flusher, rather than FlushInterval
+// after its first point, so that the flush goes with the instant the
+// points came instead of waking the process again (issue 37); its fsync,
+// when due, goes with it. Points are then written sooner than
+// FlushInterval, never later. An empty buffer wakes nobody.
+func (s *Spool) Idle() {
+	s.mu.Lock()
+	buffered := s.bufPoints > 0
+	s.mu.Unlock()
+	if buffered {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -107,11 +146,12 @@ func (s *Spool) AppendLines(b []byte) (int, error) {
 		s.mu.Unlock()
 		return 0, ErrBufferFull
 	}
-	first := s.bufPoints == 0 && n > 0
+	was := s.bufPoints
 	s.bufPoints += n
 	s.appended.Add(uint64(n))
+	now, arm := s.flushWhen(was)
 	s.mu.Unlock()
-	s.signal(false, first)
+	s.signal(now, arm)
 	return n, nil
 }
 

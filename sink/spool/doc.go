@@ -4,9 +4,14 @@
 //
 // Producers never wait on the disk or the network: Append encodes into a memory
 // buffer; a background flusher seals the buffer into entries (of at most about
-// FlushBytes each) and writes them every flush interval (default 100 ms), and
+// FlushBytes each) and writes them at the latest a flush interval (default
+// 100 ms) after the buffer's first point, at once when the producer says it
+// has nothing more for now (Idle: the agent's writer, its queue empty; with
+// IdleFlush such a producer's first point arms no timer, and an Append
+// FlushInterval after the first point flushes when it never rests), and
 // fsyncs at most once per fsync interval (default 1 s, to spare flash) or once
-// half of MaxBuffer is written but not fsynced. A kill -9 loses what is not yet
+// half of MaxBuffer is written but not fsynced; data written at t is fsynced
+// by t plus the fsync interval. A kill -9 loses what is not yet
 // written: the last flush interval, and on a slow disk what arrived during the
 // flush's fsyncs too; a power cut what is not yet fsynced: the last fsync
 // interval, plus the flush interval and the time the fsyncs take.

@@ -28,6 +28,13 @@ type Options struct {
 	// DeferFlush leaves the background flush to Start (an agent starts it
 	// when it runs, so that opening starts nothing); Open starts it otherwise.
 	DeferFlush bool
+	// IdleFlush is for a producer that calls Idle whenever it stops
+	// appending (the agent's writer, its queue empty): the buffer's first
+	// point arms no timer, whose wake-up FlushInterval later Idle would
+	// make for nothing (the runtime wakes for a stopped timer too); the
+	// buffer is written at Idle, or at an Append FlushInterval after its
+	// first point when the producer never rests.
+	IdleFlush bool
 }
 
 func (o *Options) defaults() {
@@ -179,9 +186,10 @@ type Spool struct {
 
 	// Disk side: files, sequence numbers, readers.
 	io         sync.Mutex
-	spare      []byte // the other half of the double buffer
-	flight     int    // points the flush under way took from the buffer and has neither written nor sealed
-	frame      []byte // sealed entries not yet written
+	spare      []byte    // the other half of the double buffer
+	flight     int       // points the flush under way took from the buffer and has neither written nor sealed
+	firstAt    time.Time // when the buffer received its first point (IdleFlush)
+	frame      []byte    // sealed entries not yet written
 	framePts   int
 	gzbuf      bytes.Buffer
 	gz         *gzip.Writer
@@ -198,7 +206,8 @@ type Spool struct {
 	ackSync    time.Time // when the ack file was last written and fsynced
 	ioClosed   bool
 	lastSync   time.Time
-	dirty      bool // the active segment has data not fsynced
+	dirty      bool      // the active segment has data not fsynced
+	dirtyAt    time.Time // when the active segment's oldest data not fsynced was written
 	dirDirty   bool
 	notify     chan struct{} // closed and replaced when entries are written
 	ackScratch [12]byte

@@ -128,7 +128,7 @@ func (s *Spool) takeBack(g *segment) error {
 }
 
 // flusher flushes FlushInterval after the buffer receives its first point
-// (at once when it fills), and wakes otherwise only when something written
+// (at once when it fills or its producer goes idle, Idle), and wakes otherwise only when something written
 // is due: an fsync or the ack file's write FsyncInterval after the last,
 // entries a failed write left, retried every FlushInterval. An idle spool
 // sleeps (on a board, every wake-up costs the whole runtime's).
@@ -144,6 +144,13 @@ func (s *Spool) flusher() {
 			s.armed = false
 			s.tmu.Unlock()
 		case <-s.kick:
+			// The flush takes the buffer the timer was armed for: the
+			// flush arms it again for what it leaves due, not a wake-up
+			// with nothing to write.
+			s.tmu.Lock()
+			s.timer.Stop()
+			s.armed = false
+			s.tmu.Unlock()
 		}
 		s.flushes.Add(1)
 		if err := s.Flush(); err != nil {
@@ -175,11 +182,11 @@ func (s *Spool) due() (time.Duration, bool) {
 			d, ok = x, true
 		}
 	}
-	if buffered || len(s.frame) > 0 {
+	if (buffered && !s.opts.IdleFlush) || len(s.frame) > 0 { // with IdleFlush, Idle or the next Append brings them
 		at(s.opts.FlushInterval)
 	}
 	if s.dirty || s.dirDirty {
-		at(s.opts.FsyncInterval - time.Since(s.lastSync))
+		at(s.opts.FsyncInterval - s.syncAge())
 	}
 	if s.ackDirty {
 		at(s.opts.FsyncInterval - time.Since(s.ackSync))
@@ -225,6 +232,9 @@ func (s *Spool) flush(forceSync bool) error {
 		// entries go to a new one, not behind the damage.
 		err = s.closeActive(true)
 	}
+	// What waited for its fsync since before this flush and is due goes
+	// with it (syncAge moves to this flush's write).
+	aged := (s.dirty || s.dirDirty) && s.syncAge() >= s.opts.FsyncInterval-s.syncSlack()
 	// Swap the producer's buffer for the spare half. The half taken still
 	// counts against MaxBuffer until it is fsynced: while it is written and
 	// fsynced (which a slow card makes last), Append fills the other half
@@ -258,7 +268,7 @@ func (s *Spool) flush(forceSync bool) error {
 	}
 	// Data is now written (not yet fsynced) or sealed in the frame.
 	s.unwritten.Store(s.unsafe())
-	if (s.dirty || s.dirDirty) && (forceSync || time.Since(s.lastSync) >= s.opts.FsyncInterval-s.syncSlack() || s.unsynced() >= int64(s.opts.MaxBuffer/2)) {
+	if (s.dirty || s.dirDirty) && (forceSync || aged || time.Since(s.lastSync) >= s.opts.FsyncInterval-s.syncSlack() || s.unsynced() >= int64(s.opts.MaxBuffer/2)) {
 		err = errors.Join(err, s.syncLocked())
 	}
 	if s.ackDirty && (forceSync || time.Since(s.ackSync) >= s.opts.FsyncInterval-s.syncSlack()) {
@@ -266,6 +276,21 @@ func (s *Spool) flush(forceSync bool) error {
 	}
 	s.unwritten.Store(s.unsafe())
 	return err
+}
+
+// syncAge is how long what is not fsynced has waited: since its first
+// write when only the active segment's data waits, so that data's fsync
+// falls on the phase of the flushes that write it (a flush a second later
+// takes it) rather than on the phase of the last fsync, which an fsync of
+// its own keeps apart from the flushes for good (issue 37: an agent that
+// started between its sources' seconds woke a third time a second for it).
+// Data written at t is fsynced by t + FsyncInterval either way. Since the
+// last fsync when the directory changed too.
+func (s *Spool) syncAge() time.Duration {
+	if s.dirty && !s.dirDirty {
+		return time.Since(s.dirtyAt)
+	}
+	return time.Since(s.lastSync)
 }
 
 // syncSlack is how much before FsyncInterval a flush may fsync: data that
@@ -503,6 +528,9 @@ func (s *Spool) wrote(points, n int) error {
 	g.last += uint64(points) // a segment's entries run on without a gap
 	g.points += uint64(points)
 	g.size += int64(n)
+	if !s.dirty {
+		s.dirtyAt = time.Now()
+	}
 	s.dirty = true
 	s.diskFailing.Store(false)
 	close(s.notify)
