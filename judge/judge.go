@@ -159,6 +159,20 @@ func (c *Clock) State() (State, int64) { return c.state, c.since }
 // Last is the latest sample and whether there is one.
 func (c *Clock) Last() (Sample, bool) { return c.last, c.hasLast }
 
+// Offset is the offset the clock's bound stands on: the last sample's, but
+// while the bound is a prediction (HOLDOVER, or FREERUN from one) the last
+// good sample's, which it is predicted from. A sample that could not
+// confirm the clock (over the threshold, unsynchronised) is in its
+// source's records; shown with the predicted bound it made a view whose
+// |offset| passed its bound (37 ms against 4.8 ms: a delayed exchange under
+// emulation), which no reader can take as an interval.
+func (c *Clock) Offset() int64 {
+	if c.predicting {
+		return c.anchor.OffsetNS
+	}
+	return c.last.OffsetNS
+}
+
 // Outlier says the clock is FREERUN only for what its reference says of
 // it, at steady time mono: its latest sample is synchronised, fresh (at
 // most StaleNS old), not a holdover's prediction, and its own uncertainty
@@ -319,7 +333,7 @@ func (c *Clock) Advance(now Instant) (Transition, bool) {
 			end, reason = p, ReasonPredicted
 		}
 		if now.MonoNS >= end {
-			return c.to(Freerun, end+c.off, end, reason, c.last.OffsetNS, c.Bound(end)), true
+			return c.to(Freerun, end+c.off, end, reason, c.Offset(), c.Bound(end)), true
 		}
 	}
 	return Transition{}, false
@@ -353,9 +367,9 @@ func (c *Clock) lose(real, mono int64, reason Reason) (Transition, bool) {
 	c.lostAt, c.predicting = mono, true
 	b := grow(c.anchor.BoundNS, c.freqPPB, mono-c.anchor.MonoNS)
 	if b > c.cfg.ThresholdNS {
-		return c.to(Freerun, real, mono, ReasonPredicted, c.last.OffsetNS, b), true
+		return c.to(Freerun, real, mono, ReasonPredicted, c.Offset(), b), true
 	}
-	return c.to(Holdover, real, mono, reason, c.last.OffsetNS, b), true
+	return c.to(Holdover, real, mono, reason, c.Offset(), b), true
 }
 
 // crossing is the steady time the predicted bound passes the threshold.

@@ -343,3 +343,27 @@ func TestDueIsWhenAdvanceTransitions(t *testing.T) {
 		t.Fatalf("a %v clock is due", k.state)
 	}
 }
+
+// TestHoldoverStandsOnTheLastGoodSample: a sample over the threshold that
+// cannot show the clock bad (a delayed exchange: offset 37 ms, bound
+// 77 ms, against 20 ms) sends LOCKED to HOLDOVER with the bound predicted
+// from the last good sample; the offset shown with it, in the transition
+// and the view, is that sample's too, so |offset| ≤ bound. Before, the
+// view paired the delayed sample's 37 ms with the predicted 3 ms bound.
+func TestHoldoverStandsOnTheLastGoodSample(t *testing.T) {
+	var set Set
+	j, err := set.Add("system", "ntp:x", Config{ThresholdNS: 20e6, HoldoverNS: 60 * s, MinSamples: 1, MinDriftPPB: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Observe(Sample{TimeNS: 1 * s, MonoNS: 1 * s, Synced: true, OffsetNS: -2_970_000, BoundNS: 3_020_000, FreqErrPPB: -1})
+	ch := j.Observe(Sample{TimeNS: 2 * s, MonoNS: 2 * s, Synced: true, OffsetNS: 37_000_000, BoundNS: 77_000_000, FreqErrPPB: -1})
+	tr := ch.All()
+	if len(tr) != 1 || tr[0].To != Holdover || tr[0].OffsetNS != -2_970_000 || tr[0].BoundNS < Abs(tr[0].OffsetNS) {
+		t.Fatalf("transitions %+v: want HOLDOVER at the last good offset, its bound at least |offset|", tr)
+	}
+	v := j.ViewAt(Instant{RealNS: 3 * s, MonoNS: 3 * s})
+	if v.State != Holdover || v.OffsetNS != -2_970_000 || v.BoundNS < Abs(v.OffsetNS) || v.LastSampleNS != 2*s {
+		t.Fatalf("view %+v: want HOLDOVER at the last good offset, bound ≥ |offset|, the last sample's time", v)
+	}
+}

@@ -97,7 +97,7 @@ func (j *Judged) ViewAt(now Instant) View {
 	st, since := j.c.State()
 	v := View{Clock: j.clock, Source: j.source, State: st, SinceNS: since, BoundNS: j.c.Bound(now.MonoNS), Changes: j.changes, Missed: j.c.MissedCount()}
 	if s, ok := j.c.Last(); ok {
-		v.OffsetNS, v.LastSampleNS = s.OffsetNS, s.TimeNS
+		v.OffsetNS, v.LastSampleNS = j.c.Offset(), s.TimeNS
 	}
 	v.Outlier = j.c.Outlier(now.MonoNS)
 	return v

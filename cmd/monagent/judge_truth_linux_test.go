@@ -275,7 +275,11 @@ wait:
 		if float64(bound) >= math.Abs(truth)+u {
 			csCovered++
 		}
-		if b, ok := bySample[last]; ok {
+		// LOCKED, the bound is its sample's; in HOLDOVER (and a FREERUN
+		// that ended one) it is predicted from the last good sample, where
+		// a sample that could not confirm the clock (a delayed exchange
+		// under emulation: 37 ms ± 40 ms against 20 ms) left it.
+		if b, ok := bySample[last]; ok && r.fields["state"] == `"LOCKED"` {
 			csMatched++
 			if b != bound {
 				t.Errorf("clock_state at %d: bound %d ns, its sample's (at %d) is %d ns", r.time, bound, last, b)
@@ -285,7 +289,7 @@ wait:
 	if csJudged == 0 || float64(csCovered) < 0.99*float64(csJudged) {
 		t.Errorf("clock_state: the bound covers the true offset in %d of %d records, want ≥ 99 %%", csCovered, csJudged)
 	}
-	t.Logf("clock_state: %d records after the first sample, bound ≥ |truth| in %d; %d carry a sample of ntp_probe and agree with its bound", csJudged, csCovered, csMatched)
+	t.Logf("clock_state: %d records after the first sample, bound ≥ |truth| in %d; %d LOCKED carry a sample of ntp_probe and agree with its bound", csJudged, csCovered, csMatched)
 
 	// The judged state.
 	var trans []string
