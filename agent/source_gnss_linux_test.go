@@ -143,8 +143,11 @@ func TestGNSSJudgedOnPPSWithA3DFix(t *testing.T) {
 	if len(states) != 2 || states[0] != "LOCKED" || states[1] == "LOCKED" {
 		t.Fatalf("transitions %v, want LOCKED, then out of it after the 2D fix", states)
 	}
-	if v := s.devices["/dev/ttyS0"].judged.Judged().View(sec + 6e9 + 1_000); v.OffsetNS != 1_000 || v.State == judge.Locked || v.LastSampleNS != sec+6e9+1_000 {
-		t.Errorf("after the 2D fix: %+v; want the last edge's offset 1000 ns, out of LOCKED", v)
+	// Out of LOCKED, the bound is predicted from the last edge with a 3D
+	// fix, and the offset shown is that edge's (2000 ns): the 2D edge
+	// (1000 ns) is its last sample, in its records.
+	if v := s.devices["/dev/ttyS0"].judged.Judged().View(sec + 6e9 + 1_000); v.OffsetNS != 2_000 || v.State == judge.Locked || v.LastSampleNS != sec+6e9+1_000 {
+		t.Errorf("after the 2D fix: %+v; want the last 3D edge's offset 2000 ns, out of LOCKED, the 2D edge's time", v)
 	}
 	self := record.Record{Fields: s.Self()}
 	if n, _ := fieldInt(self, "garbage_lines"); n != 1 {

@@ -543,30 +543,6 @@ func (s *Spool) wrote(points, n int) error {
 	return err
 }
 
-// enforceCap drops whole oldest segments while the spool is over MaxBytes,
-// counting the points in them that were neither acknowledged nor handed to the
-// shipper. A segment holding points in flight (handed out, not acknowledged)
-// is remembered in s.gone: the shipper still holds them and normally
-// acknowledges them, but if it re-opens its reader or the spool closes first
-// they are gone, and are counted then (forgetInFlight).
-func (s *Spool) enforceCap() {
-	var total int64
-	for _, seg := range s.segs {
-		total += seg.size
-	}
-	for total > s.opts.MaxBytes && len(s.segs) > 1 {
-		g := s.segs[0]
-		s.droppedCap.Add(g.count(max(s.acked, s.delivered)+1, g.end()))
-		if g.inFlightEnd = min(s.delivered, g.end()); g.count(s.acked+1, g.inFlightEnd) > 0 {
-			s.gone = append(s.gone, g)
-		}
-		os.Remove(g.path)
-		s.dirDirty = true
-		total -= g.size
-		s.segs = s.segs[1:]
-	}
-}
-
 // syncFile fsyncs f (a segment, the ack file or the directory): every fsync
 // of the spool goes through it, and through s.fsync when a test sets it. The
 // caller holds s.disk and s.io; io is let go while the fsync runs (a slow
