@@ -148,7 +148,7 @@ type Judgement struct {
 	verdict   vote.Verdict
 }
 
-// countLost makes lost (the source's loss counters) part of what the
+// CountLost makes lost (the source's loss counters) part of what the
 // judged clock shows as events_lost.
 func (m *Judgement) CountLost(lost func() uint64) {
 	if m != nil {
@@ -166,14 +166,14 @@ func (m *Judgement) eventsLost(v judge.View) uint64 {
 	return n
 }
 
-// add judges the clock a source measures; nil when cfg is off. stale is how
+// Add judges the clock a source measures; nil when cfg is off. stale is how
 // long the source may go without a sample before its reference counts as
 // lost (its interval and timeout, with a margin).
 func (g *Judges) Add(clock, source string, cfg Config, stale time.Duration) (*Judgement, error) {
 	return g.AddVoting(clock, VoteClock(clock, source), source, cfg, stale)
 }
 
-// addVoting is add with the clock whose vote the judged clock is in named
+// AddVoting is Add with the clock whose vote the judged clock is in named
 // (VoteClock's rule has an exception: a ptp4l with software timestamping
 // disciplines the system clock, and votes there).
 func (g *Judges) AddVoting(clock, voting, source string, cfg Config, stale time.Duration) (*Judgement, error) {
@@ -198,7 +198,7 @@ type Adder interface {
 	Add(measurement string, timeNS int64, tags []record.Tag, fields ...record.Field)
 }
 
-// observe judges a sample and votes across the references of its clock;
+// Observe judges a sample and votes across the references of its clock;
 // its transitions and verdicts go into b.
 func (m *Judgement) Observe(b Adder, s judge.Sample) {
 	if m != nil {
@@ -211,7 +211,7 @@ func (m *Judgement) Observe(b Adder, s judge.Sample) {
 	}
 }
 
-// missed says the sample due by deadline (REALTIME ns, placed on the
+// Missed says the sample due by deadline (REALTIME ns, placed on the
 // judge's steady timeline) did not come.
 func (m *Judgement) Missed(b Adder, deadline int64) {
 	if m != nil {
@@ -270,7 +270,7 @@ func (g *Judges) transition(m *Judgement, tr judge.Transition, t int64) {
 	g.notify.Send(status.StateChangeEvent(g.host, g.seq.Add(1), m.j.Clock(), m.j.Source(), tr, t))
 }
 
-// advance judges the passing of time up to now for every judged clock: a
+// Advance judges the passing of time up to now for every judged clock: a
 // holdover that ended, a source gone quiet, each dated when it happened,
 // all measured on the steady clock; then each clock's references vote. A step of REALTIME the timeline saw
 // since the last call is logged, and recorded (clock_step, ref=monotonic)
@@ -305,7 +305,7 @@ func (g *Judges) Advance(b *collect.Batch, now judge.Instant) {
 // monotonic clock it measures durations on.
 var stepTags = []record.Tag{{Key: "clock", Value: "realtime"}, {Key: "ref", Value: "monotonic"}}
 
-// records adds every judged clock's clock_state at now, and the webhooks'
+// Records adds every judged clock's clock_state at now, and the webhooks'
 // counters.
 func (g *Judges) Records(b *collect.Batch, now int64) {
 	for _, m := range g.judged() {
@@ -323,7 +323,7 @@ func (g *Judges) Records(b *collect.Batch, now int64) {
 	}
 }
 
-// find is the judged clock of source, or nil.
+// Find is the judged clock of source, or nil.
 func (g *Judges) Find(source string) *judge.Judged {
 	for _, m := range g.judged() {
 		if m.j.Source() == source {
@@ -339,7 +339,7 @@ func (g *Judges) judged() []*Judgement {
 	return g.list
 }
 
-// status is the /status document at now: every judged clock, with what
+// Status is the /status document at now: every judged clock, with what
 // it did not get (events_lost) and its verdict in the latest vote of its
 // clock's references, and each clock's combined answer.
 func (g *Judges) Status(now int64) status.Doc {
@@ -365,7 +365,7 @@ func (g *Judges) Status(now int64) status.Doc {
 	return status.Doc{Host: g.host, TimeNS: now, Clocks: clocks, Reference: g.reference, Combined: combined}
 }
 
-// serve runs what the judged clocks are shown and sent through until ctx
+// Serve runs what the judged clocks are shown and sent through until ctx
 // ends: the HTTP endpoint (srv, nil when off), the webhooks, and a tick that
 // judges the passing of time, whose transitions go to enqueue.
 func (g *Judges) Serve(ctx context.Context, srv *status.Server, host string, enqueue func([]record.Record)) {
