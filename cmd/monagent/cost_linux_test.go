@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"net"
@@ -22,8 +23,10 @@ import (
 // -x serving across a veth pair), side by side in one run with a chronyd
 // client of the same server at the same rate and Debian's
 // prometheus-node-exporter with its default collectors, scraped every 15 s
-// as Prometheus would: CPU time and wake-ups per second of each over the
-// same window, after a warm-up. It logs the figures for
+// as Prometheus would, and internal/costfloor, the least a Go program does
+// for the same work (MONAGENT_COST_FLOOR_STEPS leaves parts of it out):
+// CPU time and wake-ups per second of each over the same window, after a
+// warm-up. It logs the figures for
 // docs/performance.md and asserts nothing about them (a shared machine's
 // load moves them); it asserts that the agent measured and wrote
 // throughout. It takes the window plus half a minute, so it runs only when
@@ -77,7 +80,18 @@ func TestCostBesideNodeExporter(t *testing.T) {
 	nodeExp := cli.Command(ne, "--web.listen-address=127.0.0.1:9100")
 	var neLog bytes.Buffer
 	nodeExp.Stderr = &neLog
-	for _, c := range []*exec.Cmd{agent, nodeExp} {
+	// The floor: the least a Go program does for the agent's work (see
+	// internal/costfloor), beside it in the same window.
+	floorSteps := cmp.Or(os.Getenv("MONAGENT_COST_FLOOR_STEPS"), "clocks,ntp,stdout,fsync")
+	floorBin := filepath.Join(dir, "costfloor")
+	var floorLog bytes.Buffer
+	if b, err := exec.Command("go", "build", "-o", floorBin, "../../internal/costfloor").CombinedOutput(); err != nil {
+		t.Fatalf("building internal/costfloor: %v\n%s", err, b)
+	}
+	floor := cli.Command(floorBin, "-server", srv.Addr.String()+":123", "-file", filepath.Join(dir, "floor.dat"), "-steps", floorSteps)
+	floor.Stderr = &floorLog
+	floor.Stdout = io.Discard
+	for _, c := range []*exec.Cmd{agent, nodeExp, floor} {
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +102,7 @@ func TestCostBesideNodeExporter(t *testing.T) {
 	}
 	defer func() {
 		if t.Failed() {
-			t.Logf("agent log:\n%s\nnode_exporter log:\n%s", agentLog.String(), neLog.String())
+			t.Logf("agent log:\n%s\nnode_exporter log:\n%s\ncostfloor log:\n%s", agentLog.String(), neLog.String(), floorLog.String())
 		}
 	}()
 	scrape := func() int {
@@ -122,9 +136,9 @@ func TestCostBesideNodeExporter(t *testing.T) {
 	procs := []struct {
 		name string
 		pid  int
-	}{{"monagent run", agent.Process.Pid}, {"chronyd client", chronyPid}, {"node_exporter", nodeExp.Process.Pid}}
+	}{{"monagent run", agent.Process.Pid}, {"chronyd client", chronyPid}, {"node_exporter", nodeExp.Process.Pid}, {"costfloor", floor.Process.Pid}}
 	load0, _ := os.ReadFile("/proc/loadavg")
-	var before, after [3]taskCost
+	var before, after [4]taskCost
 	for i, p := range procs {
 		before[i] = costOf(t, p.pid)
 	}
@@ -161,6 +175,8 @@ func TestCostBesideNodeExporter(t *testing.T) {
 			float64(after[i].slices-before[i].slices)/elapsed.Seconds(), float64(after[i].voluntary-before[i].voluntary)/elapsed.Seconds(), after[i].threads)
 	}
 	neCPU := float64(after[2].runNS-before[2].runNS) / 1e6
+	floorCPU := float64(after[3].runNS-before[3].runNS) / 1e6
+	fmt.Fprintf(&b, "costfloor (%s) / node_exporter CPU: %.2f; monagent / costfloor: %.2f\n", floorSteps, floorCPU/neCPU, agentCPU/floorCPU)
 	fmt.Fprintf(&b, "monagent / node_exporter CPU: %.2f; monagent wrote %d bytes of records to stdout in the window (%d ntp lines in all)", agentCPU/neCPU, outBytes, ntpLines)
 	t.Log("\n" + b.String())
 	if outBytes == 0 || agentCPU <= 0 {
