@@ -2,7 +2,9 @@
 // agent does each second with configs/local.yaml plus one NTP server (issue
 // 37's cost test): on each second of CLOCK_MONOTONIC, read four clocks
 // against MONOTONIC_RAW and the kernel's timex, make one NTP exchange over
-// UDP (Go's netpoller, user-space stamps), write one line to stdout, append
+// UDP (user-space stamps; waiting in Go's netpoller, or with -steps
+// ntpblock in a blocking read as the agent's sockts does), write one line
+// to stdout, append
 // a record to a file and fsync it. One goroutine, no hand-offs, no
 // encoding, no judging: what is left is what Go's runtime and the kernel
 // charge for waking a process to do that I/O once a second.
@@ -19,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -29,7 +32,7 @@ import (
 func main() {
 	server := flag.String("server", "", "NTP server, host:port")
 	file := flag.String("file", "", "file to append a record to and fsync, each second")
-	steps := flag.String("steps", "clocks,ntp,stdout,fsync", "what to do each second: clocks, ntp, stdout, fsync")
+	steps := flag.String("steps", "clocks,ntp,stdout,fsync", "what to do each second: clocks, ntp (through Go's netpoller) or ntpblock (a blocking read), stdout, fsync")
 	flag.Parse()
 	has := func(s string) bool { return strings.Contains(*steps, s) }
 	if err := run(*server, *file, has); err != nil {
@@ -40,7 +43,13 @@ func main() {
 
 func run(server, file string, has func(string) bool) error {
 	var c net.Conn
-	if has("ntp") {
+	fd := -1
+	if has("ntpblock") {
+		var err error
+		if fd, err = blockingUDP(server); err != nil {
+			return err
+		}
+	} else if has("ntp") {
 		var err error
 		if c, err = net.Dial("udp", server); err != nil {
 			return err
@@ -77,6 +86,16 @@ func run(server, file string, has func(string) bool) error {
 			unix.Adjtimex(&tx)
 		}
 		var rtt int64
+		if fd >= 0 {
+			req[0] = 0x23
+			binary.BigEndian.PutUint64(req[40:], uint64(time.Now().UnixNano()))
+			t1 := time.Now()
+			if _, err := unix.Write(fd, req); err == nil {
+				if _, err := unix.Read(fd, resp); err == nil {
+					rtt = time.Since(t1).Nanoseconds()
+				}
+			}
+		}
 		if c != nil {
 			req[0] = 0x23 // version 4, client
 			binary.BigEndian.PutUint64(req[40:], uint64(time.Now().UnixNano()))
@@ -98,4 +117,25 @@ func run(server, file string, has func(string) bool) error {
 			f.Sync()
 		}
 	}
+}
+
+// blockingUDP is a UDP socket connected to server whose reads block in the
+// kernel (SO_RCVTIMEO 500 ms), outside Go's netpoller.
+func blockingUDP(server string) (int, error) {
+	ap, err := netip.ParseAddrPort(server)
+	if err != nil {
+		return -1, err
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	tv := unix.Timeval{Usec: 500_000}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return -1, err
+	}
+	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}); err != nil {
+		return -1, fmt.Errorf("connect %s: %w", server, err)
+	}
+	return fd, nil
 }
