@@ -59,6 +59,7 @@ type L2Config struct {
 	Domain    uint8
 	TxWait    time.Duration
 	Hardware  bool // as UDPConfig.Hardware
+	NoWarmUp  bool // as UDPConfig.NoWarmUp
 }
 
 // ErrNoRawSocket is returned when the process may not open raw sockets.

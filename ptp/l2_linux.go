@@ -66,6 +66,20 @@ func ListenL2(cfg L2Config) (*Probe, error) {
 		p.Close()
 		return nil, fmt.Errorf("ptp probe: timestamps on %s: %w", cfg.Interface, err)
 	}
+	if !cfg.NoWarmUp && !cfg.Hardware {
+		// A raw socket's frame would leave on the link: the warm-up datagram
+		// goes from a UDP socket of its own to the host's loopback, which
+		// warms the stack's send path that the frame shares from
+		// dev_queue_xmit on.
+		wfd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("ptp probe: warm-up socket: %w", err)
+		}
+		p.closers = append(p.closers, func() error { return unix.Close(wfd) })
+		to := &unix.SockaddrInet4{Port: int(loopbackDiscard.Port()), Addr: loopbackDiscard.Addr().As4()}
+		p.warm = func() { _ = unix.Sendto(wfd, warmDatagram[:], 0, to) }
+	}
 	src := ifi.HardwareAddr
 	p.send = func(b []byte) (sockts.Timestamp, error) {
 		f, err := l2Frame(src, b)

@@ -79,6 +79,11 @@ func ListenUDP(cfg UDPConfig) (*Probe, error) {
 		p.Close()
 		return nil, fmt.Errorf("ptp probe: %w", err)
 	}
+	if !cfg.NoWarmUp && !cfg.Hardware {
+		// From the Delay_Req's own socket: the warmest path (the NTP probe's
+		// measurements, docs/performance.md).
+		p.warm = func() { _, _ = tx.WriteTo(warmDatagram[:], loopbackDiscard) }
+	}
 	p.send = func(b []byte) (sockts.Timestamp, error) {
 		ts, err := tx.WriteTo(b, dst)
 		if err == nil {
@@ -147,6 +152,13 @@ func (p *Probe) stamp(ts sockts.Timestamp) (int64, bool) {
 // are general messages, the ones before event messages.
 func isGeneral(b []byte) bool { return len(b) > 0 && b[0]&0x0f >= 8 }
 
+// loopbackDiscard is where a warm-up datagram goes (Probe.warm): the
+// host's own discard port, so nothing leaves the host.
+var loopbackDiscard = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 9)
+
+// warmDatagram is the warm-up datagram's payload.
+var warmDatagram [1]byte
+
 // msgBuffers is how many messages may wait between the readers and the
 // Slave; they are reused, so a message costs no allocation.
 const msgBuffers = 16
@@ -197,6 +209,9 @@ func (p *Probe) Run(ctx context.Context, emit func(*Exchange)) error {
 			b, err := p.Slave.DelayReq(req, time.Now())
 			if err != nil {
 				continue
+			}
+			if p.warm != nil {
+				p.warm()
 			}
 			tx, err := p.send(b)
 			if err != nil {
