@@ -2,10 +2,8 @@ package ntp
 
 import (
 	"context"
-	"errors"
 	"net/netip"
 	"testing"
-	"time"
 
 	"github.com/monagent/monagent/internal/testbed"
 	"github.com/monagent/monagent/sockts"
@@ -17,18 +15,15 @@ import (
 func TestWarmUpPrecedesEachRequest(t *testing.T) {
 	srv, cli := testbed.NewLink(t)
 	testbed.StartChronyd(t, srv, testbed.ChronydServerConf)
-	var conn, discard *sockts.Conn
+	var conn *sockts.Conn
 	if err := cli.Do(func() (err error) {
-		if conn, err = sockts.ListenUDP(netip.AddrPortFrom(cli.Addr, 0), sockts.Options{}); err != nil {
-			return err
-		}
-		discard, err = sockts.ListenUDP(netip.MustParseAddrPort("127.0.0.1:9"), sockts.Options{})
+		conn, err = sockts.ListenUDP(netip.AddrPortFrom(cli.Addr, 0), sockts.Options{})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	defer discard.Close()
+	discard := testbed.ListenDiscard(t, cli)
 	for _, tc := range []struct {
 		noWarmUp bool
 		want     int
@@ -39,20 +34,9 @@ func TestWarmUpPrecedesEachRequest(t *testing.T) {
 				t.Fatalf("NoWarmUp %v, poll %d: %v", tc.noWarmUp, i, err)
 			}
 		}
-		got := 0
-		var b [16]byte
-		for {
-			n, _, _, err := discard.ReadFrom(b[:], 50*time.Millisecond)
-			if errors.Is(err, sockts.ErrTimeout) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n != 1 {
-				t.Errorf("a warm-up datagram of %d bytes, want 1", n)
-			}
-			got++
+		got, odd := discard.Count(t)
+		if odd != 0 {
+			t.Errorf("%d warm-up datagrams not of 1 byte", odd)
 		}
 		if got != tc.want {
 			t.Errorf("NoWarmUp %v: %d warm-up datagrams for 3 requests, want %d", tc.noWarmUp, got, tc.want)

@@ -2,13 +2,10 @@ package ptp
 
 import (
 	"context"
-	"errors"
-	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/monagent/monagent/internal/testbed"
-	"github.com/monagent/monagent/sockts"
 )
 
 // TestWarmUpPrecedesEachDelayReq: before every Delay_Req the probe sends
@@ -20,14 +17,7 @@ func TestWarmUpPrecedesEachDelayReq(t *testing.T) {
 	master, host := testbed.NewLink(t)
 	testbed.StartPtp4l(t, master, testbed.Ptp4lOptions{Master: true, Transport: "UDPv4"})
 	testbed.StartPtp4l(t, master, testbed.Ptp4lOptions{Master: true, Transport: "L2"})
-	var discard *sockts.Conn
-	if err := host.Do(func() (err error) {
-		discard, err = sockts.ListenUDP(netip.MustParseAddrPort("127.0.0.1:9"), sockts.Options{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer discard.Close()
+	discard := testbed.ListenDiscard(t, host)
 	for _, tc := range []struct {
 		name   string
 		listen func(iface string) (*Probe, error)
@@ -63,20 +53,9 @@ func TestWarmUpPrecedesEachDelayReq(t *testing.T) {
 				t.Fatalf("%d Delay_Reqs answered in 30 s, want 3", answered)
 			}
 			sent := p.TxSources[0].Load() + p.TxSources[1].Load() + p.TxSources[2].Load() + p.TxSources[3].Load()
-			got := 0
-			var b [16]byte
-			for {
-				n, _, _, err := discard.ReadFrom(b[:], 50*time.Millisecond)
-				if errors.Is(err, sockts.ErrTimeout) {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n != 1 {
-					t.Errorf("a warm-up datagram of %d bytes, want 1", n)
-				}
-				got++
+			got, odd := discard.Count(t)
+			if odd != 0 {
+				t.Errorf("%d warm-up datagrams not of 1 byte", odd)
 			}
 			want := 0
 			if tc.warm {
