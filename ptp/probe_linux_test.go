@@ -119,8 +119,8 @@ const pairedSyncs = 80
 // logged and recorded in docs/performance.md. The probe warms its send path
 // before each Delay_Req (Probe.warm), so its path delay is shorter than
 // ptp4l's and its raw mean closer to the truth: the two raw means differ
-// by that, ~0.6 us over UDPv4 here, and rawBound bounds how much further
-// from the truth than ptp4l's the probe's may be. Without the warm-up
+// by that, 0.25-0.63 us here, the probe's the higher, and rawBound bounds
+// how far below ptp4l's the probe's may be. Without the warm-up
 // (MONAGENT_PTP_NOWARMUP=1) both take the same cold path: in 8 runs over
 // UDPv4 they differed by -32 to -148 ns, 4.5-6 standard errors where
 // measured (the probe's cold Delay_Reqs the slower), and over IEEE 802.3
@@ -130,7 +130,7 @@ const pairedSyncs = 80
 // both means moved ~0.8 us), which the 16-Sync line follows over 16 Syncs
 // and overshoots while it does.
 const (
-	rawBound  = 300 // how much further from the truth than ptp4l's the probe's raw mean may be, ns
+	rawBound  = 300 // how far the probe's raw mean may be below ptp4l's (its Delay_Reqs the slower), ns
 	filtRatio = 1.2 // filtered std / ptp4l's
 )
 
@@ -363,33 +363,39 @@ collect:
 		p.RxSources[0].Load(), p.RxSources[1].Load(), p.RxSources[2].Load(), p.RxSources[3].Load(), p.TxSources[0].Load(), p.TxSources[1].Load(), p.TxSources[2].Load(), p.TxSources[3].Load())
 	// The goals: the raw offset's mean within 100 ns of ptp4l's over
 	// the same Syncs (they differ only by the two delay filters, each fed
-	// by Delay_Reqs of its own), and the filtered offset's std at most 0.8x
-	// ptp4l's per-Sync offsets. The bounds asserted are those that hold on
-	// this shared 2-core VM under the other packages' tests (see
-	// docs/performance.md for the runs): the raw means within rawBound, the
-	// filtered std at most filtRatio x ptp4l's; the goals are logged.
+	// by Delay_Reqs of its own: with NoWarmUp), and the filtered offset's
+	// std at most 0.8x ptp4l's per-Sync offsets. The bounds asserted are
+	// those that hold on this shared 2-core VM under the other packages'
+	// tests (see docs/performance.md for the runs): ptp4l's computation per
+	// Sync, the probe's raw mean not below ptp4l's by more than rawBound,
+	// the filtered std at most filtRatio x ptp4l's; the goals are logged.
 	// How finely this run resolves the raw means' difference: its standard
 	// error by batch means, each batch a delay filter's length of Syncs
 	// (within one, both medians draw on the same Delay_Reqs, so the Syncs
 	// are not independent). Where 2 se > 100 ns, 80 Syncs cannot tell the
 	// 100 ns goal from the two filters' independent noise.
 	se := batchSE(diff, filter)
-	t.Logf("  raw mean - ptp4l's %.0f ns, standard error %.0f ns by batches of %d Syncs (within 100 ns: %v; resolvable at 2 se: %v); against the truth: probe %.0f ns, ptp4l %.0f ns (probe no further than max(%d ns, 3 se) beyond ptp4l's: %v); ptp4l's computation in %d of %d Syncs; filtered std ratio %.2f (goal 0.8: %v; bound %.2f); warm-up %v",
-		m-rm, se, filter, math.Abs(m-rm) <= 100, 2*se <= 100, m, rm, rawBound, math.Abs(m) <= math.Abs(rm)+max(rawBound, 3*se), formula, len(pairs), fs/frs, fs <= 0.8*frs, filtRatio, !noWarmUp)
+	t.Logf("  raw mean - ptp4l's %.0f ns, standard error %.0f ns by batches of %d Syncs (within 100 ns: %v; resolvable at 2 se: %v); against the truth: probe %.0f ns, ptp4l %.0f ns (probe the closer: %v; its Delay_Reqs no slower, to max(%d ns, 3 se): %v); ptp4l's computation in %d of %d Syncs; filtered std ratio %.2f (goal 0.8: %v; bound %.2f); warm-up %v",
+		m-rm, se, filter, math.Abs(m-rm) <= 100, 2*se <= 100, m, rm, math.Abs(m) <= math.Abs(rm), rawBound, rm-m <= max(rawBound, 3*se), formula, len(pairs), fs/frs, fs <= 0.8*frs, filtRatio, !noWarmUp)
 	if same != len(pairs) {
 		t.Errorf("%d of %d pairs differ in t1 or t2: not the same Syncs", len(pairs)-same, len(pairs))
 	}
 	if formula != len(pairs) {
 		t.Errorf("offset + path delay differs from ptp4l's in %d of %d Syncs: not ptp4l's computation", len(pairs)-formula, len(pairs))
 	}
-	// No bias of the probe's own: its raw mean no further from the truth
-	// (0) than ptp4l's, to rawBound or 3 standard errors of the difference
-	// where a loaded run resolves no finer. With its warm-up datagram the
-	// probe's Delay_Req leg is the shorter, and its mean the closer to the
-	// truth; with NoWarmUp both take the same cold path and the means
-	// differ by their path-delay medians alone.
-	if math.Abs(m) > math.Abs(rm)+max(rawBound, 3*se) {
-		t.Errorf("probe raw mean %.0f ns is further from the truth (0) than the ptp4l slave's %.0f ns over the same Syncs, by more than max(%d ns, 3 x %.0f ns): a bias of the probe's own", m, rm, rawBound, se)
+	// No bias of the probe's own: its raw offset is ptp4l's computation
+	// (checked above), so the two raw means differ by the two path delays
+	// alone, ptp4l's minus the probe's. The probe's Delay_Reqs must not be
+	// the slower: its raw mean not below ptp4l's by more than rawBound or 3
+	// standard errors, where a loaded run resolves no finer. Its warm-up
+	// makes its Delay_Req leg the shorter, and its mean the higher, by
+	// design. Closer to the truth than ptp4l's it was in every quiet run
+	// (docs/performance.md), but that is logged, not asserted: under load
+	// the Sync's leg (the master's send path) can grow as long as a cold
+	// Delay_Req's, and then a shorter request leg moves the offset past
+	// the truth, however well the probe measured its own leg.
+	if rm-m > max(rawBound, 3*se) {
+		t.Errorf("probe raw mean %.0f ns is %.0f ns below the ptp4l slave's over the same Syncs: its Delay_Reqs the slower, a bias of the probe's own (bound max(%d ns, 3 x %.0f ns))", m, rm-m, rawBound, se)
 	}
 	if 2*len(filt) < len(pairs) {
 		t.Errorf("a filtered offset on %d of %d Syncs: its filter does not settle", len(filt), len(pairs))
