@@ -77,8 +77,9 @@ func ListenL2(cfg L2Config) (*Probe, error) {
 			return nil, fmt.Errorf("ptp probe: warm-up socket: %w", err)
 		}
 		p.closers = append(p.closers, func() error { return unix.Close(wfd) })
-		to := &unix.SockaddrInet4{Port: int(loopbackDiscard.Port()), Addr: loopbackDiscard.Addr().As4()}
-		p.warm = func() { _ = unix.Sendto(wfd, warmDatagram[:], 0, to) }
+		d := loopbackDiscard()
+		to, one := &unix.SockaddrInet4{Port: int(d.Port()), Addr: d.Addr().As4()}, make([]byte, 1)
+		p.warm = func() { _ = unix.Sendto(wfd, one, 0, to) }
 	}
 	src := ifi.HardwareAddr
 	p.send = func(b []byte) (sockts.Timestamp, error) {

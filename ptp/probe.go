@@ -69,9 +69,9 @@ type Probe struct {
 	// (caches, branch predictors, the veth's and the IP stack's code): a
 	// Delay_Req sent after a second's sleep takes ~2.4 us from its transmit
 	// stamp t3 to the master's receive stamp t4 across a veth pair, against
-	// ~1.0 us after one byte to 127.0.0.1:9, and that excess is half of
-	// ptp4l's offset error against the truth (docs/performance.md). Nothing
-	// leaves the host. With hardware timestamps the NIC stamps at the wire
+	// ~1.0 us after one byte to 127.0.0.1:9; half of that excess is an
+	// offset error of the slave's own, which ptp4l keeps
+	// (docs/performance.md). Nothing leaves the host. With hardware timestamps the NIC stamps at the wire
 	// and the probe sends none.
 	warm    func()
 	closers []func() error

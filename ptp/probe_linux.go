@@ -82,7 +82,8 @@ func ListenUDP(cfg UDPConfig) (*Probe, error) {
 	if !cfg.NoWarmUp && !cfg.Hardware {
 		// From the Delay_Req's own socket: the warmest path (the NTP probe's
 		// measurements, docs/performance.md).
-		p.warm = func() { _, _ = tx.WriteTo(warmDatagram[:], loopbackDiscard) }
+		to, one := loopbackDiscard(), make([]byte, 1)
+		p.warm = func() { _, _ = tx.WriteTo(one, to) }
 	}
 	p.send = func(b []byte) (sockts.Timestamp, error) {
 		ts, err := tx.WriteTo(b, dst)
@@ -154,10 +155,9 @@ func isGeneral(b []byte) bool { return len(b) > 0 && b[0]&0x0f >= 8 }
 
 // loopbackDiscard is where a warm-up datagram goes (Probe.warm): the
 // host's own discard port, so nothing leaves the host.
-var loopbackDiscard = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 9)
-
-// warmDatagram is the warm-up datagram's payload.
-var warmDatagram [1]byte
+func loopbackDiscard() netip.AddrPort {
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 9)
+}
 
 // msgBuffers is how many messages may wait between the readers and the
 // Slave; they are reused, so a message costs no allocation.
