@@ -2,7 +2,6 @@ package testbed
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -23,6 +22,7 @@ func ListenDiscard(t testing.TB, h *Host) *Discard {
 			return err
 		}
 		d.fd = fd
+		t.Cleanup(func() { unix.Close(fd) })
 		// Count stops once none came for 50 ms.
 		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 50_000}); err != nil {
 			return err
@@ -31,7 +31,6 @@ func ListenDiscard(t testing.TB, h *Host) *Discard {
 	}); err != nil {
 		t.Fatalf("discard port in %s: %v", h.Name, err)
 	}
-	t.Cleanup(func() { unix.Close(d.fd) })
 	return d
 }
 
@@ -49,7 +48,7 @@ func (d *Discard) Count(t testing.TB) (n, notOneByte int) {
 			continue
 		}
 		if err != nil {
-			t.Fatal(fmt.Errorf("discard port: %w", err))
+			t.Fatalf("discard port: %v", err)
 		}
 		n++
 		if m != 1 {
